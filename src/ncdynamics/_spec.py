@@ -1,0 +1,150 @@
+"""Experiment declarations: a typed config, three presets and a function that fills a run.
+
+This module sits at the base of the package (like ``_validation``) so that every theory
+subpackage can declare its experiments without importing the ``experiments`` layer, which
+collects them. An experiment is plain data:
+
+- ``config``: a frozen dataclass type whose defaults are the experiment's settings;
+- ``presets``: for each of ``smoke``, ``cpu`` and ``paper``, the fields that differ from the
+  defaults;
+- ``run``: ``run(config, run, *, seed, progress) -> None``, which writes metrics, arrays,
+  figures and a summary into the run directory (a ``ncdynamics.runs.Run``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["PRESETS", "ExperimentSpec", "build_config", "config_to_dict", "parse_value"]
+
+PRESETS = ("smoke", "cpu", "paper")
+
+
+@dataclass(frozen=True)
+class ExperimentSpec:
+    """One registered experiment.
+
+    Parameters
+    ----------
+    name : str
+        Unique name, ``<theory>.<figure>`` by convention (e.g. ``hadamard.fig1``).
+    theory : str
+        Theory subpackage name, or ``"core"``.
+    summary : str
+        One line shown by ``ncdyn list``.
+    config : type
+        Frozen dataclass type of settings.
+    presets : mapping of str to mapping
+        Overrides of ``config`` fields per preset; must have exactly ``smoke``, ``cpu``,
+        ``paper``.
+    run : callable
+        ``run(config, run, *, seed, progress) -> None``.
+    resumable : bool
+        Whether ``run`` resumes from the run's last checkpoint; otherwise a resumed run
+        starts over (its earlier records are replaced).
+    """
+
+    name: str
+    theory: str
+    summary: str
+    config: type
+    presets: Mapping[str, Mapping[str, Any]]
+    run: Callable[..., None]
+    resumable: bool = False
+    tags: tuple[str, ...] = field(default=())
+
+    def __post_init__(self) -> None:
+        if not dataclasses.is_dataclass(self.config):
+            raise TypeError(f"`config` of experiment {self.name!r} must be a dataclass type.")
+        missing = [p for p in PRESETS if p not in self.presets]
+        extra = [p for p in self.presets if p not in PRESETS]
+        if missing or extra:
+            raise ValueError(
+                f"`presets` of experiment {self.name!r} must have exactly {PRESETS}; "
+                f"missing {missing}, unknown {extra}."
+            )
+        for preset, overrides in self.presets.items():
+            build_config(self.config, overrides, where=f"preset {preset!r} of {self.name!r}")
+
+    def make_config(self, preset: str, overrides: Mapping[str, Any] | None = None) -> Any:
+        """Resolve ``preset`` and then ``overrides`` into a config instance."""
+        if preset not in PRESETS:
+            raise ValueError(f"`preset` must be one of {', '.join(PRESETS)}; got {preset!r}.")
+        merged = dict(self.presets[preset])
+        merged.update(overrides or {})
+        return build_config(self.config, merged, where=f"experiment {self.name!r}")
+
+
+def _field_types(cls: type) -> dict[str, Any]:
+    hints = typing.get_type_hints(cls)
+    return {f.name: hints.get(f.name, Any) for f in dataclasses.fields(cls)}
+
+
+def build_config(cls: type, values: Mapping[str, Any], *, where: str = "config") -> Any:
+    """Build ``cls(**values)``, rejecting unknown keys by name and coercing strings.
+
+    Strings (from the command line) are parsed into the annotated field type.
+    """
+    types_ = _field_types(cls)
+    unknown = [k for k in values if k not in types_]
+    if unknown:
+        raise ValueError(
+            f"unknown option(s) {', '.join(map(repr, unknown))} for {where}; "
+            f"known options: {', '.join(types_)}."
+        )
+    kwargs = {k: _coerce(v, types_[k], k) for k, v in values.items()}
+    return cls(**kwargs)
+
+
+def parse_value(text: str) -> Any:
+    """Parse a command-line value: YAML scalars and flow sequences (``1,2`` or ``[1, 2]``)."""
+    import yaml
+
+    text = text.strip()
+    if "," in text and not text.startswith(("[", "(", "{")):
+        return [parse_value(part) for part in text.split(",")]
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError:
+        return text
+
+
+def _coerce(value: Any, tp: Any, name: str) -> Any:
+    if isinstance(value, str) and tp is not str:
+        value = parse_value(value)
+    origin = typing.get_origin(tp)
+    args = typing.get_args(tp)
+    if origin in (typing.Union, types.UnionType):
+        if value is None and type(None) in args:
+            return None
+        non_none = [a for a in args if a is not type(None)]
+        return _coerce(value, non_none[0], name) if len(non_none) == 1 else value
+    if origin is tuple:
+        if not isinstance(value, (list, tuple)):
+            value = [value]
+        if len(args) == 2 and args[1] is Ellipsis:
+            return tuple(_coerce(v, args[0], name) for v in value)
+        return tuple(value)
+    if origin is typing.Literal:
+        if value not in args:
+            raise ValueError(
+                f"option `{name}` must be one of {', '.join(map(repr, args))}; got {value!r}."
+            )
+        return value
+    if tp is float and isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    if tp is int and isinstance(value, float) and value.is_integer():
+        return int(value)
+    if tp in (int, float, str, bool) and not isinstance(value, tp):
+        raise TypeError(f"option `{name}` must be {tp.__name__}; got {value!r}.")
+    return value
+
+
+def config_to_dict(config: Any) -> dict[str, Any]:
+    """A JSON-ready dict of a config dataclass (tuples become lists)."""
+    return dataclasses.asdict(config)

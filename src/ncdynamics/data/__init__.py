@@ -1,0 +1,29 @@
+"""Datasets as numpy arrays in a small :class:`Dataset`, and label tools.
+
+``load(name, **options)`` covers scikit-learn's bundled ``digits`` (the default real
+dataset), generated sets, and MNIST, Fashion-MNIST and CIFAR-10 from local files.
+"""
+
+from . import _builtin as _builtin  # noqa: F401  (registers loaders)
+from . import _files as _files  # noqa: F401
+from ._dataset import Dataset as Dataset
+from ._dataset import available as available
+from ._dataset import load as load
+from ._dataset import register as register
+from ._files import read_idx as read_idx
+from ._labels import balanced_subset as balanced_subset
+from ._labels import class_balanced_batches as class_balanced_batches
+from ._labels import class_ordered as class_ordered
+from ._labels import corrupt_labels as corrupt_labels
+
+__all__ = [
+    "Dataset",
+    "available",
+    "balanced_subset",
+    "class_balanced_batches",
+    "class_ordered",
+    "corrupt_labels",
+    "load",
+    "read_idx",
+    "register",
+]

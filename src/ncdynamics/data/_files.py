@@ -1,0 +1,179 @@
+"""Readers for datasets stored as local files: MNIST-format IDX and CIFAR-10 pickles.
+
+Nothing is downloaded. Put the files under ``root`` (directly, or in the usual sub-folders
+``MNIST/raw``, ``FashionMNIST/raw``, ``cifar-10-batches-py``) and pass ``root=``.
+"""
+
+from __future__ import annotations
+
+import gzip
+import pickle
+from pathlib import Path
+
+import numpy as np
+
+from ._dataset import Dataset, as_float32, register
+
+_IDX_DTYPES = {0x08: np.uint8, 0x09: np.int8, 0x0B: np.int16, 0x0C: np.int32, 0x0D: np.float32}
+
+
+def read_idx(path: str | Path) -> np.ndarray:
+    """Read an IDX file (raw or gzip-compressed) into an array.
+
+    Raises
+    ------
+    ValueError
+        If the header is not IDX, or the file is shorter than its header promises.
+    """
+    path = Path(path)
+    opener = gzip.open if path.suffix == ".gz" else open
+    try:
+        with opener(path, "rb") as fh:
+            raw = fh.read()
+    except (OSError, EOFError) as exc:
+        raise ValueError(f"cannot read IDX file {str(path)!r}: {exc}.") from exc
+    if len(raw) < 4 or raw[0] != 0 or raw[1] != 0 or raw[2] not in _IDX_DTYPES:
+        raise ValueError(f"{str(path)!r} is not an IDX file (bad magic number).")
+    ndim = raw[3]
+    header = 4 + 4 * ndim
+    if len(raw) < header:
+        raise ValueError(f"{str(path)!r} is truncated: header needs {header} bytes.")
+    dims = [int.from_bytes(raw[4 + 4 * i : 8 + 4 * i], "big") for i in range(ndim)]
+    dtype = np.dtype(_IDX_DTYPES[raw[2]]).newbyteorder(">")
+    expected = header + int(np.prod(dims)) * dtype.itemsize
+    if len(raw) != expected:
+        raise ValueError(
+            f"{str(path)!r} is truncated or damaged: expected {expected} bytes for shape "
+            f"{tuple(dims)}, found {len(raw)}."
+        )
+    return np.frombuffer(raw, dtype=dtype, offset=header).reshape(dims).astype(dtype.newbyteorder("="))
+
+
+def _find(root: Path, stem: str, subdirs: tuple[str, ...]) -> Path:
+    candidates = []
+    for sub in ("", *subdirs):
+        for suffix in ("", ".gz"):
+            candidates.append(root / sub / f"{stem}{suffix}")
+    for c in candidates:
+        if c.is_file():
+            return c
+    raise FileNotFoundError(
+        f"dataset file {stem!r} (raw or .gz) not found under {str(root)!r}; looked in "
+        f"{', '.join(sorted({str(c.parent) for c in candidates}))}."
+    )
+
+
+def _check_root(root: str | Path | None, name: str) -> Path:
+    if root is None:
+        raise ValueError(f"`root` is required for dataset {name!r}: the folder holding its files.")
+    path = Path(root).expanduser()
+    if not path.is_dir():
+        raise FileNotFoundError(f"`root` must be an existing directory; got {str(path)!r}.")
+    return path
+
+
+def _load_idx_pair(root: Path, prefix: str, subdirs: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
+    img_path = _find(root, f"{prefix}-images-idx3-ubyte", subdirs)
+    lab_path = _find(root, f"{prefix}-labels-idx1-ubyte", subdirs)
+    images, labels = read_idx(img_path), read_idx(lab_path)
+    if images.ndim != 3:
+        raise ValueError(f"{str(img_path)!r} must hold images of shape (n, rows, cols).")
+    if labels.ndim != 1 or labels.shape[0] != images.shape[0]:
+        raise ValueError(
+            f"{str(lab_path)!r} must hold one label per image ({images.shape[0]}); "
+            f"got shape {labels.shape}."
+        )
+    return images, labels.astype(np.int64)
+
+
+def _mnist_like(name: str, root, subdirs, flatten: bool, limit: int | None) -> Dataset:
+    path = _check_root(root, name)
+    out = []
+    for prefix in ("train", "t10k"):
+        images, labels = _load_idx_pair(path, prefix, subdirs)
+        if limit is not None:
+            images, labels = images[:limit], labels[:limit]
+        x = images.astype(np.float32)[:, None] / 255.0
+        out += [x.reshape(len(x), -1) if flatten else x, labels]
+    if max(out[1].max(initial=0), out[3].max(initial=0)) > 9:
+        raise ValueError(f"labels of {name!r} under {str(path)!r} must be in 0..9.")
+    return Dataset(
+        as_float32(out[0]), out[1], as_float32(out[2]), out[3], 10, name, {"root": str(path)}
+    )
+
+
+@register("mnist")
+def load_mnist(*, root=None, flatten: bool = False, limit: int | None = None) -> Dataset:
+    """MNIST from IDX files (``train-images-idx3-ubyte`` etc., raw or ``.gz``) under ``root``.
+
+    Pixels are scaled to [0, 1]; images have shape (1, 28, 28) unless ``flatten``.
+    ``limit`` keeps the first ``limit`` images of each split.
+    """
+    return _mnist_like("mnist", root, ("MNIST/raw", "mnist"), flatten, limit)
+
+
+@register("fashion-mnist")
+def load_fashion_mnist(*, root=None, flatten: bool = False, limit: int | None = None) -> Dataset:
+    """Fashion-MNIST from IDX files under ``root`` (same layout and options as ``mnist``)."""
+    return _mnist_like("fashion-mnist", root, ("FashionMNIST/raw", "fashion-mnist"), flatten, limit)
+
+
+def _read_cifar_batch(path: Path) -> tuple[np.ndarray, np.ndarray]:
+    try:
+        with open(path, "rb") as fh:
+            entry = pickle.load(fh, encoding="bytes")
+    except (OSError, EOFError, pickle.UnpicklingError, ValueError) as exc:
+        raise ValueError(f"cannot read CIFAR-10 batch {str(path)!r}: {exc}.") from exc
+    if not isinstance(entry, dict) or b"data" not in entry or b"labels" not in entry:
+        raise ValueError(f"{str(path)!r} is not a CIFAR-10 batch (no data/labels keys).")
+    data = np.asarray(entry[b"data"], dtype=np.uint8)
+    labels = np.asarray(entry[b"labels"], dtype=np.int64)
+    if data.ndim != 2 or data.shape[1] != 3072 or data.shape[0] != labels.shape[0]:
+        raise ValueError(
+            f"{str(path)!r} must hold data of shape (n, 3072) with n labels; got data "
+            f"{data.shape} and {labels.shape[0]} labels."
+        )
+    return data.reshape(-1, 3, 32, 32), labels
+
+
+@register("cifar10")
+def load_cifar10(
+    *, root=None, classes=None, flatten: bool = False, limit: int | None = None
+) -> Dataset:
+    """CIFAR-10 from the python pickle batches (``data_batch_1..5``, ``test_batch``).
+
+    Looks under ``root`` and ``root/cifar-10-batches-py``. ``classes`` keeps a subset of
+    the ten classes, relabelled 0..k-1 in the given order. Pixels are scaled to [0, 1].
+    """
+    path = _check_root(root, "cifar10")
+    base = path / "cifar-10-batches-py" if (path / "cifar-10-batches-py").is_dir() else path
+    parts = {}
+    for split, names in (("train", [f"data_batch_{i}" for i in range(1, 6)]), ("test", ["test_batch"])):
+        xs, ys = [], []
+        for n in names:
+            f = base / n
+            if not f.is_file():
+                raise FileNotFoundError(f"CIFAR-10 batch file {str(f)!r} not found.")
+            x, y = _read_cifar_batch(f)
+            xs.append(x)
+            ys.append(y)
+        parts[split] = (np.concatenate(xs), np.concatenate(ys))
+    num_classes = 10
+    if classes is not None:
+        keep = [int(c) for c in classes]
+        if len(keep) < 2 or len(set(keep)) != len(keep) or not all(0 <= c <= 9 for c in keep):
+            raise ValueError(f"`classes` must be >= 2 distinct labels in 0..9; got {classes!r}.")
+        remap = np.full(10, -1)
+        remap[keep] = np.arange(len(keep))
+        for split, (x, y) in parts.items():
+            m = np.isin(y, keep)
+            parts[split] = (x[m], remap[y[m]])
+        num_classes = len(keep)
+    out = []
+    for split in ("train", "test"):
+        x, y = parts[split]
+        if limit is not None:
+            x, y = x[:limit], y[:limit]
+        x = x.astype(np.float32) / 255.0
+        out += [as_float32(x.reshape(len(x), -1) if flatten else x), y.astype(np.int64)]
+    return Dataset(*out, num_classes, "cifar10", {"root": str(base), "classes": classes})

@@ -1,0 +1,130 @@
+"""Collects the experiments every theory declares and runs one by name.
+
+Each ``ncdynamics.theories.<name>.experiments`` module lists its experiments in a module
+constant ``EXPERIMENTS`` (a sequence of :class:`ncdynamics._spec.ExperimentSpec`). They are
+discovered by walking the ``theories`` package, so adding a theory adds its experiments
+without changing this module.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import pkgutil
+import traceback
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from .. import runs, theories
+from .._spec import PRESETS, ExperimentSpec, config_to_dict
+from .._validation import check_int, check_option
+
+__all__ = ["get", "list_experiments", "run"]
+
+_CORE_MODULES = ("ncdynamics.experiments.demo",)
+
+
+def _discover() -> dict[str, ExperimentSpec]:
+    found: dict[str, ExperimentSpec] = {}
+    modules = list(_CORE_MODULES)
+    for info in pkgutil.iter_modules(theories.__path__):
+        if info.ispkg:
+            name = f"{theories.__name__}.{info.name}.experiments"
+            if importlib.util.find_spec(name) is not None:
+                modules.append(name)
+    for mod_name in modules:
+        mod = importlib.import_module(mod_name)
+        for spec in getattr(mod, "EXPERIMENTS", ()):
+            if spec.name in found:
+                raise RuntimeError(f"experiment {spec.name!r} is registered twice.")
+            found[spec.name] = spec
+    return found
+
+
+_CACHE: dict[str, ExperimentSpec] | None = None
+
+
+def list_experiments() -> list[ExperimentSpec]:
+    """Every registered experiment, the demo first, then by name."""
+    global _CACHE
+    if _CACHE is None:
+        _CACHE = _discover()
+    return sorted(_CACHE.values(), key=lambda s: (s.name != "demo", s.name))
+
+
+def get(name: str) -> ExperimentSpec:
+    """The experiment called ``name``; an unknown name lists the known ones."""
+    specs = {s.name: s for s in list_experiments()}
+    if name not in specs:
+        raise ValueError(
+            f"`experiment` must be one of {', '.join(specs)}; got {name!r}. "
+            "Run `ncdyn list` to see them."
+        )
+    return specs[name]
+
+
+def run(
+    name: str,
+    preset: str = "smoke",
+    out: str | os.PathLike[str] | None = None,
+    *,
+    seed: int = 0,
+    resume: bool = False,
+    overwrite: bool = False,
+    progress: bool = True,
+    **overrides: Any,
+) -> runs.Run:
+    """Run experiment ``name`` at ``preset`` into the run directory ``out``.
+
+    Parameters
+    ----------
+    name : str
+        A registered experiment (``ncdyn list``).
+    preset : {"smoke", "cpu", "paper"}
+    out : path-like, optional
+        Run directory; defaults to ``runs/<name>-<preset>``.
+    seed : int, default=0
+    resume : bool, default=False
+        Continue an unfinished run in ``out``.
+    overwrite : bool, default=False
+        Replace a run already in ``out``.
+    progress : bool, default=True
+        Show progress bars.
+    **overrides
+        Config fields that replace the preset's values; unknown keys are an error.
+
+    Returns
+    -------
+    Run
+        The completed run. Figures and the HTML report are written by
+        :func:`ncdynamics.report.write_report` (``ncdyn run`` does both).
+    """
+    spec = get(name)
+    check_option(preset, "preset", PRESETS)
+    seed = check_int(seed, "seed", low=0)
+    config = spec.make_config(preset, overrides)
+    out = Path(out) if out is not None else Path("runs") / f"{name}-{preset}"
+    run_ = runs.create(
+        out, config=config_to_dict(config), seed=seed, experiment=name, preset=preset,
+        resume=resume, overwrite=overwrite,
+    )
+    if resume and not spec.resumable:
+        run_.drop_records_after(-1)
+    try:
+        spec.run(config, run_, seed=seed, progress=progress)
+    except BaseException as exc:
+        reason = f"{type(exc).__name__}: {exc}"
+        run_.mark_failed(reason)
+        (run_.path / "error.txt").write_text(traceback.format_exc())
+        raise
+    run_.mark_completed()
+    return run_
+
+
+def config_of(run_: runs.Run) -> tuple[ExperimentSpec, Any]:
+    """The experiment spec and typed config stored in a run directory."""
+    stored: Mapping[str, Any] = run_.config
+    spec = get(stored["experiment"])
+    fields = {k: v for k, v in stored.items() if k not in ("experiment", "preset", "seed")}
+    return spec, spec.make_config(stored["preset"], fields)

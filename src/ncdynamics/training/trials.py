@@ -1,0 +1,114 @@
+"""Independent trials in a process pool, results gathered in order.
+
+On a CPU the useful parallelism for small networks and simulations is across trials, one
+process each with few intra-op threads (see ``docs/performance.md``). Every theory that runs
+repeated trials goes through :func:`run_trials`.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from typing import Any
+
+from .._validation import check_int
+
+__all__ = ["TrialError", "default_workers", "run_trials"]
+
+
+class TrialError(RuntimeError):
+    """A trial raised; the message names its index and arguments (its seed)."""
+
+
+def default_workers() -> int:
+    return max(1, min(os.cpu_count() or 1, 8))
+
+
+def _init_worker(threads: int) -> None:
+    os.environ["OMP_NUM_THREADS"] = str(threads)
+    os.environ.setdefault("MPLBACKEND", "Agg")
+    try:
+        import torch
+
+        torch.set_num_threads(threads)
+    except ImportError:  # pragma: no cover
+        pass
+
+
+def _call(fn: Callable[..., Any], index: int, args: Any) -> Any:
+    try:
+        return fn(*args) if isinstance(args, tuple) else fn(args)
+    except Exception as exc:
+        raise TrialError(f"trial {index} with arguments {args!r} failed: "
+                         f"{type(exc).__name__}: {exc}") from exc
+
+
+def run_trials(
+    fn: Callable[..., Any],
+    trial_args: Sequence[Any],
+    *,
+    workers: int | None = None,
+    threads_per_worker: int = 1,
+    progress: bool = False,
+    desc: str = "trials",
+) -> list[Any]:
+    """Run ``fn(*args)`` for every entry of ``trial_args`` and return results in order.
+
+    Parameters
+    ----------
+    fn : callable
+        A module-level function (it is pickled to the workers).
+    trial_args : sequence
+        One entry per trial: a tuple of positional arguments, or a single argument. Put the
+        trial's seed in its arguments so that a failure can be reproduced.
+    workers : int, optional
+        Processes; ``1`` runs in this process. Defaults to the number of cores (at most 8).
+    threads_per_worker : int, default=1
+        Intra-op threads in each worker (torch and OpenMP).
+    progress : bool, default=False
+        Show a progress bar.
+
+    Raises
+    ------
+    TrialError
+        The first failing trial, with its index and arguments.
+    """
+    workers = default_workers() if workers is None else check_int(workers, "workers", low=1)
+    threads = check_int(threads_per_worker, "threads_per_worker", low=1)
+    items = list(trial_args)
+    bar = _bar(len(items), desc, progress)
+    if workers == 1 or len(items) <= 1:
+        out = []
+        for i, a in enumerate(items):
+            out.append(_call(fn, i, a))
+            bar.update(1)
+        bar.close()
+        return out
+    results: list[Any] = [None] * len(items)
+    ctx = mp.get_context("spawn")
+    with ProcessPoolExecutor(
+        max_workers=min(workers, len(items)), mp_context=ctx,
+        initializer=_init_worker, initargs=(threads,),
+    ) as pool:
+        futures = {pool.submit(_call, fn, i, a): i for i, a in enumerate(items)}
+        try:
+            from concurrent.futures import as_completed
+
+            for fut in as_completed(futures):
+                results[futures[fut]] = fut.result()
+                bar.update(1)
+        except BaseException:
+            for f in futures:
+                f.cancel()
+            raise
+        finally:
+            bar.close()
+    return results
+
+
+def _bar(total: int, desc: str, enabled: bool) -> Any:
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, desc=desc, disable=not enabled, leave=False)
