@@ -1,0 +1,67 @@
+"""Locally elastic stochastic differential equations (LE-SDE) and their measurement.
+
+Theory, simulation, separation tests and estimators of
+
+[1] J. Zhang, H. Wang and W. J. Su, "Imitating Deep Learning Dynamics via Locally Elastic
+    Stochastic Differential Equations", Advances in Neural Information Processing Systems 34
+    (NeurIPS 2021). arXiv:2110.05960.
+
+Modules
+-------
+model
+    Drift matrix for any K and p (l-model and L-model H), closed forms (3), (7), (9), the
+    exact s-reduction of the L-model, time-varying rates, the neural-collapse ETF (10).
+simulate
+    Euler--Maruyama on particles (empirical-mean or mean-field drift), the exact class-mean
+    representation, the LE-ODE (6) and the discrete dynamics (1)/(4).
+separation
+    Binary and linear (LP) separability, pairwise separability, the projection direction,
+    Monte-Carlo checks of Theorems 2.1 and 3.1, Prop. 3.4 Gram error.
+trials
+    R LeNets trained at once (vmap), batch size 1, recording the logits the LE-SDE models.
+estimate
+    Class-mean logits, A/B estimators (l-model, L-model, exact projection), rates by
+    Savitzky--Golay, tail indices, LE-ODE imitation and its relative distance, and the direct
+    drift-matrix estimate from the elasticity probe.
+
+Conventions (see ``docs/theories/lesde.md``): a stack of K per-class p-vectors has shape
+``(..., K, p)`` (class-major when flattened); time is the SGD iteration index in estimators.
+"""
+
+from .model import L_model_means as L_model_means
+from .model import L_model_s as L_model_s
+from .model import LEParams as LEParams
+from .model import Rate as Rate
+from .model import as_rate as as_rate
+from .model import binary_means as binary_means
+from .model import d_vectors as d_vectors
+from .model import drift as drift
+from .model import drift_matrix as drift_matrix
+from .model import etf as etf
+from .model import h_isotropic as h_isotropic
+from .model import h_logits as h_logits
+from .model import hbar as hbar
+from .model import l_model_decompose as l_model_decompose
+from .model import l_model_means as l_model_means
+from .model import le_matrix as le_matrix
+from .model import v1_v2_k3 as v1_v2_k3
+
+__all__ = [
+    "LEParams",
+    "L_model_means",
+    "L_model_s",
+    "Rate",
+    "as_rate",
+    "binary_means",
+    "d_vectors",
+    "drift",
+    "drift_matrix",
+    "etf",
+    "h_isotropic",
+    "h_logits",
+    "hbar",
+    "l_model_decompose",
+    "l_model_means",
+    "le_matrix",
+    "v1_v2_k3",
+]
