@@ -1,0 +1,113 @@
+"""Oracles 8 and 9 of the LE-SDE spec, and agreement of the two Euler--Maruyama schemes."""
+
+import numpy as np
+import pytest
+
+from ncdynamics.theories.lesde import model as m
+from ncdynamics.theories.lesde.simulate import simulate_discrete, simulate_sde, solve_leode
+
+
+@pytest.mark.parametrize("scheme", ["class-means", "particles"])
+def test_within_class_spread_is_initial_plus_brownian(rng, scheme):
+    n, sigma, t_end, h = 20000, 1.0, 5.0, 0.05
+    params = m.LEParams.make(0.3, -0.1, m.h_isotropic(2, 1), sigma=sigma)
+    x0 = rng.standard_normal((1, 2, n, 1))  # Var0 = 1
+    paths = simulate_sde(params, x0, h=h, n_steps=int(t_end / h), rng=rng,
+                         record_every=int(t_end / h), scheme=scheme)
+    dev = paths.xs[0, -1] - paths.means[0, -1][:, None, :]
+    want = (1.0 + sigma**2 * t_end) * (1 - 1 / n)
+    np.testing.assert_allclose(dev.var(axis=1).ravel(), want, rtol=0.03)
+
+
+def test_schemes_agree_in_distribution(rng):
+    # class means after t = 2: same mean and spread across repetitions in both schemes
+    params = m.LEParams.make(0.5, -0.2, m.h_isotropic(3, 2), sigma=1.0)
+    x0 = np.broadcast_to(np.array([[1.0, 0.0], [0.0, 1.0], [-1.0, -1.0]])[None, :, None, :],
+                         (400, 3, 10, 2)).copy()
+    a = simulate_sde(params, x0, h=0.02, n_steps=100, rng=rng, record_every=100,
+                     keep_particles=False).means[:, -1]
+    b = simulate_sde(params, x0, h=0.02, n_steps=100, rng=rng, record_every=100,
+                     scheme="particles", keep_particles=False).means[:, -1]
+    se = np.sqrt(a.var(axis=0) / 400 + b.var(axis=0) / 400)
+    assert np.all(np.abs(a.mean(axis=0) - b.mean(axis=0)) < 4 * se)
+    np.testing.assert_allclose(a.std(axis=0), b.std(axis=0), rtol=0.2)
+    # noise-free means follow the closed form (7)
+    ref = m.l_model_means(np.array([2.0]), x0[0].mean(axis=1), 0.5, -0.2)[0]
+    np.testing.assert_allclose(a.mean(axis=0), ref, rtol=0.05, atol=0.05)
+
+
+def test_mean_field_drift_follows_ode_path(rng):
+    params = m.LEParams.make(0.4, -0.1, m.h_isotropic(2, 1), sigma=0.0)
+    x0 = rng.standard_normal((2, 2, 50, 1))
+    c = np.array([[0.5], [-0.5]])
+    paths = simulate_sde(params, x0, h=1e-3, n_steps=3000, rng=rng, drift_mode="mean-field",
+                         mean_field_init=c, record_every=3000)
+    ode = m.binary_means(np.array([3.0]), 0.4, -0.1, 0.5, -0.5)[0]
+    # X_i(t) = xbar_ode(t) - c + X_i(0) without noise (Sec. 2.2)
+    want = ode[None, :, None] - c[None, :, :] + x0[..., 0]
+    np.testing.assert_allclose(paths.xs[:, -1, :, :, 0], want, atol=1e-3)  # Euler O(h)
+
+
+def _discrete_error(h, rng, reps=20):
+    t_end, alpha, beta = 5.0, 0.5, -0.3
+    params = m.LEParams.make(alpha, beta, m.h_isotropic(2, 1), sigma=0.0)
+    x0 = rng.standard_normal((reps, 2, 50, 1))
+    x0[:, 0] += 0.5
+    x0[:, 1] -= 0.5
+    paths = simulate_discrete(params, x0, h=h, n_steps=int(round(t_end / h)), rng=rng,
+                              record_every=int(round(t_end / h)))
+    errs = []
+    for r in range(reps):
+        c = x0[r].mean(axis=1)[:, 0]
+        ref = m.binary_means(np.array([t_end]), alpha, beta, c[0], c[1])[0]
+        errs.append(np.linalg.norm(paths.means[r, -1, :, 0] - ref) / np.linalg.norm(ref))
+    return float(np.mean(errs))
+
+
+def test_discrete_dynamics_converge_to_ode(rng):
+    coarse, fine = _discrete_error(1e-2, rng), _discrete_error(1e-3, rng)
+    assert fine < 0.05
+    assert fine < coarse
+
+
+def test_discrete_L_model_uses_column_class_projector(rng):
+    # one step with a single sample per class: X^k += h E_{k,L} Hbar^L X^L
+    k = 3
+    params = m.LEParams.make(0.7, -0.2, m.h_logits(k))
+    x0 = rng.normal(size=(1, k, 1, k))
+    gen = np.random.default_rng(3)
+    out = simulate_discrete(params, x0, h=0.1, n_steps=1, rng=gen)
+    el = np.random.default_rng(3).choice(k, size=1, p=params.class_probs)[0]
+    e = m.le_matrix(0.7, -0.2, k)
+    want = x0[0, :, 0] + 0.1 * e[:, el][:, None] * (m.hbar(k)[el] @ x0[0, el, 0])[None]
+    np.testing.assert_allclose(out.xs[0, -1, :, 0], want, atol=1e-12)
+
+
+def test_leode_euler_and_rk_match_closed_form(rng):
+    k = 3
+    params = m.LEParams.make(0.3, -0.1, m.h_logits(k))
+    x0 = rng.normal(size=(k, k))
+    ts = np.linspace(0, 10, 2001)
+    exact = m.L_model_means(ts, x0, 0.3, -0.1)
+    np.testing.assert_allclose(solve_leode(params, x0, ts), exact, rtol=1e-8, atol=1e-10)
+    euler = solve_leode(params, x0, ts, method="euler")
+    assert np.max(np.abs(euler - exact)) < 1e-2 * np.max(np.abs(exact))
+
+
+@pytest.mark.parametrize(
+    "kw, match",
+    [
+        ({"x0": np.zeros((1, 3, 2, 1))}, "x0"),
+        ({"h": 0.0}, "h"),
+        ({"n_steps": 0}, "n_steps"),
+        ({"scheme": "exact"}, "scheme"),
+        ({"drift_mode": "ode"}, "drift_mode"),
+    ],
+)
+def test_simulate_sde_rejects_bad_input(rng, kw, match):
+    params = m.LEParams.make(0.3, -0.1, m.h_isotropic(2, 1), sigma=1.0)
+    args = {"x0": np.zeros((1, 2, 3, 1)), "h": 0.1, "n_steps": 2, "rng": rng}
+    args.update(kw)
+    x0 = args.pop("x0")
+    with pytest.raises(ValueError, match=match):
+        simulate_sde(params, x0, **args)
