@@ -1,0 +1,163 @@
+"""Confronting the reduced theory with a recorded run of (W, H).
+
+Two steps:
+
+1. :func:`project_onto_hadamard` splits logit matrices ``Z`` into their Hadamard mode values
+   (``diag(Ũ^T Z Ṽ)``) and the residual energy outside the Hadamard subspace. Under Hadamard
+   initialisation the residual stays at rounding level and the mode values are the singular
+   values; after random initialisation the residual measures how far the run is from the
+   subspace the theory lives in.
+2. :func:`fit_reduced` fits the reduced ODE (9) of [1] to recorded singular values: the
+   initial reduced values ``a(0)`` and the time scale ``c`` in ``τ = c k``. The theory
+   predicts ``c = 2 √n η``; a fitted ``c`` far from it (or a large residual) says that the
+   run is not following the Hadamard-reduced dynamics.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ..._validation import check_array, check_int, check_scalar
+from .._integrate import FitResult
+from .metrics import mode_values, residual_energy
+from .model import iterations_to_time, solve_reduced, to_reduced
+from .structure import check_power_of_two
+
+__all__ = ["HadamardProjection", "ReducedFit", "fit_reduced", "project_onto_hadamard"]
+
+
+@dataclass(frozen=True)
+class HadamardProjection:
+    """Hadamard coordinates of a batch of logit matrices.
+
+    Attributes
+    ----------
+    modes : ndarray of shape (..., K-1)
+        ``diag(Ũ^T Z Ṽ)`` in original units.
+    reduced : ndarray of shape (..., K-1)
+        ``modes / (K √n)``, the reduced units of Eq. (9).
+    residual : ndarray of shape (...)
+        Relative energy outside the Hadamard subspace ([1], App. E.1 (f)).
+    """
+
+    modes: NDArray[np.float64]
+    reduced: NDArray[np.float64]
+    residual: NDArray[np.float64]
+
+
+def project_onto_hadamard(Z: Any, *, n: int = 1) -> HadamardProjection:
+    """Project logits ``Z`` of shape (..., K, K n) onto the Hadamard modes (K a power of 2)."""
+    Z = check_array(Z, "Z", dtype=np.float64)
+    if Z.ndim < 2:
+        raise ValueError(f"`Z` must have shape (..., K, K n); got {Z.shape}.")
+    K = check_power_of_two(Z.shape[-2], "Z.shape[-2]")
+    n = check_int(n, "n", low=1)
+    if Z.shape[-1] != K * n:
+        raise ValueError(f"`Z` must have last axis K n = {K * n}; got {Z.shape}.")
+    modes = mode_values(Z, n=n)
+    return HadamardProjection(modes, to_reduced(modes, K=K, n=n), residual_energy(Z, n=n))
+
+
+@dataclass(frozen=True)
+class ReducedFit:
+    """Fitted reduced-ODE parameters.
+
+    Attributes
+    ----------
+    a0 : ndarray of shape (K-1,)
+        Initial reduced singular values (mode order of the solver).
+    time_scale : float
+        ``c`` in ``τ = c k``; the theory's value is ``2 √n η``.
+    K, n : int
+    step0 : float
+        Iteration at which ``a0`` holds.
+    """
+
+    a0: NDArray[np.float64]
+    time_scale: float
+    K: int
+    n: int
+    step0: float = 0.0
+
+    def predict(self, steps: Any) -> NDArray[np.float64]:
+        """Predicted singular values (original units, descending) at iterations ``steps``."""
+        steps = np.asarray(steps, dtype=np.float64)
+        traj = solve_reduced(self.a0, self.time_scale * (steps - self.step0), K=self.K, rtol=1e-8, atol=1e-10)
+        return -np.sort(-traj.ys * self.K * np.sqrt(self.n), axis=-1)
+
+
+def fit_reduced(
+    steps: Any,
+    sigma: Any,
+    *,
+    n: int = 1,
+    learning_rate: float,
+    fit_time_scale: bool = True,
+) -> FitResult:
+    """Fit the reduced ODE (9) of [1] to recorded logit singular values.
+
+    Minimises the squared error of ``log σ`` (both sides sorted in descending order, so the
+    fit does not depend on how modes are labelled) over ``log a(0)`` and, optionally,
+    ``log c``. Starts from ``a(0) = σ(0) / (K √n)`` and ``c = 2 √n η``.
+
+    Parameters
+    ----------
+    steps : array_like of shape (n_log,)
+        GD iterations, increasing, ``steps[0] = 0`` not required.
+    sigma : array_like of shape (n_log, K-1)
+        Top ``K - 1`` singular values of ``Z`` at ``steps``; ``K`` must be a power of two.
+    n : int, default=1
+    learning_rate : float
+        GD step size of the run (sets the initial time scale).
+    fit_time_scale : bool, default=True
+        Fit ``c``; otherwise keep ``c = 2 √n η``.
+
+    Returns
+    -------
+    FitResult
+        ``params`` is a :class:`ReducedFit`; ``loss`` the mean squared log error;
+        ``extra["time_scale_theory"]`` the theory's ``2 √n η``.
+    """
+    from scipy.optimize import least_squares
+
+    steps = check_array(steps, "steps", ndim=1, dtype=np.float64, min_size=2)
+    if steps[0] < 0 or np.any(np.diff(steps) <= 0):
+        raise ValueError("`steps` must be non-negative and strictly increasing.")
+    sigma = check_array(sigma, "sigma", ndim=2, shape=(steps.size, None), dtype=np.float64)
+    K = check_power_of_two(sigma.shape[1] + 1, "sigma.shape[1] + 1")
+    n = check_int(n, "n", low=1)
+    lr = check_scalar(learning_rate, "learning_rate", low=0, closed="neither")
+    if np.any(sigma <= 0):
+        raise ValueError("`sigma` must be strictly positive.")
+    target = np.log(-np.sort(-sigma, axis=1))
+    c_theory = float(iterations_to_time(1, learning_rate=lr, n=n))
+    k0 = steps[0]
+    sigma0 = -np.sort(-sigma[0])
+    x0 = np.log(to_reduced(sigma0, K=K, n=n))
+    if fit_time_scale:
+        x0 = np.concatenate([x0, [np.log(c_theory)]])
+
+    def unpack(x: NDArray[np.float64]) -> tuple[NDArray[np.float64], float]:
+        c = float(np.exp(x[-1])) if fit_time_scale else c_theory
+        return np.exp(x[: K - 1]), c
+
+    def residuals(x: NDArray[np.float64]) -> NDArray[np.float64]:
+        a0, c = unpack(x)
+        ts = c * (steps - k0)
+        traj = solve_reduced(a0, ts, K=K, rtol=1e-8, atol=1e-10)
+        if not traj.success:
+            return np.full(target.size, 1e3)
+        pred = np.log(-np.sort(-traj.ys * K * np.sqrt(n), axis=1))
+        return (pred - target).ravel()
+
+    res = least_squares(residuals, x0, method="trf", x_scale="jac", max_nfev=200)
+    a0, c = unpack(res.x)
+    fit = ReducedFit(a0, c, K, n, float(k0))
+    loss = float(np.mean(res.fun**2))
+    out = FitResult(fit, loss, bool(res.success), str(res.message), int(res.nfev),
+                    {"time_scale_theory": c_theory, "step0": float(k0)})
+    return out.warn_if_failed()

@@ -1,0 +1,303 @@
+"""The unconstrained features model (UFM) with summed cross-entropy: loss, flows and GD.
+
+Layouts (batch of ``R`` realisations first; a single realisation may drop the batch axis):
+
+- ``W``: (R, K, d) classifier, ``H``: (R, d, K n) features in class order
+  ``[h_11, ..., h_n1, h_12, ..., h_nK]``, ``Z = W H``: (R, K, K n) logits;
+- labels ``Y = I_K ⊗ 1_n^T`` of shape (K, K n).
+
+The loss is the *sum* over samples of [1], Eq. (1). Gradient flow is Eq. (2)::
+
+    dW/dt = (Y - P(WH)) H^T,     dH/dt = W^T (Y - P(WH))
+
+and gradient descent takes simultaneous steps of size ``η`` along these directions, so GD
+iteration ``k`` approximates flow time ``t = η k``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ..._validation import check_array, check_int, check_option, check_scalar
+from .._integrate import solve_ode
+from .structure import softmax_columns
+
+__all__ = [
+    "FlowResult",
+    "GDResult",
+    "ce_descent",
+    "ce_loss",
+    "label_matrix",
+    "logit_descent",
+    "mse_descent",
+    "mse_loss",
+    "run_gd",
+    "run_logit_gd",
+    "solve_gradient_flow",
+]
+
+Loss = Literal["ce", "mse"]
+
+
+def label_matrix(K: int, n: int = 1) -> NDArray[np.float64]:
+    """One-hot labels ``Y = I_K ⊗ 1_n^T`` of shape (K, K n) ([1], §2)."""
+    K = check_int(K, "K", low=2)
+    n = check_int(n, "n", low=1)
+    return np.kron(np.eye(K), np.ones((1, n)))
+
+
+def _check_pair(W: Any, H: Any, n: int) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    W = check_array(W, "W", dtype=np.float64)
+    H = check_array(H, "H", dtype=np.float64)
+    if W.ndim not in (2, 3) or H.ndim != W.ndim:
+        raise ValueError(
+            f"`W` and `H` must both be (K, d)/(d, K n) or batched (R, K, d)/(R, d, K n); "
+            f"got shapes {W.shape} and {H.shape}."
+        )
+    K, d = W.shape[-2:]
+    if H.shape[-2:] != (d, K * n) or H.shape[:-2] != W.shape[:-2]:
+        raise ValueError(
+            f"`H` must have shape {(*W.shape[:-2], d, K * n)} for `W` of shape {W.shape} and "
+            f"n={n}; got {H.shape}."
+        )
+    return W, H
+
+
+def _ce_from_logits(Z: NDArray[np.float64], n: int) -> NDArray[np.float64]:
+    K = Z.shape[-2]
+    mx = Z.max(axis=-2, keepdims=True)
+    lse = (mx + np.log(np.exp(Z - mx).sum(axis=-2, keepdims=True)))[..., 0, :]
+    labels = np.repeat(np.arange(K), n)
+    return (lse - Z[..., labels, np.arange(K * n)]).sum(axis=-1)
+
+
+def ce_loss(W: Any, H: Any, *, n: int = 1) -> NDArray[np.float64]:
+    """Summed cross-entropy loss of [1], Eq. (1), per realisation (log-sum-exp stable).
+
+    Returns
+    -------
+    ndarray of shape (R,) (or a 0-d array without a batch axis)
+    """
+    n = check_int(n, "n", low=1)
+    W, H = _check_pair(W, H, n)
+    return _ce_from_logits(W @ H, n)
+
+
+def mse_loss(W: Any, H: Any, *, n: int = 1) -> NDArray[np.float64]:
+    """``½ ‖Y - W H‖_F²``, whose gradient flow is Eq. (4) of [1]."""
+    n = check_int(n, "n", low=1)
+    W, H = _check_pair(W, H, n)
+    Y = label_matrix(W.shape[-2], n)
+    return 0.5 * ((Y - W @ H) ** 2).sum(axis=(-2, -1))
+
+
+def ce_descent(W: Any, H: Any, *, n: int = 1) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Descent directions ``((Y-P)H^T, W^T(Y-P))`` = ``-∇L`` of Eq. (1) ([1], Eq. (2))."""
+    n = check_int(n, "n", low=1)
+    W, H = _check_pair(W, H, n)
+    G = label_matrix(W.shape[-2], n) - softmax_columns(W @ H)
+    return G @ np.swapaxes(H, -1, -2), np.swapaxes(W, -1, -2) @ G
+
+
+def mse_descent(
+    W: Any, H: Any, *, n: int = 1
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """MSE descent directions ``((Y-WH)H^T, W^T(Y-WH))`` ([1], Eq. (4))."""
+    n = check_int(n, "n", low=1)
+    W, H = _check_pair(W, H, n)
+    G = label_matrix(W.shape[-2], n) - W @ H
+    return G @ np.swapaxes(H, -1, -2), np.swapaxes(W, -1, -2) @ G
+
+
+def logit_descent(Z: Any, *, n: int = 1) -> NDArray[np.float64]:
+    """Descent direction ``Y - P(Z)`` of the logit loss (13) of [1] (Thm 6)."""
+    Z = check_array(Z, "Z", dtype=np.float64)
+    return label_matrix(Z.shape[-2], check_int(n, "n", low=1)) - softmax_columns(Z)
+
+
+def _check_steps(steps: Any) -> NDArray[np.int64]:
+    steps = check_array(steps, "steps", ndim=1, min_size=1)
+    if not np.all(steps == np.round(steps)) or steps[0] < 0 or np.any(np.diff(steps) < 0):
+        raise ValueError("`steps` must be non-negative, non-decreasing integers.")
+    return steps.astype(np.int64)
+
+
+@dataclass(frozen=True)
+class GDResult:
+    """Snapshots of batched gradient descent on the UFM.
+
+    Attributes
+    ----------
+    steps : ndarray of shape (n_log,)
+        GD iterations of the snapshots.
+    Z : ndarray of shape (n_log, R, K, K n)
+    WWt : ndarray of shape (n_log, R, K, K)
+    HtH : ndarray of shape (n_log, R, K n, K n)
+    W : ndarray of shape (R, K, d)
+        Final classifier.
+    H : ndarray of shape (R, d, K n)
+        Final features.
+    """
+
+    steps: NDArray[np.int64]
+    Z: NDArray[np.float64]
+    WWt: NDArray[np.float64]
+    HtH: NDArray[np.float64]
+    W: NDArray[np.float64]
+    H: NDArray[np.float64]
+
+
+def run_gd(
+    W0: Any,
+    H0: Any,
+    *,
+    steps: Any,
+    learning_rate: float,
+    n: int = 1,
+    loss: Loss = "ce",
+) -> GDResult:
+    """Gradient descent on (W, H) for ``R`` realisations at once ([1], Eq. (2), discretised).
+
+    Both factors are updated simultaneously from the same iterate::
+
+        W ← W + η (Y - P) H^T,     H ← H + η W^T (Y - P)
+
+    (``P`` replaced by ``W H`` for ``loss="mse"``, Eq. (4)). Runs to ``steps[-1]`` and keeps
+    ``Z``, ``W W^T`` and ``H^T H`` at every entry of ``steps`` (small, whatever ``d``).
+
+    Parameters
+    ----------
+    W0 : array_like of shape (R, K, d) or (K, d)
+    H0 : array_like of shape (R, d, K n) or (d, K n)
+    steps : array_like of int, shape (n_log,)
+        Non-decreasing iterations to record (0 records the initial state).
+    learning_rate : float
+        Step size ``η > 0``.
+    n : int, default=1
+        Samples per class.
+    loss : {"ce", "mse"}
+
+    Returns
+    -------
+    GDResult
+        Always with a batch axis (R = 1 for unbatched input).
+    """
+    n = check_int(n, "n", low=1)
+    W, H = _check_pair(W0, H0, n)
+    check_option(loss, "loss", ("ce", "mse"))
+    lr = check_scalar(learning_rate, "learning_rate", low=0, closed="neither")
+    steps = _check_steps(steps)
+    W = (W[None] if W.ndim == 2 else W).copy()  # (R, K, d)
+    H = (H[None] if H.ndim == 2 else H).copy()  # (R, d, Kn)
+    R, K, _ = W.shape
+    Y = label_matrix(K, n)  # (K, Kn)
+    Zs = np.empty((steps.size, R, K, K * n))
+    WWs = np.empty((steps.size, R, K, K))
+    HHs = np.empty((steps.size, R, K * n, K * n))
+    ce = loss == "ce"
+    k = 0
+    for i, target in enumerate(steps):
+        for _ in range(target - k):
+            Z = W @ H  # (R, K, Kn)
+            if ce:
+                Z -= Z.max(axis=1, keepdims=True)
+                np.exp(Z, out=Z)
+                Z /= Z.sum(axis=1, keepdims=True)
+            G = Y - Z  # (R, K, Kn)
+            dW = G @ H.transpose(0, 2, 1)  # (R, K, d)
+            H += lr * (W.transpose(0, 2, 1) @ G)  # uses the old W
+            W += lr * dW
+        k = max(k, int(target))
+        Zs[i] = W @ H
+        WWs[i] = W @ W.transpose(0, 2, 1)
+        HHs[i] = H.transpose(0, 2, 1) @ H
+    if not (np.all(np.isfinite(W)) and np.all(np.isfinite(H))):
+        raise FloatingPointError(
+            f"gradient descent diverged (non-finite W or H); lower `learning_rate` ({lr})."
+        )
+    return GDResult(steps, Zs, WWs, HHs, W, H)
+
+
+def run_logit_gd(
+    Z0: Any, *, steps: Any, learning_rate: float, n: int = 1
+) -> NDArray[np.float64]:
+    """Gradient descent directly on the logits, ``Z ← Z + η (Y - P(Z))`` ([1], Eq. (13)).
+
+    Parameters
+    ----------
+    Z0 : array_like of shape (R, K, K n) or (K, K n)
+    steps : array_like of int, shape (n_log,)
+
+    Returns
+    -------
+    ndarray of shape (n_log, R, K, K n)
+    """
+    n = check_int(n, "n", low=1)
+    Z = check_array(Z0, "Z0", dtype=np.float64)
+    Z = (Z[None] if Z.ndim == 2 else Z).copy()
+    lr = check_scalar(learning_rate, "learning_rate", low=0, closed="neither")
+    steps = _check_steps(steps)
+    Y = label_matrix(Z.shape[-2], n)
+    out = np.empty((steps.size, *Z.shape))
+    k = 0
+    for i, target in enumerate(steps):
+        for _ in range(target - k):
+            Z += lr * (Y - softmax_columns(Z))
+        k = max(k, int(target))
+        out[i] = Z
+    return out
+
+
+@dataclass(frozen=True)
+class FlowResult:
+    """Gradient-flow solution of the UFM sampled at ``ts``.
+
+    Attributes
+    ----------
+    ts : ndarray of shape (n_times,)
+    W : ndarray of shape (n_times, K, d)
+    H : ndarray of shape (n_times, d, K n)
+    success : bool
+    """
+
+    ts: NDArray[np.float64]
+    W: NDArray[np.float64]
+    H: NDArray[np.float64]
+    success: bool
+
+
+def solve_gradient_flow(
+    W0: Any, H0: Any, ts: Any, *, n: int = 1, rtol: float = 1e-10, atol: float = 1e-14
+) -> FlowResult:
+    """Integrate the CE gradient flow (2) of [1] for one realisation with an ODE solver.
+
+    Uses DOP853; meant for small problems where GD's O(η) error matters (Theorem 8 checks).
+
+    Parameters
+    ----------
+    W0 : array_like of shape (K, d)
+    H0 : array_like of shape (d, K n)
+    ts : array_like of shape (n_times,), increasing, starting at the initial time.
+    """
+    n = check_int(n, "n", low=1)
+    W0, H0 = _check_pair(W0, H0, n)
+    if W0.ndim != 2:
+        raise ValueError(f"`W0` must be a single (K, d) matrix; got shape {W0.shape}.")
+    K, d = W0.shape
+    nw = K * d
+
+    def rhs(t: float, y: NDArray[np.float64], _: Any) -> NDArray[np.float64]:
+        W = y[:nw].reshape(K, d)
+        H = y[nw:].reshape(d, K * n)
+        dW, dH = ce_descent(W, H, n=n)
+        return np.concatenate([dW.ravel(), dH.ravel()])
+
+    y0 = np.concatenate([W0.ravel(), H0.ravel()])
+    traj = solve_ode(rhs, y0, ts, None, method="DOP853", rtol=rtol, atol=atol)
+    W = traj.ys[:, :nw].reshape(-1, K, d)
+    H = traj.ys[:, nw:].reshape(-1, d, K * n)
+    return FlowResult(traj.ts, W, H, traj.success)
