@@ -1,0 +1,187 @@
+"""Confronting the effective flow with gradient descent on the real layered ReLU network.
+
+The reference is the network of [1] (1.1) built from the cumulative parameters
+(``W_l = W^(l) (W^(l-1))^{-1}``, ``b_l = W^(l)(beta^(l) - beta^(l-1))``), its cost read off the
+last hidden layer through ``I^(L)(x) = (W^(L))^{-1} x^(L) - beta^(L)`` (spec §1.3), and its
+gradients taken by torch float64 autograd. The Riemannian generator is then
+``Omega = -pi_-(G R^T)`` and the update the same Lie-Euler step as the effective flow, so the
+two trajectories can be compared step by step. Also here: decay-rate fits and trajectory gaps.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from numpy.typing import NDArray
+
+from ..._validation import check_array
+from .integrators import FlowResult, Retraction, lie_euler
+from .model import SeparatedRates, _separated, pack_clusters, riemannian_generator
+from .network import AdaptedParams, ClusterData, Weighting
+
+__all__ = [
+    "NetworkGradients",
+    "TrajectoryGap",
+    "fit_log_rate",
+    "network_descent",
+    "network_gradients",
+    "trajectory_gap",
+]
+
+
+@dataclass(frozen=True)
+class NetworkGradients:
+    """Autograd gradients of a cost evaluated through the layered network.
+
+    Attributes
+    ----------
+    grad_beta : ndarray of shape (L, Q)
+    grad_R : ndarray of shape (L, Q, Q)
+        Euclidean gradient in the embedding ``R^{Q x Q}``.
+    omega : ndarray of shape (L, Q, Q)
+        ``-pi_-(grad_R R^T)``.
+    grad_W_out : ndarray of shape (Q, Q) or None
+        Only for the standard cost.
+    cost : float
+    """
+
+    grad_beta: NDArray[np.float64]
+    grad_R: NDArray[np.float64]
+    omega: NDArray[np.float64]
+    grad_W_out: NDArray[np.float64] | None
+    cost: float
+
+
+def network_gradients(
+    params: AdaptedParams,
+    data: ClusterData,
+    *,
+    W_out: NDArray[np.float64] | None = None,
+    y: NDArray[np.float64] | None = None,
+    weighting: Weighting = "per_cluster",
+) -> NetworkGradients:
+    """Gradients of the Euclidean ([1] (2.26)) or standard ([1] (2.22)) cost by autograd.
+
+    The cost is computed by the forward pass ``x^(l) = relu(W_l x^(l-1) + b_l)`` of the real
+    network whose layer parameters are derived from ``params`` (including ``wstar``).
+    With ``W_out`` and ``y`` given, the standard cost with output ``W_out I^(L)(x)`` is used
+    and its gradient in ``W_out`` returned too.
+    """
+    if (W_out is None) != (y is None):
+        raise ValueError("`W_out` and `y` must be given together (standard cost) or not at all.")
+    w = torch.as_tensor(data.point_weights(weighting), dtype=torch.float64)
+    x = torch.as_tensor(data.x, dtype=torch.float64)
+    R = torch.tensor(params.R, dtype=torch.float64, requires_grad=True)
+    beta = torch.tensor(params.beta, dtype=torch.float64, requires_grad=True)
+    wstar = torch.as_tensor(params.wstar, dtype=torch.float64)
+    w_cum = wstar[:, :, None] * R  # (L, Q, Q)
+    q = params.dim
+    h = x
+    prev_w, prev_b = torch.eye(q, dtype=torch.float64), torch.zeros(q, dtype=torch.float64)
+    for l in range(params.n_layers):  # noqa: E741
+        w_l = w_cum[l] @ torch.linalg.inv(prev_w)  # W_l = W^(l) (W^(l-1))^{-1}
+        b_l = w_cum[l] @ (beta[l] - prev_b)  # b_l = W^(l)(beta^(l) - beta^(l-1))
+        h = torch.relu(h @ w_l.T + b_l)  # (n, Q)
+        prev_w, prev_b = w_cum[l], beta[l]
+    images = torch.linalg.solve(w_cum[-1], h.T).T - beta[-1]  # I^(L)(x): (n, Q)
+    labels = torch.as_tensor(data.labels)
+    wo = None
+    if W_out is None:
+        res = images - torch.as_tensor(data.ytilde, dtype=torch.float64)[labels]
+    else:
+        wo = torch.tensor(check_array(W_out, "W_out", shape=(q, q), dtype=np.float64),
+                          requires_grad=True)
+        yy = torch.as_tensor(check_array(y, "y", shape=data.ytilde.shape, dtype=np.float64))
+        res = images @ wo.T - yy[labels]
+    cost = 0.5 * torch.sum(w * torch.sum(res**2, dim=1))
+    inputs = [R, beta] + ([wo] if wo is not None else [])
+    grads = torch.autograd.grad(cost, inputs)
+    g_r, g_b = grads[0].numpy(), grads[1].numpy()
+    g_w = grads[2].numpy() if wo is not None else None
+    omega = riemannian_generator(g_r, params.R)
+    return NetworkGradients(g_b, g_r, omega, g_w, float(cost.detach()))
+
+
+def network_descent(
+    params: AdaptedParams,
+    data: ClusterData,
+    *,
+    eta: float,
+    n_steps: int,
+    retraction: Retraction = "expm",
+    record_every: int = 1,
+) -> FlowResult:
+    """Lie-Euler gradient descent of the Euclidean cost on the real network.
+
+    Same scheme as :func:`~ncdynamics.theories.truncation.integrators.separated_flow`, with
+    the gradient from :func:`network_gradients` (all clusters, no separation assumed). The
+    recorded ``j0perp`` and ``btilde`` are the cluster-``l``-in-layer-``l`` monitors.
+    """
+    packed = pack_clusters(data)
+
+    def rates(R: NDArray[np.float64], beta: NDArray[np.float64]) -> SeparatedRates:
+        p = AdaptedParams(R, beta, params.wstar)
+        g = network_gradients(p, data)
+        mon = _separated(R, beta, packed, "corrected")
+        return SeparatedRates(-g.grad_beta, g.omega, mon.j0perp, mon.btilde, g.cost)
+
+    return lie_euler(params, rates, eta=eta, n_steps=n_steps, retraction=retraction,
+                     record_every=record_every)
+
+
+@dataclass(frozen=True)
+class TrajectoryGap:
+    """Largest differences between two recorded trajectories on common times.
+
+    Attributes
+    ----------
+    beta : float
+        ``max_k max |beta_a - beta_b|``.
+    R : float
+        ``max_k max |R_a - R_b|``.
+    cost : float
+        ``max_k |C_a - C_b|``.
+    per_time : ndarray of shape (n_common,)
+        ``max(|beta_a - beta_b|, |R_a - R_b|)`` per common time.
+    s : ndarray of shape (n_common,)
+    """
+
+    beta: float
+    R: float
+    cost: float
+    per_time: NDArray[np.float64]
+    s: NDArray[np.float64]
+
+
+def trajectory_gap(a: FlowResult, b: FlowResult, *, atol: float = 1e-9) -> TrajectoryGap:
+    """Compare two :class:`FlowResult` at the times they share (to ``atol``)."""
+    ia, ib = [], []
+    for i, s in enumerate(a.s):
+        j = int(np.argmin(np.abs(b.s - s)))
+        if abs(b.s[j] - s) <= atol:
+            ia.append(i), ib.append(j)
+    if not ia:
+        raise ValueError("the two trajectories share no recorded time.")
+    ia, ib = np.asarray(ia), np.asarray(ib)
+    db = np.abs(a.beta[ia] - b.beta[ib]).reshape(ia.size, -1).max(axis=1)
+    dr = np.abs(a.R[ia] - b.R[ib]).reshape(ia.size, -1).max(axis=1)
+    dc = np.abs(a.cost[ia] - b.cost[ib])
+    return TrajectoryGap(float(db.max()), float(dr.max()), float(dc.max()),
+                         np.maximum(db, dr), a.s[ia])
+
+
+def fit_log_rate(s: NDArray[np.float64], values: NDArray[np.float64]) -> float:
+    """Decay rate ``-d log(values)/ds`` by least squares on ``log(values)``.
+
+    ``values`` must be positive. Use it on a window where a single rate applies (for
+    instance after ``s1``, where [1] (4.36) predicts rate 1 and Lie-Euler gives
+    ``-log(1 - eta)/eta``).
+    """
+    s = check_array(s, "s", ndim=1, dtype=np.float64, min_size=2)
+    values = check_array(values, "values", shape=s.shape, dtype=np.float64)
+    if np.any(values <= 0):
+        raise ValueError(f"`values` must be > 0; got minimum {values.min():.3g}.")
+    slope = np.polyfit(s, np.log(values), 1)[0]
+    return float(-slope)
