@@ -1,0 +1,108 @@
+"""Memory estimates and chunk plans for the empirical NTK (private).
+
+All sizes are counted in tensor *entries* and converted to bytes with the dtype's item size.
+The estimates are sums of the sizes of the tensors each method holds at its peak (see
+``docs/ntk.md``, "Memory"); they are estimates, not measurements, and err on the large side
+through the factors of 2 and 3 on transient terms.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["ChunkPlan", "Sizes", "plan_jacobian_chunks", "plan_vp_chunks", "result_entries"]
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """Per-sample sizes of a problem.
+
+    ``p_mat``: materialised Jacobian columns (structured conv/BN layers plus generic
+    parameters); ``p_generic``: the generic (``torch.func``) part of them; ``d_out`` and
+    ``d_in``: summed output and input widths of factored Linear layers; ``act``: activation
+    entries of one sample; ``unfold``: largest unfolded layer input of one sample;
+    ``p_total``: all trainable parameters used by the output.
+    """
+
+    p_mat: int
+    p_generic: int
+    d_out: int
+    d_in: int
+    act: int
+    unfold: int
+    p_total: int
+
+
+@dataclass(frozen=True)
+class ChunkPlan:
+    """Row/column blocks of ``n_block`` samples x ``o_block`` outputs, each filled in compute
+    chunks of ``n_chunk`` x ``o_chunk``; ``store_all`` when every block is computed once and
+    kept; ``peak_bytes`` the estimate."""
+
+    n_block: int
+    o_block: int
+    n_chunk: int
+    o_chunk: int
+    store_all: bool
+    peak_bytes: int
+
+
+def _halving(n: int) -> list[int]:
+    out = [n]
+    while out[-1] > 1:
+        out.append((out[-1] + 1) // 2)
+    return out
+
+
+def result_entries(mode: str, n1: int, n2: int, o: int) -> int:
+    """Entries of the returned kernel."""
+    return {"full": n1 * n2 * o * o, "diagonal": o * n1 * n2, "trace": n1 * n2}[mode]
+
+
+def _store(s: Sizes, n: int, o: int) -> int:
+    """A stored Jacobian block: materialised columns, factored gradients and inputs."""
+    return n * o * (s.p_mat + s.d_out) + n * s.d_in
+
+
+def _transient(s: Sizes, n: int, o: int) -> int:
+    """Working memory while one compute chunk is built (graph, batched gradients, GEMMs)."""
+    return (3 * n * s.act + 2 * n * o * s.act + n * s.unfold
+            + 3 * n * o * s.p_generic + 2 * n * o * (s.p_mat - s.p_generic) // 8)
+
+
+def plan_jacobian_chunks(s: Sizes, *, mode: str, n1: int, n2: int | None, n_out: int,
+                         budget: int, itemsize: int) -> ChunkPlan | None:
+    """Largest blocks that fit ``budget`` bytes, preferring no recomputation.
+
+    ``n2=None`` is the symmetric case (one sample set). Returns None when not even one sample
+    and one output fit.
+    """
+    sym = n2 is None
+    n2v = n1 if sym else n2
+    n_max = max(n1, n2v)
+    res = result_entries(mode, n1, n2v, n_out)
+    for o_b in _halving(n_out):
+        for n_b in _halving(n_max):
+            store_all = n_b >= n_max and o_b == n_out
+            stored = (_store(s, n1, n_out) + (0 if sym else _store(s, n2v, n_out))
+                      if store_all else 2 * _store(s, n_b, o_b))
+            o_pair = o_b * o_b if mode == "full" else o_b
+            block = 2 * min(n_b, n1) * min(n_b, n2v) * o_pair
+            fixed = res + stored + block
+            for o_c in _halving(o_b):
+                for n_c in _halving(n_b):
+                    peak = (fixed + _transient(s, n_c, o_c)) * itemsize
+                    if peak <= budget:
+                        return ChunkPlan(n_b, o_b, n_c, o_c, store_all, peak)
+    return None
+
+
+def plan_vp_chunks(s: Sizes, *, mode: str, n1: int, n2: int, n_out: int, budget: int,
+                   itemsize: int) -> tuple[int, int] | None:
+    """Columns per NTK-vector-product batch that fit ``budget``; (k, peak bytes) or None."""
+    res = result_entries(mode, n1, n2, n_out)
+    for k in _halving(min(n2 * n_out, 256)):
+        peak = (res + 3 * k * s.p_total + 3 * k * n1 * s.act + 2 * k * n1 * n_out) * itemsize
+        if peak <= budget:
+            return k, peak
+    return None

@@ -1,0 +1,494 @@
+"""Empirical neural tangent kernel of any ``nn.Module``.
+
+``empirical_ntk(model, x, x2)`` returns ``Theta[i, j, a, b] = <d f_a(x_i)/dw, d f_b(x2_j)/dw>``,
+the inner product over all trainable parameters ``w`` of the gradients of outputs ``a`` and
+``b`` ([1], eqs. (2)-(3)). Layout (STYLE B.5):
+
+==========  ============================  ===============================================
+mode        shape                         entries
+==========  ============================  ===============================================
+full        (n1, n2, n_out, n_out)        Theta[i, j, a, b]
+diagonal    (n_out, n1, n2)               Theta[i, j, a, a], the output-diagonal blocks
+trace       (n1, n2)                      sum_a Theta[i, j, a, a]  (/ n_out if ``average``)
+==========  ============================  ===============================================
+
+Conventions and assumptions:
+
+- The model is evaluated in eval mode (BatchNorm uses its running statistics, dropout is off)
+  and its training flag is restored afterwards; no buffer is changed.
+- Parameters with ``requires_grad=False`` are excluded. A parameter shared between modules
+  is counted once (its gradient is the sum over its uses). Parameters the output does not
+  depend on contribute zero.
+- The output must be per-sample: row ``i`` of the output may depend only on ``x[i]``.
+  Eval mode makes this hold for BatchNorm; a model that mixes samples gives a meaningless
+  kernel with every method.
+
+References
+----------
+.. [1] E. Seleznova, D. Weitzner, R. Giryes, G. Kutyniok, H.-H. Chou. "Neural (Tangent Kernel)
+   Collapse". NeurIPS 2023.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from enum import StrEnum
+from typing import Any, Literal
+
+import numpy as np
+import torch
+from torch import nn
+from torch.func import functional_call, jacrev, jvp, vmap
+
+from .._validation import check_finite_tensor, check_int, check_option
+from ..models.features import find_classifier
+from . import _ntk_layers as _layers
+from ._ntk_plan import Sizes, plan_jacobian_chunks, plan_vp_chunks, result_entries
+
+__all__ = ["DEFAULT_MEMORY_BUDGET", "Method", "empirical_ntk"]
+
+MODES = ("full", "diagonal", "trace")
+OUTPUTS = ("logits", "features")
+DEFAULT_MEMORY_BUDGET = 2 * 2**30  # bytes
+
+
+class Method(StrEnum):
+    """How the kernel is computed. All are exact; they differ in cost.
+
+    With N samples, O outputs, P parameters, A activations per sample:
+
+    - ``LAYERWISE``: one forward and one output-batched backward pass per chunk give each
+      layer's input ``u`` and output gradient ``g``. Linear layers contribute
+      ``(u_i.u_j + 1)(g_ia.g_jb)`` without forming their Jacobian (cost N^2 O^2 d_out
+      instead of N^2 O^2 d_in d_out); Conv2d (via unfold) and eval-mode BatchNorm Jacobians
+      are assembled with one GEMM per layer; other parameters fall back to ``JACOBIAN``.
+      Memory N O (P_conv + sum d_out). Fastest on MLPs and CNNs.
+    - ``JACOBIAN``: per-sample Jacobians with ``vmap(jacrev(functional_call))``, chunked over
+      samples and outputs, contracted with one GEMM per block pair. Cost about N O backward
+      passes plus 2 N^2 O^2 P flops (full) or 2 N^2 O P (diagonal, trace); memory N O P.
+      The generic reference.
+    - ``NTK_VP``: NTK-vector products: for each column (j, b), the gradient of f_b(x2_j)
+      (one vjp) pushed forward through all of x (one jvp). No Jacobian is stored; memory
+      about k (P + N A) for k columns at a time; cost N2 O batched jvps over x. Wins only
+      when P is so large that the Jacobian does not fit.
+    - ``AUTO`` (default): ``LAYERWISE`` when one chunk fits the memory budget, otherwise
+      ``NTK_VP``.
+    """
+
+    AUTO = "auto"
+    LAYERWISE = "layerwise"
+    JACOBIAN = "jacobian"
+    NTK_VP = "ntk-vp"
+
+
+class _Output(nn.Module):
+    """Wraps ``model`` so that ``forward(x)`` returns the chosen output, shape (n, n_out)."""
+
+    def __init__(self, model: nn.Module, output: str | Callable[[Any], torch.Tensor],
+                 layer: str | None) -> None:
+        super().__init__()
+        self.model = model
+        self.output = output
+        self.layer = layer
+        if output == "features" and (layer is not None or not callable(
+                getattr(model, "features", None))):
+            self._clf = find_classifier(model, layer)
+
+    def _features(self, x: torch.Tensor) -> torch.Tensor:
+        if self.layer is None and callable(getattr(self.model, "features", None)):
+            return self.model.features(x)
+        store: list[torch.Tensor] = []
+        handle = self._clf.register_forward_pre_hook(lambda _m, a: store.append(a[0]))
+        try:
+            self.model(x)
+        finally:
+            handle.remove()
+        if not store:
+            raise ValueError("`output`='features': the classifier layer was not called.")
+        return store[0]
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.output == "features":
+            out = self._features(x).flatten(1)
+        elif self.output == "logits":
+            out = self.model(x)
+        else:
+            out = self.output(self.model(x))
+        if not isinstance(out, torch.Tensor):
+            raise TypeError(f"`output` must yield a tensor of shape (n, n_outputs); got "
+                            f"{type(out).__name__}. Pass output=callable to select one.")
+        if out.dim() != 2:
+            raise ValueError(
+                f"`output` must have shape (n, n_outputs) with a class axis; got shape "
+                f"{tuple(out.shape)}. Pass output=lambda y: y.reshape(len(y), -1) or similar.")
+        return out
+
+
+class _Block:
+    """Jacobian of a block of samples and outputs: materialised columns and Linear factors."""
+
+    def __init__(self, mat: torch.Tensor, factors: list[_layers.Factor]) -> None:
+        self.mat = mat  # (n, o, p_mat)
+        self.factors = factors
+
+    @property
+    def n(self) -> int:
+        return self.mat.shape[0]
+
+    @property
+    def o(self) -> int:
+        return self.mat.shape[1]
+
+
+def _contract(a: _Block, b: _Block, mode: str) -> torch.Tensor:
+    """Kernel block between two Jacobian blocks, in the layout of ``mode``."""
+    na, oa, nb, ob = a.n, a.o, b.n, b.o
+    if mode == "full":
+        r = a.mat.reshape(na * oa, -1) @ b.mat.reshape(nb * ob, -1).T  # (na*oa, nb*ob)
+        r = r.reshape(na, oa, nb, ob)
+    elif mode == "trace":
+        r = a.mat.reshape(na, -1) @ b.mat.reshape(nb, -1).T  # (na, nb)
+    else:
+        r = torch.bmm(a.mat.transpose(0, 1), b.mat.transpose(0, 1).transpose(1, 2))  # (o,na,nb)
+    for fa, fb in zip(a.factors, b.factors, strict=True):
+        s = fa.u @ fb.u.T if fa.u is not None else torch.zeros((na, nb), dtype=r.dtype)
+        if fa.bias:
+            s = s + 1.0  # (na, nb): u_i.u_j + 1
+        if mode == "full":
+            gg = fa.g.reshape(na * oa, -1) @ fb.g.reshape(nb * ob, -1).T
+            r += gg.reshape(na, oa, nb, ob) * s[:, None, :, None]
+        elif mode == "trace":
+            r += (fa.g.reshape(na, -1) @ fb.g.reshape(nb, -1).T) * s
+        else:
+            r += torch.bmm(fa.g.transpose(0, 1), fb.g.transpose(0, 1).transpose(1, 2)) * s
+    return r.permute(0, 2, 1, 3) if mode == "full" else r
+
+
+def _cat_factors(grid: list[list[list[_layers.Factor]]]) -> list[_layers.Factor]:
+    """Join factors computed on [sample chunk][output chunk] into one list per layer."""
+    if not grid or not grid[0][0]:
+        return []
+    out = []
+    for li in range(len(grid[0][0])):
+        first = grid[0][0][li]
+        u = None if first.u is None else torch.cat([row[0][li].u for row in grid])
+        g = torch.cat([torch.cat([cell[li].g for cell in row], dim=1) for row in grid])
+        out.append(_layers.Factor(u, first.bias, g))
+    return out
+
+
+class _Engine:
+    """Shared state of one call: wrapped model, parameter split, per-chunk Jacobians."""
+
+    def __init__(self, wrapped: _Output, plan: _layers.LayerPlan, n_out: int) -> None:
+        self.wrapped = wrapped
+        self.plan = plan
+        self.n_out = n_out
+        named = dict(wrapped.named_parameters())
+        skip = plan.param_ids | plan.unused_ids
+        self.generic = {k: p.detach() for k, p in named.items()
+                        if p.requires_grad and id(p) not in skip}
+        self.consts = {k: p.detach() for k, p in named.items() if k not in self.generic}
+        self.consts.update(dict(wrapped.named_buffers()))
+        self.p_generic = sum(p.numel() for p in self.generic.values())
+        self.p_mat = plan.n_mat + self.p_generic
+
+    def _generic_jac(self, x: torch.Tensor, out_idx: torch.Tensor,
+                     buf: torch.Tensor) -> None:
+        """Per-sample Jacobian of the generic parameters into ``buf`` (n, o, p_generic)."""
+        consts, wrapped = self.consts, self.wrapped
+
+        def f1(p: dict[str, torch.Tensor], xi: torch.Tensor) -> torch.Tensor:
+            return functional_call(wrapped, {**consts, **p}, (xi[None],))[0, out_idx]  # (o,)
+
+        jac = vmap(jacrev(f1), in_dims=(None, 0))(self.generic, x)  # name -> (n, o, *shape)
+        col = 0
+        for j in jac.values():
+            j = j.reshape(j.shape[0], j.shape[1], -1)
+            buf[:, :, col:col + j.shape[2]] = j
+            col += j.shape[2]
+
+    def block(self, x: torch.Tensor, out_idx: torch.Tensor, n_chunk: int,
+              o_chunk: int) -> _Block:
+        """Jacobian block of all of ``x`` (n, ...) and outputs ``out_idx``, in chunks."""
+        n, o = x.shape[0], out_idx.numel()
+        mat = torch.empty((n, o, self.p_mat), dtype=x.dtype)
+        grid: list[list[list[_layers.Factor]]] = []
+        for s in range(0, n, n_chunk):
+            row = []
+            for t in range(0, o, o_chunk):
+                xs, idx = x[s:s + n_chunk], out_idx[t:t + o_chunk]
+                view = mat[s:s + n_chunk, t:t + o_chunk]
+                factors = []
+                if self.plan.modules:
+                    factors = _layers.structured_chunk(self.plan, self.wrapped, xs, idx,
+                                                       view[:, :, :self.plan.n_mat])
+                if self.p_generic:
+                    self._generic_jac(xs, idx, view[:, :, self.plan.n_mat:])
+                row.append(factors)
+            grid.append(row)
+        return _Block(mat, _cat_factors(grid))
+
+    def sizes(self) -> Sizes:
+        p_total = self.p_mat + sum(
+            int(p.numel()) for m in self.plan.modules if self.plan.modules[m] == "factored"
+            for p in (m.weight, m.bias) if p is not None and p.requires_grad)
+        return Sizes(self.p_mat, self.p_generic, self.plan.d_out_factored,
+                     self.plan.d_in_factored, self.plan.act_per_sample, self.plan.unfold_max,
+                     p_total)
+
+
+def _place(res: torch.Tensor, blk: torch.Tensor, mode: str, i: slice, j: slice, oa: slice,
+           ob: slice, *, mirror: bool) -> None:
+    if mode == "full":
+        res[i, j, oa, ob] = blk
+        if mirror:
+            res[j, i, ob, oa] = blk.permute(1, 0, 3, 2)
+    elif mode == "diagonal":
+        res[oa, i, j] = blk
+        if mirror:
+            res[oa, j, i] = blk.transpose(1, 2)
+    else:
+        res[i, j] += blk
+        if mirror:
+            res[j, i] += blk.T
+
+
+def _slices(n: int, size: int) -> list[slice]:
+    return [slice(s, min(s + size, n)) for s in range(0, n, size)]
+
+
+def _jacobian_kernel(eng: _Engine, x: torch.Tensor, x2: torch.Tensor | None, mode: str,
+                     plan: Any) -> torch.Tensor:
+    n1, n_out = x.shape[0], eng.n_out
+    n2 = n1 if x2 is None else x2.shape[0]
+    shape = {"full": (n1, n2, n_out, n_out), "diagonal": (n_out, n1, n2), "trace": (n1, n2)}
+    res = torch.zeros(shape[mode], dtype=x.dtype)
+    outs = [torch.arange(s.start, s.stop) for s in _slices(n_out, plan.o_block)]
+    rows, cols = _slices(n1, plan.n_block), _slices(n2, plan.n_block)
+    cache: dict[tuple[int, int, int], _Block] = {}
+
+    def get(side: int, sl: slice, k: int) -> _Block:
+        key = (side, sl.start, k)
+        if key in cache:
+            return cache[key]
+        src = x if side == 1 else x2
+        blk = eng.block(src[sl], outs[k], plan.n_chunk, plan.o_chunk)
+        if plan.store_all:
+            cache[key] = blk
+        return blk
+
+    side2 = 1 if x2 is None else 2
+    for i in rows:
+        for ka, oa in enumerate(outs):
+            a = get(1, i, ka)
+            cache[(1, i.start, ka)] = a  # the row block is reused across columns
+            for j in cols:
+                if x2 is None and j.start < i.start:
+                    continue
+                for kb, ob in enumerate(outs):
+                    if mode != "full" and kb != ka:
+                        continue
+                    b = get(side2, j, kb)
+                    with torch.no_grad():
+                        blk = _contract(a, b, mode)
+                        sa, sb = slice(int(oa[0]), int(oa[-1]) + 1), slice(int(ob[0]),
+                                                                           int(ob[-1]) + 1)
+                        _place(res, blk, mode, i, j, sa, sb,
+                               mirror=x2 is None and j.start != i.start)
+            if not plan.store_all:
+                cache.clear()
+    return res
+
+
+def _vp_kernel(wrapped: _Output, x: torch.Tensor, x2: torch.Tensor | None, mode: str,
+               n_out: int, k: int, unused: set[int]) -> torch.Tensor:
+    """NTK-vector products: column (j, b) is J(x) J(x2_j)^T e_b, via one vjp and one jvp."""
+    named = dict(wrapped.named_parameters())
+    params = {n: p.detach() for n, p in named.items() if p.requires_grad
+              and id(p) not in unused}
+    consts = {n: p.detach() for n, p in named.items() if n not in params}
+    consts.update(dict(wrapped.named_buffers()))
+    xb = x if x2 is None else x2
+    n1, n2 = x.shape[0], xb.shape[0]
+
+    def f_batch(p: dict[str, torch.Tensor], inp: torch.Tensor) -> torch.Tensor:
+        return functional_call(wrapped, {**consts, **p}, (inp,))  # (n, O)
+
+    def f_one(p: dict[str, torch.Tensor], xj: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        return f_batch(p, xj[None])[0].gather(0, b[None])[0]
+
+    grads = vmap(torch.func.grad(f_one), in_dims=(None, 0, 0))
+    push = vmap(lambda t: jvp(lambda p: f_batch(p, x), (params,), (t,))[1])
+    shape = {"full": (n1, n2, n_out, n_out), "diagonal": (n_out, n1, n2), "trace": (n1, n2)}
+    res = torch.zeros(shape[mode], dtype=x.dtype)
+    jj = torch.arange(n2).repeat_interleave(n_out)  # column (j, b) pairs, j-major
+    bb = torch.arange(n_out).repeat(n2)
+    for s in range(0, n2 * n_out, k):
+        jk, bk = jj[s:s + k], bb[s:s + k]
+        cols = push(grads(params, xb[jk], bk))  # (k, n1, O): Theta[:, j_k, :, b_k]
+        if mode == "full":
+            res[:, jk, :, bk] = cols
+        else:
+            diag = cols[torch.arange(len(jk)), :, bk]  # (k, n1): Theta[:, j_k, b_k, b_k]
+            if mode == "diagonal":
+                res[bk, :, jk] = diag
+            else:
+                res.index_add_(1, jk, diag.T)
+    return res
+
+
+def _check_inputs(model: Any, x: Any, x2: Any) -> tuple[torch.Tensor, torch.Tensor | None]:
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"`model` must be a torch.nn.Module; got {type(model).__name__}.")
+    params = [p for p in model.parameters() if p.requires_grad]
+    if not params:
+        raise ValueError("`model` must have at least one trainable parameter "
+                         "(requires_grad=True); got none, so its NTK is zero.")
+    dtype = params[0].dtype
+    out = []
+    for name, t in (("x", x), ("x2", x2)):
+        if t is None:
+            out.append(None)
+            continue
+        if isinstance(t, np.ndarray):
+            t = torch.from_numpy(t)
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"`{name}` must be a torch.Tensor; got {type(t).__name__}.")
+        if t.dtype != dtype:
+            raise TypeError(f"`{name}` must have the model's dtype {dtype}; got {t.dtype}. "
+                            f"Cast with {name}.to({dtype}).")
+        if t.dim() < 1 or t.shape[0] < 1:
+            raise ValueError(f"`{name}` must have shape (n_samples, *input_shape) with "
+                             f"n_samples >= 1; got {tuple(t.shape)}.")
+        check_finite_tensor(t, name)
+        out.append(t)
+    if out[1] is not None and out[1].shape[1:] != out[0].shape[1:]:
+        raise ValueError(f"`x2` must have shape (n2, {', '.join(map(str, x.shape[1:]))}) "
+                         f"like `x`; got {tuple(out[1].shape)}.")
+    return out[0], out[1]
+
+
+def empirical_ntk(
+    model: nn.Module,
+    x: torch.Tensor,
+    x2: torch.Tensor | None = None,
+    *,
+    output: Literal["logits", "features"] | Callable[[Any], torch.Tensor] = "logits",
+    mode: Literal["full", "diagonal", "trace"] = "full",
+    method: Method | str = Method.AUTO,
+    memory_budget: int | None = None,
+    average: bool = False,
+    layer: str | None = None,
+) -> torch.Tensor:
+    """Empirical NTK of ``model`` between the samples of ``x`` and ``x2``.
+
+    Implements [1], eq. (2) (``output="logits"``) and eq. (3) (``output="features"``)::
+
+        Theta[i, j, a, b] = sum_w  d f_a(x_i)/dw * d f_b(x2_j)/dw
+
+    Parameters
+    ----------
+    model : nn.Module
+        Any module; evaluated in eval mode (training flag restored afterwards).
+    x : Tensor of shape (n1, *input_shape)
+        Same dtype as the model's parameters (float32 or float64).
+    x2 : Tensor of shape (n2, *input_shape), optional
+        Second sample set for a cross kernel; ``None`` means ``x`` (and uses symmetry).
+    output : {"logits", "features"} or callable, default="logits"
+        ``logits``: the model's output, shape (n, n_out). ``features``: the input of the
+        classifier (``model.features(x)`` if defined, else the input of ``layer`` or of
+        ``find_classifier``). A callable maps the model's output to (n, n_out).
+    mode : {"full", "diagonal", "trace"}, default="full"
+        Layout (n1, n2, O, O), (O, n1, n2) or (n1, n2); see the module docstring.
+    method : Method or str, default="auto"
+        See :class:`Method` for costs.
+    memory_budget : int, optional
+        Bound in bytes on the estimated peak extra memory, result included (default
+        ``DEFAULT_MEMORY_BUDGET``, 2 GiB). Work is chunked over samples and outputs to stay
+        under it.
+    average : bool, default=False
+        With ``mode="trace"``, divide by the number of outputs (mean instead of sum).
+    layer : str, optional
+        Name of the classifier submodule, for ``output="features"``.
+
+    Returns
+    -------
+    Tensor
+        The kernel, in the dtype of ``x``.
+
+    Raises
+    ------
+    TypeError
+        Not a module, wrong input type or dtype, an output that is not a tensor.
+    ValueError
+        No trainable parameters, wrong input shape, an output without a class axis, an
+        unknown option, or a memory budget too small for one chunk.
+    """
+    x, x2 = _check_inputs(model, x, x2)
+    check_option(mode, "mode", MODES)
+    if not callable(output):
+        check_option(output, "output", OUTPUTS)
+    try:
+        method = Method(method)
+    except ValueError:
+        check_option(method, "method", [m.value for m in Method])
+    if memory_budget is None:
+        memory_budget = DEFAULT_MEMORY_BUDGET
+    budget = check_int(memory_budget, "memory_budget", low=1)
+    if not isinstance(average, bool):
+        raise TypeError(f"`average` must be a bool; got {type(average).__name__}.")
+    if average and mode != "trace":
+        raise ValueError(f"`average`=True applies only to mode='trace'; got mode={mode!r}.")
+    wrapped = _Output(model, output, layer)
+    was_training = model.training
+    model.eval()
+    try:
+        return _compute(wrapped, x, x2, mode, method, budget, average)
+    finally:
+        model.train(was_training)
+
+
+def _compute(wrapped: _Output, x: torch.Tensor, x2: torch.Tensor | None, mode: str,
+             method: Method, budget: int, average: bool) -> torch.Tensor:
+    trainable = [p for p in wrapped.parameters() if p.requires_grad]
+    pilot = x[:2]
+    try:
+        plan = _layers.plan_layers(wrapped, wrapped, pilot, trainable,
+                                   structured=method in (Method.AUTO, Method.LAYERWISE))
+        with torch.no_grad():
+            n_out = wrapped(pilot).shape[1]
+    except RuntimeError as exc:
+        msg = str(exc).splitlines()[0]
+        raise ValueError(f"`x` of shape {tuple(x.shape)} could not be passed through the "
+                         f"model: {msg}") from exc
+    eng = _Engine(wrapped, plan, n_out)
+    itemsize = x.element_size()
+    n1, n2 = x.shape[0], (None if x2 is None else x2.shape[0])
+    sizes = eng.sizes()
+    jplan = None
+    if method != Method.NTK_VP:
+        jplan = plan_jacobian_chunks(sizes, mode=mode, n1=n1, n2=n2, n_out=n_out,
+                                     budget=budget, itemsize=itemsize)
+    if jplan is not None:
+        res = _jacobian_kernel(eng, x, x2, mode, jplan)
+    else:
+        if method in (Method.LAYERWISE, Method.JACOBIAN):
+            _raise_budget(method.value, budget, sizes, mode, n1, n2, n_out, itemsize)
+        vp = plan_vp_chunks(sizes, mode=mode, n1=n1, n2=n1 if n2 is None else n2,
+                            n_out=n_out, budget=budget, itemsize=itemsize)
+        if vp is None:
+            _raise_budget("ntk-vp" if method == Method.NTK_VP else "auto", budget, sizes,
+                          mode, n1, n2, n_out, itemsize)
+        res = _vp_kernel(wrapped, x, x2, mode, n_out, vp[0], plan.unused_ids)
+    return res / n_out if average else res
+
+
+def _raise_budget(name: str, budget: int, s: Sizes, mode: str, n1: int, n2: int | None,
+                  n_out: int, itemsize: int) -> None:
+    res = result_entries(mode, n1, n1 if n2 is None else n2, n_out) * itemsize
+    one = (s.p_mat + s.d_out + s.d_in + 3 * s.act + s.unfold) * itemsize
+    raise ValueError(
+        f"`memory_budget` == {budget} bytes cannot hold one chunk of method {name!r}: the "
+        f"result needs {res} bytes and one sample x one output about {one} more. Raise "
+        f"memory_budget, use mode='trace' or 'diagonal', or fewer samples.")
