@@ -1,10 +1,21 @@
 """Model zoo and initialisation schemes; every model exposes ``features`` and ``classifier``."""
 
+from .cnn import SmallCNN as SmallCNN
 from .features import FeatureExtractor as FeatureExtractor
 from .features import find_classifier as find_classifier
 from .init import INIT_SCHEMES as INIT_SCHEMES
 from .init import initialize as initialize
 from .mlp import ACTIVATIONS as ACTIVATIONS
 from .mlp import MLP as MLP
+from .resnet import ResNet20 as ResNet20
 
-__all__ = ["ACTIVATIONS", "INIT_SCHEMES", "MLP", "FeatureExtractor", "find_classifier", "initialize"]
+__all__ = [
+    "ACTIVATIONS",
+    "INIT_SCHEMES",
+    "MLP",
+    "FeatureExtractor",
+    "ResNet20",
+    "SmallCNN",
+    "find_classifier",
+    "initialize",
+]
