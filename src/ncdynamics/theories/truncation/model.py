@@ -148,14 +148,13 @@ def _separated(
             omega_from_moments(z[l, : packed.counts[l]], bt[l]) for l in range(R.shape[0])
         ])
     else:
-        hz = np.sum(w * h * z, axis=1)  # (L, Q): sum_i w h_a z_a
-        s1 = np.einsum("lia,lib->lab", w * z, h)  # sum_i w z_a h_b
-        # sum_i w (h_a - h_b) (z_a bt_b + bt_a z_b) / 2
-        omega = 0.5 * ((hz[:, :, None] - s1) * bt[:, None, :]
-                       + bt[:, :, None] * (np.swapaxes(s1, 1, 2) - hz[:, None, :]))
+        wdh = w[..., None] * (h[:, :, :, None] - h[:, :, None, :])  # (L, n, Q, Q)
+        zsum = np.einsum("lnab,lnb->lab", wdh, z)  # sum_i w (h_a - h_b) z_b
+        # sum_i w (h_a - h_b) (z_a bt_b + bt_a z_b) / 2; written so that it is exactly
+        # antisymmetric and exactly zero when no point lies in a mixed sector
+        omega = 0.5 * (bt[:, :, None] * zsum - np.swapaxes(zsum, 1, 2) * bt[:, None, :])
         if variant == "corrected":
-            g = np.einsum("lia,lib->lab", w * h * z, z)  # sum_i w h_a z_a z_b
-            omega = omega - 0.5 * (g - np.swapaxes(g, 1, 2))
+            omega = omega - 0.5 * np.einsum("lnab,lna,lnb->lab", wdh, z, z)
     res = relu(z) - bt[:, None, :]
     cost = float(0.5 * np.sum(w[..., 0] * np.sum(res**2, axis=2)))
     return SeparatedRates(dbeta, omega, j0perp, bt, cost)
