@@ -246,7 +246,8 @@ class Staircase:
             fac = np.exp(-rate * t)
         else:
             fac = np.power(1.0 - self.eta * rate, np.round(t / self.eta))
-        return self.y - (self.y - self.b_start[k]) * fac
+        moved = self.y - (self.y - self.b_start[k]) * fac
+        return np.where(rate == 0.0, self.b_start[k], moved)  # static segments stay exact
 
 
 def _segment_time(ratio: float, rate: float, eta: float | None) -> float:
