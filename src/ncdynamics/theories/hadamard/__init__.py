@@ -112,6 +112,7 @@ from .ufm import FlowResult as FlowResult
 from .ufm import GDResult as GDResult
 from .ufm import ce_descent as ce_descent
 from .ufm import ce_loss as ce_loss
+from .ufm import ce_loss_from_logits as ce_loss_from_logits
 from .ufm import label_matrix as label_matrix
 from .ufm import logit_descent as logit_descent
 from .ufm import mse_descent as mse_descent
@@ -123,7 +124,8 @@ from .ufm import solve_gradient_flow as solve_gradient_flow
 __all__ = [
     "COUNTEREXAMPLES", "FlowResult", "GDResult", "HadamardInit", "HadamardProjection",
     "MarginLP", "ReducedFit", "ReducedParams", "SingularValueParams", "Theorem8Init",
-    "ce_descent", "ce_loss", "check_power_of_two", "dfrobenius_dt", "discrete_gd_map",
+    "ce_descent", "ce_loss", "ce_loss_from_logits", "check_power_of_two", "dfrobenius_dt",
+    "discrete_gd_map",
     "dkl_dt", "dkl_dt_closed", "dlog_ratio_dt", "dm_dt", "dm_dt_logit", "dreverse_kl_dt",
     "drift", "drift_alpha_beta", "drift_log", "drift_logit", "drift_normalized",
     "drift_normalized_naive", "embed", "energy", "energy_full", "etf_distance",

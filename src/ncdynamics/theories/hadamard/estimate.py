@@ -86,7 +86,8 @@ class ReducedFit:
     def predict(self, steps: Any) -> NDArray[np.float64]:
         """Predicted singular values (original units, descending) at iterations ``steps``."""
         steps = np.asarray(steps, dtype=np.float64)
-        traj = solve_reduced(self.a0, self.time_scale * (steps - self.step0), K=self.K, rtol=1e-8, atol=1e-10)
+        ts = self.time_scale * (steps - self.step0)
+        traj = solve_reduced(self.a0, ts, K=self.K, rtol=1e-8, atol=1e-10)
         return -np.sort(-traj.ys * self.K * np.sqrt(self.n), axis=-1)
 
 

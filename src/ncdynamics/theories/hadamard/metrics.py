@@ -22,8 +22,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..._validation import check_array, check_int
-from .model import ReducedParams, growth_rates, margins
+from .model import ReducedParams, _log_d, growth_rates, margins
 from .structure import hadamard_basis
+from .ufm import ce_loss_from_logits
 
 __all__ = [
     "dkl_dt",
@@ -115,16 +116,11 @@ def dkl_dt_closed(a: Any, params: ReducedParams) -> NDArray[np.float64]:
     """
     a = np.asarray(a, dtype=np.float64)
     x = margins(a, params)
-    e = np.exp(-x - _log_d_from_x(x)[..., None])  # e^{-x}/D
+    e = np.exp(-x - _log_d(x)[..., None])  # e^{-x}/D
     dx = x[..., :, None] - x[..., None, :]
     de = e[..., :, None] - e[..., None, :]
     k1 = a.shape[-1]
     return (dx * de).sum(axis=(-1, -2)) / (2.0 * k1 * a.sum(axis=-1))
-
-
-def _log_d_from_x(x: NDArray[np.float64]) -> NDArray[np.float64]:
-    m = np.maximum(0.0, (-x).max(axis=-1))
-    return m + np.log(np.exp(-m) + np.exp(-x - m[..., None]).sum(axis=-1))
 
 
 def dreverse_kl_dt(a: Any, params: ReducedParams) -> NDArray[np.float64]:
@@ -165,7 +161,7 @@ def dlog_ratio_dt(a: Any, params: ReducedParams) -> NDArray[np.float64]:
     imax = np.argmax(a, axis=-1)
     imin = np.argmin(a, axis=-1)
     x = margins(a, params)
-    e = np.exp(-x - _log_d_from_x(x)[..., None])
+    e = np.exp(-x - _log_d(x)[..., None])
     rows = params.psi[imax] - params.psi[imin]
     return (rows * e).sum(axis=-1)
 
@@ -269,10 +265,7 @@ def ufm_metrics(
     n = check_int(n, "n", low=1)
     S = simplex_etf(K)
     sigma = top_singular_values(Z)
-    mx = Z.max(axis=-2, keepdims=True)
-    lse = (mx + np.log(np.exp(Z - mx).sum(axis=-2, keepdims=True)))[..., 0, :]
-    labels = np.repeat(np.arange(K), n)
-    loss = (lse - Z[..., labels, np.arange(K * n)]).sum(axis=-1)
+    loss = ce_loss_from_logits(Z, n=n)
     return {
         "loss": loss,
         "nc_w": nc_alignment(WWt, S),

@@ -111,7 +111,8 @@ def margins(a: Any, params: ReducedParams) -> NDArray[np.float64]:
 def _log_d(x: NDArray[np.float64]) -> NDArray[np.float64]:
     """``log D = log(1 + Σ_j exp(-x_j))`` without overflow; shape ``x.shape[:-1]``."""
     m = np.maximum(0.0, (-x).max(axis=-1))
-    return m + np.log(np.exp(-m) + np.exp(-x - m[..., None]).sum(axis=-1))
+    s = np.exp(-x - m[..., None]).sum(axis=-1)
+    return np.where(m > 0, m + np.log(np.exp(-m) + s), np.log1p(s))
 
 
 def payoffs(a: Any, params: ReducedParams) -> tuple[NDArray[np.float64], NDArray[np.float64]]:

@@ -31,6 +31,7 @@ __all__ = [
     "GDResult",
     "ce_descent",
     "ce_loss",
+    "ce_loss_from_logits",
     "label_matrix",
     "logit_descent",
     "mse_descent",
@@ -67,12 +68,23 @@ def _check_pair(W: Any, H: Any, n: int) -> tuple[NDArray[np.float64], NDArray[np
     return W, H
 
 
-def _ce_from_logits(Z: NDArray[np.float64], n: int) -> NDArray[np.float64]:
+def ce_loss_from_logits(Z: Any, *, n: int = 1) -> NDArray[np.float64]:
+    """Summed CE of logits ``Z`` (..., K, K n) in the form of [1], Eq. (1).
+
+    Each column contributes ``log(1 + Σ_{c≠y} exp(z_c - z_y))``, evaluated with ``log1p``
+    (and a shift when some margin is negative), so tiny losses keep full relative precision.
+    """
+    Z = check_array(Z, "Z", dtype=np.float64)
     K = Z.shape[-2]
-    mx = Z.max(axis=-2, keepdims=True)
-    lse = (mx + np.log(np.exp(Z - mx).sum(axis=-2, keepdims=True)))[..., 0, :]
+    n = check_int(n, "n", low=1)
+    cols = np.arange(K * n)
     labels = np.repeat(np.arange(K), n)
-    return (lse - Z[..., labels, np.arange(K * n)]).sum(axis=-1)
+    m = Z - Z[..., labels, cols][..., None, :]  # (..., K, Kn), zero at the label
+    m[..., labels, cols] = -np.inf
+    top = np.maximum(m.max(axis=-2), 0.0)  # (..., Kn)
+    s = np.exp(m - top[..., None, :]).sum(axis=-2)
+    per_col = np.where(top > 0, top + np.log(np.exp(-top) + s), np.log1p(s))
+    return per_col.sum(axis=-1)
 
 
 def ce_loss(W: Any, H: Any, *, n: int = 1) -> NDArray[np.float64]:
@@ -84,7 +96,7 @@ def ce_loss(W: Any, H: Any, *, n: int = 1) -> NDArray[np.float64]:
     """
     n = check_int(n, "n", low=1)
     W, H = _check_pair(W, H, n)
-    return _ce_from_logits(W @ H, n)
+    return ce_loss_from_logits(W @ H, n=n)
 
 
 def mse_loss(W: Any, H: Any, *, n: int = 1) -> NDArray[np.float64]:

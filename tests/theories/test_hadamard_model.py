@@ -1,0 +1,325 @@
+"""Oracles of the reduced dynamics (spec §3: T7, T11-T21 and the derivative formulas)."""
+
+import numpy as np
+import pytest
+
+from ncdynamics.theories import hadamard as hd
+
+
+def params(K):
+    return hd.ReducedParams(K)
+
+
+def rand_a(rng, K, size, low=-3, high=1):
+    return 10 ** rng.uniform(low, high, size=(size, K - 1))
+
+
+def fd_directional(f, a, v, h=1e-6):
+    """Central difference of f along direction v at a (relative step)."""
+    return (f(a + h * v) - f(a - h * v)) / (2 * h)
+
+
+# ----------------------------------------------------------------------------- right-hand sides
+@pytest.mark.parametrize("K", [4, 8, 16])
+def test_growth_rates_equal_b_over_d_and_one_minus_softmax_eigenvalues(K, rng):
+    p = params(K)
+    a = rand_a(rng, K, 20)
+    b, D = hd.payoffs(a, p)
+    np.testing.assert_allclose(hd.growth_rates(a, p), b / D[:, None], rtol=1e-13)
+    nu = hd.softmax_eigenvalues(np.hstack([np.zeros((20, 1)), K * a]))
+    np.testing.assert_allclose(hd.growth_rates(a, p), 1 - nu[:, 1:], rtol=1e-10, atol=1e-14)
+
+
+def test_growth_rates_are_finite_at_huge_margins():
+    p = params(8)
+    g = hd.growth_rates(np.full(7, 1e4), p)
+    assert np.all(np.isfinite(g)) and np.all(g >= 0)
+    g2 = hd.growth_rates(np.full(7, -50.0), p)  # negative margins: no overflow
+    assert np.all(np.isfinite(g2))
+
+
+@pytest.mark.parametrize("K", [4, 8])
+def test_drift_is_mirror_flow_of_energy(K, rng):
+    p = params(K)
+    for a in rand_a(rng, K, 5):
+        grad = np.array([
+            (hd.energy(a + h, p) - hd.energy(a - h, p)) / (2e-6)
+            for h in 1e-6 * np.eye(K - 1)
+        ])
+        np.testing.assert_allclose(hd.drift(0, a, p), -a * grad, rtol=1e-6, atol=1e-9)
+        np.testing.assert_allclose(hd.drift_log(0, np.log(a), p), -grad, rtol=1e-6, atol=1e-9)
+
+
+@pytest.mark.parametrize("K", [4, 8])
+def test_jacobian_log_matches_finite_differences(K, rng):
+    p = params(K)
+    y = np.log(rand_a(rng, K, 1)[0])
+    J = hd.jacobian_log(0, y, p)
+    fd = np.stack([
+        (hd.drift_log(0, y + h, p) - hd.drift_log(0, y - h, p)) / 2e-6
+        for h in 1e-6 * np.eye(K - 1)
+    ], axis=1)
+    np.testing.assert_allclose(J, fd, rtol=1e-6, atol=1e-10)
+
+
+@pytest.mark.parametrize("K", [4, 8, 16])
+def test_replicator_form_is_derivative_of_normalised_values(K, rng):
+    p = params(K)
+    a = rand_a(rng, K, 10)
+    da = hd.drift(0, a, p)
+    l1 = a.sum(axis=1, keepdims=True)
+    expected = da / l1 - a * da.sum(axis=1, keepdims=True) / l1**2
+    np.testing.assert_allclose(hd.replicator_drift(a, p), expected, rtol=1e-10, atol=1e-16)
+
+
+# ----------------------------------------------------------------------------- metric derivatives
+DERIVATIVES = [
+    (hd.metric_m, hd.dm_dt, hd.drift),
+    (hd.kl_uniform, hd.dkl_dt, hd.drift),
+    (hd.kl_uniform, hd.dkl_dt_closed, hd.drift),
+    (hd.reverse_kl, hd.dreverse_kl_dt, hd.drift),
+    (hd.frobenius_metric, hd.dfrobenius_dt, hd.drift),
+    (hd.log_ratio_metric, hd.dlog_ratio_dt, hd.drift),
+    (hd.metric_m, hd.dm_dt_logit, hd.drift_logit),
+]
+
+
+@pytest.mark.parametrize("metric, deriv, flow", DERIVATIVES)
+@pytest.mark.parametrize("K", [4, 8, 16])
+def test_closed_form_derivatives_match_finite_differences(metric, deriv, flow, K, rng):
+    p = params(K)
+    for a in rand_a(rng, K, 5, low=-1, high=0.5):
+        v = flow(0, a, p)
+        h = 1e-5 / np.max(np.abs(v) / a)  # relative step 1e-5 in every coordinate
+        fd = fd_directional(metric, a, v, h=h)
+        np.testing.assert_allclose(deriv(a, p), fd, rtol=1e-5, atol=1e-13)
+
+
+# ----------------------------------------------------------------------------- Theorem 3
+@pytest.mark.parametrize("K", [4, 8, 16])
+def test_kl_derivative_closed_form_equals_eq15_and_is_nonpositive(K, rng):
+    p = params(K)
+    a = rand_a(rng, K, 10_000 // 3, low=-3, high=1.3)
+    closed = hd.dkl_dt_closed(a, p)
+    eq15 = hd.dkl_dt(a, p)
+    np.testing.assert_allclose(closed, eq15, rtol=1e-10, atol=1e-300)
+    assert np.all(closed <= 0)
+
+
+@pytest.mark.parametrize("K", [4, 8, 16])
+def test_kl_is_nonincreasing_along_the_flow(K, rng):
+    ts = np.geomspace(1e-3, 1e5, 300)
+    for _ in range(3):
+        a0 = rand_a(rng, K, 1, low=-3, high=0)[0]
+        traj = hd.solve_reduced(a0, ts, K=K)
+        assert traj.success
+        kl = hd.kl_uniform(traj.ys)
+        assert np.diff(kl).max() <= 1e-12
+        # T12: energy decreasing, every a_i increasing
+        assert np.diff(hd.energy(traj.ys, params(K))).max() <= 1e-12
+        assert np.diff(traj.ys, axis=0).min() >= -1e-12 * traj.ys.max()
+
+
+def test_kl_strictly_decreases_under_exact_gd_map(rng):
+    a0 = rand_a(rng, 8, 1, low=-3, high=-1)[0]
+    traj = hd.discrete_gd_map(a0, np.arange(0, 3001, 10), K=8, learning_rate=0.01)
+    assert np.all(np.diff(hd.kl_uniform(traj)) < 0)
+
+
+# ----------------------------------------------------------------------------- Theorem 4 / App. B.3
+def test_metric_m_is_monotone_for_k4(rng):
+    p = params(4)
+    a = 10 ** rng.uniform(-3, np.log10(30), size=(10_000, 3))
+    assert hd.dm_dt(a, p).max() <= 1e-15
+
+
+def test_theorem4_counterexample_k8():
+    val = hd.dm_dt(hd.COUNTEREXAMPLES["thm4_k8"], params(8))
+    assert val == pytest.approx(7.3308e-4, abs=1e-6)
+
+
+@pytest.mark.parametrize("K", [16, 32])
+def test_theorem4_counterexample_embeds_into_larger_k(K):
+    a = hd.embed(hd.COUNTEREXAMPLES["thm4_k8"], K, fill=1e-6)
+    assert hd.dm_dt(a, params(K)) > 0
+
+
+def test_lemma1_embedding_doubles_payoffs(rng):
+    for K in (4, 8, 16):
+        a = rand_a(rng, K, 1)[0]
+        b_small, _ = hd.payoffs(a, params(K))
+        b_big, _ = hd.payoffs(hd.embed(a, 2 * K), params(2 * K))
+        np.testing.assert_allclose(b_big[: K - 1], 2 * b_small, rtol=1e-14)
+        psi_big = hd.psi_matrix(2 * K)
+        psi = hd.psi_matrix(K)
+        np.testing.assert_array_equal(psi_big[:K - 1, :K - 1], psi)
+        np.testing.assert_array_equal(psi_big[K:, K:], 2 - psi)
+
+
+@pytest.mark.parametrize("K", [8, 16])
+def test_random_search_finds_increasing_m(K, rng):
+    a = 10 ** rng.uniform(-3, 0.5, size=(20_000, K - 1))
+    assert hd.dm_dt(a, params(K)).max() > 0
+
+
+def test_appendix_b3_counterexamples():
+    p8 = params(8)
+    assert hd.dreverse_kl_dt(hd.COUNTEREXAMPLES["revkl_k8"], p8) == pytest.approx(3.732e-3,
+                                                                                  rel=1e-3)
+    a = hd.COUNTEREXAMPLES["frobenius_k8"]
+    b, _ = hd.payoffs(a, p8)
+    assert hd.frobenius_sum(a, b) == pytest.approx(0.0878, rel=1e-2)
+    assert hd.dfrobenius_dt(a, p8) > 0
+    val = hd.dlog_ratio_dt(hd.COUNTEREXAMPLES["logratio_k16"], params(16))
+    assert val == pytest.approx(1.825e-13, rel=1e-2)
+
+
+def test_log_ratio_is_monotone_for_k8(rng):
+    a = 10 ** rng.uniform(-2, 0.7, size=(10_000, 7))
+    assert hd.dlog_ratio_dt(a, params(8)).max() <= 1e-15
+
+
+@pytest.mark.parametrize("K", [4, 8, 16])
+def test_theorem6_logit_flow_has_monotone_m(K, rng):
+    a = 10 ** rng.uniform(-3, 1, size=(10_000, K - 1))
+    assert hd.dm_dt_logit(a, params(K)).max() <= 1e-15
+
+
+@pytest.mark.parametrize("K", [4, 8, 16])
+def test_theorem7_small_m_implies_decrease(K, rng):
+    p = params(K)
+    found = 0
+    for _ in range(2000):
+        l1 = 10 ** rng.uniform(-2, 1)
+        eps = rng.normal(size=K - 1)
+        eps -= eps.mean()
+        ahat = (1 + 1e-2 * rng.uniform() * eps / np.abs(eps).max()) / (K - 1)
+        a = l1 * ahat / ahat.sum()
+        if hd.metric_m(a) <= hd.thm7_threshold(K, l1):
+            found += 1
+            assert hd.dm_dt(a, p) <= 0
+    assert found > 50
+
+
+# ----------------------------------------------------------------------------- stationary points
+@pytest.mark.parametrize("K", [4, 8, 16])
+def test_uniform_direction_is_the_only_full_rank_stationary_point(K, rng):
+    p = params(K)
+    for scale in (0.01, 1.0, 10.0):
+        np.testing.assert_allclose(hd.replicator_drift(np.full(K - 1, scale), p), 0, atol=1e-15)
+    a = rand_a(rng, K, 200)
+    assert np.abs(hd.replicator_drift(a, p)).max(axis=1).min() > 0
+
+
+def test_appendix_c_linear_program():
+    lp = hd.max_min_margin(8, support=[0, 1, 2, 3])
+    assert lp.success
+    np.testing.assert_allclose(lp.ahat, [0.2, 0.2, 0.2, 0.4, 0, 0, 0], atol=1e-8)
+    assert lp.value == pytest.approx(0.8, abs=1e-8)
+    uniform = np.array([1, 1, 1, 1, 0, 0, 0]) / 4
+    assert (hd.psi_matrix(8) @ uniform).min() == pytest.approx(0.5)
+    for K in (4, 8, 16):
+        full = hd.max_min_margin(K)
+        assert full.value == pytest.approx(K / (K - 1), abs=1e-8)
+        np.testing.assert_allclose(full.ahat, 1 / (K - 1), atol=1e-8)
+
+
+# ----------------------------------------------------------------------------- Theorem 5
+def test_theorem5_linearised_solution_while_norm_small(rng):
+    a0 = rng.uniform(0.5, 1.5, size=3) * 1e-6 / 3
+    ts = np.linspace(0, 14, 400)
+    exact = hd.solve_reduced(a0, ts, K=4).ys
+    lin = hd.linearized_solution(a0, ts)
+    small = exact.sum(axis=1) <= 0.01
+    assert small.sum() > 100
+    assert np.abs(lin[small] / exact[small] - 1).max() <= 1e-4
+    assert np.abs(lin[-1] / exact[-1] - 1).max() > 1e-3  # the regime is left
+
+
+# ----------------------------------------------------------------------------- Figures 1 and 10
+def test_figure1_trajectory_regression():
+    ts = np.concatenate([[0.0], np.geomspace(1e-3, 1e7, 400)])
+    traj = hd.solve_reduced(hd.COUNTEREXAMPLES["fig1"], ts, K=8)
+    M = hd.metric_m(traj.ys)
+    kl = hd.kl_uniform(traj.ys)
+    assert M[0] == pytest.approx(0.053384, abs=1e-6)
+    assert kl[0] == pytest.approx(2.4016, abs=1e-4)
+    assert np.diff(kl).max() <= 1e-12
+    i_min = np.argmin(M)
+    assert 0.005 < ts[i_min] < 0.1 and M[i_min] < M[0]
+    window = (ts > 0.2) & (ts < 5e6)
+    assert np.all(np.diff(M[window]) > 0)  # increasing until the maximum near t ~ 8e6
+    assert M[np.searchsorted(ts, 1e3)] == pytest.approx(0.0642, abs=1e-3)
+    assert M.max() == pytest.approx(0.0651, abs=1e-3)
+
+
+def test_normalised_flow_reaches_collapse_without_overflow():
+    ts = np.geomspace(1e-3, 1e4, 500)
+    traj = hd.solve_reduced(hd.COUNTEREXAMPLES["fig1"], ts, K=8, flow="normalized")
+    assert traj.success and np.all(np.isfinite(traj.ys))
+    M = hd.metric_m(traj.ys)
+    kl = hd.kl_uniform(traj.ys)
+    assert np.diff(kl).max() <= 1e-10
+    assert M[np.searchsorted(ts, 1e3)] < 1e-2
+    assert M[np.searchsorted(ts, 5e3)] < 1e-10
+    assert M.max() == pytest.approx(0.0651, abs=1e-3)
+    assert 5 < ts[np.argmax(M)] < 25
+    # arc length: ‖da/dτ‖ = 1
+    np.testing.assert_allclose(
+        np.linalg.norm(hd.drift_normalized(0, traj.ys[100], params(8))), 1.0)
+
+
+def test_naive_normalised_flow_breaks_down_at_large_margins():
+    a = np.full(7, 200.0)  # margins 800: exp(-800) underflows
+    p = params(8)
+    assert np.all(np.isnan(hd.drift_normalized_naive(0, a, p)))
+    stable = hd.drift_normalized(0, a, p)
+    np.testing.assert_allclose(stable, np.full(7, 1 / np.sqrt(7)))
+    small = np.array([1.0, 1.0, 1.0, 1.25, 0.1, 0.1, 0.1])
+    np.testing.assert_allclose(hd.drift_normalized_naive(0, small, p),
+                               hd.drift_normalized(0, small, p), rtol=1e-12)
+
+
+def test_logit_flow_solution_matches_its_drift():
+    ts = np.linspace(0, 5, 11)
+    traj = hd.solve_reduced(np.array([0.01, 0.02, 0.03]), ts, K=4, flow="logit")
+    assert traj.success and np.all(np.diff(traj.ys, axis=0) > 0)
+
+
+# ----------------------------------------------------------------------------- Theorem 2 (α, β)
+def test_alpha_beta_flow_conserves_differences_and_reduces_to_eq9(rng):
+    K, n = 8, 2
+    sp = hd.SingularValueParams(K, n)
+    alpha = rng.uniform(0.5, 2.0, size=K - 1)
+    beta = alpha * rng.uniform(0.5, 1.5, size=K - 1)
+    from ncdynamics.theories._integrate import solve_ode
+    ts = np.linspace(0, 20, 50)
+    traj = solve_ode(hd.drift_alpha_beta, np.stack([alpha, beta]), ts, sp, rtol=1e-11,
+                     atol=1e-13)
+    C = traj.ys[:, 0] ** 2 - traj.ys[:, 1] ** 2
+    np.testing.assert_allclose(C, C[0][None].repeat(50, 0), atol=1e-8)
+    # C = 0: a = α² follows Eq. (9) under a' = a/(K√n), τ = 2√n t
+    traj0 = solve_ode(hd.drift_alpha_beta, np.stack([alpha, alpha]), ts, sp, rtol=1e-11,
+                      atol=1e-13)
+    a_red = hd.to_reduced(traj0.ys[:, 0] ** 2, K=K, n=n)
+    ode = hd.solve_reduced(a_red[0], hd.iterations_to_time(ts, learning_rate=1.0, n=n), K=K)
+    np.testing.assert_allclose(ode.ys, a_red, rtol=1e-7)
+
+
+# ----------------------------------------------------------------------------- input checks
+@pytest.mark.parametrize(
+    "kwargs, exc, match",
+    [
+        (dict(a0=np.ones(3), ts=[0, 1], K=8), ValueError, "shape"),
+        (dict(a0=np.ones(7), ts=[1, 0.5], K=8), ValueError, "increasing"),
+        (dict(a0=np.zeros(7), ts=[0, 1], K=8), ValueError, "positive"),
+        (dict(a0=np.ones(7), ts=[0, 1], K=8, flow="fast"), ValueError, "one of"),
+        (dict(a0=np.ones(5), ts=[0, 1], K=6), ValueError, "power of 2"),
+        (dict(a0=[1, np.nan, 1], ts=[0, 1], K=4), ValueError, "finite"),
+    ],
+)
+def test_solve_reduced_rejects_bad_input(kwargs, exc, match):
+    a0 = kwargs.pop("a0")
+    ts = kwargs.pop("ts")
+    with pytest.raises(exc, match=match):
+        hd.solve_reduced(a0, ts, **kwargs)
