@@ -1,0 +1,399 @@
+"""Oracles for the empirical NTK engine (spec O11; issue 3 oracles)."""
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from ncdynamics.models import MLP, ResNet20, SmallCNN
+from ncdynamics.probes import _ntk_layers
+from ncdynamics.probes.kernels import logit_ntk_from_features
+from ncdynamics.probes.ntk import Method, _Output, empirical_ntk
+
+MODES = ("full", "diagonal", "trace")
+METHODS = ("layerwise", "jacobian", "ntk-vp")
+
+
+def slow_ntk(model, x, x2=None, *, output=lambda m, xx: m(xx)):
+    """Independent oracle: per-sample, per-output autograd.grad and explicit dot products."""
+    x2 = x if x2 is None else x2
+    was = model.training
+    model.eval()
+    params = []
+    for p in model.parameters():  # parameters() lists a shared parameter once
+        if p.requires_grad:
+            params.append(p)
+
+    def grads(xs):
+        rows = []
+        for i in range(len(xs)):
+            out = output(model, xs[i:i + 1])[0]
+            row = []
+            for a in range(out.shape[0]):
+                g = torch.autograd.grad(out[a], params, retain_graph=True, allow_unused=True)
+                row.append([torch.zeros_like(p) if gi is None else gi
+                            for gi, p in zip(g, params, strict=True)])
+            rows.append(row)
+        return rows
+
+    g1, g2 = grads(x), grads(x2)
+    n1, n2, o = len(g1), len(g2), len(g1[0])
+    k = torch.zeros(n1, n2, o, o, dtype=x.dtype)
+    for i in range(n1):
+        for j in range(n2):
+            for a in range(o):
+                for b in range(o):
+                    k[i, j, a, b] = sum(float((u * v).sum())
+                                        for u, v in zip(g1[i][a], g2[j][b], strict=True))
+    model.train(was)
+    return k
+
+
+def as_mode(k_full, mode):
+    if mode == "full":
+        return k_full
+    diag = torch.diagonal(k_full, dim1=2, dim2=3).permute(2, 0, 1)  # (O, n1, n2)
+    return diag if mode == "diagonal" else diag.sum(0)
+
+
+class ConvBN(nn.Module):
+    """Conv + BN (eval, non-trivial running stats) + Linear on a 3-D input + head."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(2, 3, 3, padding=1)
+        self.bn = nn.BatchNorm2d(3)
+        self.seq = nn.Linear(4, 4)  # applied to (n, 12, 4): a >2-D input
+        self.fc = nn.Linear(48, 5)
+        self.classifier = nn.Linear(5, 3)
+        with torch.no_grad():
+            self.bn.running_mean.uniform_(-0.5, 0.5)
+            self.bn.running_var.uniform_(0.5, 2.0)
+            self.bn.weight.uniform_(0.5, 1.5)
+            self.bn.bias.uniform_(-0.2, 0.2)
+
+    def features(self, x):
+        h = torch.tanh(self.bn(self.conv(x)))  # (n, 3, 4, 4)
+        h = self.seq(h.reshape(len(x), 12, 4))  # (n, 12, 4)
+        return torch.tanh(self.fc(h.flatten(1)))
+
+    def forward(self, x):
+        return self.classifier(self.features(x))
+
+
+class Shared(nn.Module):
+    """One Linear applied twice, two modules with a tied weight, and a raw parameter."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Linear(4, 4)
+        self.b = nn.Linear(4, 4, bias=False)
+        self.c = nn.Linear(4, 4, bias=False)
+        self.c.weight = self.b.weight
+        self.scale = nn.Parameter(torch.tensor([1.3, 0.7, 1.1]))
+        self.head = nn.Linear(4, 3)
+
+    def forward(self, x):
+        h = torch.tanh(self.a(torch.tanh(self.a(x))))
+        h = torch.tanh(self.c(torch.tanh(self.b(h))))
+        return self.head(h) * self.scale
+
+
+def make(name):
+    g = torch.Generator().manual_seed(3)
+    if name == "mlp":
+        return MLP(5, 3, depth=2, width=6, activation="tanh", generator=g), (5,)
+    if name == "convbn":
+        torch.manual_seed(3)
+        return ConvBN(), (2, 4, 4)
+    if name == "shared":
+        torch.manual_seed(3)
+        return Shared(), (4,)
+    if name == "resnet":
+        m = ResNet20(1, 3, width=2, input_size=8, generator=g)
+        with torch.no_grad():
+            for mod in m.modules():
+                if isinstance(mod, nn.BatchNorm2d):
+                    mod.running_var.uniform_(0.5, 2.0, generator=g)
+        return m, (1, 8, 8)
+    raise KeyError(name)
+
+
+@pytest.mark.parametrize("name", ["mlp", "convbn", "shared"])
+@pytest.mark.parametrize("method", METHODS)
+def test_methods_match_slow_oracle_float64(float64_torch, name, method):
+    model, shape = make(name)
+    x, x2 = torch.randn(4, *shape), torch.randn(3, *shape)
+    ref = slow_ntk(model, x, x2)
+    for mode in MODES:
+        k = empirical_ntk(model, x, x2, mode=mode, method=method)
+        torch.testing.assert_close(k, as_mode(ref, mode), rtol=1e-10, atol=1e-10)
+
+
+def test_resnet_methods_agree_float64(float64_torch):
+    model, shape = make("resnet")
+    x = torch.randn(3, *shape)
+    ref = empirical_ntk(model, x, method="jacobian")
+    for method in ("layerwise", "ntk-vp"):
+        torch.testing.assert_close(empirical_ntk(model, x, method=method), ref,
+                                   rtol=1e-10, atol=1e-10)
+    ref_h = empirical_ntk(model, x, output="features", mode="diagonal", method="jacobian")
+    k_h = empirical_ntk(model, x, output="features", mode="diagonal", method="layerwise")
+    torch.testing.assert_close(k_h, ref_h, rtol=1e-10, atol=1e-10)
+
+
+def test_layerwise_structures_every_resnet_layer(float64_torch):
+    model, shape = make("resnet")
+    model.eval()
+    wrapped = _Output(model, "logits", None)
+    trainable = [p for p in wrapped.parameters()]
+    plan = _ntk_layers.plan_layers(wrapped, wrapped, torch.randn(2, *shape), trainable)
+    assert plan.param_ids == {id(p) for p in trainable}
+    kinds = set(plan.modules.values())
+    assert kinds == {"conv", "bn", "factored"}
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_float32_matches_float64(method):
+    model, shape = make("convbn")
+    x = torch.randn(4, *shape)
+    k32 = empirical_ntk(model, x, method=method)
+    ref = slow_ntk(model.double(), x.double()).float()
+    model.float()
+    torch.testing.assert_close(k32, ref, rtol=5e-3, atol=5e-3 * float(ref.abs().max()))
+
+
+@pytest.mark.parametrize("output", ["logits", "features"])
+def test_ntk_is_symmetric_psd(float64_torch, output):
+    model, shape = make("convbn")
+    x = torch.randn(5, *shape)
+    k = empirical_ntk(model, x, output=output)
+    n, _, o, _ = k.shape
+    mat = k.permute(0, 2, 1, 3).reshape(n * o, n * o)
+    torch.testing.assert_close(mat, mat.T, rtol=1e-12, atol=1e-12)
+    assert float(torch.linalg.eigvalsh(mat).min()) > -1e-10 * float(mat.abs().max())
+
+
+def test_single_linear_layer_feature_kernel_is_exact(float64_torch):
+    d, n_feat = 6, 4
+
+    class Lin(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.body = nn.Linear(d, n_feat)
+            self.classifier = nn.Linear(n_feat, 3)
+
+        def features(self, x):
+            return self.body(x)
+
+        def forward(self, x):
+            return self.classifier(self.features(x))
+
+    x = torch.randn(5, d)
+    expected = torch.einsum("ij,pq->ijpq", x @ x.T + 1, torch.eye(n_feat))
+    for method in METHODS:
+        k = empirical_ntk(Lin(), x, output="features", method=method)
+        torch.testing.assert_close(k, expected, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_logit_kernel_equals_rebuilt_from_feature_kernel(float64_torch, mode):
+    model, shape = make("convbn")
+    x = torch.randn(4, *shape)
+    k_f = empirical_ntk(model, x, mode=mode)
+    k_h = empirical_ntk(model, x, output="features")
+    with torch.no_grad():
+        h = model.eval().features(x)
+    rebuilt = logit_ntk_from_features(k_h, model.classifier.weight.detach(), h, mode=mode)
+    np.testing.assert_allclose(k_f.numpy(), rebuilt, rtol=1e-8, atol=1e-10)
+
+
+def test_logit_kernel_rebuilt_float32():
+    model, shape = make("convbn")
+    x = torch.randn(4, *shape)
+    k_f = empirical_ntk(model, x)
+    k_h = empirical_ntk(model, x, output="features")
+    with torch.no_grad():
+        h = model.eval().features(x)
+    rebuilt = logit_ntk_from_features(k_h, model.classifier.weight.detach(), h)
+    np.testing.assert_allclose(k_f.numpy(), rebuilt, rtol=1e-4,
+                               atol=1e-4 * float(np.abs(rebuilt).max()))
+
+
+def test_batchnorm_eval_buffers_untouched_and_flag_restored(float64_torch):
+    model, shape = make("resnet")
+    model.train()
+    before = {k: v.clone() for k, v in model.named_buffers()}
+    x = torch.randn(3, *shape)
+    k = empirical_ntk(model, x)
+    assert model.training
+    for name, buf in model.named_buffers():
+        assert torch.equal(buf, before[name]), name
+    # Eval mode: the kernel of a sample does not depend on the other samples of the batch.
+    k_single = empirical_ntk(model, x[:1])
+    torch.testing.assert_close(k[:1, :1], k_single, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_frozen_parameters_are_excluded(float64_torch, method):
+    model, shape = make("convbn")
+    model.conv.weight.requires_grad_(False)
+    model.bn.bias.requires_grad_(False)
+    model.fc.weight.requires_grad_(False)
+    x = torch.randn(3, *shape)
+    torch.testing.assert_close(empirical_ntk(model, x, method=method), slow_ntk(model, x),
+                               rtol=1e-10, atol=1e-12)
+
+
+def test_shared_parameter_counted_once(float64_torch):
+    # y = W (W x): the gradient w.r.t. the shared W sums both uses, once.
+    lin = nn.Linear(3, 3, bias=False)
+    model = nn.Sequential(lin, lin)
+    x = torch.randn(2, 3)
+    k = empirical_ntk(model, x, method="layerwise")
+    w = lin.weight.detach()
+
+    def jac(xi):  # d(W W x)_a / dW, by hand: e_a (W x)^T + W^T e_a x^T
+        return torch.stack([torch.outer(torch.eye(3)[a], w @ xi) + torch.outer(w.T[:, a], xi)
+                            for a in range(3)])
+
+    j = torch.stack([jac(xi) for xi in x])  # (n, O, 3, 3)
+    torch.testing.assert_close(k, torch.einsum("iapq,jbpq->ijab", j, j), rtol=1e-12,
+                               atol=1e-12)
+
+
+def test_cross_kernel_is_block_of_joint_kernel(float64_torch):
+    model, shape = make("mlp")
+    x, x2 = torch.randn(4, *shape), torch.randn(3, *shape)
+    joint = empirical_ntk(model, torch.cat([x, x2]))
+    torch.testing.assert_close(empirical_ntk(model, x, x2), joint[:4, 4:], rtol=1e-12,
+                               atol=1e-12)
+
+
+@pytest.mark.parametrize("budget", [60_000, 24_000, 17_000])
+@pytest.mark.parametrize("mode", MODES)
+def test_chunked_under_budget_equals_unchunked(float64_torch, budget, mode):
+    model, shape = make("convbn")
+    x = torch.randn(7, *shape)
+    ref = empirical_ntk(model, x, mode=mode)
+    k = empirical_ntk(model, x, mode=mode, memory_budget=budget, method="layerwise")
+    torch.testing.assert_close(k, ref, rtol=1e-12, atol=1e-12)
+    x2 = torch.randn(5, *shape)
+    k2 = empirical_ntk(model, x, x2, mode=mode, memory_budget=budget, method="layerwise")
+    torch.testing.assert_close(k2, empirical_ntk(model, x, x2, mode=mode), rtol=1e-12,
+                               atol=1e-12)
+
+
+def test_output_chunks_when_one_sample_barely_fits(float64_torch):
+    # A wide last layer: one sample with all outputs does not fit, one output does.
+    model = nn.Sequential(nn.Linear(3, 200), nn.Tanh(), nn.Linear(200, 6))
+    x = torch.randn(3, 3)
+    ref = empirical_ntk(model, x, method="jacobian")
+    k = empirical_ntk(model, x, method="jacobian", memory_budget=200_000)
+    torch.testing.assert_close(k, ref, rtol=1e-12, atol=1e-12)
+
+
+def test_plan_splits_outputs_for_large_jacobians():
+    from ncdynamics.probes._ntk_plan import Sizes, plan_jacobian_chunks
+
+    s = Sizes(p_mat=10_000, p_generic=10_000, d_out=0, d_in=0, act=10, unfold=0,
+              p_total=10_000)
+    plan = plan_jacobian_chunks(s, mode="full", n1=4, n2=None, n_out=8, budget=8 * 150_000,
+                                itemsize=8)
+    assert plan is not None and plan.o_block < 8 and plan.peak_bytes <= 8 * 150_000
+
+
+def test_auto_falls_back_to_ntk_vp_when_jacobian_does_not_fit(float64_torch):
+    model = nn.Sequential(nn.Linear(3, 400), nn.Tanh(), nn.Linear(400, 4))
+    model[2].weight.requires_grad_(False)  # keep the generic (un-factored) path honest
+    x = torch.randn(3, 3)
+    ref = empirical_ntk(model, x, method="jacobian")
+    budget = 60_000
+    with pytest.raises(ValueError, match="memory_budget"):
+        empirical_ntk(model, x, method="jacobian", memory_budget=budget)
+    k = empirical_ntk(model, x, method="auto", memory_budget=budget)
+    torch.testing.assert_close(k, ref, rtol=1e-12, atol=1e-12)
+
+
+def test_trace_average_divides_by_outputs(float64_torch):
+    model, shape = make("mlp")
+    x = torch.randn(4, *shape)
+    tr = empirical_ntk(model, x, mode="trace")
+    torch.testing.assert_close(empirical_ntk(model, x, mode="trace", average=True), tr / 3)
+
+
+def test_output_callable_and_features_by_layer_name(float64_torch):
+    model = nn.Sequential(nn.Linear(4, 5), nn.Tanh(), nn.Linear(5, 3))
+    x = torch.randn(3, 4)
+    full = empirical_ntk(model, x)
+    k = empirical_ntk(model, x, output=lambda y: y[:, :2])
+    torch.testing.assert_close(k, full[:, :, :2, :2], rtol=1e-12, atol=1e-12)
+    kh = empirical_ntk(model, x, output="features", layer="2")
+    ref = slow_ntk(model, x, output=lambda m, xx: m[1](m[0](xx)))
+    torch.testing.assert_close(kh, ref, rtol=1e-10, atol=1e-12)
+
+
+def test_method_enum_and_strings_are_equivalent(float64_torch):
+    model, shape = make("mlp")
+    x = torch.randn(2, *shape)
+    torch.testing.assert_close(empirical_ntk(model, x, method=Method.NTK_VP),
+                               empirical_ntk(model, x, method="ntk-vp"))
+
+
+class NoClassAxis(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(3, 1)
+
+    def forward(self, x):
+        return self.lin(x)[:, 0]  # (n,)
+
+
+def _frozen():
+    m = nn.Linear(3, 2)
+    for p in m.parameters():
+        p.requires_grad_(False)
+    return m
+
+
+BAD = [
+    (lambda: ("not a model", torch.randn(2, 3), {}), TypeError, "torch.nn.Module"),
+    (lambda: (_frozen(), torch.randn(2, 3), {}), ValueError, "trainable"),
+    (lambda: (nn.Linear(3, 2), torch.randn(2, 3).double(), {}), TypeError, "dtype"),
+    (lambda: (nn.Linear(3, 2), torch.ones(2, 3, dtype=torch.int64), {}), TypeError, "dtype"),
+    (lambda: (nn.Linear(3, 2), [[1.0, 2.0, 3.0]], {}), TypeError, "torch.Tensor"),
+    (lambda: (nn.Linear(3, 2), torch.randn(0, 3), {}), ValueError, "n_samples >= 1"),
+    (lambda: (nn.Linear(3, 2), torch.randn(2, 4), {}), ValueError, "could not be passed"),
+    (lambda: (nn.Linear(3, 2), torch.randn(2, 3), {"x2": torch.randn(2, 4)}), ValueError,
+     "`x2` must have shape"),
+    (lambda: (nn.Linear(3, 2), torch.full((2, 3), float("nan")), {}), ValueError, "finite"),
+    (lambda: (NoClassAxis(), torch.randn(2, 3), {}), ValueError, "class axis"),
+    (lambda: (nn.Linear(3, 2), torch.randn(2, 3), {"mode": "block"}), ValueError, "`mode`"),
+    (lambda: (nn.Linear(3, 2), torch.randn(2, 3), {"method": "magic"}), ValueError,
+     "`method`"),
+    (lambda: (nn.Linear(3, 2), torch.randn(2, 3), {"output": "hidden"}), ValueError,
+     "`output`"),
+    (lambda: (nn.Linear(3, 2), torch.randn(2, 3), {"average": True}), ValueError,
+     "average"),
+    (lambda: (nn.Linear(3, 2), torch.randn(2, 3), {"memory_budget": 100}), ValueError,
+     "memory_budget"),
+    (lambda: (nn.Linear(3, 2), torch.randn(2, 3), {"memory_budget": 0}), ValueError,
+     "memory_budget"),
+    (lambda: (nn.Sequential(nn.Tanh()), torch.randn(2, 3), {}), ValueError, "trainable"),
+]
+
+
+@pytest.mark.parametrize(("build", "exc", "match"), BAD)
+def test_bad_input_is_rejected_clearly(build, exc, match):
+    model, x, kw = build()
+    with pytest.raises(exc, match=match):
+        empirical_ntk(model, x, **kw)
+
+
+def test_models_of_the_zoo_run_in_float32():
+    g = torch.Generator().manual_seed(0)
+    cnn = SmallCNN(1, 4, channels=(2, 3), width=5, input_size=8, generator=g)
+    x = torch.randn(3, 1, 8, 8)
+    k = empirical_ntk(cnn, x, mode="trace")
+    ref = empirical_ntk(cnn, x, mode="trace", method="jacobian")
+    torch.testing.assert_close(k, ref, rtol=5e-3, atol=5e-3 * float(ref.abs().max()))
