@@ -16,6 +16,7 @@ iteration ``k`` approximates flow time ``t = η k``.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -309,7 +310,9 @@ def solve_gradient_flow(
         return np.concatenate([dW.ravel(), dH.ravel()])
 
     y0 = np.concatenate([W0.ravel(), H0.ravel()])
-    traj = solve_ode(rhs, y0, ts, None, method="DOP853", rtol=rtol, atol=atol)
+    with warnings.catch_warnings():  # solve_ode forwards jac=None, which DOP853 reports
+        warnings.filterwarnings("ignore", message=".*no effect.*", category=UserWarning)
+        traj = solve_ode(rhs, y0, ts, None, method="DOP853", rtol=rtol, atol=atol)
     W = traj.ys[:, :nw].reshape(-1, K, d)
     H = traj.ys[:, nw:].reshape(-1, d, K * n)
     return FlowResult(traj.ts, W, H, traj.success)
