@@ -9,8 +9,32 @@ from ._base import ProbeOutput as ProbeOutput
 from ._base import available_probes as available_probes
 from ._base import make_probe as make_probe
 from ._base import register_probe as register_probe
+from .kernels import BlockValues as BlockValues
+from .kernels import KernelBlockStats as KernelBlockStats
+from .kernels import block_norms as block_norms
+from .kernels import block_values as block_values
+from .kernels import kernel_alignment as kernel_alignment
+from .kernels import kernel_block_stats as kernel_block_stats
+from .kernels import logit_ntk_from_features as logit_ntk_from_features
+from .kernels import trace_kernel as trace_kernel
+from .ntk import Method as NTKMethod
+from .ntk import empirical_ntk as empirical_ntk
+from .ntk_probes import NTKAlignmentProbe as NTKAlignmentProbe
+from .ntk_probes import NTKBlocksProbe as NTKBlocksProbe
 
 __all__ = [
+    "BlockValues",
+    "KernelBlockStats",
+    "NTKAlignmentProbe",
+    "NTKBlocksProbe",
+    "NTKMethod",
+    "block_norms",
+    "block_values",
+    "empirical_ntk",
+    "kernel_alignment",
+    "kernel_block_stats",
+    "logit_ntk_from_features",
+    "trace_kernel",
     "Probe",
     "ProbeInput",
     "ProbeOutput",
