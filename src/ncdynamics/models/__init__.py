@@ -5,6 +5,7 @@ from .features import FeatureExtractor as FeatureExtractor
 from .features import find_classifier as find_classifier
 from .init import INIT_SCHEMES as INIT_SCHEMES
 from .init import initialize as initialize
+from .lenet import LeNet as LeNet
 from .mlp import ACTIVATIONS as ACTIVATIONS
 from .mlp import MLP as MLP
 from .resnet import ResNet20 as ResNet20
@@ -12,6 +13,7 @@ from .resnet import ResNet20 as ResNet20
 __all__ = [
     "ACTIVATIONS",
     "INIT_SCHEMES",
+    "LeNet",
     "MLP",
     "FeatureExtractor",
     "ResNet20",

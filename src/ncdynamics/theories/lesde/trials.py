@@ -1,0 +1,355 @@
+"""R independent LeNets trained at once with batch size 1 and plain SGD ([1], Sec. 4.1).
+
+Every iteration m each trial r draws one training index uniformly (with replacement),
+records the logits of that sample from the forward pass *before* the update, its training
+label and its loss, then takes one SGD step. Validation loss and accuracy of every trial
+are evaluated on a fixed validation subset before training and every ``eval_every``
+iterations (after the update).
+
+Two batched implementations of the same step (both checked against a loop over
+``nn.Module`` copies in ``tests/theories/test_lesde_trials.py``):
+
+- ``"fused"`` (default): the R networks' convolutions as one grouped convolution, the
+  linear layers as batched matrix products, a hand-written backward pass and in-place
+  updates (the linear layers' weight gradients are never materialised);
+- ``"vmap"``: ``torch.func.stack_module_state`` + ``vmap(grad(functional_call))``.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, replace
+from typing import Any, Literal
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from numpy.typing import NDArray
+
+from ..._validation import check_array, check_int, check_labels, check_option, check_scalar
+from ...models.lenet import LeNet
+
+__all__ = ["BatchedTrainer", "TrialRecords", "merge_records", "train_trials"]
+
+METHODS = ("fused", "vmap")
+
+
+@dataclass(frozen=True)
+class TrialRecords:
+    """What the LE-SDE estimators need from R training trials.
+
+    Attributes
+    ----------
+    logits : ndarray of shape (T, R, K), float32
+        Pre-update logits of the sample drawn at iteration m in trial r.
+    labels : ndarray of shape (T, R), int64
+        Its (possibly corrupted) training label.
+    sample_idx : ndarray of shape (T, R), int64
+    train_loss : ndarray of shape (T, R), float32
+        Pre-update cross-entropy of the drawn sample.
+    val_iters : ndarray of shape (E,), int64
+        Number of updates done when validation was evaluated (0 = initialisation).
+    val_loss, val_acc : ndarray of shape (E, R)
+    """
+
+    logits: NDArray[np.float32]
+    labels: NDArray[np.int64]
+    sample_idx: NDArray[np.int64]
+    train_loss: NDArray[np.float32]
+    val_iters: NDArray[np.int64]
+    val_loss: NDArray[np.float64]
+    val_acc: NDArray[np.float64]
+
+    @property
+    def n_trials(self) -> int:
+        return int(self.logits.shape[1])
+
+
+def merge_records(parts: list[TrialRecords]) -> TrialRecords:
+    """Concatenate records of disjoint trial groups along the trial axis."""
+    if not parts:
+        raise ValueError("`parts` must hold at least one TrialRecords.")
+    cat = lambda name, axis: np.concatenate([getattr(p, name) for p in parts], axis=axis)
+    return replace(parts[0], logits=cat("logits", 1), labels=cat("labels", 1),
+                   sample_idx=cat("sample_idx", 1), train_loss=cat("train_loss", 1),
+                   val_loss=cat("val_loss", 1), val_acc=cat("val_acc", 1))
+
+
+def _conv(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """Grouped convolution of R nets: x (B, R*C, H, W), w (R, O, C, k, k), b (R, O)."""
+    return F.conv2d(x, w.flatten(0, 1), b.flatten(), groups=w.shape[0])  # (B, R*O, h, w)
+
+
+def _linear(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    # x (R, B, in), w (R, out, in), b (R, out) -> (R, B, out)
+    return torch.baddbmm(b[:, None, :], x, w.transpose(1, 2))
+
+
+def lenet_forward_batched(params: dict[str, torch.Tensor], x: torch.Tensor) -> torch.Tensor:
+    """Logits of R stacked LeNets, net r on batch ``x[:, r]``.
+
+    params: stacked LeNet state (leading axis R); x (B, R, C, H, W) -> (R, B, K)
+    """
+    bsz, r = x.shape[:2]
+    h = F.max_pool2d(F.relu(_conv(x.flatten(1, 2), params["body.0.weight"],
+                                  params["body.0.bias"])), 2)  # (B, R*6, ., .)
+    h = F.max_pool2d(F.relu(_conv(h, params["body.3.weight"], params["body.3.bias"])), 2)
+    h = h.view(bsz, r, -1).transpose(0, 1)  # (R, B, 400)
+    h = F.relu(_linear(h, params["body.7.weight"], params["body.7.bias"]))
+    h = F.relu(_linear(h, params["body.9.weight"], params["body.9.bias"]))
+    return _linear(h, params["classifier.weight"], params["classifier.bias"])
+
+
+def _unpool(grad: torch.Tensor, idx: torch.Tensor, pre: torch.Tensor) -> torch.Tensor:
+    """Backward of relu + 2x2 max-pool: route ``grad`` to the argmax positions of ``pre``.
+
+    Pooling windows do not overlap, so every target position receives at most one value.
+    """
+    out = torch.zeros_like(pre).flatten(2)  # (1, R*O, h*w)
+    out.scatter_(2, idx.flatten(2), grad.flatten(2))
+    return out.view_as(pre) * (pre > 0)
+
+
+def _fused_sgd_step(p: dict[str, torch.Tensor], x: torch.Tensor, y: torch.Tensor,
+                    lr: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """Forward, hand-written backward and in-place SGD update of R LeNets (batch size 1).
+
+    x (R, C, H, W), y (R,) -> pre-update logits (R, K) and losses (R,). The weight updates
+    of the linear layers are fused outer products (``baddbmm_``), so their gradients are
+    never materialised; each layer's input gradient is taken before its update.
+    """
+    r = x.shape[0]
+    conv_bwd = torch.ops.aten.convolution_backward
+    # forward; activations kept for the backward pass
+    x1 = x.reshape(1, -1, *x.shape[2:])  # (1, R*C, H, W)
+    c1 = _conv(x1, p["body.0.weight"], p["body.0.bias"])  # (1, R*6, H-4, W-4)
+    p1, i1 = F.max_pool2d(F.relu(c1), 2, return_indices=True)
+    c2 = _conv(p1, p["body.3.weight"], p["body.3.bias"])  # (1, R*16, ., .)
+    p2, i2 = F.max_pool2d(F.relu(c2), 2, return_indices=True)
+    h0 = p2.view(r, 1, -1)  # (R, 1, 400)
+    z1 = _linear(h0, p["body.7.weight"], p["body.7.bias"])
+    h1 = F.relu(z1)  # (R, 1, 120)
+    z2 = _linear(h1, p["body.9.weight"], p["body.9.bias"])
+    h2 = F.relu(z2)  # (R, 1, 84)
+    z3 = _linear(h2, p["classifier.weight"], p["classifier.bias"])  # (R, 1, K)
+    logits = z3[:, 0].clone()
+    loss = F.cross_entropy(logits, y, reduction="none")
+    # backward of the softmax cross-entropy: softmax - onehot
+    d3 = torch.softmax(z3, dim=-1)
+    d3[torch.arange(r), 0, y] -= 1.0  # (R, 1, K)
+    layers = [("classifier", h2, z2), ("body.9", h1, z1), ("body.7", h0, None)]
+    d = d3
+    for name, inp, pre in layers:
+        w, b = p[f"{name}.weight"], p[f"{name}.bias"]
+        d_in = torch.bmm(d, w)  # (R, 1, in), with the pre-update weight
+        w.baddbmm_(d.transpose(1, 2), inp, alpha=-lr)  # W -= lr d^T inp
+        b.sub_(lr * d[:, 0])
+        d = d_in * (pre > 0) if pre is not None else d_in
+    g2 = _unpool(d.reshape(p2.shape), i2, c2)
+    w2 = p["body.3.weight"]
+    gi, gw, gb = conv_bwd(g2, p1, w2.flatten(0, 1), [g2.shape[1]], [1, 1], [0, 0], [1, 1],
+                          False, [0, 0], r, [True, True, True])
+    w2.sub_(lr * gw.view_as(w2))
+    p["body.3.bias"].sub_(lr * gb.view(r, -1))
+    g1 = _unpool(gi, i1, c1)
+    w1 = p["body.0.weight"]
+    _, gw, gb = conv_bwd(g1, x1, w1.flatten(0, 1), [g1.shape[1]], [1, 1], [0, 0], [1, 1],
+                         False, [0, 0], r, [False, True, True])
+    w1.sub_(lr * gw.view_as(w1))
+    p["body.0.bias"].sub_(lr * gb.view(r, -1))
+    return logits, loss
+
+
+class BatchedTrainer:
+    """R LeNets with stacked parameters, stepped together by plain SGD at batch size 1.
+
+    Parameters
+    ----------
+    n_trials : int
+    in_channels, num_classes, input_size : int
+        LeNet shape (:class:`ncdynamics.models.lenet.LeNet`).
+    lr : float
+        Learning rate (0.005 in [1]).
+    generator : torch.Generator
+        Source of the R independent PyTorch-default initialisations.
+    method : {"fused", "vmap"}
+    dtype : torch.dtype, default=torch.float32
+    """
+
+    def __init__(
+        self,
+        n_trials: int,
+        *,
+        in_channels: int = 1,
+        num_classes: int = 3,
+        input_size: int = 32,
+        lr: float = 0.005,
+        generator: torch.Generator,
+        method: Literal["fused", "vmap"] = "fused",
+        dtype: torch.dtype = torch.float32,
+    ) -> None:
+        from torch.func import stack_module_state
+
+        self.n_trials = check_int(n_trials, "n_trials", low=1)
+        self.lr = check_scalar(lr, "lr", low=0.0, closed="neither")
+        self.method = check_option(method, "method", METHODS)
+        nets = [LeNet(in_channels, num_classes, input_size=input_size, generator=generator)
+                .to(dtype) for _ in range(self.n_trials)]
+        params, _ = stack_module_state(nets)
+        self.params = {k: v.detach().clone() for k, v in params.items()}
+        self._template = copy.deepcopy(nets[0])
+        self.dtype = dtype
+        if method == "vmap":
+            self._vmap_grad = self._build_vmap()
+
+    def _build_vmap(self) -> Any:
+        from torch.func import functional_call, grad, vmap
+
+        base = copy.deepcopy(self._template).to("meta")
+
+        def loss_fn(p: dict, x: torch.Tensor, y: torch.Tensor) -> Any:
+            out = functional_call(base, p, (x[None],))[0]  # (K,)
+            loss = F.cross_entropy(out[None], y[None])
+            return loss, (loss.detach(), out.detach())
+
+        return vmap(grad(loss_fn, has_aux=True))
+
+    def step(self, x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """One SGD step of every net on its own sample.
+
+        Parameters
+        ----------
+        x : tensor of shape (R, C, H, W)
+        y : tensor of shape (R,), int64
+
+        Returns
+        -------
+        logits : tensor of shape (R, K), pre-update
+        loss : tensor of shape (R,), pre-update
+        """
+        x = x.to(self.dtype)
+        with torch.no_grad():
+            if self.method == "fused":
+                return _fused_sgd_step(self.params, x, y, self.lr)
+        grads, (loss, logits) = self._vmap_grad(self.params, x, y)
+        with torch.no_grad():
+            for k, v in self.params.items():
+                v.add_(grads[k], alpha=-self.lr)
+        return logits, loss
+
+    @torch.no_grad()
+    def evaluate(self, x: torch.Tensor, y: torch.Tensor, *, chunk: int = 256
+                 ) -> tuple[np.ndarray, np.ndarray]:
+        """Mean cross-entropy and accuracy of every net on the same data.
+
+        x (N, C, H, W), y (N,) -> loss (R,), accuracy (R,)
+        """
+        losses, correct = [], []
+        for s in range(0, x.shape[0], chunk):
+            xb = x[s:s + chunk].to(self.dtype)
+            xr = xb[:, None].expand(xb.shape[0], self.n_trials, *xb.shape[1:])
+            out = lenet_forward_batched(self.params, xr)  # (R, B, K)
+            yb = y[s:s + chunk]
+            losses.append(F.cross_entropy(out.flatten(0, 1), yb.repeat(self.n_trials),
+                                          reduction="none").view(self.n_trials, -1))
+            correct.append(out.argmax(-1) == yb[None])
+        loss = torch.cat(losses, 1).mean(1).double().numpy()
+        acc = torch.cat(correct, 1).double().mean(1).numpy()
+        return loss, acc
+
+    def module(self, r: int) -> LeNet:
+        """A standalone copy of net ``r`` as an ``nn.Module``."""
+        r = check_int(r, "r", low=0, high=self.n_trials - 1)
+        net = copy.deepcopy(self._template)
+        net.load_state_dict({k: v[r].clone() for k, v in self.params.items()})
+        return net
+
+
+def train_trials(
+    x_train: Any,
+    y_train: Any,
+    x_val: Any,
+    y_val: Any,
+    *,
+    n_trials: int,
+    n_iter: int,
+    seed: int,
+    lr: float = 0.005,
+    eval_every: int = 500,
+    val_subset: int | None = 150,
+    num_classes: int | None = None,
+    method: Literal["fused", "vmap"] = "fused",
+    dtype: torch.dtype = torch.float32,
+    callback: Any = None,
+    progress: bool = False,
+) -> TrialRecords:
+    """Train ``n_trials`` LeNets at batch size 1 and record what the estimators need.
+
+    Parameters
+    ----------
+    x_train : ndarray of shape (N, C, H, W)
+    y_train : ndarray of shape (N,)
+        Training labels (corrupted ones when studying p_err).
+    x_val, y_val : ndarray
+        Clean validation data; a fixed random subset of ``val_subset`` images is used
+        (``None``: all).
+    n_trials, n_iter : int
+    seed : int
+        Seeds the initialisations, the sampling streams and the validation subset.
+    eval_every : int
+        Validation period in iterations.
+    callback : callable, optional
+        ``callback(trainer, iteration)`` after each validation (e.g. an elasticity probe).
+
+    Returns
+    -------
+    TrialRecords
+    """
+    x_tr = check_array(x_train, "x_train", ndim=4, dtype=np.float32)
+    k = num_classes if num_classes is not None else int(np.max(y_train)) + 1
+    y_tr = check_labels(y_train, "y_train", n_samples=x_tr.shape[0], num_classes=k)
+    x_va = check_array(x_val, "x_val", ndim=4, dtype=np.float32)
+    y_va = check_labels(y_val, "y_val", n_samples=x_va.shape[0], num_classes=k)
+    n_trials = check_int(n_trials, "n_trials", low=1)
+    n_iter = check_int(n_iter, "n_iter", low=1)
+    eval_every = check_int(eval_every, "eval_every", low=1)
+    gen = torch.Generator().manual_seed(int(seed))
+    rng = np.random.default_rng(seed)
+    if val_subset is not None and val_subset < x_va.shape[0]:
+        keep = rng.choice(x_va.shape[0], int(val_subset), replace=False)
+        x_va, y_va = x_va[keep], y_va[keep]
+    trainer = BatchedTrainer(n_trials, in_channels=x_tr.shape[1], num_classes=k,
+                             input_size=x_tr.shape[-1], lr=lr, generator=gen,
+                             method=method, dtype=dtype)
+    xt, yt = torch.from_numpy(x_tr), torch.from_numpy(y_tr)
+    xv, yv = torch.from_numpy(x_va), torch.from_numpy(y_va)
+    idx = rng.integers(0, x_tr.shape[0], size=(n_iter, n_trials))
+    logits = np.empty((n_iter, n_trials, k), dtype=np.float32)
+    losses = np.empty((n_iter, n_trials), dtype=np.float32)
+    val_iters = [0, *range(eval_every, n_iter + 1, eval_every)]
+    if val_iters[-1] != n_iter:
+        val_iters.append(n_iter)
+    val_loss = np.empty((len(val_iters), n_trials))
+    val_acc = np.empty((len(val_iters), n_trials))
+    val_loss[0], val_acc[0] = trainer.evaluate(xv, yv)
+    if callback is not None:
+        callback(trainer, 0)
+    e = 1
+    it = range(n_iter)
+    if progress:
+        from tqdm import tqdm
+
+        it = tqdm(it, desc="trials", leave=False)
+    for m in it:
+        ii = torch.from_numpy(idx[m])
+        out, loss = trainer.step(xt[ii], yt[ii])
+        logits[m], losses[m] = out.float().numpy(), loss.float().numpy()
+        if m + 1 == val_iters[e]:
+            val_loss[e], val_acc[e] = trainer.evaluate(xv, yv)
+            if not np.all(np.isfinite(val_loss[e])):
+                raise FloatingPointError(f"validation loss became non-finite at iteration {m}.")
+            if callback is not None:
+                callback(trainer, m + 1)
+            e += 1
+    return TrialRecords(logits, y_tr[idx], idx.astype(np.int64), losses,
+                        np.asarray(val_iters, dtype=np.int64), val_loss, val_acc)
