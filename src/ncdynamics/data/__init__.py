@@ -15,6 +15,7 @@ from ._labels import balanced_subset as balanced_subset
 from ._labels import class_balanced_batches as class_balanced_batches
 from ._labels import class_ordered as class_ordered
 from ._labels import corrupt_labels as corrupt_labels
+from .geomnist import corrupt_labels_per_class as corrupt_labels_per_class
 
 __all__ = [
     "Dataset",
@@ -23,6 +24,7 @@ __all__ = [
     "class_balanced_batches",
     "class_ordered",
     "corrupt_labels",
+    "corrupt_labels_per_class",
     "load",
     "read_idx",
     "register",
