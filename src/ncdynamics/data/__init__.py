@@ -6,6 +6,7 @@ dataset), generated sets, and MNIST, Fashion-MNIST and CIFAR-10 from local files
 
 from . import _builtin as _builtin  # noqa: F401  (registers loaders)
 from . import _files as _files  # noqa: F401
+from . import synthetic as synthetic  # noqa: F401  (registers two-point, xor, orthogonal-blobs)
 from ._dataset import Dataset as Dataset
 from ._dataset import available as available
 from ._dataset import load as load

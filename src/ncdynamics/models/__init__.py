@@ -9,6 +9,7 @@ from .lenet import LeNet as LeNet
 from .mlp import ACTIVATIONS as ACTIVATIONS
 from .mlp import MLP as MLP
 from .resnet import ResNet20 as ResNet20
+from .table1 import Table1Net as Table1Net
 
 __all__ = [
     "ACTIVATIONS",
@@ -18,6 +19,7 @@ __all__ = [
     "FeatureExtractor",
     "ResNet20",
     "SmallCNN",
+    "Table1Net",
     "find_classifier",
     "initialize",
 ]

@@ -9,6 +9,7 @@ from ._base import ProbeOutput as ProbeOutput
 from ._base import available_probes as available_probes
 from ._base import make_probe as make_probe
 from ._base import register_probe as register_probe
+from .geometry import PairAlignmentProbe as PairAlignmentProbe
 from .kernels import BlockValues as BlockValues
 from .kernels import KernelBlockStats as KernelBlockStats
 from .kernels import block_norms as block_norms
@@ -27,6 +28,7 @@ __all__ = [
     "KernelBlockStats",
     "NTKAlignmentProbe",
     "NTKBlocksProbe",
+    "PairAlignmentProbe",
     "NTKMethod",
     "block_norms",
     "block_values",

@@ -1,0 +1,253 @@
+"""Representation geometry: pair observables, distance matrices and Taylor terms.
+
+The pair observables are the state of the two-point alignment theory (van Rossem & Saxe,
+ICML 2024, eq. (8)) measured on a network, for a hidden layer ``H``::
+
+    dh = h(x2) - h(x1),  a = |dh|^2,  dy = f(x2) - f(x1),  b = |dy|^2,
+    w = b - dy.(y2 - y1),  ybar = (f(x1) + f(x2)) / 2,
+    L = mean_i |f(x_i) - y_i|^2 / 2                  (eq. (1) normalisation)
+
+Hidden layers are numbered 1..depth; the default is the middle one (``depth // 2``,
+post-activation). Models must expose ``hidden_layers(x) -> (list, out)`` (the Table 1
+family) or be an :class:`ncdynamics.models.MLP`. Everything is computed under
+``torch.no_grad()`` in eval mode (dropout off) and returned in float64.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+from numpy.typing import NDArray
+from torch import nn
+
+from .._validation import check_array, check_int
+from ._base import ProbeInput, ProbeOutput, register_probe
+
+__all__ = [
+    "PairAlignmentProbe",
+    "PairObservables",
+    "TaylorTerms",
+    "hidden_and_output",
+    "model_depth",
+    "pair_observables",
+    "pair_observables_from",
+    "squared_distances",
+    "taylor_terms",
+]
+
+
+def _mlp_hidden(model: nn.Module, x: torch.Tensor) -> tuple[list[torch.Tensor], torch.Tensor]:
+    h = x.flatten(1)
+    outs = []
+    for i, m in enumerate(model.body):
+        h = m(h)
+        if i % 2 == 1:  # after each activation
+            outs.append(h)
+    return outs, model.classifier(h)
+
+
+def _all_hidden(model: nn.Module, x: torch.Tensor, pre_activation: bool = False
+                ) -> tuple[list[torch.Tensor], torch.Tensor]:
+    if hasattr(model, "hidden_layers"):
+        return model.hidden_layers(x, pre_activation=pre_activation)
+    if hasattr(model, "body") and isinstance(model.body, nn.Sequential) and not pre_activation:
+        return _mlp_hidden(model, x)
+    raise TypeError(f"`model` must define `hidden_layers(x)` or be an ncdynamics MLP; got "
+                    f"{type(model).__name__}.")
+
+
+def model_depth(model: nn.Module) -> int:
+    """Number of hidden layers of a supported model."""
+    if hasattr(model, "depth"):
+        return int(model.depth)
+    if hasattr(model, "body") and isinstance(model.body, nn.Sequential):
+        return len(model.body) // 2
+    raise TypeError("`model` must define `hidden_layers(x)` and `depth`, or be an ncdynamics "
+                    f"MLP; got {type(model).__name__}.")
+
+
+def hidden_and_output(
+    model: nn.Module, x: torch.Tensor, *, layer: int | None = None, pre_activation: bool = False
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Activations of hidden layer ``layer`` (1-indexed; default middle) and the output.
+
+    Returns
+    -------
+    h : torch.Tensor of shape (n, width)
+    out : torch.Tensor of shape (n, n_outputs)
+    """
+    depth = model_depth(model)
+    layer = max(1, depth // 2) if layer is None else check_int(layer, "layer", low=1, high=depth)
+    hidden, out = _all_hidden(model, x, pre_activation)
+    return hidden[layer - 1], out
+
+
+@dataclass(frozen=True)
+class PairObservables:
+    """Pair observables at one time (scalars) or over layers (arrays of shape (n_layers,)).
+
+    Attributes
+    ----------
+    a, b, w : float or ndarray
+    ybar : ndarray of shape (n_outputs,)
+    loss : float
+        Eq. (1) loss of the pair (half the mean squared error).
+    """
+
+    a: Any
+    b: float
+    w: float
+    ybar: NDArray[np.float64]
+    loss: float
+
+
+def pair_observables_from(h: Any, out: Any, targets: Any) -> PairObservables:
+    """Pair observables from hidden activations and outputs of the two points.
+
+    Parameters
+    ----------
+    h : array of shape (2, width) or (n_layers, 2, width)
+    out : array of shape (2, n_outputs)
+    targets : array of shape (2, n_outputs)
+    """
+    h = np.asarray(h.detach().cpu() if torch.is_tensor(h) else h, dtype=np.float64)
+    out = np.asarray(out.detach().cpu() if torch.is_tensor(out) else out, dtype=np.float64)
+    t = check_array(targets, "targets", shape=out.shape, dtype=np.float64)
+    dh = h[..., 1, :] - h[..., 0, :]
+    dy, dt = out[1] - out[0], t[1] - t[0]
+    b = float(dy @ dy)
+    loss = 0.5 * float(np.mean(np.sum((out - t) ** 2, axis=1)))
+    return PairObservables(np.sum(dh * dh, axis=-1), b, b - float(dy @ dt),
+                           0.5 * (out[0] + out[1]), loss)
+
+
+@torch.no_grad()
+def pair_observables(
+    model: nn.Module, x_pair: torch.Tensor, targets: Any, *, layer: int | None = None,
+    pre_activation: bool = False,
+) -> PairObservables:
+    """Measure ``a, b, w, ybar`` and the loss for a pair of inputs (eval mode).
+
+    Parameters
+    ----------
+    model : nn.Module
+    x_pair : torch.Tensor of shape (2, *input_shape)
+    targets : array of shape (2, n_outputs)
+    layer : int, optional
+        Hidden layer (1-indexed); the middle one by default.
+    pre_activation : bool, default=False
+    """
+    if x_pair.shape[0] != 2:
+        raise ValueError(f"`x_pair` must hold 2 inputs; got shape {tuple(x_pair.shape)}.")
+    was_training = model.training
+    model.eval()
+    try:
+        h, out = hidden_and_output(model, x_pair, layer=layer, pre_activation=pre_activation)
+    finally:
+        model.train(was_training)
+    return pair_observables_from(h, out, targets)
+
+
+def squared_distances(z: Any) -> NDArray[np.float64]:
+    """Matrix of squared Euclidean distances (float64), shape (n, n), zero diagonal.
+
+    Parameters
+    ----------
+    z : array of shape (n, d)
+    """
+    z = np.asarray(z.detach().cpu() if torch.is_tensor(z) else z, dtype=np.float64)
+    z = check_array(z, "z", ndim=2)
+    sq = np.sum(z * z, axis=1)
+    d = sq[:, None] + sq[None, :] - 2.0 * (z @ z.T)
+    np.fill_diagonal(d, 0.0)
+    return np.maximum(d, 0.0)
+
+
+@dataclass(frozen=True)
+class TaylorTerms:
+    """Norms of the first- and second-order Taylor terms for each pair.
+
+    ``first = |J f(m) v|``, ``second = |v^T H f(m) v| / 2``, with ``m`` the midpoint and
+    ``v`` half the difference of the pair. Arrays of shape (n_pairs,).
+    """
+
+    first: NDArray[np.float64]
+    second: NDArray[np.float64]
+
+    @property
+    def ratio(self) -> NDArray[np.float64]:
+        return self.first / np.maximum(self.second, np.finfo(np.float64).tiny)
+
+
+def taylor_terms(fn: Any, xi: torch.Tensor, xj: torch.Tensor) -> TaylorTerms:
+    """First- against second-order Taylor terms of ``fn`` between pairs (Fig. 14, App. C.4).
+
+    Expanding ``fn`` around the midpoint ``m = (xi + xj)/2`` along ``v = (xj - xi)/2``,
+    ``fn(m + v) = fn(m) + J v + v^T H v / 2 + ...``. The directional derivatives come from
+    ``torch.func.jvp`` (forward over forward), vectorised over pairs with ``vmap``.
+
+    Parameters
+    ----------
+    fn : callable
+        Maps a single input of shape ``input_shape`` to a vector (or a batch of one).
+    xi, xj : torch.Tensor of shape (n_pairs, *input_shape)
+    """
+    from torch.func import jvp, vmap
+
+    if xi.shape != xj.shape:
+        raise ValueError(f"`xi` and `xj` must have the same shape; got {tuple(xi.shape)} "
+                         f"and {tuple(xj.shape)}.")
+    m, v = 0.5 * (xi + xj), 0.5 * (xj - xi)
+
+    def first_dir(x: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
+        return jvp(fn, (x,), (u,))[1]
+
+    def both(x: torch.Tensor, u: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        d1, d2 = jvp(lambda y: first_dir(y, u), (x,), (u,))
+        return d1, d2
+
+    d1, d2 = vmap(both)(m, v)
+    first = torch.linalg.vector_norm(d1.flatten(1), dim=1)
+    second = 0.5 * torch.linalg.vector_norm(d2.flatten(1), dim=1)
+    return TaylorTerms(first.detach().double().numpy(), second.detach().double().numpy())
+
+
+class PairAlignmentProbe:
+    """Recorder probe: pair observables of two probe-set points at one hidden layer.
+
+    Parameters
+    ----------
+    pair : (int, int)
+        Indices into the probe set.
+    targets : array of shape (2, n_outputs), optional
+        Targets of the pair; one-hot of the labels by default.
+    layer : int, optional
+        Hidden layer (1-indexed); middle by default.
+    """
+
+    name = "pair_alignment"
+
+    def __init__(self, pair: tuple[int, int] = (0, 1), targets: Any = None,
+                 layer: int | None = None) -> None:
+        self.pair = (check_int(pair[0], "pair[0]", low=0), check_int(pair[1], "pair[1]", low=0))
+        self.targets = None if targets is None else check_array(targets, "targets", ndim=2)
+        self.layer = layer
+
+    def __call__(self, inp: ProbeInput) -> ProbeOutput:
+        idx = list(self.pair)
+        x = inp.x[idx]
+        if self.targets is None:
+            t = np.eye(inp.num_classes)[np.asarray(inp.y[idx].cpu())]
+        else:
+            t = self.targets
+        obs = pair_observables(inp.model, x, t, layer=self.layer)
+        return ProbeOutput({"pair_a": float(obs.a), "pair_b": obs.b, "pair_w": obs.w,
+                            "pair_loss": obs.loss}, {"pair_ybar": obs.ybar})
+
+
+@register_probe("pair_alignment")
+def _make_pair_alignment(**options: Any) -> PairAlignmentProbe:
+    return PairAlignmentProbe(**options)
