@@ -9,6 +9,8 @@ from ._base import ProbeOutput as ProbeOutput
 from ._base import available_probes as available_probes
 from ._base import make_probe as make_probe
 from ._base import register_probe as register_probe
+from .elasticity import ElasticityProbe as ElasticityProbe
+from .elasticity import measure_elasticity as measure_elasticity
 from .geometry import PairAlignmentProbe as PairAlignmentProbe
 from .kernels import BlockValues as BlockValues
 from .kernels import KernelBlockStats as KernelBlockStats
@@ -25,6 +27,8 @@ from .ntk_probes import NTKBlocksProbe as NTKBlocksProbe
 
 __all__ = [
     "BlockValues",
+    "ElasticityProbe",
+    "measure_elasticity",
     "KernelBlockStats",
     "NTKAlignmentProbe",
     "NTKBlocksProbe",
