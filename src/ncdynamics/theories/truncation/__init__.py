@@ -30,6 +30,7 @@ from .design import (
 from .estimate import (
     NetworkGradients,
     TrajectoryGap,
+    finite_difference_gradients,
     fit_log_rate,
     network_descent,
     network_gradients,
@@ -110,6 +111,7 @@ __all__ = [
     "cumulative_to_layers",
     "euclidean_cost",
     "expm_antisymmetric",
+    "finite_difference_gradients",
     "fit_log_rate",
     "forward_layers",
     "general_gradients",

@@ -19,11 +19,12 @@ from numpy.typing import NDArray
 from ..._validation import check_array
 from .integrators import FlowResult, Retraction, lie_euler
 from .model import SeparatedRates, _separated, pack_clusters, riemannian_generator
-from .network import AdaptedParams, ClusterData, Weighting
+from .network import AdaptedParams, ClusterData, Weighting, euclidean_cost
 
 __all__ = [
     "NetworkGradients",
     "TrajectoryGap",
+    "finite_difference_gradients",
     "fit_log_rate",
     "network_descent",
     "network_gradients",
@@ -185,3 +186,42 @@ def fit_log_rate(s: NDArray[np.float64], values: NDArray[np.float64]) -> float:
         raise ValueError(f"`values` must be > 0; got minimum {values.min():.3g}.")
     slope = np.polyfit(s, np.log(values), 1)[0]
     return float(-slope)
+
+
+def finite_difference_gradients(
+    params: AdaptedParams, data: ClusterData, *, step: float = 1e-6
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Central finite differences of the Euclidean cost ([1] (2.26)), the slow oracle.
+
+    ``beta`` is perturbed coordinate by coordinate; ``Omega`` comes from curves
+    ``exp(t (E_ab - E_ba)) R_l``, along which ``dC/dt = -2 Omega_ab`` (spec §3 E1).
+
+    Returns
+    -------
+    grad_beta : ndarray of shape (L, Q)
+    omega : ndarray of shape (L, Q, Q)
+    """
+    from .integrators import expm_antisymmetric
+
+    n_layers, q = params.beta.shape
+
+    def cost(R: NDArray[np.float64], b: NDArray[np.float64]) -> float:
+        return euclidean_cost(AdaptedParams(R, b, params.wstar), data)
+
+    g_beta = np.zeros((n_layers, q))
+    omega = np.zeros((n_layers, q, q))
+    for l in range(n_layers):  # noqa: E741
+        for a in range(q):
+            bp, bm = params.beta.copy(), params.beta.copy()
+            bp[l, a] += step
+            bm[l, a] -= step
+            g_beta[l, a] = (cost(params.R, bp) - cost(params.R, bm)) / (2 * step)
+            for b in range(a + 1, q):
+                gen = np.zeros((q, q))
+                gen[a, b], gen[b, a] = step, -step
+                rp, rm = params.R.copy(), params.R.copy()
+                rp[l] = expm_antisymmetric(gen) @ params.R[l]
+                rm[l] = expm_antisymmetric(-gen) @ params.R[l]
+                d = (cost(rp, params.beta) - cost(rm, params.beta)) / (2 * step)
+                omega[l, a, b], omega[l, b, a] = -0.5 * d, 0.5 * d
+    return g_beta, omega

@@ -1,0 +1,131 @@
+"""Registered experiments of the truncation theory (spec §3; [1] has no experiments).
+
+=================  ====================================================================
+name               what it checks
+=================  ====================================================================
+truncation.e1      gradient formulas (Thm. 3.2, Cor. 3.5, Thm. 5.1) vs FD and autograd
+truncation.e2      fixed-R staircase: event times (4.49), rates n/N, edge cases, Q-D
+truncation.e3      coupled effective flow vs gradient descent on the layered network
+truncation.e4      constants and bounds of Prop. 4.2 from a mostly truncated start
+truncation.e5      paper-literal Omega (3.22) vs corrected Omega on a marginal design
+truncation.e6      Sec. 8: conserved B B^T - W^T W, cost bound, network-level check
+truncation.e7      Sec. 9: closed form (9.10), limit (9.12), network GD on W^(Q+1)
+=================  ====================================================================
+
+Presets: ``smoke`` runs in seconds, ``cpu`` in minutes, ``paper`` uses the spec's settings
+(the paper itself gives none).
+"""
+
+from __future__ import annotations
+
+from ..._spec import ExperimentSpec
+from ._exp_checks import GradientCheckConfig, StaircaseConfig, run_gradient_check, run_staircase
+from ._exp_flow import (
+    CoupledFlowConfig,
+    PaperOmegaConfig,
+    Prop42Config,
+    run_coupled_flow,
+    run_paper_omega,
+    run_prop42,
+)
+from ._exp_standard import CollapsedConfig, UntruncatedConfig, run_collapsed, run_untruncated
+
+__all__ = [
+    "EXPERIMENTS",
+    "CollapsedConfig",
+    "CoupledFlowConfig",
+    "GradientCheckConfig",
+    "PaperOmegaConfig",
+    "Prop42Config",
+    "StaircaseConfig",
+    "UntruncatedConfig",
+]
+
+EXPERIMENTS = (
+    ExperimentSpec(
+        name="truncation.e1",
+        theory="truncation",
+        summary="Gradient formulas (Thm 3.2/5.1, corrected Omega) vs finite differences",
+        config=GradientCheckConfig,
+        presets={
+            "smoke": {"qs": (2, 3), "n_seeds": 2, "n_max": 8, "separated_qs": (3,),
+                      "separated_seeds": 1},
+            "cpu": {},
+            "paper": {},
+        },
+        run=run_gradient_check,
+    ),
+    ExperimentSpec(
+        name="truncation.e2",
+        theory="truncation",
+        summary="Fixed-R truncation staircase: event times (4.49) and GD",
+        config=StaircaseConfig,
+        presets={
+            "smoke": {"etas": (1e-3,), "n_points_qd": 20, "horizon_qd": 2.0, "eta_qd": 2e-3},
+            "cpu": {},
+            "paper": {},
+        },
+        run=run_staircase,
+    ),
+    ExperimentSpec(
+        name="truncation.e3",
+        theory="truncation",
+        summary="Coupled effective flow vs GD on the layered ReLU network; collapse",
+        config=CoupledFlowConfig,
+        presets={
+            "smoke": {"qs": (2,), "n_per": 5, "etas": (4e-3, 2e-3), "eta_reference": 1e-3,
+                      "eta_network": 4e-3, "horizon": 0.5, "network_horizon": 0.2},
+            "cpu": {"network_horizon": 4.0},
+            "paper": {"eta_reference": 1e-4},
+        },
+        run=run_coupled_flow,
+    ),
+    ExperimentSpec(
+        name="truncation.e4",
+        theory="truncation",
+        summary="Prop 4.2: finite-time full truncation and its bounds",
+        config=Prop42Config,
+        presets={
+            "smoke": {"n_per": 10, "n_designs": 1, "eta": 1e-3, "horizon": 0.5},
+            "cpu": {"eta": 2e-4},
+            "paper": {},
+        },
+        run=run_prop42,
+    ),
+    ExperimentSpec(
+        name="truncation.e5",
+        theory="truncation",
+        summary="Paper Omega (3.22) vs corrected Omega on a marginal design",
+        config=PaperOmegaConfig,
+        presets={
+            "smoke": {"n_designs": 1, "horizon": 0.5, "n_per": 8},
+            "cpu": {},
+            "paper": {},
+        },
+        run=run_paper_omega,
+    ),
+    ExperimentSpec(
+        name="truncation.e6",
+        theory="truncation",
+        summary="Sec 8: conserved quantity and exponential cost bound (collapsed data)",
+        config=CollapsedConfig,
+        presets={
+            "smoke": {"horizon": 1.0, "n_times": 11, "n_per": 5, "network_horizon": 0.2},
+            "cpu": {},
+            "paper": {},
+        },
+        run=run_collapsed,
+    ),
+    ExperimentSpec(
+        name="truncation.e7",
+        theory="truncation",
+        summary="Sec 9: closed-form output-layer flow (untruncated data)",
+        config=UntruncatedConfig,
+        presets={
+            "smoke": {"horizon": 1.0, "n_times": 11},
+            "cpu": {"horizon": 10.0},
+            "paper": {},
+        },
+        run=run_untruncated,
+    ),
+)
