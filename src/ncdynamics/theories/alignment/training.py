@@ -1,0 +1,259 @@
+"""Full-batch training of the Table 1 / Table 2 networks of [1], recording pair observables.
+
+One epoch is one full-batch step (the datasets here are small). Before every step and after
+the last one, the tracked pair's ``a`` (at the chosen hidden layer, or at every layer),
+``b``, ``w``, ``ybar`` and the eq. (1) losses are recorded, giving arrays of length
+``epochs + 1`` (float64). When the net has no dropout the record reuses the training
+forward pass (train and eval modes agree); otherwise an eval-mode pass is added.
+
+Training loss (spec §7.1): ``"mse"`` is PyTorch's ``MSELoss`` (mean over all entries, no
+1/2), which the pilot found to reproduce the paper's convergence within 6000 epochs;
+``"half-mse"`` is eq. (1) exactly. The recorded ``loss`` is always eq. (1).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any, Literal
+
+import numpy as np
+import torch
+from numpy.typing import NDArray
+
+from ..._validation import check_array, check_int, check_option, check_scalar
+from ...models.table1 import Table1Net, middle_layer
+
+__all__ = ["TABLE1", "TABLE2", "NetConfig", "PairHistory", "build_net", "train_recording"]
+
+
+@dataclass(frozen=True)
+class NetConfig:
+    """One row of Table 1 / Table 2 of [1] (architecture and optimiser settings)."""
+
+    activation: str = "leaky-relu"
+    gain: float = 1.0
+    lr: float = 0.005
+    epochs: int = 6000
+    width: int = 500
+    depth: int = 20
+    skip: str = "none"
+    dropout: float = 0.0
+    conv: bool = False
+
+
+#: Table 1 of [1]: the two-point architectures.
+TABLE1: dict[str, NetConfig] = {
+    "default": NetConfig(),
+    "convolution": NetConfig(gain=0.95, lr=0.002, depth=10, conv=True),
+    "skip": NetConfig(gain=0.1, lr=0.01, skip="two-back"),
+    "shallow": NetConfig(gain=0.35, lr=0.01, depth=2),
+    "narrow": NetConfig(gain=1.05, lr=0.005, width=50),
+    "dropout": NetConfig(lr=0.005, depth=10, dropout=0.1),
+    "linear": NetConfig(activation="linear", gain=0.85, lr=0.00125),
+    "relu": NetConfig(activation="relu"),
+    "elu": NetConfig(activation="elu", gain=0.95, lr=0.00045),
+    "tanh": NetConfig(activation="tanh", gain=0.85, lr=0.00125),
+    "swish": NetConfig(activation="swish", gain=1.7, lr=0.0025),
+    "low-init": NetConfig(gain=0.9, lr=0.015),
+    "intermediate-init": NetConfig(gain=1.1, lr=0.0025),
+    "high-init": NetConfig(gain=1.3, lr=0.00075),
+    "very-high-init": NetConfig(gain=1.4, lr=0.00025),
+}
+
+#: Table 2 of [1]: XOR, orthogonal blobs (tanh, 4 x 100) and MNIST (4 x 200).
+TABLE2: dict[str, NetConfig] = {
+    "xor-low": NetConfig(gain=0.7, lr=0.015, epochs=1000),
+    "xor-intermediate": NetConfig(gain=1.25, lr=0.002, epochs=1000),
+    "xor-high": NetConfig(gain=2.0, lr=3e-9, epochs=1000),
+    "xor-2-layers": NetConfig(gain=0.0015, lr=0.03, epochs=40000, depth=1),
+    "blobs-very-low": NetConfig(activation="tanh", gain=0.275, lr=0.05, epochs=2000, width=100,
+                                depth=4),
+    "blobs-low": NetConfig(activation="tanh", gain=0.5, lr=0.015, epochs=1500, width=100,
+                           depth=4),
+    "blobs-high": NetConfig(activation="tanh", gain=2.0, lr=0.0015, epochs=750, width=100,
+                            depth=4),
+    "mnist-pair": NetConfig(gain=0.5, lr=0.003, epochs=200, width=200, depth=4),
+    "mnist-structure": NetConfig(gain=0.5, lr=0.005, epochs=200, width=200, depth=4),
+}
+
+
+def build_net(cfg: NetConfig, in_features: int, num_outputs: int, *, seed: int) -> Table1Net:
+    """The network of ``cfg`` with Xavier-normal weights drawn from ``seed``."""
+    gen = torch.Generator().manual_seed(check_int(seed, "seed", low=0))
+    return Table1Net(in_features, num_outputs, depth=cfg.depth, width=cfg.width,
+                     activation=cfg.activation, gain=cfg.gain, skip=cfg.skip,  # type: ignore[arg-type]
+                     dropout=cfg.dropout, conv=cfg.conv, generator=gen)
+
+
+@dataclass(frozen=True)
+class PairHistory:
+    """Recorded training of one network.
+
+    Attributes
+    ----------
+    epochs : ndarray of shape (n_records,)
+    a : ndarray of shape (n_records,) or (n_records, depth)
+        ``|dh|^2`` at the chosen layer, or at every hidden layer (``layers="all"``).
+    b, w : ndarray of shape (n_records,)
+    ybar : ndarray of shape (n_records, n_outputs)
+    pair_loss, loss : ndarray of shape (n_records,)
+        Eq. (1) loss of the pair and of the whole training set.
+    X, Y : float
+        Squared input and target distance of the pair.
+    layer : int
+        The chosen hidden layer (1-indexed; 0 for all layers).
+    hidden_init, hidden_final : ndarray of shape (n, width)
+        The chosen layer's representation of every training point, at the start and end.
+    out_init, out_final : ndarray of shape (n, n_outputs)
+    model : Table1Net or None
+        The trained network (``keep_model=True``).
+    """
+
+    epochs: NDArray[np.float64]
+    a: NDArray[np.float64]
+    b: NDArray[np.float64]
+    w: NDArray[np.float64]
+    ybar: NDArray[np.float64]
+    pair_loss: NDArray[np.float64]
+    loss: NDArray[np.float64]
+    X: float
+    Y: float
+    layer: int
+    hidden_init: NDArray[np.float32]
+    hidden_final: NDArray[np.float32]
+    out_init: NDArray[np.float32]
+    out_final: NDArray[np.float32]
+    model: Any = None
+
+    @property
+    def state(self) -> NDArray[np.float64]:
+        """``(a, b, w)`` of shape (n_records, 3) (chosen layer)."""
+        return np.stack([self.a, self.b, self.w], axis=1)
+
+    def converged(self, *, loss_tol: float = 1e-4, b_tol: float = 0.01) -> bool:
+        """Spec §2.4: final eq. (1) loss below ``loss_tol`` and ``|b - Y| < b_tol max(Y, 0.01)``."""
+        return bool(self.loss[-1] < loss_tol
+                    and abs(self.b[-1] - self.Y) < b_tol * max(self.Y, 0.01))
+
+
+def _record(hidden: list[torch.Tensor], out: torch.Tensor, t: torch.Tensor, pair: list[int],
+            layer: int) -> torch.Tensor:
+    """``(a..., b, w, pair_loss, loss, ybar...)`` as one float64 vector."""
+    i, j = pair
+    hs = hidden if layer == 0 else [hidden[layer - 1]]
+    a = torch.stack([((h[j] - h[i]).double() ** 2).sum() for h in hs])  # (n_a,)
+    o, tt = out.double(), t.double()
+    dy, dt = o[j] - o[i], tt[j] - tt[i]
+    b = (dy * dy).sum()
+    full = 0.5 * ((o - tt) ** 2).sum(1)  # (n,)
+    ybar = 0.5 * (o[i] + o[j])
+    return torch.cat([a, torch.stack([b, b - (dy * dt).sum(), 0.5 * (full[i] + full[j]),
+                                      full.mean()]), ybar])
+
+
+def train_recording(
+    cfg: NetConfig, x: NDArray[np.floating], targets: NDArray[np.floating], *,
+    seed: int, pair: tuple[int, int] = (0, 1), layer: int | Literal["all"] | None = None,
+    optimizer: Literal["sgd", "adam"] = "sgd", loss: Literal["mse", "half-mse"] = "mse",
+    epochs: int | None = None, lr: float | None = None,
+    adam_betas: tuple[float, float] = (0.9, 0.999), batch_size: int | None = None,
+    keep_model: bool = False,
+) -> PairHistory:
+    """Train ``cfg``'s network full-batch on ``(x, targets)`` and record the pair.
+
+    Parameters
+    ----------
+    cfg : NetConfig
+    x : ndarray of shape (n, d_in)
+    targets : ndarray of shape (n, d_out)
+    seed : int
+        Seed of the initial weights (and dropout masks).
+    pair : (int, int)
+        Indices of the tracked points.
+    layer : int, "all" or None
+        Hidden layer for ``a`` (1-indexed); None is the middle one; "all" records every one.
+    optimizer : {"sgd", "adam"}
+        Plain SGD (no momentum) or Adam with ``adam_betas``.
+    loss : {"mse", "half-mse"}
+    epochs, lr : optional
+        Override ``cfg.epochs`` / ``cfg.lr``.
+    adam_betas : (float, float)
+    batch_size : int, optional
+        Minibatch size (shuffled each epoch); full batch by default. Records are then taken
+        once per epoch, before its first step.
+    keep_model : bool, default=False
+        Return the trained network in ``PairHistory.model``.
+    """
+    x = check_array(x, "x", ndim=2, dtype=np.float32)
+    t_np = check_array(targets, "targets", shape=(x.shape[0], None), dtype=np.float32)
+    check_option(optimizer, "optimizer", ("sgd", "adam"))
+    check_option(loss, "loss", ("mse", "half-mse"))
+    cfg = replace(cfg, epochs=cfg.epochs if epochs is None else check_int(epochs, "epochs", low=0),
+                  lr=cfg.lr if lr is None else check_scalar(lr, "lr", low=0.0, closed="neither"))
+    p = [check_int(pair[0], "pair[0]", low=0, high=x.shape[0] - 1),
+         check_int(pair[1], "pair[1]", low=0, high=x.shape[0] - 1)]
+    if layer == "all":
+        lay = 0
+    else:
+        lay = middle_layer(cfg.depth) if layer is None else check_int(layer, "layer", low=1,
+                                                                     high=cfg.depth)
+    n = x.shape[0]
+    bs = n if batch_size is None else check_int(batch_size, "batch_size", low=1)
+    net = build_net(cfg, x.shape[1], t_np.shape[1], seed=seed)
+    xt, tt = torch.from_numpy(x), torch.from_numpy(t_np)
+    opt = (torch.optim.SGD(net.parameters(), lr=cfg.lr) if optimizer == "sgd"
+           else torch.optim.Adam(net.parameters(), lr=cfg.lr, betas=adam_betas))
+    scale = 1.0 if loss == "mse" else 0.5 * t_np.shape[1]
+    # Dropout and shuffling draw from this local generator; dropout masks come from torch's
+    # global generator, so each step runs inside fork_rng with a seed drawn from it.
+    gen = torch.Generator().manual_seed(seed + 1)
+    reuse_forward = bs >= n and cfg.dropout == 0
+    show = lay if lay else middle_layer(cfg.depth)
+    rec: list[torch.Tensor] = []
+    init: tuple[torch.Tensor, torch.Tensor] | None = None
+
+    def step(xb: torch.Tensor, tb: torch.Tensor, out: torch.Tensor | None = None) -> None:
+        if out is None:
+            with torch.random.fork_rng(devices=[]):
+                torch.manual_seed(int(torch.randint(0, 2**31 - 1, (1,), generator=gen)))
+                out = net.hidden_layers(xb)[1]
+        obj = scale * torch.nn.functional.mse_loss(out, tb)
+        opt.zero_grad(set_to_none=True)
+        obj.backward()
+        opt.step()
+
+    for epoch in range(cfg.epochs + 1):
+        last = epoch == cfg.epochs
+        if reuse_forward and not last:
+            hidden, out = net.hidden_layers(xt)  # train mode == eval mode here
+        else:
+            net.eval()
+            with torch.no_grad():
+                hidden, out = net.hidden_layers(xt)
+            net.train()
+        with torch.no_grad():
+            rec.append(_record(hidden, out, tt, p, lay))
+            if init is None:
+                init = (hidden[show - 1].detach().clone(), out.detach().clone())
+        if last:
+            break
+        if reuse_forward:
+            step(xt, tt, out)
+            continue
+        order = torch.randperm(n, generator=gen) if bs < n else torch.arange(n)
+        for k in range(0, n, bs):
+            idx = order[k:k + bs]
+            step(xt[idx], tt[idx])
+    R = torch.stack(rec).numpy()  # (n_rec, n_a + 4 + d_out)
+    n_a = cfg.depth if lay == 0 else 1
+    a = R[:, :n_a] if lay == 0 else R[:, 0]
+    if not np.all(np.isfinite(R)):
+        raise FloatingPointError(f"training diverged (non-finite record) for {cfg} at lr {cfg.lr}.")
+    return PairHistory(
+        np.arange(cfg.epochs + 1, dtype=np.float64), a, R[:, n_a], R[:, n_a + 1], R[:, n_a + 4:],
+        R[:, n_a + 2], R[:, n_a + 3],
+        float(np.sum((x[p[1]] - x[p[0]]).astype(np.float64) ** 2)),
+        float(np.sum((t_np[p[1]] - t_np[p[0]]).astype(np.float64) ** 2)), lay,
+        init[0].numpy(), hidden[show - 1].numpy(), init[1].numpy(), out.numpy(),
+        net.eval() if keep_model else None,
+    )
