@@ -323,3 +323,17 @@ def test_solve_reduced_rejects_bad_input(kwargs, exc, match):
     ts = kwargs.pop("ts")
     with pytest.raises(exc, match=match):
         hd.solve_reduced(a0, ts, **kwargs)
+
+
+def test_frobenius_derivative_needs_the_two_norm(rng):
+    """Erratum 9: with ‖Z‖_F = √(Σ a_j) (as printed) the derivative formula is wrong."""
+    p = params(8)
+    a = rand_a(rng, 8, 1, low=-1, high=0.5)[0]
+    v = hd.drift(0, a, p)
+    h = 1e-5 / np.max(np.abs(v) / a)
+    fd = fd_directional(hd.frobenius_metric, a, v, h=h)
+    b_over_d = hd.growth_rates(a, p)
+    s = hd.frobenius_sum(a, b_over_d)
+    printed = 2 * s / (np.sqrt(a.sum()) ** 3 * np.sqrt(7))
+    assert hd.dfrobenius_dt(a, p) == pytest.approx(fd, rel=1e-5)
+    assert abs(printed / fd - 1) > 1e-2

@@ -220,3 +220,13 @@ def test_random_init_scale_and_reproducibility():
 def test_bad_input_is_rejected(call, exc, match):
     with pytest.raises(exc, match=match):
         call()
+
+
+def test_residual_energy_needs_the_normalised_basis(rng):
+    """Erratum 7: with U = Φ[:, 1:] unnormalised, a Hadamard point has a large residual."""
+    W, H, _, _ = hadamard_pair(rng, 8, 8, 1)
+    Z = (W @ H)[0]
+    U = hd.sylvester(8)[:, 1:]
+    printed = np.linalg.norm(Z - U @ (U.T @ Z @ U) @ U.T) / np.linalg.norm(Z)
+    assert hd.residual_energy(Z) <= 1e-14
+    assert printed > 1.0

@@ -207,23 +207,32 @@ def run_gd(
     W = (W[None] if W.ndim == 2 else W).copy()  # (R, K, d)
     H = (H[None] if H.ndim == 2 else H).copy()  # (R, d, Kn)
     R, K, _ = W.shape
-    Y = label_matrix(K, n)  # (K, Kn)
+    lrY = lr * label_matrix(K, n)  # (K, Kn)
+    ones = np.ones((1, K))
     Zs = np.empty((steps.size, R, K, K * n))
     WWs = np.empty((steps.size, R, K, K))
     HHs = np.empty((steps.size, R, K * n, K * n))
     ce = loss == "ce"
+    shift = True
     k = 0
     for i, target in enumerate(steps):
-        for _ in range(target - k):
+        for j in range(k, target):
             Z = W @ H  # (R, K, Kn)
             if ce:
-                Z -= Z.max(axis=1, keepdims=True)
+                # exp without the max shift while |Z| is moderate (checked every 64 steps);
+                # a blow-up still ends in the finiteness check below, never silently.
+                if j % 64 == 0:
+                    shift = bool(np.abs(Z).max() > 300.0)
+                if shift:
+                    Z -= Z.max(axis=1, keepdims=True)
                 np.exp(Z, out=Z)
-                Z /= Z.sum(axis=1, keepdims=True)
-            G = Y - Z  # (R, K, Kn)
+                Z *= lr / (ones @ Z)  # η P, column sums via a (1, K) product
+                G = lrY - Z  # η (Y - P)
+            else:
+                G = lrY - lr * Z
             dW = G @ H.transpose(0, 2, 1)  # (R, K, d)
-            H += lr * (W.transpose(0, 2, 1) @ G)  # uses the old W
-            W += lr * dW
+            H += W.transpose(0, 2, 1) @ G  # uses the old W
+            W += dW
         k = max(k, int(target))
         Zs[i] = W @ H
         WWs[i] = W @ W.transpose(0, 2, 1)
