@@ -205,3 +205,34 @@ def test_linear_regression_closed_form(rng, weighting):
     np.testing.assert_allclose(tr.linreg_limit(par), w_inf, atol=1e-10)
     np.testing.assert_allclose(tr.linreg_closed_form(W0, np.array([1e4]), par)[0], w_inf,
                                atol=1e-10)
+
+
+def test_paper_propagator_generators_do_not_reproduce_residual(rng):
+    """[1] (8.9) as printed (-U B B^T, -W^T W U) does not give E(s) = U_W E(0) U_B."""
+    q = 3
+    Y = rng.standard_normal((q, q))
+    W0, B0 = rng.standard_normal((q, q)), rng.standard_normal((q, q)) + 2 * np.eye(q)
+    par = tr.BilinearParams(Y)
+
+    def printed(t, y, params):
+        W, B, UW, UB = y
+        head = tr.bilinear_drift(t, y[:2], params)
+        return np.concatenate([head, np.stack([-W.T @ W @ UW, -UB @ B @ B.T])])
+
+    y0 = np.stack([W0, B0, np.eye(q), np.eye(q)])
+    traj = _integrate.solve_ode(printed, y0, np.array([0.0, 0.5]), par, method="DOP853",
+                                rtol=1e-11, atol=1e-13)
+    w, b, uw, ub = traj.ys[-1]
+    assert np.abs(w @ b + Y - uw @ (W0 @ B0 + Y) @ ub).max() > 1e-3
+
+
+def test_rotation_flow_sign_plus_omega_decreases_cost(design):
+    """d_s R = +Omega R ([1] (3.21)) descends; the sign printed in (1.14)/(4.1) ascends."""
+    packed = tr.pack_clusters(design.data)
+    r = tr.separated_rates(design.params, packed)
+    eps = 1e-6
+    costs = {}
+    for sign in (+1, -1):
+        R = tr.expm_antisymmetric(sign * eps * r.omega) @ design.params.R
+        costs[sign] = tr.separated_rates(tr.AdaptedParams(R, design.params.beta), packed).cost
+    assert costs[+1] < r.cost < costs[-1]
