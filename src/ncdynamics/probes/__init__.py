@@ -9,6 +9,8 @@ from ._base import ProbeOutput as ProbeOutput
 from ._base import available_probes as available_probes
 from ._base import make_probe as make_probe
 from ._base import register_probe as register_probe
+from .collapse import CollapseAccumulator as CollapseAccumulator
+from .collapse import collapse_metrics as collapse_metrics
 from .elasticity import ElasticityProbe as ElasticityProbe
 from .elasticity import measure_elasticity as measure_elasticity
 from .geometry import PairAlignmentProbe as PairAlignmentProbe
@@ -24,6 +26,8 @@ from .ntk import Method as NTKMethod
 from .ntk import empirical_ntk as empirical_ntk
 from .ntk_probes import NTKAlignmentProbe as NTKAlignmentProbe
 from .ntk_probes import NTKBlocksProbe as NTKBlocksProbe
+from .performance import PerformanceProbe as PerformanceProbe
+from .performance import classification_loss as classification_loss
 
 __all__ = [
     "BlockValues",
@@ -41,6 +45,10 @@ __all__ = [
     "kernel_block_stats",
     "logit_ntk_from_features",
     "trace_kernel",
+    "CollapseAccumulator",
+    "PerformanceProbe",
+    "classification_loss",
+    "collapse_metrics",
     "Probe",
     "ProbeInput",
     "ProbeOutput",

@@ -1,7 +1,25 @@
 """Training loops, the Recorder, checkpoints and the trial pool."""
 
+from .loop import TrainResult as TrainResult
+from .loop import default_device as default_device
+from .loop import param_groups as param_groups
+from .loop import train as train
+from .recorder import Recorder as Recorder
+from .recorder import Schedule as Schedule
+from .recorder import Sink as Sink
 from .trials import TrialError as TrialError
 from .trials import default_workers as default_workers
 from .trials import run_trials as run_trials
 
-__all__ = ["TrialError", "default_workers", "run_trials"]
+__all__ = [
+    "Recorder",
+    "Schedule",
+    "Sink",
+    "TrainResult",
+    "TrialError",
+    "default_device",
+    "default_workers",
+    "param_groups",
+    "run_trials",
+    "train",
+]

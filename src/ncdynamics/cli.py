@@ -1,0 +1,192 @@
+"""``ncdyn``: the command line. It parses arguments, calls one library function and prints
+the paths it wrote. Bad input is reported in one line on stderr with exit code 2."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+__all__ = ["main"]
+
+EXIT_USAGE = 2
+EXIT_FAILED = 1
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, exit 2
+        self.exit(EXIT_USAGE, f"ncdyn: error: {message}\n")
+
+
+def _common(p: argparse.ArgumentParser, *, out_help: str) -> None:
+    p.add_argument("--out", type=Path, default=None, help=out_help)
+    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+
+
+def _runner_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--resume", action="store_true", help="continue an unfinished run in --out")
+    p.add_argument("--overwrite", action="store_true", help="replace a run already in --out")
+    p.add_argument("--no-progress", action="store_true", help="hide progress bars")
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="ncdyn", description="Training dynamics of neural collapse: "
+                     "measure, simulate, confront.")
+    from . import __version__
+
+    parser.add_argument("--version", action="version", version=f"ncdynamics {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub.required = True
+
+    demo = sub.add_parser("demo", help="train an MLP on digits (MSE and CE) and write a report",
+                          description="Train a small MLP on scikit-learn's digits with MSE and "
+                          "with cross-entropy, record NC1-NC4 every epoch, print a table and "
+                          "write an HTML report.")
+    demo.add_argument("--preset", default="cpu", choices=("smoke", "cpu", "paper"),
+                      help="size of the demo (default cpu: under 3 minutes on 2 cores)")
+    _common(demo, out_help="run directory (default runs/demo)")
+    _runner_flags(demo)
+
+    lst = sub.add_parser("list", help="list experiments and presets",
+                         description="List registered experiments with their presets.")
+    lst.add_argument("--names", action="store_true", help="print only names, one per line")
+    lst.add_argument("--theory", default=None, help="only experiments of this theory")
+
+    run = sub.add_parser("run", help="run one experiment at a preset",
+                         description="Run a registered experiment and write its report.")
+    run.add_argument("experiment", help="experiment name (see `ncdyn list`)")
+    run.add_argument("--preset", default="smoke", choices=("smoke", "cpu", "paper"),
+                     help="smoke (seconds), cpu (minutes), paper (the paper's settings)")
+    run.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                     help="override a config field (repeatable); lists as a,b,c")
+    run.add_argument("--config", type=Path, default=None,
+                     help="YAML file of config overrides (applied before --set)")
+    _common(run, out_help="run directory (default runs/EXPERIMENT-PRESET)")
+    _runner_flags(run)
+
+    rep = sub.add_parser("report", help="(re)draw figures and write report.html for a run",
+                         description="Draw a run's figures and write its self-contained HTML "
+                         "report.")
+    rep.add_argument("run_dir", type=Path, help="run directory")
+    _common(rep, out_help="also copy the report to this path")
+    return parser
+
+
+def _parse_overrides(items: Sequence[str], config_file: Path | None) -> dict[str, Any]:
+    from ._spec import parse_value
+
+    out: dict[str, Any] = {}
+    if config_file is not None:
+        import yaml
+
+        if not config_file.is_file():
+            raise FileNotFoundError(f"`--config` must be an existing YAML file; got {config_file}.")
+        loaded = yaml.safe_load(config_file.read_text()) or {}
+        if not isinstance(loaded, dict):
+            raise ValueError(f"`--config` must hold a mapping of options; got {type(loaded).__name__}.")
+        out.update(loaded)
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ValueError(f"`--set` must be KEY=VALUE; got {item!r}.")
+        out[key.strip().replace("-", "_")] = parse_value(value)
+    return out
+
+
+def _format_table(table: dict[str, dict[str, float]]) -> str:
+    cols = list(dict.fromkeys(k for row in table.values() for k in row))
+    width = max(len(r) for r in table) + 2
+    head = " " * width + "".join(f"{c:>16}" for c in cols)
+    lines = [head]
+    for name, row in table.items():
+        cells = "".join(f"{row.get(c, float('nan')):>16.4g}" for c in cols)
+        lines.append(f"{name:<{width}}{cells}")
+    return "\n".join(lines)
+
+
+def _run_and_report(name: str, preset: str, out: Path | None, args: argparse.Namespace,
+                    overrides: dict[str, Any]) -> int:
+    import torch
+
+    from . import experiments, report
+
+    torch.manual_seed(args.seed)  # the one global seeding, for code that uses torch's default RNG
+    run = experiments.run(
+        name, preset=preset, out=out, seed=args.seed, resume=args.resume,
+        overwrite=args.overwrite, progress=not args.no_progress, **overrides,
+    )
+    table = run.summary.get("table")
+    if isinstance(table, dict) and table and all(isinstance(v, dict) for v in table.values()):
+        print(_format_table(table))
+    path = report.write_report(run)
+    print(f"run:    {run.path}")
+    print(f"report: {path}")
+    return 0
+
+
+def _cmd_list(args: argparse.Namespace) -> int:
+    from . import experiments
+
+    specs = experiments.list_experiments()
+    if args.theory is not None:
+        specs = [s for s in specs if s.theory == args.theory]
+    if args.names:
+        print("\n".join(s.name for s in specs))
+        return 0
+    width = max((len(s.name) for s in specs), default=10) + 2
+    print(f"{'experiment':<{width}}{'theory':<14}{'presets':<20}summary")
+    for s in specs:
+        print(f"{s.name:<{width}}{s.theory:<14}{'smoke cpu paper':<20}{s.summary}")
+    return 0
+
+
+def _dispatch(args: argparse.Namespace) -> int:
+    if args.command == "list":
+        return _cmd_list(args)
+    if args.command == "demo":
+        out = args.out if args.out is not None else Path("runs/demo")
+        return _run_and_report("demo", args.preset, out, args, {})
+    if args.command == "run":
+        overrides = _parse_overrides(args.overrides, args.config)
+        return _run_and_report(args.experiment, args.preset, args.out, args, overrides)
+    if args.command == "report":
+        from . import report
+
+        path = report.write_report(args.run_dir)
+        print(f"report: {path}")
+        if args.out is not None:
+            import shutil
+
+            args.out.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(path, args.out)
+            print(f"copied: {args.out}")
+        return 0
+    raise AssertionError(args.command)  # pragma: no cover - argparse guarantees a command
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``ncdyn``; returns the exit code."""
+    parser = _build_parser()
+    args = parser.parse_args(argv)
+    from .runs import RunExistsError
+
+    try:
+        return _dispatch(args)
+    except KeyboardInterrupt:
+        print("ncdyn: interrupted; resume with --resume", file=sys.stderr)
+        return 130
+    except (ValueError, TypeError, FileNotFoundError, RunExistsError, KeyError) as exc:
+        msg = str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc)
+        print(f"ncdyn: error: {msg.splitlines()[0] if msg else type(exc).__name__}",
+              file=sys.stderr)
+        return EXIT_USAGE
+    except Exception as exc:  # a failure inside an experiment: one line, details on disk
+        print(f"ncdyn: failed: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+              " (traceback in the run's error.txt)", file=sys.stderr)
+        return EXIT_FAILED
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

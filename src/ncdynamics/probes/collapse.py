@@ -1,0 +1,330 @@
+"""Neural-collapse metrics NC1--NC4, one-shot and streaming.
+
+Definitions and conventions are in ``docs/metrics.md``. In brief, with class means
+``mu_c``, global mean ``mu_G``, centred means ``M = [mu_c - mu_G]`` (d x C),
+within-class covariance ``Sigma_W`` (normalised by N) and between-class covariance
+``Sigma_B = M M^T / C``:
+
+- ``nc1``            Tr(Sigma_W Sigma_B^+) / C  (Papyan et al. 2020; ``/C`` switchable)
+- ``nc1_std``        mean over classes and features of the within-class standard deviation
+                     (ddof 0), the NC1 of Seleznova et al. 2023 (their code)
+- ``cdnv``           mean over class pairs of (V_c + V_c') / (2 ||mu_c - mu_c'||^2)
+                     (Galanti et al. 2022), V_c the mean squared distance to mu_c
+- ``nc2_equinorm``   std_c ||mu_c - mu_G|| / mean_c ||mu_c - mu_G||
+- ``nc2_equiangular`` std over c != c' of cos(mu_c - mu_G, mu_c' - mu_G)
+- ``nc2_maxangle``   mean over c != c' of |cos + 1/(C-1)|
+- ``nc2_etf``        || G/||G||_F - (I - 11^T/C)/sqrt(C-1) ||_F with G = M^T M (or with
+                     column-normalised M when ``etf_normalize_means``)
+- ``nc3``            || M/||M||_F - W^T/||W||_F ||_F  (Seleznova et al. 2023)
+- ``nc3_papyan``     the same distance squared (Papyan et al. 2020)
+- ``nc4``            fraction of samples where argmax(W h + b) != argmin_c ||h - mu_c||
+
+Streaming: :class:`CollapseAccumulator` merges per-batch class statistics with the pairwise
+(Chan et al.) update, so the within-class scatter is accumulated from class-centred batches
+and stays accurate near collapse, when class means are far larger than the spread. Batch
+GEMMs run in the input precision (float32 features use float32 GEMMs) and are accumulated
+in float64.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+
+from .._validation import check_array, check_int, check_labels
+from ._base import ProbeInput, ProbeOutput, register_probe
+
+__all__ = ["CollapseAccumulator", "collapse_metrics"]
+
+_BATCH = 4096
+
+
+def _as_tensor(x: Any, name: str, ndim: int, *, finite: bool = True) -> torch.Tensor:
+    """A CPU tensor view of ``x``. With ``finite=False`` the caller checks finiteness itself
+    (the accumulator checks per-batch class sums, which any NaN or Inf makes non-finite)."""
+    if isinstance(x, torch.Tensor):
+        t = x.detach()
+        if t.dim() != ndim:
+            raise ValueError(f"`{name}` must have {ndim} dimension(s); got shape {tuple(t.shape)}.")
+        if finite and t.is_floating_point() and not bool(torch.isfinite(t).all()):
+            n_bad = int((~torch.isfinite(t)).sum())
+            raise ValueError(f"`{name}` must be finite; got {n_bad} NaN or Inf entries.")
+        return t.cpu()
+    arr = check_array(x, name, ndim=ndim, finite=finite)
+    if not np.issubdtype(arr.dtype, np.floating):
+        arr = arr.astype(np.float64)
+    return torch.from_numpy(np.ascontiguousarray(arr))
+
+
+class CollapseAccumulator:
+    """Streaming NC1--NC4 statistics over batches of features.
+
+    Parameters
+    ----------
+    num_classes : int
+    weight : array_like of shape (num_classes, n_features), optional
+        Classifier weights, for ``nc3`` and ``nc4``.
+    bias : array_like of shape (num_classes,), optional
+    nc1_divide_by_classes : bool, default=True
+        Divide Tr(Sigma_W Sigma_B^+) by C (Papyan's definition).
+    etf_normalize_means : bool, default=False
+        Column-normalise the centred means before comparing their Gram matrix with the ETF.
+
+    Notes
+    -----
+    Call :meth:`update` on every batch, then optionally :meth:`update_nc4` on every batch
+    again (NC4 needs the final class means), then :meth:`compute`.
+    """
+
+    def __init__(
+        self,
+        num_classes: int,
+        *,
+        weight: Any = None,
+        bias: Any = None,
+        nc1_divide_by_classes: bool = True,
+        etf_normalize_means: bool = False,
+    ) -> None:
+        self.num_classes = check_int(num_classes, "num_classes", low=2)
+        self.weight = None if weight is None else _as_tensor(weight, "weight", 2).double()
+        self.bias = None if bias is None else _as_tensor(bias, "bias", 1).double()
+        if self.weight is not None and self.weight.shape[0] != num_classes:
+            raise ValueError(
+                f"`weight` must have shape (num_classes={num_classes}, n_features); "
+                f"got {tuple(self.weight.shape)}."
+            )
+        if self.bias is not None and self.bias.shape != (num_classes,):
+            raise ValueError(f"`bias` must have shape ({num_classes},); got {tuple(self.bias.shape)}.")
+        self.nc1_divide_by_classes = nc1_divide_by_classes
+        self.etf_normalize_means = etf_normalize_means
+        self.dim: int | None = None
+        self.count = torch.zeros(num_classes, dtype=torch.float64)  # (C,)
+        self.mean: torch.Tensor | None = None  # (C, d) running class means
+        self.m2: torch.Tensor | None = None  # (C, d) per-class per-feature scatter
+        self.scatter: torch.Tensor | None = None  # (d, d) pooled within-class scatter
+        self.nc4_mismatch = 0
+        self.nc4_count = 0
+
+    def _init(self, d: int) -> None:
+        self.dim = d
+        if self.weight is not None and self.weight.shape[1] != d:
+            raise ValueError(
+                f"`weight` must have {d} columns (one per feature); got shape "
+                f"{tuple(self.weight.shape)}."
+            )
+        self.mean = torch.zeros(self.num_classes, d, dtype=torch.float64)
+        self.m2 = torch.zeros(self.num_classes, d, dtype=torch.float64)
+        self.scatter = torch.zeros(d, d, dtype=torch.float64)
+
+    def _check_batch(self, features: Any, labels: Any) -> tuple[torch.Tensor, torch.Tensor]:
+        h = _as_tensor(features, "features", 2, finite=False)
+        if isinstance(labels, torch.Tensor):
+            labels = labels.detach().cpu().numpy()
+        y = check_labels(labels, "labels", n_samples=h.shape[0], num_classes=self.num_classes)
+        if self.dim is not None and h.shape[1] != self.dim:
+            raise ValueError(
+                f"`features` must have {self.dim} columns like earlier batches; got {h.shape[1]}."
+            )
+        return h, torch.from_numpy(y)
+
+    @torch.no_grad()
+    def update(self, features: Any, labels: Any) -> CollapseAccumulator:
+        """Add a batch: features of shape (n, d), labels of shape (n,)."""
+        h, y = self._check_batch(features, labels)
+        if self.dim is None:
+            self._init(h.shape[1])
+        for start in range(0, h.shape[0], _BATCH):
+            self._update_block(h[start : start + _BATCH], y[start : start + _BATCH], start)
+        return self
+
+    def _update_block(self, h: torch.Tensor, y: torch.Tensor, start: int) -> None:
+        C = self.num_classes
+        onehot = torch.zeros(h.shape[0], C, dtype=h.dtype)
+        onehot[torch.arange(h.shape[0]), y] = 1.0  # (B, C)
+        n_b = onehot.sum(0).double()  # (C,)
+        present = n_b > 0
+        sums = onehot.T @ h  # (C, d) in the input dtype
+        if not bool(torch.isfinite(sums).all()):
+            raise ValueError(
+                f"`features` must be finite; rows {start}..{start + h.shape[0] - 1} hold NaN or "
+                "Inf entries (or values so large that their sum overflows)."
+            )
+        mean_b = sums.double() / n_b.clamp(min=1)[:, None]  # (C, d)
+        centred = h - mean_b.to(h.dtype)[y]  # (B, d), class-centred within the batch
+        self.scatter += (centred.T @ centred).double()
+        m2_b = (onehot.T @ (centred * centred)).double()  # (C, d)
+        # Pairwise merge of (count, mean, M2) per class (Chan, Golub, LeVeque 1979).
+        n_a = self.count
+        n = n_a + n_b
+        delta = mean_b - self.mean  # (C, d)
+        w = torch.where(present, n_a * n_b / n.clamp(min=1), torch.zeros_like(n))  # (C,)
+        self.m2 += m2_b + w[:, None] * delta**2
+        root = w.sqrt()[:, None] * delta  # (C, d)
+        self.scatter += root.T @ root
+        self.mean += torch.where(present[:, None], delta * (n_b / n.clamp(min=1))[:, None], 0.0)
+        self.count = n
+
+    @torch.no_grad()
+    def update_nc4(self, features: Any, labels: Any) -> CollapseAccumulator:
+        """Second pass: count disagreements of the classifier and the nearest class mean."""
+        if self.weight is None:
+            raise ValueError("`weight` is required for NC4; pass it to CollapseAccumulator.")
+        if self.dim is None:
+            raise ValueError("call `update` on every batch before `update_nc4`.")
+        h, _ = self._check_batch(features, labels)
+        mu = self.mean.to(h.dtype)  # (C, d)
+        w = self.weight.to(h.dtype)
+        b = None if self.bias is None else self.bias.to(h.dtype)
+        for start in range(0, h.shape[0], _BATCH):
+            hb = h[start : start + _BATCH]
+            logits = hb @ w.T if b is None else torch.addmm(b, hb, w.T)  # (B, C)
+            dist = (mu * mu).sum(1) - 2.0 * (hb @ mu.T)  # (B, C), ||h-mu||^2 - ||h||^2
+            self.nc4_mismatch += int((logits.argmax(1) != dist.argmin(1)).sum())
+            self.nc4_count += hb.shape[0]
+        return self
+
+    def compute(self) -> dict[str, float]:
+        """The metrics accumulated so far (see the module docstring for the keys).
+
+        Raises
+        ------
+        ValueError
+            If no batch was added, a class is missing, or a class has a single sample.
+        """
+        if self.dim is None:
+            raise ValueError("no features were added; call `update` with at least one batch.")
+        counts = self.count
+        if bool((counts < 2).any()):
+            c = int(torch.nonzero(counts < 2)[0])
+            raise ValueError(
+                f"`labels` must have at least 2 samples in every class; class {c} has "
+                f"{int(counts[c])}."
+            )
+        return _metrics_from_stats(self)
+
+
+def _metrics_from_stats(acc: CollapseAccumulator) -> dict[str, float]:
+    C = acc.num_classes
+    counts, mu = acc.count, acc.mean  # (C,), (C, d)
+    n_total = float(counts.sum())
+    mu_g = (counts[:, None] * mu).sum(0) / n_total  # (d,)
+    M = (mu - mu_g).T  # (d, C) centred class means
+    sigma_w = acc.scatter / n_total  # (d, d)
+    # Tr(Sigma_W Sigma_B^+) with Sigma_B = M M^T / C: pinv(M M^T) = pinv(M)^T pinv(M).
+    p = torch.linalg.pinv(M)  # (C, d)
+    nc1 = float(C * torch.trace(p @ sigma_w @ p.T))
+    out: dict[str, float] = {
+        "nc1": nc1 / C if acc.nc1_divide_by_classes else nc1,
+        "within_trace": float(torch.trace(sigma_w)),
+        "between_trace": float((M * M).sum() / C),
+    }
+    var = acc.m2 / counts[:, None]  # (C, d) population variances
+    out["nc1_std"] = float(var.clamp(min=0).sqrt().mean())
+    v_c = var.sum(1)  # (C,) mean squared distance to the class mean
+    diff = mu[:, None, :] - mu[None, :, :]  # (C, C, d)
+    d2 = (diff**2).sum(-1)
+    iu = torch.triu_indices(C, C, 1)
+    pair_v = (v_c[:, None] + v_c[None, :])[iu[0], iu[1]]
+    out["cdnv"] = float((pair_v / (2.0 * d2[iu[0], iu[1]])).mean())
+    norms = M.norm(dim=0)  # (C,)
+    out["nc2_equinorm"] = float(norms.std(unbiased=False) / norms.mean())
+    unit = M / norms
+    cos = (unit.T @ unit)[~torch.eye(C, dtype=torch.bool)]
+    out["nc2_equiangular"] = float(cos.std(unbiased=False))
+    out["nc2_maxangle"] = float((cos + 1.0 / (C - 1)).abs().mean())
+    base = unit if acc.etf_normalize_means else M
+    gram = base.T @ base  # (C, C)
+    etf = (torch.eye(C, dtype=torch.float64) - 1.0 / C) / np.sqrt(C - 1)
+    out["nc2_etf"] = float((gram / gram.norm() - etf).norm())
+    if acc.weight is not None:
+        dist = (M / M.norm() - acc.weight.T / acc.weight.norm()).norm()
+        out["nc3"] = float(dist)
+        out["nc3_papyan"] = float(dist**2)
+    if acc.nc4_count:
+        out["nc4"] = acc.nc4_mismatch / acc.nc4_count
+    return out
+
+
+def collapse_metrics(
+    features: Any,
+    labels: Any,
+    weight: Any = None,
+    bias: Any = None,
+    *,
+    num_classes: int | None = None,
+    nc1_divide_by_classes: bool = True,
+    etf_normalize_means: bool = False,
+) -> dict[str, float]:
+    """NC1--NC4 of a feature matrix in one call.
+
+    Parameters
+    ----------
+    features : array_like of shape (n_samples, n_features)
+        Penultimate-layer features (numpy or torch; float32 is accumulated in float64).
+    labels : array_like of shape (n_samples,)
+        Integer classes in ``[0, num_classes)``; every class needs at least 2 samples.
+    weight : array_like of shape (num_classes, n_features), optional
+        Classifier weights; enables ``nc3``, ``nc3_papyan`` and ``nc4``.
+    bias : array_like of shape (num_classes,), optional
+    num_classes : int, optional
+        Defaults to ``max(labels) + 1`` (or the rows of ``weight``).
+    nc1_divide_by_classes, etf_normalize_means : bool
+        Conventions, see :class:`CollapseAccumulator` and ``docs/metrics.md``.
+
+    Returns
+    -------
+    dict of str to float
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ncdynamics.probes import collapse_metrics
+    >>> means = np.eye(3) - 1 / 3                      # a simplex ETF in R^3
+    >>> h = np.repeat(means, 4, axis=0)                # 4 samples per class, no spread
+    >>> y = np.repeat(np.arange(3), 4)
+    >>> m = collapse_metrics(h, y, weight=means)
+    >>> round(m["nc1"], 12), round(m["nc2_etf"], 12), round(m["nc3"], 12), m["nc4"]
+    (0.0, 0.0, 0.0, 0.0)
+    """
+    if num_classes is None:
+        if weight is not None:
+            num_classes = int(np.shape(weight)[0])
+        else:
+            lab = labels.detach().cpu().numpy() if isinstance(labels, torch.Tensor) else labels
+            num_classes = int(check_labels(lab, "labels").max()) + 1
+    acc = CollapseAccumulator(
+        num_classes, weight=weight, bias=bias,
+        nc1_divide_by_classes=nc1_divide_by_classes, etf_normalize_means=etf_normalize_means,
+    )
+    acc.update(features, labels)
+    if weight is not None:
+        acc.update_nc4(features, labels)
+    return acc.compute()
+
+
+class CollapseProbe:
+    """Recorder probe: NC metrics of the probe set's features (prefixed ``nc/``)."""
+
+    name = "collapse"
+
+    def __init__(self, *, nc1_divide_by_classes: bool = True, etf_normalize_means: bool = False):
+        self.options = {"nc1_divide_by_classes": nc1_divide_by_classes,
+                        "etf_normalize_means": etf_normalize_means}
+
+    def __call__(self, inp: ProbeInput) -> ProbeOutput:
+        clf = inp.classifier
+        weight = None if clf is None else clf.weight.detach()
+        bias = None if clf is None or clf.bias is None else clf.bias.detach()
+        if weight is not None and weight.shape != (inp.num_classes, inp.features.shape[1]):
+            weight = bias = None
+        metrics = collapse_metrics(
+            inp.features, inp.y, weight, bias, num_classes=inp.num_classes, **self.options
+        )
+        return ProbeOutput(scalars={f"nc/{k}": v for k, v in metrics.items()})
+
+
+@register_probe("collapse")
+def _make_collapse_probe(**options: Any) -> CollapseProbe:
+    return CollapseProbe(**options)

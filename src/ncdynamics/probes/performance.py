@@ -1,0 +1,50 @@
+"""Recorder probe for loss and accuracy of the logits on the probe set."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+from .._validation import check_option
+from ._base import ProbeInput, ProbeOutput, register_probe
+
+__all__ = ["PerformanceProbe", "classification_loss"]
+
+LOSSES = ("mse", "cross-entropy")
+
+
+def classification_loss(logits: torch.Tensor, y: torch.Tensor, loss: str) -> torch.Tensor:
+    """Mean loss of ``logits`` (n, C) against integer labels ``y`` (n,).
+
+    ``mse`` is ½·mean over samples of the squared distance to the one-hot target (summed
+    over classes), the convention of the NTK-collapse paper's code; ``cross-entropy`` is
+    the mean softmax cross-entropy.
+    """
+    check_option(loss, "loss", LOSSES)
+    if loss == "cross-entropy":
+        return F.cross_entropy(logits, y)
+    target = F.one_hot(y, logits.shape[1]).to(logits.dtype)
+    return 0.5 * ((logits - target) ** 2).sum(1).mean()
+
+
+class PerformanceProbe:
+    """Scalars ``loss`` and ``accuracy`` of the probe set (prefixed by ``prefix``)."""
+
+    name = "performance"
+
+    def __init__(self, *, loss: str = "cross-entropy", prefix: str = "probe") -> None:
+        self.loss = check_option(loss, "loss", LOSSES)
+        self.prefix = prefix
+
+    def __call__(self, inp: ProbeInput) -> ProbeOutput:
+        logits, y = inp.logits.detach(), inp.y
+        acc = float((logits.argmax(1) == y).double().mean())
+        value = float(classification_loss(logits, y, self.loss))
+        return ProbeOutput(scalars={f"{self.prefix}/loss": value, f"{self.prefix}/accuracy": acc})
+
+
+@register_probe("performance")
+def _make(**options: Any) -> PerformanceProbe:
+    return PerformanceProbe(**options)

@@ -1,0 +1,186 @@
+"""The Recorder: evaluate probes on a fixed probe set on a schedule and store the results.
+
+Inside your own training loop::
+
+    run = ncdynamics.runs.create("runs/mine")
+    rec = Recorder(run, x_probe, y_probe, probes=["collapse", "performance"])
+    for epoch in range(n_epochs):
+        ...                       # your training step(s)
+        rec.step(model, epoch)    # records when the schedule says so
+    run.mark_completed()
+
+The Recorder writes into any *sink* with ``log(step, mapping)``, ``save_array(name, step,
+array)`` and ``flush()``: a :class:`ncdynamics.runs.Run` is one. (The layer order of
+DESIGN.md puts ``training`` before ``runs``, so this module does not import the run store.)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+import torch
+from torch import nn
+
+from .._validation import check_array, check_int, check_labels
+from ..models.features import FeatureExtractor, find_classifier
+from ..probes import Probe, ProbeInput, make_probe
+
+__all__ = ["Recorder", "Schedule", "Sink"]
+
+
+class Sink(Protocol):
+    """Where records go (a :class:`ncdynamics.runs.Run` is one)."""
+
+    def log(self, step: int, values: Any) -> None: ...
+
+    def save_array(self, name: str, step: int, array: Any) -> Any: ...
+
+    def flush(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """When to record: every ``every`` steps, or at an explicit set of ``steps``.
+
+    Use :meth:`log_spaced` for roughly log-spaced steps (dense early, sparse late).
+    """
+
+    every: int | None = 1
+    steps: tuple[int, ...] | None = None
+
+    def __post_init__(self) -> None:
+        if self.steps is None:
+            check_int(self.every, "every", low=1)
+
+    @classmethod
+    def log_spaced(cls, total: int, n_points: int) -> Schedule:
+        """About ``n_points`` distinct steps in ``[0, total]``, log-spaced, 0 and total included."""
+        total = check_int(total, "total", low=1)
+        n_points = check_int(n_points, "n_points", low=2)
+        pts = np.unique(np.round(np.geomspace(1, total + 1, n_points) - 1).astype(int))
+        return cls(every=None, steps=tuple(int(p) for p in np.union1d(pts, [0, total])))
+
+    def __contains__(self, step: int) -> bool:
+        if self.steps is not None:
+            return int(step) in self.steps
+        return int(step) % int(self.every) == 0
+
+
+class Recorder:
+    """Runs probes on a fixed probe set and writes them to a run directory.
+
+    Parameters
+    ----------
+    run : Sink
+        Where to write: a :class:`ncdynamics.runs.Run` (from ``ncdynamics.runs.create``).
+    x : array_like or Tensor of shape (n_probe, *input_shape)
+        The fixed probe inputs.
+    y : array_like or Tensor of shape (n_probe,)
+        Their labels.
+    probes : sequence of str or Probe, default=("collapse", "performance")
+        Registered probe names (see ``ncdynamics.probes.available_probes()``) or objects.
+    schedule : Schedule or int, default=1
+        An int means "every that many steps".
+    num_classes : int, optional
+        Defaults to ``max(y) + 1``.
+    layer : str, optional
+        Name of the classifier submodule, for models without ``features``/``classifier``.
+    prefix : str, default=""
+        Prepended to every metric and array name (e.g. ``"mse/"``).
+    batch_size : int, default=1024
+        Forward-pass batch size over the probe set.
+    """
+
+    def __init__(
+        self,
+        run: Sink,
+        x: Any,
+        y: Any,
+        *,
+        probes: Sequence[str | Probe] = ("collapse", "performance"),
+        schedule: Schedule | int = 1,
+        num_classes: int | None = None,
+        layer: str | None = None,
+        prefix: str = "",
+        batch_size: int = 1024,
+    ) -> None:
+        x_t = x if isinstance(x, torch.Tensor) else torch.from_numpy(
+            check_array(x, "x", min_size=1).astype(np.float32, copy=False))
+        if x_t.shape[0] == 0:
+            raise ValueError("`x` must hold at least one probe sample; got an empty probe set.")
+        y_np = y.detach().cpu().numpy() if isinstance(y, torch.Tensor) else y
+        y_np = check_labels(y_np, "y", n_samples=x_t.shape[0], num_classes=num_classes)
+        self.num_classes = num_classes if num_classes is not None else int(y_np.max()) + 1
+        self.x, self.y = x_t, torch.from_numpy(y_np)
+        self.probes = [make_probe(p) if isinstance(p, str) else p for p in probes]
+        if not self.probes:
+            raise ValueError("`probes` must name at least one probe.")
+        self.schedule = schedule if isinstance(schedule, Schedule) else Schedule(every=schedule)
+        self.extract = FeatureExtractor(layer=layer)
+        self.layer = layer
+        self.prefix = prefix
+        self.batch_size = check_int(batch_size, "batch_size", low=1)
+        for method in ("log", "save_array", "flush"):
+            if not callable(getattr(run, method, None)):
+                raise TypeError(
+                    f"`run` must be a run (ncdynamics.runs.create(...)) or another sink with "
+                    f"log/save_array/flush; got {type(run).__name__} without `{method}`."
+                )
+        self.run = run
+        self.last: dict[str, float] = {}
+
+    @torch.no_grad()
+    def _forward(self, model: nn.Module) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        device = next((p.device for p in model.parameters()), torch.device("cpu"))
+        dtype = next((p.dtype for p in model.parameters() if p.is_floating_point()), torch.float32)
+        xs = self.x.to(device=device, dtype=dtype)
+        feats, logits = [], []
+        for s in range(0, xs.shape[0], self.batch_size):
+            h, out = self.extract(model, xs[s : s + self.batch_size])
+            feats.append(h)
+            logits.append(out)
+        return xs, torch.cat(feats), torch.cat(logits)
+
+    def record(self, model: nn.Module, step: int, **extra: float) -> dict[str, float]:
+        """Evaluate every probe now (model in eval mode) and store the results.
+
+        ``extra`` scalars (e.g. the training loss) are stored with them.
+        """
+        was_training = model.training
+        model.eval()
+        try:
+            xs, features, logits = self._forward(model)
+            classifier = find_classifier(model, self.layer)
+            inp = ProbeInput(
+                model=model, x=xs, y=self.y.to(xs.device), features=features.cpu(),
+                logits=logits.cpu(), classifier=classifier if isinstance(classifier, nn.Linear)
+                else None, num_classes=self.num_classes, step=int(step), feature_fn=self.extract,
+            )
+            scalars: dict[str, float] = {f"{self.prefix}{k}": float(v) for k, v in extra.items()}
+            for probe in self.probes:
+                out = probe(inp)
+                scalars.update({f"{self.prefix}{k}": v for k, v in out.scalars.items()})
+                for name, arr in out.arrays.items():
+                    self.run.save_array(f"{self.prefix}{name}".replace("/", "."), step, arr)
+        finally:
+            model.train(was_training)
+        self.run.log(step, scalars)
+        self.last = scalars
+        return scalars
+
+    def step(self, model: nn.Module, step: int, **extra: float) -> dict[str, float] | None:
+        """Record if ``step`` is in the schedule; returns the scalars or ``None``."""
+        if step in self.schedule:
+            return self.record(model, step, **extra)
+        return None
+
+    def log(self, step: int, **scalars: float) -> None:
+        """Store extra scalars (with the prefix) without running probes."""
+        self.run.log(step, {f"{self.prefix}{k}": v for k, v in scalars.items()})
+
+    def close(self) -> None:
+        """Write buffered records."""
+        self.run.flush()
