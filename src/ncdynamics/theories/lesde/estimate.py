@@ -67,7 +67,8 @@ def class_means_from_records(
     labels : ndarray of shape (T, R)
     num_classes : int
     fill : {"none", "ffill"}
-        Iterations where a class was not drawn are NaN, or carry the last value.
+        Iterations where a class was not drawn are NaN, or carry the last value (the
+        first recorded value before a class is first drawn).
 
     Returns
     -------
@@ -88,6 +89,10 @@ def class_means_from_records(
         for t in range(1, means.shape[0]):
             gap = counts[t] == 0
             means[t, gap] = means[t - 1, gap]
+        for c in range(k):  # leading gaps take the first recorded value
+            seen = np.flatnonzero(counts[:, c] > 0)
+            if seen.size and seen[0] > 0:
+                means[: seen[0], c] = means[seen[0], c]
     return means
 
 

@@ -282,6 +282,7 @@ def train_trials(
     dtype: torch.dtype = torch.float32,
     callback: Any = None,
     progress: bool = False,
+    threads: int = 1,
 ) -> TrialRecords:
     """Train ``n_trials`` LeNets at batch size 1 and record what the estimators need.
 
@@ -300,11 +301,29 @@ def train_trials(
         Validation period in iterations.
     callback : callable, optional
         ``callback(trainer, iteration)`` after each validation (e.g. an elasticity probe).
+    threads : int, default=1
+        Intra-op threads while training (restored afterwards). Batch-1 work on a CPU is
+        much slower with more than one thread (spec §6); parallelise across processes.
 
     Returns
     -------
     TrialRecords
     """
+    old_threads = torch.get_num_threads()
+    torch.set_num_threads(check_int(threads, "threads", low=1))
+    try:
+        return _train_trials(x_train, y_train, x_val, y_val, n_trials=n_trials, n_iter=n_iter,
+                             seed=seed, lr=lr, eval_every=eval_every, val_subset=val_subset,
+                             num_classes=num_classes, method=method, dtype=dtype,
+                             callback=callback, progress=progress)
+    finally:
+        torch.set_num_threads(old_threads)
+
+
+def _train_trials(x_train: Any, y_train: Any, x_val: Any, y_val: Any, *, n_trials: int,
+                  n_iter: int, seed: int, lr: float, eval_every: int, val_subset: int | None,
+                  num_classes: int | None, method: str, dtype: torch.dtype, callback: Any,
+                  progress: bool) -> TrialRecords:
     x_tr = check_array(x_train, "x_train", ndim=4, dtype=np.float32)
     k = num_classes if num_classes is not None else int(np.max(y_train)) + 1
     y_tr = check_labels(y_train, "y_train", n_samples=x_tr.shape[0], num_classes=k)
