@@ -205,6 +205,21 @@ class CollapseAccumulator:
         return _metrics_from_stats(self)
 
 
+def _pinv_centred_means(M: torch.Tensor, rtol: float = 1e-8) -> torch.Tensor:
+    """Pseudo-inverse of the centred means M (d x C), of rank at most C - 1.
+
+    The count-weighted columns of M sum to zero, so one singular value is zero in exact
+    arithmetic; rounding makes it tiny but non-zero, and a plain ``pinv`` would invert it
+    (a common offset of the features then blows NC1 up). Keep the top C - 1 singular values
+    and drop any below ``rtol`` times the largest.
+    """
+    u, s, vh = torch.linalg.svd(M, full_matrices=False)  # (d, k), (k,), (k, C)
+    keep = torch.arange(s.numel()) < (M.shape[1] - 1)
+    keep &= s > rtol * s.max()
+    inv = torch.where(keep, 1.0 / torch.where(keep, s, torch.ones_like(s)), torch.zeros_like(s))
+    return (vh.T * inv) @ u.T
+
+
 def _metrics_from_stats(acc: CollapseAccumulator) -> dict[str, float]:
     C = acc.num_classes
     counts, mu = acc.count, acc.mean  # (C,), (C, d)
@@ -213,7 +228,7 @@ def _metrics_from_stats(acc: CollapseAccumulator) -> dict[str, float]:
     M = (mu - mu_g).T  # (d, C) centred class means
     sigma_w = acc.scatter / n_total  # (d, d)
     # Tr(Sigma_W Sigma_B^+) with Sigma_B = M M^T / C: pinv(M M^T) = pinv(M)^T pinv(M).
-    p = torch.linalg.pinv(M)  # (C, d)
+    p = _pinv_centred_means(M)  # (C, d)
     nc1 = float(C * torch.trace(p @ sigma_w @ p.T))
     out: dict[str, float] = {
         "nc1": nc1 / C if acc.nc1_divide_by_classes else nc1,

@@ -1,0 +1,59 @@
+import dataclasses
+
+import pytest
+
+from ncdynamics import experiments, report, runs
+from ncdynamics._spec import PRESETS, ExperimentSpec
+
+NAMES = [s.name for s in experiments.list_experiments()]
+
+
+def test_registry_lists_the_demo_first_and_every_theory():
+    assert NAMES[0] == "demo"
+    assert len(NAMES) == len(set(NAMES))
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_experiment_resolves_all_three_presets(name):
+    spec = experiments.get(name)
+    for preset in PRESETS:
+        config = spec.make_config(preset)
+        assert dataclasses.is_dataclass(config)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_smoke_preset_runs_and_reports(name, tmp_path):
+    run = experiments.run(name, preset="smoke", out=tmp_path / "run", progress=False)
+    assert run.state == "completed"
+    html = report.write_report(run).read_text()
+    assert "<html" in html and "data:image/png;base64" in html
+    assert runs.open(tmp_path / "run").state == "completed"
+
+
+def test_unknown_names_options_and_presets_are_rejected(tmp_path):
+    with pytest.raises(ValueError, match="`experiment` must be one of demo"):
+        experiments.run("nope")
+    with pytest.raises(ValueError, match="unknown option.*'colour'.*known options"):
+        experiments.run("demo", out=tmp_path / "a", colour=1)
+    with pytest.raises(ValueError, match="`preset` must be one of"):
+        experiments.run("demo", preset="huge", out=tmp_path / "b")
+
+
+def test_spec_requires_exactly_the_three_presets():
+    @dataclasses.dataclass(frozen=True)
+    class Cfg:
+        a: int = 1
+
+    with pytest.raises(ValueError, match="missing \\['paper'\\]"):
+        ExperimentSpec("x", "core", "", Cfg, {"smoke": {}, "cpu": {}}, lambda *a, **k: None)
+    with pytest.raises(ValueError, match="unknown option"):
+        ExperimentSpec("x", "core", "", Cfg, {"smoke": {"b": 1}, "cpu": {}, "paper": {}},
+                       lambda *a, **k: None)
+
+
+def test_failed_experiment_marks_the_run_failed(tmp_path):
+    with pytest.raises(ValueError):
+        experiments.run("demo", out=tmp_path / "r", progress=False, dataset="nope")
+    run = runs.open(tmp_path / "r")
+    assert run.state == "failed" and "dataset" in run.status["error"]
+    assert (tmp_path / "r" / "error.txt").exists()

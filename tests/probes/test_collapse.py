@@ -1,0 +1,128 @@
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.stats import ortho_group
+
+from ncdynamics.probes import CollapseAccumulator, collapse_metrics
+
+SCALE_FREE = ("nc1", "cdnv", "nc2_equinorm", "nc2_equiangular", "nc2_maxangle", "nc2_etf",
+              "nc3", "nc4")
+
+
+def etf_means(C, d, r=1.0, rng=None):
+    m = np.eye(C) - 1.0 / C
+    m = m / np.linalg.norm(m, axis=1, keepdims=True) * r  # (C, C), rows of norm r
+    q = ortho_group.rvs(d, random_state=0)[:C] if rng is None else ortho_group.rvs(d, random_state=rng)[:C]
+    return m @ q  # (C, d)
+
+
+def noisy_features(rng, C=4, d=12, n=50, sigma=0.1, r=1.0):
+    mu = etf_means(C, d, r)
+    y = np.repeat(np.arange(C), n)
+    return mu[y] + sigma * rng.standard_normal((y.size, d)), y, mu
+
+
+def test_exact_simplex_etf_with_zero_spread_gives_zero():
+    C, d = 5, 9
+    mu = etf_means(C, d, 2.0)
+    y = np.repeat(np.arange(C), 3)
+    m = collapse_metrics(mu[y], y, weight=3.0 * mu, bias=np.zeros(C))
+    for key in ("nc1", "nc1_std", "cdnv", "nc2_equinorm", "nc2_equiangular", "nc2_maxangle",
+                "nc2_etf", "nc3", "nc3_papyan", "nc4"):
+        assert abs(m[key]) < 1e-12, key
+
+
+def test_nc1_matches_closed_form_for_etf_means_plus_isotropic_noise(rng):
+    C, d, n, sigma, r = 4, 10, 5000, 0.3, 2.0
+    h, y, _ = noisy_features(rng, C, d, n, sigma, r)
+    m = collapse_metrics(h, y)
+    expected = sigma**2 * (C - 1) ** 2 / (C * r**2)
+    assert m["nc1"] == pytest.approx(expected, rel=0.03)
+    assert m["within_trace"] == pytest.approx(d * sigma**2, rel=0.02)
+    assert m["nc1_std"] == pytest.approx(sigma, rel=0.02)
+    # without the /C switch the value is C times larger
+    assert collapse_metrics(h, y, nc1_divide_by_classes=False)["nc1"] == pytest.approx(C * m["nc1"])
+
+
+def test_metrics_are_invariant_to_rotation_and_scaling(rng):
+    h, y, mu = noisy_features(rng)
+    w = mu + 0.05 * rng.standard_normal(mu.shape)
+    base = collapse_metrics(h, y, w)
+    q = ortho_group.rvs(h.shape[1], random_state=1)
+    turned = collapse_metrics(7.0 * h @ q.T, y, w @ q.T)
+    for key in SCALE_FREE:
+        assert turned[key] == pytest.approx(base[key], rel=1e-9, abs=1e-12), key
+    assert turned["nc1_std"] != pytest.approx(base["nc1_std"])  # per-feature std is not
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.permutations(list(range(4))))
+def test_metrics_are_invariant_to_class_relabelling(perm):
+    rng = np.random.default_rng(7)
+    h, y, mu = noisy_features(rng, C=4)
+    w = mu + 0.1 * rng.standard_normal(mu.shape)
+    perm = np.array(perm)
+    base = collapse_metrics(h, y, w)
+    w_perm = np.empty_like(w)
+    w_perm[perm] = w
+    moved = collapse_metrics(h, perm[y], w_perm)
+    for key in SCALE_FREE + ("nc1_std",):
+        assert moved[key] == pytest.approx(base[key], rel=1e-9, abs=1e-12), key
+
+
+def test_streaming_accumulator_matches_one_shot_to_1e_10(rng):
+    h, y, mu = noisy_features(rng, C=5, d=16, n=400, sigma=0.5)
+    one_shot = collapse_metrics(h, y, mu, np.zeros(5))
+    acc = CollapseAccumulator(5, weight=mu, bias=np.zeros(5))
+    order = rng.permutation(y.size)
+    chunks = np.array_split(order, 13)
+    for idx in chunks:
+        acc.update(h[idx], y[idx])
+    for idx in chunks:
+        acc.update_nc4(torch.from_numpy(h[idx]), torch.from_numpy(y[idx]))
+    streamed = acc.compute()
+    for key, value in one_shot.items():
+        assert streamed[key] == pytest.approx(value, rel=1e-10, abs=1e-13), key
+
+
+def test_float32_features_stay_accurate_near_collapse(rng):
+    # class means 1e3 times the spread: raw second moments would lose NC1 in float32
+    h, y, _ = noisy_features(rng, C=4, d=8, n=3000, sigma=1e-3, r=1.0)
+    h = h + 5.0  # a large common offset, as after a ReLU
+    exact = collapse_metrics(h, y)
+    single = collapse_metrics(h.astype(np.float32), y)
+    assert single["nc1"] == pytest.approx(exact["nc1"], rel=1e-3)
+
+
+def test_nc4_counts_disagreement_with_nearest_class_mean(rng):
+    h, y, mu = noisy_features(rng, C=3, d=6, n=40, sigma=0.01)
+    assert collapse_metrics(h, y, mu)["nc4"] == 0.0
+    assert collapse_metrics(h, y, -mu)["nc4"] == 1.0
+
+
+@pytest.mark.parametrize(
+    ("args", "kwargs", "exc", "match"),
+    [
+        ((np.full((6, 2), np.nan), np.array([0, 0, 0, 1, 1, 1])), {}, ValueError, "finite"),
+        ((np.full((6, 2), np.inf), np.array([0, 0, 0, 1, 1, 1])), {}, ValueError, "finite"),
+        ((np.ones((6, 2)), np.array([0, 0, 0, 1, 1, 7])), {"num_classes": 2}, ValueError,
+         "num_classes=2"),
+        ((np.ones((6, 2)), np.array([0, 0, 0, 0, 0, 1])), {}, ValueError, "class 1 has 1"),
+        ((np.ones((6, 2)), np.array([0, 1, 0, 1])), {}, ValueError, "length 6"),
+        ((np.ones((6, 2)), np.array([0, 0, 0, 1, 1, 1]), np.ones((2, 3))), {}, ValueError,
+         "3 columns|2 columns|one per feature"),
+        ((np.ones((6, 2)), np.array([0, 0, 0, 1, 1, 1]), np.ones((3, 2))), {"num_classes": 2},
+         ValueError, "num_classes=2"),
+        ((np.ones(6), np.array([0, 0, 0, 1, 1, 1])), {}, ValueError, "2 dimension"),
+    ],
+)
+def test_bad_input_is_rejected(args, kwargs, exc, match):
+    with pytest.raises(exc, match=match):
+        collapse_metrics(*args, **kwargs)
+
+
+def test_empty_accumulator_refuses_to_compute():
+    with pytest.raises(ValueError, match="no features were added"):
+        CollapseAccumulator(3).compute()

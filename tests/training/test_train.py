@@ -1,0 +1,98 @@
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from ncdynamics import data, runs
+from ncdynamics.models import MLP
+from ncdynamics.training import Recorder, Schedule, param_groups, train
+
+
+def small_data():
+    return data.load("gaussian-clusters", num_classes=3, dim=8, n_train_per_class=30,
+                     n_test_per_class=10, separation=4.0, seed=0)
+
+
+def make_model(seed=0, width=16):
+    return MLP(8, 3, depth=2, width=width, generator=torch.Generator().manual_seed(seed))
+
+
+def test_training_reduces_loss_and_is_reproducible():
+    ds = small_data()
+    a = train(make_model(), ds, epochs=15, lr=0.05, batch_size=16, seed=1, progress=False)
+    b = train(make_model(), ds, epochs=15, lr=0.05, batch_size=16, seed=1, progress=False)
+    assert a.history["train/loss"][-1] < 0.5 * a.history["train/loss"][0]
+    assert a.history == b.history
+
+
+def test_weight_decay_skips_biases_and_norm_layers():
+    model = nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4), nn.Linear(4, 2))
+    groups = param_groups(model, 0.1)
+    assert [p.ndim for p in groups[0]["params"]] == [2, 2]
+    assert groups[1]["weight_decay"] == 0.0 and len(groups[1]["params"]) == 4
+    model[0].weight.requires_grad_(False)  # frozen parameters are left out
+    assert sum(len(g["params"]) for g in param_groups(model, 0.1)) == 5
+
+
+def test_class_balanced_training_and_mse(tmp_path):
+    ds = small_data()
+    run = runs.create(tmp_path / "r")
+    rec = Recorder(run, ds.x_train, ds.y_train, schedule=Schedule.log_spaced(8, 4))
+    train(make_model(), ds, epochs=8, loss="mse", per_class=5, nesterov=True, lr=0.1,
+          weight_decay=1e-3, milestones=(4,), recorder=rec, progress=False)
+    rec.close()
+    wide = run.metrics_wide()
+    assert {"nc/nc1", "nc/nc4", "probe/accuracy", "test/accuracy", "train/loss"} <= set(wide)
+    assert wide["lr"].dropna().iloc[-1] == pytest.approx(0.01)
+    assert sorted(wide["nc/nc1"].dropna().index) == list(Schedule.log_spaced(8, 4).steps)
+
+
+def test_recorder_works_in_a_user_loop_with_any_module(tmp_path):
+    ds = small_data()
+
+    class Net(nn.Module):  # no features()/classifier: a hook on the named layer is used
+        def __init__(self):
+            super().__init__()
+            self.body = nn.Sequential(nn.Linear(8, 16), nn.ReLU())
+            self.head = nn.Linear(16, 3)
+
+        def forward(self, x):
+            return self.head(self.body(x))
+
+    model = Net()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    run = runs.create(tmp_path / "mine")
+    rec = Recorder(run, ds.x_train, ds.y_train, probes=["collapse"], layer="head")
+    x, y = torch.from_numpy(ds.x_train), torch.from_numpy(ds.y_train)
+    for epoch in range(3):
+        opt.zero_grad()
+        nn.functional.cross_entropy(model(x), y).backward()
+        opt.step()
+        rec.step(model, epoch)
+    run.mark_completed()
+    df = runs.open(tmp_path / "mine").metrics
+    assert set(df["step"]) == {0, 1, 2} and "nc/nc3" in set(df["name"])
+
+
+def test_recorder_rejects_empty_probe_set_and_bad_sink(tmp_path):
+    run = runs.create(tmp_path / "r")
+    with pytest.raises(ValueError, match="at least 1 element|empty probe set"):
+        Recorder(run, np.zeros((0, 8), np.float32), np.zeros(0, int))
+    with pytest.raises(ValueError, match="length 3 .one label per sample.; got 4"):
+        Recorder(run, np.zeros((3, 8), np.float32), np.zeros(4, int))
+    with pytest.raises(TypeError, match="without `log`"):
+        Recorder(object(), np.zeros((3, 8), np.float32), np.zeros(3, int))
+    with pytest.raises(ValueError, match="`probe` must be one of"):
+        Recorder(run, np.zeros((3, 8), np.float32), np.zeros(3, int), probes=["nope"])
+
+
+def test_divergence_is_reported_not_hidden():
+    ds = small_data()
+    with pytest.raises(FloatingPointError, match="diverged"):
+        train(make_model(), ds, epochs=5, lr=1e6, loss="mse", progress=False)
+
+
+def test_log_spaced_schedule_includes_ends():
+    s = Schedule.log_spaced(1000, 10)
+    assert s.steps[0] == 0 and s.steps[-1] == 1000 and len(s.steps) <= 11
+    assert 1000 in s and 999 not in s
