@@ -1,6 +1,7 @@
 """Model zoo and initialisation schemes; every model exposes ``features`` and ``classifier``."""
 
 from .cnn import SmallCNN as SmallCNN
+from .densenet import DenseNetBC as DenseNetBC
 from .features import FeatureExtractor as FeatureExtractor
 from .features import find_classifier as find_classifier
 from .init import INIT_SCHEMES as INIT_SCHEMES
@@ -10,9 +11,11 @@ from .mlp import ACTIVATIONS as ACTIVATIONS
 from .mlp import MLP as MLP
 from .resnet import ResNet20 as ResNet20
 from .table1 import Table1Net as Table1Net
+from .vgg import VGG as VGG
 
 __all__ = [
     "ACTIVATIONS",
+    "DenseNetBC",
     "INIT_SCHEMES",
     "LeNet",
     "MLP",
@@ -20,6 +23,7 @@ __all__ = [
     "ResNet20",
     "SmallCNN",
     "Table1Net",
+    "VGG",
     "find_classifier",
     "initialize",
 ]
