@@ -28,6 +28,20 @@ Conventions (see ``docs/theories/lesde.md``): a stack of K per-class p-vectors h
 ``(..., K, p)`` (class-major when flattened); time is the SGD iteration index in estimators.
 """
 
+from .estimate import ABEstimate as ABEstimate
+from .estimate import DirectEstimate as DirectEstimate
+from .estimate import LEODEImitation as LEODEImitation
+from .estimate import class_means_from_records as class_means_from_records
+from .estimate import drift_from_impacts as drift_from_impacts
+from .estimate import estimate_ab_L as estimate_ab_L
+from .estimate import estimate_ab_l as estimate_ab_l
+from .estimate import estimate_ab_projection as estimate_ab_projection
+from .estimate import leode_imitation as leode_imitation
+from .estimate import norm_adjust as norm_adjust
+from .estimate import rates_savgol as rates_savgol
+from .estimate import relative_distance as relative_distance
+from .estimate import rescale_to_real as rescale_to_real
+from .estimate import tail_index as tail_index
 from .model import L_model_means as L_model_means
 from .model import L_model_s as L_model_s
 from .model import LEParams as LEParams
@@ -45,8 +59,46 @@ from .model import l_model_decompose as l_model_decompose
 from .model import l_model_means as l_model_means
 from .model import le_matrix as le_matrix
 from .model import v1_v2_k3 as v1_v2_k3
+from .separation import SeparationEstimate as SeparationEstimate
+from .separation import binary_separable as binary_separable
+from .separation import etf_gram_error as etf_gram_error
+from .separation import linearly_separable as linearly_separable
+from .separation import pairwise_separable as pairwise_separable
+from .separation import projection_direction as projection_direction
+from .separation import theorem21_probability as theorem21_probability
+from .separation import theorem31_probability as theorem31_probability
+from .simulate import ParticlePaths as ParticlePaths
+from .simulate import simulate_discrete as simulate_discrete
+from .simulate import simulate_sde as simulate_sde
+from .simulate import solve_leode as solve_leode
 
 __all__ = [
+    "ParticlePaths",
+    "simulate_discrete",
+    "simulate_sde",
+    "solve_leode",
+    "SeparationEstimate",
+    "binary_separable",
+    "etf_gram_error",
+    "linearly_separable",
+    "pairwise_separable",
+    "projection_direction",
+    "theorem21_probability",
+    "theorem31_probability",
+    "ABEstimate",
+    "DirectEstimate",
+    "LEODEImitation",
+    "class_means_from_records",
+    "drift_from_impacts",
+    "estimate_ab_L",
+    "estimate_ab_l",
+    "estimate_ab_projection",
+    "leode_imitation",
+    "norm_adjust",
+    "rates_savgol",
+    "relative_distance",
+    "rescale_to_real",
+    "tail_index",
     "LEParams",
     "L_model_means",
     "L_model_s",
