@@ -145,6 +145,7 @@ def normalized_vs_regular_figure(tau, y_norm, t, y_reg):
     for ax, f in ((axes[1, 0], kl_uniform), (axes[1, 1], metric_m)):
         ax.plot(tau[kt], f(y_norm)[kt], color="tab:blue", label="normalised (x = τ)")
         ax.plot(t[kr], f(y_reg)[kr], "--", color="tab:blue", label="regular (x = t)")
+        ax.set_ylim(bottom=1e-16)  # below this the values are rounding noise
         ax.legend(fontsize=8)
     names = ("a_i", "â_i", "D_KL(uniform ‖ â)", "M")
     for ax, name in zip(axes.ravel(), names, strict=True):
