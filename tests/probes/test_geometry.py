@@ -72,7 +72,8 @@ def test_squared_distances_match_loop(rng):
     assert np.all(np.diag(d) == 0)
 
 
-def test_taylor_terms_on_quadratic_map(float64_torch):
+@pytest.mark.parametrize("method", ["difference", "autodiff"])
+def test_taylor_terms_on_quadratic_map(float64_torch, method):
     # f(x) = A x + (x.x) c: first term |A v + 2 (m.v) c|, second |(v.v) c|
     A = torch.randn(3, 2, dtype=torch.float64)
     c = torch.tensor([1.0, -2.0, 0.5], dtype=torch.float64)
@@ -81,7 +82,7 @@ def test_taylor_terms_on_quadratic_map(float64_torch):
         return A @ x + (x @ x) * c
 
     xi, xj = torch.randn(4, 2, dtype=torch.float64), torch.randn(4, 2, dtype=torch.float64)
-    tt = geo.taylor_terms(f, xi, xj)
+    tt = geo.taylor_terms(f, xi, xj, method=method)
     m, v = 0.5 * (xi + xj), 0.5 * (xj - xi)
     first = torch.linalg.vector_norm(v @ A.T + 2 * (m * v).sum(1, keepdim=True) * c, dim=1)
     second = (v * v).sum(1) * torch.linalg.vector_norm(c)
@@ -110,3 +111,12 @@ def test_bad_inputs_are_rejected():
         geo.pair_observables(net, torch.zeros(2, 3), np.zeros((2, 2)))
     with pytest.raises(TypeError, match="hidden_layers"):
         geo.hidden_and_output(torch.nn.Linear(3, 1), torch.zeros(2, 3))
+
+
+def test_taylor_difference_sees_kinks_that_autodiff_misses(float64_torch):
+    def f(x):
+        return torch.nn.functional.leaky_relu(x, 0.01)
+
+    xi, xj = -torch.ones(1, 3, dtype=torch.float64), 2 * torch.ones(1, 3, dtype=torch.float64)
+    assert geo.taylor_terms(f, xi, xj, method="autodiff").second[0] == 0.0
+    assert geo.taylor_terms(f, xi, xj).second[0] > 0.1

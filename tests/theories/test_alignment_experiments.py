@@ -117,3 +117,15 @@ def test_o17_blobs_low_init_collapse(tmp_path):
             configs=("blobs-low",))
     c = r.summary["configs"]["blobs-low"]
     assert max(c["collapse_index_ctx0"], c["collapse_index_ctx1"]) < 0.2
+
+
+@pytest.mark.slow
+def test_o17_xor_rich_regime_merges_same_output_pairs(tmp_path):
+    # O17: same-output distances < 0.1 x different-output distances (20 x 500, low init);
+    # rho does not enter this check, so it is fixed instead of fitted.
+    from ncdynamics.experiments._registry import run
+
+    r = run("alignment.xor", "cpu", out=tmp_path / "r", progress=False,
+            configs=("xor-low",), rho=1.0, workers=1)
+    c = r.summary["configs"]["xor-low"]
+    assert max(c["final_same"]) < 0.1 * min(c["final_diff"])

@@ -182,34 +182,48 @@ class TaylorTerms:
         return self.first / np.maximum(self.second, np.finfo(np.float64).tiny)
 
 
-def taylor_terms(fn: Any, xi: torch.Tensor, xj: torch.Tensor) -> TaylorTerms:
+def taylor_terms(fn: Any, xi: torch.Tensor, xj: torch.Tensor, *,
+                 method: str = "difference") -> TaylorTerms:
     """First- against second-order Taylor terms of ``fn`` between pairs (Fig. 14, App. C.4).
 
     Expanding ``fn`` around the midpoint ``m = (xi + xj)/2`` along ``v = (xj - xi)/2``,
-    ``fn(m + v) = fn(m) + J v + v^T H v / 2 + ...``. The directional derivatives come from
-    ``torch.func.jvp`` (forward over forward), vectorised over pairs with ``vmap``.
+    ``fn(m + v) = fn(m) + J v + v^T H v / 2 + ...``. The paper gives no formula; two are
+    offered:
+
+    * ``"difference"`` (default): ``first = |fn(xj) - fn(xi)| / 2`` and
+      ``second = |fn(xj) + fn(xi) - 2 fn(m)| / 2``, the odd and even parts of the
+      expansion. Exact for quadratic maps, and meaningful for piecewise-linear networks
+      (leaky ReLU), whose autodiff Hessian is zero almost everywhere.
+    * ``"autodiff"``: ``J v`` and ``v^T H v / 2`` from ``torch.func.jvp`` (forward over
+      forward), for smooth maps.
+
+    Both are vectorised over pairs with ``vmap``.
 
     Parameters
     ----------
     fn : callable
-        Maps a single input of shape ``input_shape`` to a vector (or a batch of one).
+        Maps a single input of shape ``input_shape`` to a tensor.
     xi, xj : torch.Tensor of shape (n_pairs, *input_shape)
+    method : {"difference", "autodiff"}
     """
     from torch.func import jvp, vmap
 
+    from .._validation import check_option
+
+    check_option(method, "method", ("difference", "autodiff"))
     if xi.shape != xj.shape:
         raise ValueError(f"`xi` and `xj` must have the same shape; got {tuple(xi.shape)} "
                          f"and {tuple(xj.shape)}.")
     m, v = 0.5 * (xi + xj), 0.5 * (xj - xi)
+    if method == "difference":
+        with torch.no_grad():
+            fi, fj, fm = vmap(fn)(xi), vmap(fn)(xj), vmap(fn)(m)
+        d1, d2 = 0.5 * (fj - fi), fj + fi - 2.0 * fm
+    else:
+        def both(x: torch.Tensor, u: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+            return jvp(lambda y: jvp(fn, (y,), (u,))[1], (x,), (u,))
 
-    def first_dir(x: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
-        return jvp(fn, (x,), (u,))[1]
-
-    def both(x: torch.Tensor, u: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        d1, d2 = jvp(lambda y: first_dir(y, u), (x,), (u,))
-        return d1, d2
-
-    d1, d2 = vmap(both)(m, v)
+        d1, d2 = vmap(both)(m, v)
     first = torch.linalg.vector_norm(d1.flatten(1), dim=1)
     second = 0.5 * torch.linalg.vector_norm(d2.flatten(1), dim=1)
     return TaylorTerms(first.detach().double().numpy(), second.detach().double().numpy())

@@ -84,12 +84,11 @@ class UniversalityConfig:
     r2_threshold: float = 0.9
 
 
-def _train_and_fit(config: Any, archs: tuple[str, ...], seed: int, progress: bool,
-                   **trial: Any) -> tuple[dict[str, Any], dict[str, Any], float]:
+def _train_and_fit(config: Any, archs: tuple[str, ...], seed: int,
+                   progress: bool) -> tuple[dict[str, Any], dict[str, Any], float]:
     cfgs = _cfgs(archs, config)
     t0 = time.perf_counter()
-    hists = run_trials(two_point_trial, [(cfgs[a], seed, 0.5, 1.0, *trial.values())
-                                         for a in archs],
+    hists = run_trials(two_point_trial, [(cfgs[a], seed, 0.5, 1.0) for a in archs],
                        workers=config.workers, progress=progress, desc="two-point nets")
     seconds = time.perf_counter() - t0
     hd = dict(zip(archs, hists, strict=True))
