@@ -397,3 +397,29 @@ def test_models_of_the_zoo_run_in_float32():
     k = empirical_ntk(cnn, x, mode="trace")
     ref = empirical_ntk(cnn, x, mode="trace", method="jacobian")
     torch.testing.assert_close(k, ref, rtol=5e-3, atol=5e-3 * float(ref.abs().max()))
+
+
+def test_output_independent_of_parameters_gives_zero_kernel(float64_torch):
+    class FeatureFree(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.classifier = nn.Linear(3, 2)
+
+        def features(self, x):
+            return torch.tanh(x)
+
+        def forward(self, x):
+            return self.classifier(self.features(x))
+
+    k = empirical_ntk(FeatureFree(), torch.randn(3, 3), output="features")
+    assert k.shape == (3, 3, 3, 3) and not k.any()
+
+
+def test_symmetric_blocked_gram_equals_plain_product(float64_torch):
+    from ncdynamics.probes.ntk import _gram
+
+    u = torch.randn(601, 37)
+    torch.testing.assert_close(_gram(u, u, True), u @ u.T, rtol=1e-13, atol=1e-12)
+    acc = torch.randn(601, 601)
+    torch.testing.assert_close(_gram(u, u, True, acc.clone()), acc + u @ u.T, rtol=1e-13,
+                               atol=1e-12)

@@ -1,0 +1,192 @@
+"""Empirical NTK: ncdynamics.probes.empirical_ntk against the common recipe, same process.
+
+Baseline (the common recipe): per-sample Jacobians with ``vmap(jacrev(functional_call))`` over
+all samples (built in chunks of 50 samples and concatenated, as planning needed for N=500),
+then one ``einsum('iap,jbp->ijab')``. The time of that einsum alone is printed as the GEMM
+floor of the Jacobian-contraction method.
+
+Cases (issue 3): (a) MLP 784-512-512-10, N=500; (b) SmallCNN on 28x28, N=200; (c) ResNet20
+width 16 on 28x28, N=120. ``--quick`` uses N = 100 / 50 / 20 and finishes in under a minute
+on an idle 2-core machine.
+
+For each case it prints the time of the baseline (full), ours in full, trace and diagonal
+modes, "ours full, then traced", and the ratios. Times are the best of ``--repeat`` runs
+after one warm-up on 2 samples (first calls of some kernels pay a one-off setup cost).
+
+Memory: with ``--memory`` every (case, method) runs again in its own subprocess, which reports
+its peak resident set size (``resource.getrusage(RUSAGE_SELF).ru_maxrss``) minus its resident
+size just before the computation: a *measured* peak extra memory. Without ``--memory`` the
+printed baseline memory is the *estimate* from tensor sizes (the Jacobian N*O*P plus the
+result), and ours is the engine's own estimate. The baseline is skipped (and says so) when its
+estimated memory exceeds ``--baseline-max-gb``.
+
+Usage::
+
+    .venv/bin/python benchmarks/bench_ntk.py [--quick] [--memory] [--cases mlp,cnn,resnet]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import time
+
+import torch
+from torch.func import functional_call, jacrev, vmap
+
+from ncdynamics.models import MLP, ResNet20, SmallCNN
+from ncdynamics.probes import empirical_ntk
+
+SIZES = {"mlp": (500, 100), "cnn": (200, 50), "resnet": (120, 20)}
+BUDGET = 4 * 2**30  # the 4 GB budget of the issue
+
+
+def build(case: str, n: int) -> tuple[torch.nn.Module, torch.Tensor]:
+    g = torch.Generator().manual_seed(0)
+    if case == "mlp":
+        model = MLP(784, 10, depth=2, width=512, generator=g)
+        x = torch.randn(n, 784, generator=g)
+    elif case == "cnn":
+        model = SmallCNN(1, 10, generator=g)
+        x = torch.rand(n, 1, 28, 28, generator=g)
+    else:
+        model = ResNet20(1, 10, width=16, generator=g)
+        with torch.no_grad():  # non-trivial running statistics, as after training
+            for m in model.modules():
+                if isinstance(m, torch.nn.BatchNorm2d):
+                    m.running_var.uniform_(0.5, 2.0, generator=g)
+        x = torch.rand(n, 1, 28, 28, generator=g)
+    return model.eval(), x
+
+
+def baseline(model: torch.nn.Module, x: torch.Tensor, chunk: int = 50) -> tuple[torch.Tensor,
+                                                                                float, float]:
+    """The common recipe; returns (kernel (N, N, O, O), jacobian seconds, einsum seconds)."""
+    params = {k: v.detach() for k, v in model.named_parameters()}
+    buffers = dict(model.named_buffers())
+
+    def f(p, xi):
+        return functional_call(model, {**p, **buffers}, (xi[None],))[0]  # (O,)
+
+    t0 = time.perf_counter()
+    pieces = []
+    for s in range(0, len(x), chunk):
+        jac = vmap(jacrev(f), in_dims=(None, 0))(params, x[s:s + chunk])
+        pieces.append(torch.cat([j.reshape(j.shape[0], j.shape[1], -1) for j in jac.values()],
+                                dim=2))
+        del jac
+    jmat = torch.cat(pieces) if len(pieces) > 1 else pieces[0]  # (N, O, P)
+    del pieces
+    t1 = time.perf_counter()
+    k = torch.einsum("iap,jbp->ijab", jmat, jmat)
+    t2 = time.perf_counter()
+    return k, t1 - t0, t2 - t1
+
+
+def n_params(model: torch.nn.Module) -> int:
+    return sum(p.numel() for p in model.parameters())
+
+
+def baseline_bytes(model: torch.nn.Module, n: int, n_out: int = 10) -> int:
+    return 4 * (n * n_out * n_params(model) + n * n * n_out * n_out)
+
+
+def best(fn, repeat: int) -> tuple[float, object]:
+    out, times = None, []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        out = fn()
+        times.append(time.perf_counter() - t)
+    return min(times), out
+
+
+def _rss_kb() -> int:
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def measure_memory(case: str, n: int, what: str) -> None:
+    """Child process: run one computation and print its peak extra RSS in bytes (JSON)."""
+    torch.set_num_threads(2)
+    model, x = build(case, n)
+    empirical_ntk(model, x[:2])  # load kernels; not counted
+    before = _rss_kb()
+    if what == "baseline":
+        baseline(model, x)
+    else:
+        empirical_ntk(model, x, mode=what, memory_budget=BUDGET)
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    print(json.dumps({"extra_bytes": max(peak - before, 0) * 1024}))
+
+
+def child_memory(case: str, n: int, what: str) -> float:
+    out = subprocess.run([sys.executable, __file__, "--child", case, str(n), what],
+                         capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])["extra_bytes"] / 1e9
+
+
+def run_case(case: str, n: int, args: argparse.Namespace) -> None:
+    model, x = build(case, n)
+    print(f"\n== ({'abc'[list(SIZES).index(case)]}) {case}: N={n}, P={n_params(model):,}, "
+          f"{torch.get_num_threads()} threads")
+    empirical_ntk(model, x[:2])  # warm-up of ours (and of the shared conv/GEMM kernels)
+    baseline(model, x[:2])
+    t_full, k_full = best(lambda: empirical_ntk(model, x, memory_budget=BUDGET), args.repeat)
+    t_trace, k_tr = best(lambda: empirical_ntk(model, x, mode="trace", memory_budget=BUDGET),
+                         args.repeat)
+    t_diag, _ = best(lambda: empirical_ntk(model, x, mode="diagonal", memory_budget=BUDGET),
+                     args.repeat)
+    t_tr_after, _ = best(lambda: torch.einsum("ijaa->ij", empirical_ntk(
+        model, x, memory_budget=BUDGET)), 1)
+    print(f"ours full            {t_full:9.3f} s")
+    print(f"ours trace           {t_trace:9.3f} s   full-then-trace {t_tr_after:8.3f} s   "
+          f"ratio {t_tr_after / t_trace:6.1f}x")
+    print(f"ours diagonal        {t_diag:9.3f} s   full-then-diag  {t_tr_after:8.3f} s   "
+          f"ratio {t_tr_after / t_diag:6.1f}x")
+    est = baseline_bytes(model, n)
+    if est > args.baseline_max_gb * 1e9:
+        print(f"baseline             skipped: estimated {est / 1e9:.1f} GB > "
+              f"--baseline-max-gb {args.baseline_max_gb}")
+    else:
+        t0 = time.perf_counter()
+        k_base, t_jac, t_gemm = baseline(model, x)
+        t_base = time.perf_counter() - t0
+        err = float((k_full - k_base).abs().max() / k_base.abs().max())
+        print(f"baseline full        {t_base:9.3f} s   (jacobian {t_jac:.3f} s, einsum "
+              f"{t_gemm:.3f} s = GEMM floor of Jacobian contraction)")
+        print(f"ratio baseline/ours full {t_base / t_full:6.1f}x   trace vs baseline-then-trace "
+              f"{t_base / t_trace:6.1f}x   max rel. difference {err:.1e}")
+        del k_base
+    print(f"memory (4 GB budget): baseline estimated {est / 1e9:.2f} GB")
+    if args.memory:
+        for what in ("full", "trace", "diagonal") + (("baseline",)
+                                                    if est <= args.baseline_max_gb * 1e9 else ()):
+            print(f"  measured peak extra RSS, {what:9s} {child_memory(case, n, what):6.2f} GB")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="small N (under a minute)")
+    ap.add_argument("--memory", action="store_true", help="measure peak RSS in subprocesses")
+    ap.add_argument("--cases", default="mlp,cnn,resnet")
+    ap.add_argument("--repeat", type=int, default=1)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--baseline-max-gb", type=float, default=16.0)
+    ap.add_argument("--child", nargs=3, metavar=("CASE", "N", "WHAT"), help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child:
+        measure_memory(args.child[0], int(args.child[1]), args.child[2])
+        return
+    torch.set_num_threads(args.threads)
+    for case in args.cases.split(","):
+        run_case(case, SIZES[case][1 if args.quick else 0], args)
+
+
+if __name__ == "__main__":
+    main()
