@@ -135,12 +135,13 @@ def _separated(
     R: NDArray[np.float64], beta: NDArray[np.float64], packed: PackedClusters, variant: str
 ) -> SeparatedRates:
     # z[l, i] = R_l (x_{l,i} + beta_l): (L, n, Q)
-    z = np.einsum("lab,lib->lia", R, packed.x + beta[:, None, :])
-    h = (z > 0).astype(np.float64)  # (L, n, Q)
+    z = np.matmul(packed.x + beta[:, None, :], np.swapaxes(R, 1, 2))
+    pos = z > 0  # (L, n, Q)
+    h = pos.astype(np.float64)
     w = packed.w[:, :, None]  # (L, n, 1)
     bt = np.einsum("lab,lb->la", R, beta + packed.ytilde)  # (L, Q)
-    valid = (packed.w > 0)[:, :, None]  # (L, n, 1)
-    n_trunc = np.sum(valid & (z <= 0), axis=1)  # (L, Q) integer counts n_r
+    valid = packed.w > 0  # (L, n)
+    n_trunc = np.sum(valid[:, :, None] & ~pos, axis=1)  # (L, Q) integer counts n_r
     j0perp = n_trunc / packed.counts[:, None]  # exactly n_r / N_l
     dbeta = -np.einsum("lba,lb->la", R, j0perp * bt)
     if variant == "moments":
@@ -148,13 +149,18 @@ def _separated(
             omega_from_moments(z[l, : packed.counts[l]], bt[l]) for l in range(R.shape[0])
         ])
     else:
-        wdh = w[..., None] * (h[:, :, :, None] - h[:, :, None, :])  # (L, n, Q, Q)
-        zsum = np.einsum("lnab,lnb->lab", wdh, z)  # sum_i w (h_a - h_b) z_b
-        # sum_i w (h_a - h_b) (z_a bt_b + bt_a z_b) / 2; written so that it is exactly
-        # antisymmetric and exactly zero when no point lies in a mixed sector
+        wh = w * h  # (L, n, Q)
+        whz = wh * z
+        s_hz = np.matmul(np.swapaxes(wh, 1, 2), z)  # sum_i w h_a z_b: (L, Q, Q)
+        zsum = s_hz - whz.sum(axis=1)[:, None, :]  # sum_i w (h_a - h_b) z_b
+        # sum_i w (h_a - h_b) (z_a bt_b + bt_a z_b) / 2, exactly antisymmetric
         omega = 0.5 * (bt[:, :, None] * zsum - np.swapaxes(zsum, 1, 2) * bt[:, None, :])
         if variant == "corrected":
-            omega = omega - 0.5 * np.einsum("lnab,lna,lnb->lab", wdh, z, z)
+            g = np.matmul(np.swapaxes(whz, 1, 2), z)  # sum_i w h_a z_a z_b
+            omega = omega - 0.5 * (g - np.swapaxes(g, 1, 2))
+        # both terms vanish on the pure sectors R^Q_+ and R^Q_-: make that exact
+        mixed = np.any(valid & pos.any(axis=2) & ~pos.all(axis=2), axis=1)  # (L,)
+        omega = np.where(mixed[:, None, None], omega, 0.0)
     res = relu(z) - bt[:, None, :]
     cost = float(0.5 * np.sum(w[..., 0] * np.sum(res**2, axis=2)))
     return SeparatedRates(dbeta, omega, j0perp, bt, cost)
