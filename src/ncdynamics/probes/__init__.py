@@ -14,6 +14,8 @@ from .collapse import collapse_metrics as collapse_metrics
 from .elasticity import ElasticityProbe as ElasticityProbe
 from .elasticity import measure_elasticity as measure_elasticity
 from .geometry import PairAlignmentProbe as PairAlignmentProbe
+from .invariant import InvariantProbe as InvariantProbe
+from .invariant import invariant_metrics as invariant_metrics
 from .kernels import BlockValues as BlockValues
 from .kernels import KernelBlockStats as KernelBlockStats
 from .kernels import block_norms as block_norms
@@ -31,6 +33,8 @@ from .performance import classification_loss as classification_loss
 
 __all__ = [
     "BlockValues",
+    "InvariantProbe",
+    "invariant_metrics",
     "ElasticityProbe",
     "measure_elasticity",
     "KernelBlockStats",
