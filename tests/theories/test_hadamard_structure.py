@@ -135,3 +135,9 @@ def test_softmax_eigenvalues_reject_bad_length():
 
 def test_is_power_of_two():
     assert [k for k in range(20) if structure.is_power_of_two(k)] == [2, 4, 8, 16]
+
+
+def test_every_public_name_resolves():
+    for name in hd.__all__:
+        assert hasattr(hd, name), name
+    assert "[1]" in hd.__doc__ and "Garrod" in hd.__doc__
