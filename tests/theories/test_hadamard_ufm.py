@@ -230,3 +230,24 @@ def test_residual_energy_needs_the_normalised_basis(rng):
     printed = np.linalg.norm(Z - U @ (U.T @ Z @ U) @ U.T) / np.linalg.norm(Z)
     assert hd.residual_energy(Z) <= 1e-14
     assert printed > 1.0
+
+
+def test_collapse_geometry_at_the_end_of_the_normalised_flow():
+    """T23: the normalised flow's endpoint, lifted to (W, H), is neural collapse."""
+    traj = hd.solve_reduced(hd.COUNTEREXAMPLES["fig1"], [0.0, 5e3], K=8, flow="normalized")
+    a = traj.ys[-1]
+    assert np.abs(hd.normalize_l1(a) - 1 / 7).max() < 1e-6
+    alpha = np.sqrt(hd.from_reduced(a / a.max(), K=8))  # any scale: the metrics are normalised
+    W, H = hd.hadamard_init(alpha, d=10)
+    m = hd.ufm_metrics(W @ H, W @ np.swapaxes(W, 1, 2), np.swapaxes(H, 1, 2) @ H)
+    for key in ("nc_w", "nc_h", "nc_z"):
+        assert m[key].max() < 1e-6
+
+
+@pytest.mark.slow
+def test_singular_vectors_stay_frozen_over_long_gd():
+    rng = np.random.default_rng(7)
+    K, n, d = 16, 2, 80
+    W, H, alpha, rot = hadamard_pair(rng, K, d, n, scale=0.3)
+    res = hd.run_gd(W, H, steps=[0, 100_000], learning_rate=0.01, n=n)
+    assert hd.residual_energy(res.Z, n=n).max() <= 1e-12

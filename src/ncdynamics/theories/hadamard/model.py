@@ -127,7 +127,9 @@ def payoffs(a: Any, params: ReducedParams) -> tuple[NDArray[np.float64], NDArray
     return e @ params.psi, 1.0 + e.sum(axis=-1)
 
 
-def growth_rates(a: Any, params: ReducedParams) -> NDArray[np.float64]:
+def growth_rates(
+    a: Any, params: ReducedParams | SingularValueParams
+) -> NDArray[np.float64]:
     """``b / D`` of [1], Eq. (10), computed stably (log-sum-exp shift).
 
     ``b_i / D = Σ_j Ψ_ij exp(-x_j - log D)``. It is positive and at most ``K`` (since
@@ -232,8 +234,7 @@ def drift_alpha_beta(t: float, y: Any, params: SingularValueParams) -> NDArray[n
     """
     y = np.asarray(y, dtype=np.float64)
     alpha, beta = y[0], y[1]
-    red = ReducedParams(params.K)
-    g = growth_rates(alpha * beta / (params.K * np.sqrt(params.n)), red)
+    g = growth_rates(alpha * beta / (params.K * np.sqrt(params.n)), params)  # uses .psi only
     s = np.sqrt(params.n)
     return np.stack([s * g * beta, s * g * alpha])
 
