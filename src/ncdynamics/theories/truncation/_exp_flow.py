@@ -32,6 +32,20 @@ def _post_s1(flow: FlowResult, l: int, eta: float) -> dict[str, float]:  # noqa:
     return {"rate": rate, "r_change_after_s1": float(np.abs(r_after - r_after[0]).max())}
 
 
+def _min_kink_distance(flow: FlowResult, design: Design) -> float:
+    """Smallest |z| of a cluster point in its own layer over the recorded states.
+
+    Rounding can flip a sector membership only for points within ~1e-12 of a kink
+    (spec §3 E3); this reports how close the trajectory came.
+    """
+    out = np.inf
+    for l in range(flow.R.shape[1]):  # noqa: E741
+        x = design.data.cluster(l)
+        z = np.einsum("tab,tib->tia", flow.R[:, l], x[None] + flow.beta[:, l][:, None, :])
+        out = min(out, float(np.abs(z).min()))
+    return out
+
+
 def _separation_along(flow: FlowResult, design: Design) -> float:
     return float(min(separation_margin(AdaptedParams(R, b), design.data)
                      for R, b in zip(flow.R, flow.beta, strict=True)))
@@ -92,6 +106,7 @@ def run_coupled_flow(config: CoupledFlowConfig, run: Any, *, seed: int,
             "R_drift": float(max(np.linalg.norm(eff.R[-1, l] - eff.R[0, l], 2)
                                  for l in range(q))),
             "min_separation": _separation_along(eff, d), "max_diameter": float(diam.max()),
+            "min_kink_distance": _min_kink_distance(eff, d),
             "orth_error": final.orthogonality_error(), "order": order,
             "gaps_vs_reference": {f"{e:g}": float(v) for e, v in gaps_eta.items()},
         }

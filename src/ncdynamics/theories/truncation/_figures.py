@@ -23,6 +23,7 @@ def panels(
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(1, len(specs), figsize=(4.6 * len(specs), 3.6), squeeze=False)
+    # shape: axes (1, n_panels)
     for ax, spec in zip(axes[0], specs, strict=True):
         for line in spec["lines"]:
             x, y, label = line[:3]
@@ -47,7 +48,7 @@ def panels(
         ax.grid(alpha=0.3)
     if title:
         fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
+    fig.subplots_adjust(wspace=0.32, left=0.06, right=0.98, bottom=0.16, top=0.88)
     run.save_figure(fig, name)
 
 

@@ -73,8 +73,8 @@ EXPERIMENTS = (
         summary="Coupled effective flow vs GD on the layered ReLU network; collapse",
         config=CoupledFlowConfig,
         presets={
-            "smoke": {"qs": (2,), "n_per": 5, "etas": (4e-3, 2e-3), "eta_reference": 1e-3,
-                      "eta_network": 4e-3, "horizon": 0.5, "network_horizon": 0.2},
+            "smoke": {"qs": (2,), "n_per": 5, "etas": (8e-3, 4e-3), "eta_reference": 2e-3,
+                      "eta_network": 8e-3, "horizon": 0.3, "network_horizon": 0.16},
             "cpu": {"network_horizon": 4.0},
             "paper": {"eta_reference": 1e-4},
         },
