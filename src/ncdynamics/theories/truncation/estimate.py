@@ -13,7 +13,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import torch
 from numpy.typing import NDArray
 
 from ..._validation import check_array
@@ -70,6 +69,8 @@ def network_gradients(
     With ``W_out`` and ``y`` given, the standard cost with output ``W_out I^(L)(x)`` is used
     and its gradient in ``W_out`` returned too.
     """
+    import torch  # network code only; keeps the theory importable without loading torch
+
     if (W_out is None) != (y is None):
         raise ValueError("`W_out` and `y` must be given together (standard cost) or not at all.")
     w = torch.as_tensor(data.point_weights(weighting), dtype=torch.float64)
