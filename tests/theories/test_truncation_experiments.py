@@ -8,7 +8,7 @@ from ncdynamics._spec import config_to_dict
 from ncdynamics.theories import truncation
 from ncdynamics.theories.truncation.experiments import EXPERIMENTS
 
-NAMES = [f"truncation.e{i}" for i in range(1, 8)]
+NAMES = [f"truncation.e{i}" for i in range(1, 9)]
 SPECS = {s.name: s for s in EXPERIMENTS}
 
 

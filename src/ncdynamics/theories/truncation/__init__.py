@@ -28,10 +28,12 @@ from .design import (
     simplex_vertices,
 )
 from .estimate import (
+    LayerDescentResult,
     NetworkGradients,
     TrajectoryGap,
     finite_difference_gradients,
     fit_log_rate,
+    layer_descent,
     network_descent,
     network_gradients,
     trajectory_gap,
@@ -96,6 +98,7 @@ __all__ = [
     "Design",
     "FlowResult",
     "GeneralGradients",
+    "LayerDescentResult",
     "LinearRegressionParams",
     "NetworkGradients",
     "PackedClusters",
@@ -117,6 +120,7 @@ __all__ = [
     "general_gradients",
     "heaviside",
     "input_images",
+    "layer_descent",
     "layers_to_cumulative",
     "lie_euler",
     "linreg_closed_form",

@@ -21,10 +21,12 @@ from .model import SeparatedRates, _separated, pack_clusters, riemannian_generat
 from .network import AdaptedParams, ClusterData, Weighting, euclidean_cost
 
 __all__ = [
+    "LayerDescentResult",
     "NetworkGradients",
     "TrajectoryGap",
     "finite_difference_gradients",
     "fit_log_rate",
+    "layer_descent",
     "network_descent",
     "network_gradients",
     "trajectory_gap",
@@ -226,3 +228,90 @@ def finite_difference_gradients(
                 d = (cost(rp, params.beta) - cost(rm, params.beta)) / (2 * step)
                 omega[l, a, b], omega[l, b, a] = -0.5 * d, 0.5 * d
     return g_beta, omega
+
+
+@dataclass(frozen=True)
+class LayerDescentResult:
+    """Plain gradient descent on the layer parameters ``(W_l, b_l)`` (spec §3 E8 (b)).
+
+    Attributes
+    ----------
+    s : ndarray of shape (n_rec,)
+    cost : ndarray of shape (n_rec,)
+        Euclidean input-space cost ([1] (2.26)).
+    defect : ndarray of shape (n_rec, L)
+        Adaptedness defect ``||offdiag(W^(l) W^(l)T)||_F / ||W^(l)||_F^2``: zero iff the
+        rows of ``W^(l)`` are orthogonal, i.e. ``W^(l) = diag(w*) R`` ([1] Def. 2.2).
+    diameter : ndarray of shape (n_rec, n_clusters)
+        Largest pairwise distance within ``I^(L)(X_l)``.
+    """
+
+    s: NDArray[np.float64]
+    cost: NDArray[np.float64]
+    defect: NDArray[np.float64]
+    diameter: NDArray[np.float64]
+
+
+def layer_descent(
+    params: AdaptedParams,
+    data: ClusterData,
+    *,
+    eta: float,
+    n_steps: int,
+    record_every: int = 1,
+) -> LayerDescentResult:
+    """Ordinary gradient descent on ``(W_l, b_l)`` of the Euclidean cost, by autograd.
+
+    Starts from the layer parameters of ``params`` (an adapted initialisation) and lets
+    them move freely, so the cumulative weights need not stay adapted: this measures how
+    restrictive the adaptedness assumption of [1] (2.31) is along real training.
+    The cost is ``1/2 sum_j 1/N_j sum_i |I^(L)(x) - ytilde_j|^2`` with
+    ``I^(L)(x) = (W^(L))^{-1} x^(L) - beta^(L)``.
+    """
+    import torch
+
+    from .network import cumulative_to_layers
+
+    W0, b0 = cumulative_to_layers(params.cumulative_weights(), params.beta)
+    W = torch.tensor(W0, requires_grad=True)
+    b = torch.tensor(b0, requires_grad=True)
+    x = torch.as_tensor(data.x, dtype=torch.float64)
+    w = torch.as_tensor(data.point_weights(), dtype=torch.float64)
+    target = torch.as_tensor(data.ytilde, dtype=torch.float64)[torch.as_tensor(data.labels)]
+    n_layers = params.n_layers
+    rec_s, rec_c, rec_d, rec_m = [], [], [], []
+    for k in range(n_steps + 1):
+        h, w_cum, beta = x, torch.eye(params.dim, dtype=torch.float64), 0.0
+        cums = []
+        for l in range(n_layers):  # noqa: E741
+            h = torch.relu(h @ W[l].T + b[l])  # (n, Q)
+            w_cum = W[l] @ w_cum  # W^(l)
+            beta = beta + torch.linalg.solve(w_cum, b[l])  # beta^(l)
+            cums.append(w_cum)
+        images = torch.linalg.solve(w_cum, h.T).T - beta  # I^(L)(x): (n, Q)
+        cost = 0.5 * torch.sum(w * torch.sum((images - target) ** 2, dim=1))
+        if k % record_every == 0 or k == n_steps:
+            with torch.no_grad():
+                rec_s.append(k * eta)
+                rec_c.append(float(cost))
+                d = []
+                for wc in cums:
+                    gram = wc @ wc.T
+                    off = gram - torch.diag(torch.diag(gram))
+                    d.append(float(torch.linalg.norm(off) / torch.linalg.norm(wc) ** 2))
+                rec_d.append(d)
+                img = images.numpy()
+                rec_m.append([_diameter(img[data.labels == j]) for j in range(data.n_clusters)])
+        if k == n_steps:
+            break
+        gW, gb = torch.autograd.grad(cost, [W, b])
+        with torch.no_grad():
+            W -= eta * gW
+            b -= eta * gb
+    return LayerDescentResult(np.asarray(rec_s), np.asarray(rec_c), np.asarray(rec_d),
+                              np.asarray(rec_m))
+
+
+def _diameter(pts: NDArray[np.float64]) -> float:
+    d = pts[:, None, :] - pts[None, :, :]
+    return float(np.sqrt(np.max(np.sum(d * d, axis=2))))

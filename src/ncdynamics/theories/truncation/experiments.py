@@ -10,6 +10,7 @@ truncation.e4      constants and bounds of Prop. 4.2 from a mostly truncated sta
 truncation.e5      paper-literal Omega (3.22) vs corrected Omega on a marginal design
 truncation.e6      Sec. 8: conserved B B^T - W^T W, cost bound, network-level check
 truncation.e7      Sec. 9: closed form (9.10), limit (9.12), network GD on W^(Q+1)
+truncation.e8      exploratory: plain GD on (W_l, b_l) from an adapted start
 =================  ====================================================================
 
 Presets: ``smoke`` runs in seconds, ``cpu`` in minutes, ``paper`` uses the spec's settings
@@ -28,6 +29,7 @@ from ._exp_flow import (
     run_paper_omega,
     run_prop42,
 )
+from ._exp_layers import LayerGDConfig, run_layer_gd
 from ._exp_standard import CollapsedConfig, UntruncatedConfig, run_collapsed, run_untruncated
 
 __all__ = [
@@ -35,6 +37,7 @@ __all__ = [
     "CollapsedConfig",
     "CoupledFlowConfig",
     "GradientCheckConfig",
+    "LayerGDConfig",
     "PaperOmegaConfig",
     "Prop42Config",
     "StaircaseConfig",
@@ -127,5 +130,17 @@ EXPERIMENTS = (
             "paper": {},
         },
         run=run_untruncated,
+    ),
+    ExperimentSpec(
+        name="truncation.e8",
+        theory="truncation",
+        summary="Exploratory: plain GD on layer weights from an adapted start",
+        config=LayerGDConfig,
+        presets={
+            "smoke": {"n_per": 5, "horizon": 0.1, "eta": 1e-2},
+            "cpu": {},
+            "paper": {"horizon": 10.0},
+        },
+        run=run_layer_gd,
     ),
 )
