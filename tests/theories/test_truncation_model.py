@@ -232,3 +232,12 @@ def test_separated_rates_rejects_wrong_layer_count(rng):
     params = tr.AdaptedParams(design.params.R[:2], design.params.beta[:2])
     with pytest.raises(ValueError, match="`params` must have L = 3"):
         tr.separated_rates(params, design.data)
+
+
+def test_layer_descent_starts_at_the_euclidean_cost_with_zero_defect(rng):
+    design = tr.simplex_design(3, n_per=6, wstar=True, rng=rng)
+    res = tr.layer_descent(design.params, design.data, eta=1e-3, n_steps=2)
+    assert res.cost[0] == pytest.approx(tr.euclidean_cost(design.params, design.data),
+                                        abs=1e-12)
+    assert np.all(res.defect[0] < 1e-12)
+    assert res.cost[-1] < res.cost[0]

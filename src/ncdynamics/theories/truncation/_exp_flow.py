@@ -111,7 +111,10 @@ def run_coupled_flow(config: CoupledFlowConfig, run: Any, *, seed: int,
             "gaps_vs_reference": {f"{e:g}": float(v) for e, v in gaps_eta.items()},
         }
         rows[q] = row
-        run.log(q, {k: v for k, v in row.items() if isinstance(v, float)})
+        for name, arr in (("s", eff.s), ("cost", eff.cost), ("j0perp", eff.j0perp),
+                          ("btilde_norm", eff.btilde_norm), ("omega_norm", eff.omega_norm)):
+            run.save_array(f"q{q}.effective.{name}", 0, arr)
+        run.log(q, {k: v for k, v in row.items() if isinstance(v, float) and np.isfinite(v)})
         for i, s in enumerate(eff.s):
             run.log(int(round(s / rec)), {f"q{q}.cost": eff.cost[i],
                                           f"q{q}.min_j0perp": eff.j0perp[i].min()})
@@ -214,7 +217,8 @@ def run_prop42(config: Prop42Config, run: Any, *, seed: int, progress: bool) -> 
                      j0perp0_min=float(flow.j0perp[0, l].min()))
             checks.append(c)
             run.log(len(checks), {kk: float(v) for kk, v in c.items()
-                                  if isinstance(v, (int, float, bool, np.floating))})
+                                  if isinstance(v, (int, float, bool, np.floating))
+                                  and np.isfinite(float(v))})
             if k == 0:
                 lines_bt.append((flow.s, flow.btilde_norm[:, l] / flow.btilde_norm[0, l],
                                  f"cluster {l}"))
