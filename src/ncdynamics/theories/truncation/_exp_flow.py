@@ -261,7 +261,10 @@ def _prop42_constants(flow: FlowResult, d: Design, p0: AdaptedParams, l: int) ->
     z = np.einsum("tab,tib->tia", flow.R[upto, l], x[None] + flow.beta[upto, l][:, None, :])
     _, _, mixed = sector_masks(z)
     eta0 = float(1 - flow.j0perp[upto, l].min()) if upto.sum() > 1 else 0.0
-    eta1 = float(np.max(np.sum(mixed * np.linalg.norm(z, axis=2), axis=1) / x.shape[0]))
+    znorm = np.linalg.norm(z, axis=2)  # (T, N)
+    eta1 = float(np.max(np.sum(mixed * znorm, axis=1) / x.shape[0]))
+    # extra hypothesis the corrected Omega needs (spec §1.8): off-diagonal second moment
+    eta1_second = float(np.max(np.sum(mixed * znorm**2, axis=1) / x.shape[0]))
     bt0 = flow.btilde_norm[0, l]
     eta1p = 1.1 * bt0 * eta1
     m = float(np.min(-((x - yt) @ p0.R[l].T)))
@@ -275,6 +278,7 @@ def _prop42_constants(flow: FlowResult, d: Design, p0: AdaptedParams, l: int) ->
     bt_ratio = float(np.max(flow.btilde_norm[upto, l] / (bt0 * np.exp(-(1 - eta0) * flow.s[upto]))))
     return {
         "s1": float(s1), "finite_s1": finite, "eta0": eta0, "eta1": eta1, "eta1p": eta1p,
+        "eta1_second_moment": eta1_second,
         "gamma": gamma, "bound_s1": float(bound), "bound_s1_sharp": float(sharp),
         "s1_bound_holds": bool(finite and s1 <= bound),
         "s1_sharp_holds": bool(finite and s1 <= sharp),
