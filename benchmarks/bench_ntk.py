@@ -6,8 +6,9 @@ then one ``einsum('iap,jbp->ijab')``. The time of that einsum alone is printed a
 floor of the Jacobian-contraction method.
 
 Cases (issue 3): (a) MLP 784-512-512-10, N=500; (b) SmallCNN on 28x28, N=200; (c) ResNet20
-width 16 on 28x28, N=120. ``--quick`` uses N = 100 / 50 / 20 and finishes in under a minute
-on an idle 2-core machine.
+width 16 on 28x28, N=120. ``--quick`` uses N = 50 / 50 / 20 and finishes in under a minute
+on an idle 2-core machine. One intra-op thread by default (``--threads``): on a shared
+2-core machine a second thread made every method several times slower in CPU time.
 
 For each case it prints the time of the baseline (full), ours in full, trace and diagonal
 modes, "ours full, then traced", and the ratios. Times are the best of ``--repeat`` runs
@@ -40,7 +41,7 @@ from torch.func import functional_call, jacrev, vmap
 from ncdynamics.models import MLP, ResNet20, SmallCNN
 from ncdynamics.probes import empirical_ntk
 
-SIZES = {"mlp": (500, 100), "cnn": (200, 50), "resnet": (120, 20)}
+SIZES = {"mlp": (500, 50), "cnn": (200, 50), "resnet": (120, 20)}
 BUDGET = 4 * 2**30  # the 4 GB budget of the issue
 
 
@@ -94,13 +95,24 @@ def baseline_bytes(model: torch.nn.Module, n: int, n_out: int = 10) -> int:
     return 4 * (n * n_out * n_params(model) + n * n * n_out * n_out)
 
 
-def best(fn, repeat: int) -> tuple[float, object]:
-    out, times = None, []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - t)
-    return min(times), out
+class Timing:
+    """Best wall-clock and process-CPU seconds of repeated runs (CPU time is the steadier
+    measure on a shared machine: it does not count time spent waiting for a core)."""
+
+    def __init__(self, fn, repeat: int) -> None:
+        self.wall, self.cpu, self.out = float("inf"), float("inf"), None
+        for _ in range(repeat):
+            t, c = time.perf_counter(), time.process_time()
+            self.out = fn()
+            self.wall = min(self.wall, time.perf_counter() - t)
+            self.cpu = min(self.cpu, time.process_time() - c)
+
+    def __str__(self) -> str:
+        return f"{self.wall:8.3f} s wall {self.cpu:8.3f} s cpu"
+
+
+def ratio(a: Timing, b: Timing) -> str:
+    return f"{a.wall / b.wall:6.1f}x wall {a.cpu / b.cpu:6.1f}x cpu"
 
 
 def _rss_kb() -> int:
@@ -137,32 +149,47 @@ def run_case(case: str, n: int, args: argparse.Namespace) -> None:
           f"{torch.get_num_threads()} threads")
     empirical_ntk(model, x[:2])  # warm-up of ours (and of the shared conv/GEMM kernels)
     baseline(model, x[:2])
-    t_full, k_full = best(lambda: empirical_ntk(model, x, memory_budget=BUDGET), args.repeat)
-    t_trace, k_tr = best(lambda: empirical_ntk(model, x, mode="trace", memory_budget=BUDGET),
-                         args.repeat)
-    t_diag, _ = best(lambda: empirical_ntk(model, x, mode="diagonal", memory_budget=BUDGET),
-                     args.repeat)
-    t_tr_after, _ = best(lambda: torch.einsum("ijaa->ij", empirical_ntk(
-        model, x, memory_budget=BUDGET)), 1)
-    print(f"ours full            {t_full:9.3f} s")
-    print(f"ours trace           {t_trace:9.3f} s   full-then-trace {t_tr_after:8.3f} s   "
-          f"ratio {t_tr_after / t_trace:6.1f}x")
-    print(f"ours diagonal        {t_diag:9.3f} s   full-then-diag  {t_tr_after:8.3f} s   "
-          f"ratio {t_tr_after / t_diag:6.1f}x")
+    full = Timing(lambda: empirical_ntk(model, x, memory_budget=BUDGET), args.repeat)
+    trace = Timing(lambda: empirical_ntk(model, x, mode="trace", memory_budget=BUDGET),
+                   args.repeat)
+    diag = Timing(lambda: empirical_ntk(model, x, mode="diagonal", memory_budget=BUDGET),
+                  args.repeat)
+    then = Timing(lambda: torch.einsum("ijaa->ij", empirical_ntk(model, x,
+                                                                 memory_budget=BUDGET)), 1)
+    print(f"ours full              {full}")
+    print(f"ours trace             {trace}   full-then-trace {then}")
+    print(f"ours diagonal          {diag}")
+    print(f"  ratio full-then-trace / trace     {ratio(then, trace)}")
+    print(f"  ratio full-then-trace / diagonal  {ratio(then, diag)}")
+    jfull = Timing(lambda: empirical_ntk(model, x, method="jacobian", memory_budget=BUDGET), 1)
+    jtrace = Timing(lambda: empirical_ntk(model, x, method="jacobian", mode="trace",
+                                          memory_budget=BUDGET), 1)
+    jdiag = Timing(lambda: empirical_ntk(model, x, method="jacobian", mode="diagonal",
+                                         memory_budget=BUDGET), 1)
+    print(f"generic method='jacobian': full {jfull}   trace {jtrace}   diagonal {jdiag}")
+    print(f"  ratio full / trace (jacobian)     {ratio(jfull, jtrace)}   full / diagonal "
+          f"{ratio(jfull, jdiag)}")
     est = baseline_bytes(model, n)
     if est > args.baseline_max_gb * 1e9:
-        print(f"baseline             skipped: estimated {est / 1e9:.1f} GB > "
+        print(f"baseline               skipped: estimated {est / 1e9:.1f} GB > "
               f"--baseline-max-gb {args.baseline_max_gb}")
     else:
-        t0 = time.perf_counter()
-        k_base, t_jac, t_gemm = baseline(model, x)
-        t_base = time.perf_counter() - t0
-        err = float((k_full - k_base).abs().max() / k_base.abs().max())
-        print(f"baseline full        {t_base:9.3f} s   (jacobian {t_jac:.3f} s, einsum "
-              f"{t_gemm:.3f} s = GEMM floor of Jacobian contraction)")
-        print(f"ratio baseline/ours full {t_base / t_full:6.1f}x   trace vs baseline-then-trace "
-              f"{t_base / t_trace:6.1f}x   max rel. difference {err:.1e}")
-        del k_base
+        parts: dict[str, float] = {}
+
+        def run_base():
+            k, parts["jac"], parts["gemm"] = baseline(model, x)
+            return k
+
+        base = Timing(run_base, 1)
+        err = float((full.out - base.out).abs().max() / base.out.abs().max())
+        base.out = None
+        print(f"baseline full          {base}   (jacobian {parts['jac']:.3f} s, einsum "
+              f"{parts['gemm']:.3f} s wall)")
+        print(f"  GEMM floor of the Jacobian-contraction method (the einsum alone): "
+              f"{parts['gemm']:.3f} s wall")
+        print(f"  ratio baseline / ours full        {ratio(base, full)}   max rel. "
+              f"difference {err:.1e}")
+        print(f"  ratio baseline / ours trace       {ratio(base, trace)}")
     print(f"memory (4 GB budget): baseline estimated {est / 1e9:.2f} GB")
     if args.memory:
         for what in ("full", "trace", "diagonal") + (("baseline",)
@@ -176,7 +203,7 @@ def main() -> None:
     ap.add_argument("--memory", action="store_true", help="measure peak RSS in subprocesses")
     ap.add_argument("--cases", default="mlp,cnn,resnet")
     ap.add_argument("--repeat", type=int, default=1)
-    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--baseline-max-gb", type=float, default=16.0)
     ap.add_argument("--child", nargs=3, metavar=("CASE", "N", "WHAT"), help=argparse.SUPPRESS)
     args = ap.parse_args()
