@@ -42,9 +42,11 @@ def mean_se(x: NDArray[np.float64], axis: int = 1) -> tuple[NDArray, NDArray]:
     return m, se
 
 
-def _band(ax, x, y, color, style="-", label=None, log=False):
+def _band(ax, x, y, color, style="-", label=None, log=False, shade=True):
     m, se = mean_se(y)
     ax.plot(x, m, style, color=color, label=label, lw=1.4)
+    if not shade:
+        return
     lo, hi = m - se, m + se
     if log:
         lo = np.maximum(lo, m * 1e-3)
@@ -78,10 +80,11 @@ def comparison_figure(
                 _band(a_nc, x, c[key][keep], col, ls, f"{LABELS[which]}: {name}", log=True)
         _band(a_kl, x, c["kl"][keep], col, sty, LABELS[which], log=True)
         k1 = c["sigma"].shape[-1]
+        shade = k1 <= 7  # 15 shaded modes (K = 16) are unreadable and slow to draw
         for i in range(k1):
             lab = LABELS[which] if i == 0 else None
-            _band(a_sv, x, c["sigma"][keep][:, :, i], col, sty, lab, log=True)
-            _band(a_svh, x, c["sigma_hat"][keep][:, :, i], col, sty, lab)
+            _band(a_sv, x, c["sigma"][keep][:, :, i], col, sty, lab, log=True, shade=shade)
+            _band(a_svh, x, c["sigma_hat"][keep][:, :, i], col, sty, lab, shade=shade)
         if "residual" in c:
             _band(a_res, x, np.maximum(c["residual"][keep], 1e-17), col, sty, LABELS[which],
                   log=True)
