@@ -1,0 +1,180 @@
+"""Figures of the empirical NTK recorded by the ``ntk_alignment`` and ``ntk_blocks`` probes.
+
+Drawn from a run's stored arrays and metrics (names written by
+:mod:`ncdynamics.probes.ntk_probes`; a Recorder prefix such as ``mse/`` or ``mse.`` is
+allowed, names are matched by suffix):
+
+- ``ntk_kernel_heatmaps``: the latest traced logit and feature kernels ([1], Fig. 1a,b), each
+  shown as a fraction of its maximum, with lines at the class boundaries;
+- ``ntk_block_norms``: the latest Frobenius norms of the logit-pair and feature-pair blocks
+  divided by their maximum ([1], Fig. 1c,d);
+- ``ntk_alignment``: kernel-label alignment against the step ([1], Fig. 1e), plain lines for
+  the uncentred and dashed for the centred alignment;
+- ``ntk_block_values``: gamma and kappa (same sample, same class, different class) against
+  the step.
+
+References
+----------
+.. [1] E. Seleznova et al. "Neural (Tangent Kernel) Collapse". NeurIPS 2023.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg", force=False)
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+
+__all__ = ["kernel_figures"]
+
+_OUTPUTS = ("logits", "features")
+
+
+def _find(names: list[str], key: str) -> str | None:
+    """The stored name equal to ``key`` or ending with it after a separator."""
+    hits = [n for n in names if n == key or n.endswith(("/" + key, "." + key, "_" + key))]
+    return min(hits, key=len) if hits else None
+
+
+def _latest(run: Any, key: str) -> tuple[int, np.ndarray] | None:
+    name = _find(run.array_names(), key)
+    if name is None:
+        return None
+    series = run.arrays(name)
+    if not series:
+        return None
+    step = max(series)
+    return step, series[step]
+
+
+def _class_lines(ax: Any, labels: np.ndarray | None, n: int) -> None:
+    if labels is None or len(labels) != n:
+        return
+    edges = np.flatnonzero(np.diff(labels)) + 0.5
+    for e in edges:
+        ax.axhline(e, color="white", lw=0.6)
+        ax.axvline(e, color="white", lw=0.6)
+
+
+def _heatmaps(run: Any) -> Figure | None:
+    kernels = {o: _latest(run, f"ntk_traced_{o}") for o in _OUTPUTS}
+    kernels = {o: v for o, v in kernels.items() if v is not None}
+    if not kernels:
+        return None
+    lab = _latest(run, "ntk_labels")
+    labels = lab[1] if lab is not None else None
+    fig, axes = plt.subplots(1, len(kernels), figsize=(4.6 * len(kernels), 4.0), squeeze=False)
+    for ax, (o, (step, k)) in zip(axes[0], kernels.items(), strict=True):
+        scale = float(np.abs(k).max()) or 1.0
+        im = ax.imshow(k / scale, cmap="viridis", interpolation="nearest")
+        _class_lines(ax, labels, k.shape[0])
+        ax.set_title(f"traced {o} kernel / max, step {step}")
+        ax.set_xlabel("sample j (class-ordered)")
+        ax.set_ylabel("sample i")
+        fig.colorbar(im, ax=ax, fraction=0.046)
+    fig.tight_layout()
+    return fig
+
+
+def _block_norms(run: Any) -> Figure | None:
+    norms = {o: _latest(run, f"ntk_block_norms_{o}") for o in _OUTPUTS}
+    norms = {o: v for o, v in norms.items() if v is not None}
+    if not norms:
+        return None
+    fig, axes = plt.subplots(1, len(norms), figsize=(4.4 * len(norms), 4.0), squeeze=False)
+    for ax, (o, (step, b)) in zip(axes[0], norms.items(), strict=True):
+        im = ax.imshow(b / (float(b.max()) or 1.0), cmap="magma", interpolation="nearest",
+                       vmin=0.0, vmax=1.0)
+        what = "logit" if o == "logits" else "feature"
+        ax.set_title(f"{what}-pair block norms / max, step {step}")
+        ax.set_xlabel(f"{what} b")
+        ax.set_ylabel(f"{what} a")
+        fig.colorbar(im, ax=ax, fraction=0.046)
+    fig.tight_layout()
+    return fig
+
+
+def _series(metrics: Any, key: str) -> tuple[np.ndarray, np.ndarray] | None:
+    if metrics is None or metrics.empty:
+        return None
+    names = [str(n) for n in metrics["name"].unique()]
+    name = _find(names, key)
+    if name is None:
+        return None
+    rows = metrics[metrics["name"] == name].sort_values("step")
+    return rows["step"].to_numpy(), rows["value"].to_numpy()
+
+
+def _alignment(metrics: Any) -> Figure | None:
+    lines = []
+    for o in _OUTPUTS:
+        for centred in (False, True):
+            key = f"ntk_alignment_{o}" + ("_centered" if centred else "")
+            s = _series(metrics, key)
+            if s is not None:
+                lines.append((o, centred, s))
+    if not lines:
+        return None
+    fig, ax = plt.subplots(figsize=(5.5, 3.6))
+    colours = {"logits": "C0", "features": "C1"}
+    for o, centred, (steps, vals) in lines:
+        label = f"A({'K_f' if o == 'logits' else 'K_h'})" + (" centred" if centred else "")
+        ax.plot(steps, vals, ls="--" if centred else "-", color=colours[o], marker=".",
+                label=label)
+    ax.set_xlabel("step")
+    ax.set_ylabel("kernel-label alignment")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def _block_values(metrics: Any) -> Figure | None:
+    panels = []
+    for sym in ("gamma", "kappa"):
+        s = {k: _series(metrics, f"ntk_{sym}_{k}") for k in ("d", "c", "n")}
+        if any(v is not None for v in s.values()):
+            panels.append((sym, s))
+    if not panels:
+        return None
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.8 * len(panels), 3.6), squeeze=False)
+    names = {"d": "same sample", "c": "same class", "n": "different class"}
+    for ax, (sym, s) in zip(axes[0], panels, strict=True):
+        for k, v in s.items():
+            if v is not None:
+                ax.plot(v[0], v[1], marker=".", label=f"{sym}_{k} ({names[k]})")
+        ax.set_xlabel("step")
+        ax.set_title("logit kernel" if sym == "gamma" else "feature kernel")
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def kernel_figures(run: Any) -> list[tuple[str, Figure]]:
+    """Figures of the NTK probes recorded in ``run``; ``[]`` when it recorded none.
+
+    Parameters
+    ----------
+    run : ncdynamics.runs.Run
+        An open run (``array_names``, ``arrays``, ``metrics``).
+
+    Returns
+    -------
+    list of (name, Figure)
+        The caller saves and closes them (``run.save_figure``).
+    """
+    try:
+        metrics = run.metrics
+    except FileNotFoundError:
+        metrics = None
+    out = []
+    for name, fig in (("ntk_kernel_heatmaps", _heatmaps(run)),
+                      ("ntk_block_norms", _block_norms(run)),
+                      ("ntk_alignment", _alignment(metrics)),
+                      ("ntk_block_values", _block_values(metrics))):
+        if fig is not None:
+            out.append((name, fig))
+    return out
