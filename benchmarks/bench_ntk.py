@@ -1,9 +1,9 @@
 """Empirical NTK: ncdynamics.probes.empirical_ntk against the common recipe, same process.
 
-Baseline (the common recipe): per-sample Jacobians with ``vmap(jacrev(functional_call))`` over
-all samples (built in chunks of 50 samples and concatenated, as planning needed for N=500),
-then one ``einsum('iap,jbp->ijab')``. The time of that einsum alone is printed as the GEMM
-floor of the Jacobian-contraction method.
+Baseline (the common recipe): per-sample Jacobians with ``vmap(jacrev(functional_call))``
+over all samples (built in chunks of 50 samples into one preallocated tensor, as planning
+needed for N=500), then one ``einsum('iap,jbp->ijab')``. The time of that einsum alone is
+printed as the GEMM floor of the Jacobian-contraction method.
 
 Cases (issue 3): (a) MLP 784-512-512-10, N=500; (b) SmallCNN on 28x28, N=200; (c) ResNet20
 width 16 on 28x28, N=120. ``--quick`` uses N = 50 / 50 / 20 and finishes in under a minute
@@ -73,14 +73,15 @@ def baseline(model: torch.nn.Module, x: torch.Tensor, chunk: int = 50) -> tuple[
         return functional_call(model, {**p, **buffers}, (xi[None],))[0]  # (O,)
 
     t0 = time.perf_counter()
-    pieces = []
+    jmat = None  # (N, O, P), filled chunk by chunk (a concatenation would double the peak)
     for s in range(0, len(x), chunk):
         jac = vmap(jacrev(f), in_dims=(None, 0))(params, x[s:s + chunk])
-        pieces.append(torch.cat([j.reshape(j.shape[0], j.shape[1], -1) for j in jac.values()],
-                                dim=2))
+        piece = torch.cat([j.reshape(j.shape[0], j.shape[1], -1) for j in jac.values()], dim=2)
         del jac
-    jmat = torch.cat(pieces) if len(pieces) > 1 else pieces[0]  # (N, O, P)
-    del pieces
+        if jmat is None:
+            jmat = torch.empty((len(x), piece.shape[1], piece.shape[2]), dtype=piece.dtype)
+        jmat[s:s + chunk] = piece
+        del piece
     t1 = time.perf_counter()
     k = torch.einsum("iap,jbp->ijab", jmat, jmat)
     t2 = time.perf_counter()
