@@ -18,7 +18,7 @@ $(STAMP): pyproject.toml constraints.txt
 venv: $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/ncdyn demo --out runs/demo
+	$(BIN)/ncdyn demo --out runs/demo --overwrite
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -n 2 -q

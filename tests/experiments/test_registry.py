@@ -55,5 +55,5 @@ def test_failed_experiment_marks_the_run_failed(tmp_path):
     with pytest.raises(ValueError):
         experiments.run("demo", out=tmp_path / "r", progress=False, dataset="nope")
     run = runs.open(tmp_path / "r")
-    assert run.state == "failed" and "dataset" in run.status["error"]
+    assert run.state == "failed" and "`name` must be one of" in run.status["error"]
     assert (tmp_path / "r" / "error.txt").exists()

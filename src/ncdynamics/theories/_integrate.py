@@ -133,9 +133,11 @@ def solve_ode(
         jac_fn = lambda t, flat: jac(t, flat.reshape(shape), params)
     if ts.size == 1:
         return Trajectory(ts, y0[None].copy(), True, "single time", 0)
+    implicit = method in (OdeMethod.LSODA, OdeMethod.RADAU, OdeMethod.BDF)
+    extra = {"jac": jac_fn} if implicit and jac_fn is not None else {}
     sol = solve_ivp(
         rhs, (ts[0], ts[-1]), y0.ravel(), method=method.value, t_eval=ts,
-        rtol=rtol, atol=atol, jac=jac_fn,
+        rtol=rtol, atol=atol, **extra,
     )
     ys = sol.y.T.reshape((-1, *shape)) if sol.success else np.full((ts.size, *shape), np.nan)
     if sol.success and ys.shape[0] != ts.size:  # pragma: no cover - scipy stops early

@@ -1,0 +1,59 @@
+"""Recorder overhead in the demo configuration.
+
+Trains the demo MLP on digits for a few epochs with and without a Recorder that evaluates
+the collapse and performance probes on the full training set every epoch, and prints the
+overhead as a fraction of the training time without it. Both runs write checkpoints the
+same way, so the difference is the Recorder alone.
+
+Usage: python benchmarks/bench_recorder.py [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+
+import torch
+
+from ncdynamics import data, runs
+from ncdynamics.experiments.demo import DemoConfig
+from ncdynamics.models import MLP
+from ncdynamics.training import Recorder, train
+
+
+def once(ds, cfg: DemoConfig, epochs: int, with_recorder: bool) -> float:
+    model = MLP(64, 10, depth=cfg.depth, width=cfg.width, generator=torch.Generator().manual_seed(0))
+    with tempfile.TemporaryDirectory() as tmp:
+        run = runs.create(f"{tmp}/r")
+        rec = Recorder(run, ds.x_train, ds.y_train, num_classes=10) if with_recorder else None
+        t0 = time.perf_counter()
+        train(model, ds, epochs=epochs, loss="mse", lr=cfg.lr, momentum=cfg.momentum,
+              weight_decay=cfg.weight_decay, batch_size=cfg.batch_size, recorder=rec,
+              store=run, checkpoint_every=cfg.checkpoint_every, progress=False,
+              evaluate_test=with_recorder)
+        if rec is not None:
+            rec.close()
+        return time.perf_counter() - t0
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args()
+    epochs = 10 if args.quick else 40
+    repeat = 3 if args.quick else 5
+    cfg = DemoConfig()
+    ds = data.load("digits")
+    once(ds, cfg, 2, True)  # warm-up
+    plain = min(once(ds, cfg, epochs, False) for _ in range(repeat))
+    recorded = min(once(ds, cfg, epochs, True) for _ in range(repeat))
+    print(f"demo MLP {cfg.depth}x{cfg.width} on digits, {epochs} epochs, torch threads "
+          f"{torch.get_num_threads()}")
+    print(f"training without recorder {plain:.3f} s, with recorder {recorded:.3f} s")
+    print(f"recorder overhead {100 * (recorded - plain) / plain:.1f}% of training time "
+          "(target <= 10%)")
+
+
+if __name__ == "__main__":
+    main()
