@@ -179,14 +179,19 @@ class InvariantProbe:
         x = inp.x[torch.as_tensor(idx, device=inp.x.device)]
         y = y_all[idx]
         out = ProbeOutput(arrays={"ntk_labels": y.astype(np.int64)})
-        st_h = kernel_block_stats(self._kernel(inp, x, "features"), y, estimator=self.estimator)
+        K_h = self._kernel(inp, x, "features")
+        if _degenerate(K_h):  # dead or sample-independent features: values undefined
+            out.scalars.update({k: float("nan") for k in ("ntk_kappa_d", "ntk_kappa_c",
+                                "ntk_kappa_n", "ntk_alignment_features", "invariant_norm")})
+            return out
+        st_h = kernel_block_stats(K_h, y, estimator=self.estimator)
         kap = st_h.values
         out.scalars.update({"ntk_kappa_d": kap.diagonal, "ntk_kappa_c": kap.same_class,
                             "ntk_kappa_n": kap.different_class,
                             "ntk_alignment_features": st_h.alignment})
         out.arrays["ntk_traced_features"] = st_h.traced
-        if self.logits:
-            st_f = kernel_block_stats(self._kernel(inp, x, "logits"), y, estimator=self.estimator)
+        if self.logits and not _degenerate(K_f := self._kernel(inp, x, "logits")):
+            st_f = kernel_block_stats(K_f, y, estimator=self.estimator)
             out.scalars.update({"ntk_gamma_d": st_f.values.diagonal,
                                 "ntk_gamma_c": st_f.values.same_class,
                                 "ntk_gamma_n": st_f.values.different_class,
@@ -209,6 +214,13 @@ class InvariantProbe:
                                "invariant_within_scatter": dev.T @ dev,
                                "invariant_kappas": kappas})
         return out
+
+
+def _degenerate(K: np.ndarray) -> bool:
+    """True when the traced kernel is zero after centring (its alignment is undefined)."""
+    T = K.sum(axis=0)  # (N, N)
+    Tc = T - T.mean(axis=0) - T.mean(axis=1, keepdims=True) + T.mean()
+    return bool(np.linalg.norm(Tc) <= 1e-12 * max(np.linalg.norm(T), 1e-300))
 
 
 @register_probe("ntk_invariant")

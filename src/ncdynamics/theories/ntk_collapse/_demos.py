@@ -46,7 +46,7 @@ class TheoryConfig:
 
 
 THEORY_PRESETS: dict[str, dict[str, Any]] = {
-    "smoke": {"n_classes": 3, "n_per_class": 3, "n_features": 6, "t_end": 200.0, "n_times": 12,
+    "smoke": {"n_classes": 3, "n_per_class": 3, "n_features": 6, "t_end": 100.0, "n_times": 8,
               "learning_rates": (4e-3, 2e-3)},
     "cpu": {},
     "paper": {"n_classes": 10, "n_per_class": 12, "n_features": 64, "t_end": 1e4,
@@ -193,12 +193,13 @@ def run_negative_invariant(config: TheoryConfig, run: Any, *, seed: int, progres
     rng = np.random.default_rng(seed)
     ts = _times(config)
     s_neg = init_negative_invariant(p, rng=rng, feature_scale=1.0)
-    series = {"E_negative": _nc(simulate_flow(s_neg, ts, p), p),
+    tr_neg = simulate_flow(s_neg, ts, p)
+    series = {"E_negative": _nc(tr_neg, p),
               "E0": _nc(simulate_flow(init_zero_invariant(p, rng=rng), ts, p), p)}
     for name, ser in series.items():
         _log_series(run, ts, ser, f"{name}/")
     _figures.collapse_panels(run, ts, series, "negative_invariant", m=p.n_per_class)
-    end = simulate_flow(s_neg, np.array([0.0, ts[-1]]), p).state(1)
+    end = tr_neg.state(-1)
     w, V = np.linalg.eigh(invariant_tilde(end, p))
     S_pred = (V * np.clip(-w, 0.0, None)) @ V.T / p.n_per_class
     S = within_class_gram(end.H, p.n_classes)

@@ -38,3 +38,21 @@ EXPERIMENTS = tuple(
                    config=TheoryConfig, presets=THEORY_PRESETS, run=fn)
     for short, summary, fn in _THEORY
 )
+
+from ._train_exps import TRAIN_PRESETS, run_fig1, run_fig2  # noqa: E402
+from ._training import TrainConfig  # noqa: E402
+
+_CE = {"loss": "cross-entropy"}
+EXPERIMENTS = EXPERIMENTS + (
+    ExperimentSpec(name="ntk_collapse.fig1", theory="ntk_collapse",
+                   summary="Fig. 1: traced kernels, block norms, kernel-label alignment vs epoch",
+                   config=TrainConfig, presets=TRAIN_PRESETS, run=run_fig1),
+    ExperimentSpec(name="ntk_collapse.fig2", theory="ntk_collapse",
+                   summary="Fig. 2: invariant norm/alignment and NC of NC vs non-NC models; "
+                           "LR sweep over three inits (MSE)",
+                   config=TrainConfig, presets=TRAIN_PRESETS, run=run_fig2),
+    ExperimentSpec(name="ntk_collapse.fig12", theory="ntk_collapse",
+                   summary="Fig. 12: Fig. 2 with cross-entropy loss",
+                   config=TrainConfig,
+                   presets={k: {**v, **_CE} for k, v in TRAIN_PRESETS.items()}, run=run_fig2),
+)

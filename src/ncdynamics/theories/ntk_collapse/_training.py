@@ -1,0 +1,199 @@
+"""Training runs of [1] (Sec. 6, App. C; spec §3): the recipe, one recorded run, the sweep.
+
+One run trains a network with class-balanced batches (``per_class`` samples of every class),
+SGD with (Nesterov) momentum, weight decay on weights only, the learning rate divided by 10
+at fixed fractions of training, and MSE as 1/2 mean (or cross-entropy). A Recorder measures,
+on a fixed class-balanced probe subset of the training set, NC1-NC3 as the paper computes
+them (``collapse`` probe) and, on its first ``kernel_per_class`` samples of every class, the
+feature and logit kernels, their block values and alignments and the invariant
+(``ntk_invariant`` probe). Runs execute in worker processes and return their records, which
+the parent writes into the run directory under a per-run prefix.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+import torch
+
+from ... import data as nc_data
+from ...models import VGG, DenseNetBC, ResNet20
+from ...probes import InvariantProbe, ProbeOutput, empirical_ntk, make_probe
+from ...probes.kernels import block_norms
+from ...probes.ntk_probes import class_ordered_subset
+from ...training import Recorder, Schedule, train
+
+__all__ = ["TrainConfig", "build_model", "train_one"]
+
+MODELS = ("resnet20", "vgg11", "vgg16", "densenet40")
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Settings of the training experiments (defaults: the ``cpu`` preset).
+
+    ``lrs`` and ``inits`` span the sweep of Figure 2 (one run per pair); Figure 1 uses
+    ``lr`` and ``init``. NC metrics are recorded every ``record_every`` epochs and the
+    kernels every ``kernel_every`` epochs (and at the end). ``width_multiplier`` scales the
+    paper's widths (ResNet20: 16 channels; VGG; DenseNet growth 12). ``lr_drops`` are
+    fractions of ``epochs`` where the learning rate is divided by 10 (the paper: 120, 240,
+    360 of 400).
+    """
+
+    dataset: str = "digits"
+    root: str | None = None
+    resize: int | None = None
+    model: Literal["resnet20", "vgg11", "vgg16", "densenet40"] = "resnet20"
+    width_multiplier: float = 0.25
+    bn_momentum: float = 0.1
+    inits: tuple[str, ...] = ("lecun-normal", "pytorch-default", "he-fan-out")
+    init: str = "pytorch-default"
+    lr: float = 0.049
+    lrs: tuple[float, ...] = (0.0096, 0.0185, 0.0355, 0.049)
+    loss: Literal["mse", "cross-entropy"] = "mse"
+    epochs: int = 60
+    lr_drops: tuple[float, ...] = (0.3, 0.6, 0.9)
+    per_class: int = 12
+    train_per_class: int | None = None
+    momentum: float = 0.9
+    nesterov: bool = True
+    weight_decay: float = 5e-4
+    probe_per_class: int = 30
+    kernel_per_class: int = 12
+    record_every: int = 2
+    kernel_every: int = 10
+    workers: int = 2
+
+
+def _load(cfg: TrainConfig) -> nc_data.Dataset:
+    opts = {} if cfg.root is None else {"root": cfg.root}
+    ds = nc_data.load(cfg.dataset, **opts)
+    x_tr, x_te = ds.x_train, ds.x_test
+    if x_tr.ndim == 2:  # flat inputs: square images with one channel
+        side = int(round(np.sqrt(x_tr.shape[1])))
+        x_tr, x_te = (a.reshape(-1, 1, side, side) for a in (x_tr, x_te))
+    if cfg.resize is not None:
+        import torch.nn.functional as F
+
+        rs = lambda a: F.interpolate(torch.as_tensor(a), size=(cfg.resize, cfg.resize),
+                                     mode="bilinear", align_corners=False).numpy()
+        x_tr, x_te = rs(x_tr), rs(x_te)
+    y_tr = ds.y_train
+    if cfg.train_per_class is not None:
+        idx = nc_data.balanced_subset(y_tr, cfg.train_per_class, num_classes=ds.num_classes)
+        x_tr, y_tr = x_tr[idx], y_tr[idx]
+    return dataclasses.replace(ds, x_train=x_tr, y_train=y_tr, x_test=x_te)
+
+
+def build_model(cfg: TrainConfig, ds: nc_data.Dataset, init: str,
+                generator: torch.Generator) -> torch.nn.Module:
+    """The network of ``cfg.model`` for the inputs of ``ds`` with init scheme ``init``."""
+    c_in, size = ds.x_train.shape[1], ds.x_train.shape[2]
+    C, mult = ds.num_classes, cfg.width_multiplier
+    if cfg.model == "resnet20":
+        return ResNet20(c_in, C, width=max(1, round(16 * mult)), input_size=size,
+                        bn_momentum=cfg.bn_momentum, init=init, generator=generator)
+    if cfg.model in ("vgg11", "vgg16"):
+        return VGG(cfg.model, c_in, C, width_multiplier=mult, input_size=size,
+                   bn_momentum=cfg.bn_momentum, init=init, generator=generator)
+    return DenseNetBC(c_in, C, width_multiplier=mult, input_size=size,
+                      bn_momentum=cfg.bn_momentum, init=init, generator=generator)
+
+
+class _MemorySink:
+    """Collects Recorder output in memory (runs in worker processes)."""
+
+    def __init__(self) -> None:
+        self.records: list[tuple[int, str, float]] = []
+        self.arrays: dict[str, dict[int, np.ndarray]] = {}
+
+    def log(self, step: int, values: Any) -> None:
+        self.records.extend((int(step), str(k), float(v)) for k, v in dict(values).items())
+
+    def save_array(self, name: str, step: int, array: Any) -> None:
+        self.arrays.setdefault(name, {})[int(step)] = np.asarray(array)
+
+    def flush(self) -> None:
+        return None
+
+
+class _Every:
+    """Runs a probe only at multiples of ``every`` and at ``last`` (kernels are costly)."""
+
+    def __init__(self, probe: Any, every: int, last: int) -> None:
+        self.probe, self.name, self.every, self.last = probe, probe.name, every, last
+
+    def __call__(self, inp: Any) -> ProbeOutput:
+        if inp.step % self.every and inp.step != self.last:
+            return ProbeOutput()
+        return self.probe(inp)
+
+
+class _Timed:
+    """Wraps a probe and accumulates its wall time."""
+
+    def __init__(self, probe: Any) -> None:
+        self.probe, self.name, self.seconds = probe, probe.name, 0.0
+
+    def __call__(self, inp: Any) -> ProbeOutput:
+        t0 = time.perf_counter()
+        out = self.probe(inp)
+        self.seconds += time.perf_counter() - t0
+        return out
+
+
+def _full_kernels(model: torch.nn.Module, x: torch.Tensor) -> dict[str, np.ndarray]:
+    """Full logit and feature kernels (N, N, O, O) for Figure 1 panes a-d."""
+    out = {}
+    for o in ("logits", "features"):
+        K = empirical_ntk(model, x, output=o, mode="full").detach().double().numpy()
+        out[f"traced_{o}"] = np.einsum("ijaa->ij", K)
+        out[f"block_norms_{o}"] = block_norms(K)
+    return out
+
+
+def train_one(cfg_dict: dict[str, Any], init: str, lr: float, seed: int,
+              full_kernels: bool = False) -> dict[str, Any]:
+    """Train one network and return its records (module-level: runs in a worker)."""
+    cfg = TrainConfig(**cfg_dict)
+    torch.set_num_threads(1)
+    ds = _load(cfg)
+    gen = torch.Generator().manual_seed(seed)
+    model = build_model(cfg, ds, init, gen)
+    probe_idx = class_ordered_subset(ds.y_train, cfg.probe_per_class, ds.num_classes)
+    probes = [_Timed(make_probe("collapse")), _Timed(make_probe("performance")),
+              _Timed(_Every(InvariantProbe(per_class=cfg.kernel_per_class), cfg.kernel_every,
+                            cfg.epochs))]
+    sink = _MemorySink()
+    schedule = Schedule(steps=tuple(sorted(set(range(0, cfg.epochs + 1, cfg.record_every))
+                                           | {cfg.epochs})))
+    rec = Recorder(sink, ds.x_train[probe_idx], ds.y_train[probe_idx], probes=probes,
+                   schedule=schedule, num_classes=ds.num_classes)
+    milestones = tuple(sorted({int(round(f * cfg.epochs)) for f in cfg.lr_drops} - {0}))
+    t0 = time.perf_counter()
+    try:
+        result = train(model, ds, epochs=cfg.epochs, loss=cfg.loss, lr=lr,
+                       momentum=cfg.momentum, nesterov=cfg.nesterov,
+                       weight_decay=cfg.weight_decay, milestones=milestones,
+                       per_class=cfg.per_class, seed=seed, device="cpu", recorder=rec,
+                       progress=False)
+        train_acc, diverged = np.array(result.history["train/accuracy"]), ""
+    except FloatingPointError as exc:  # a diverged run is a result of the sweep, not an error
+        train_acc, diverged = np.array([np.nan]), str(exc)
+    total = time.perf_counter() - t0
+    out: dict[str, Any] = {
+        "init": init, "lr": lr, "seed": seed, "records": sink.records, "arrays": sink.arrays,
+        "train_accuracy": train_acc, "diverged": diverged,
+        "seconds_total": total, "seconds_kernel": probes[2].seconds,
+        "seconds_probes": sum(p.seconds for p in probes),
+    }
+    if full_kernels and not diverged:
+        kidx = class_ordered_subset(ds.y_train, cfg.kernel_per_class, ds.num_classes)
+        model.eval()
+        out["full_kernels"] = _full_kernels(model, torch.as_tensor(ds.x_train[kidx]))
+        out["kernel_labels"] = ds.y_train[kidx]
+    return out

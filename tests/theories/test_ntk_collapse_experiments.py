@@ -1,0 +1,35 @@
+"""The ntk_collapse experiments: registration, theory demos' claims at the smoke preset."""
+
+import pytest
+
+from ncdynamics.experiments._registry import get, run
+
+THEORY = ("phases", "invariant", "zero-invariant", "negative-invariant", "equal-bias")
+TRAINING = ("fig1", "fig2", "fig12")
+
+
+def test_all_experiments_are_registered_with_three_presets():
+    for short in THEORY + TRAINING:
+        spec = get(f"ntk_collapse.{short}")
+        assert set(spec.presets) == {"smoke", "cpu", "paper"}
+    assert get("ntk_collapse.fig12").make_config("cpu").loss == "cross-entropy"
+    assert get("ntk_collapse.fig2").make_config("paper").epochs == 400
+
+
+@pytest.mark.parametrize("short", THEORY)
+def test_theory_demo_smoke_reproduces_its_claims(short, tmp_path):
+    r = run(f"ntk_collapse.{short}", preset="smoke", out=tmp_path / short, progress=False)
+    claims = r.summary["claims"]
+    assert claims
+    for c in claims:
+        expected = "as printed" not in c["claim"]  # the paper's theta is the erratum
+        assert c["held"] is expected, c
+    assert r.figures()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("short", TRAINING)
+def test_training_smoke_writes_summary_and_figures(short, tmp_path):
+    r = run(f"ntk_collapse.{short}", preset="smoke", out=tmp_path / short, progress=False)
+    assert r.summary["claims"]
+    assert r.figures()
