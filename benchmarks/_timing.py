@@ -20,5 +20,7 @@ def best_of(fn: Callable[[], Any], repeat: int = 5, warmup: int = 1) -> float:
 
 
 def report(label: str, ours: float, baseline: float, baseline_label: str) -> None:
-    print(f"{label:<58} ours {ours * 1e3:9.1f} ms   {baseline_label} {baseline * 1e3:9.1f} ms"
-          f"   ratio {baseline / ours:6.2f}x")
+    print(
+        f"{label:<58} ours {ours * 1e3:9.1f} ms   {baseline_label} {baseline * 1e3:9.1f} ms"
+        f"   ratio {baseline / ours:6.2f}x"
+    )

@@ -17,8 +17,8 @@ import sys
 
 import numpy as np
 import torch
-
 from _timing import best_of, report
+
 from ncdynamics.probes import CollapseAccumulator, collapse_metrics
 
 
@@ -53,8 +53,9 @@ def main() -> None:
     h = (mu[y] + rng.standard_normal((n, d))).astype(np.float32)
     w = rng.standard_normal((C, d))
     b = rng.standard_normal(C)
-    print(f"collapse metrics, N={n}, d={d}, C={C}, float32; torch threads "
-          f"{torch.get_num_threads()}")
+    print(
+        f"collapse metrics, N={n}, d={d}, C={C}, float32; torch threads {torch.get_num_threads()}"
+    )
 
     def streamed(with_nc4: bool) -> dict:
         acc = CollapseAccumulator(C, weight=w, bias=b)
@@ -74,8 +75,10 @@ def main() -> None:
     report("streamed NC1-NC4 vs straightforward class loop", t_ours4, t_naive, "naive")
     ours, naive = collapse_metrics(h, y, w, b), naive_metrics(h, y, w, b)
     print("agreement: " + ", ".join(f"{k} {ours[k]:.6g} vs {naive[k]:.6g}" for k in naive))
-    print(f"targets: one pass <= 1.5x X^T X -> {t_ours / t_gram:.2f}x; "
-          f">= 5x faster than naive -> {t_naive / t_ours4:.1f}x")
+    print(
+        f"targets: one pass <= 1.5x X^T X -> {t_ours / t_gram:.2f}x; "
+        f">= 5x faster than naive -> {t_naive / t_ours4:.1f}x"
+    )
     sys.stdout.flush()
 
 

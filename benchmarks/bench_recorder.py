@@ -23,15 +23,28 @@ from ncdynamics.training import Recorder, train
 
 
 def once(ds, cfg: DemoConfig, epochs: int, with_recorder: bool) -> float:
-    model = MLP(64, 10, depth=cfg.depth, width=cfg.width, generator=torch.Generator().manual_seed(0))
+    model = MLP(
+        64, 10, depth=cfg.depth, width=cfg.width, generator=torch.Generator().manual_seed(0)
+    )
     with tempfile.TemporaryDirectory() as tmp:
         run = runs.create(f"{tmp}/r")
         rec = Recorder(run, ds.x_train, ds.y_train, num_classes=10) if with_recorder else None
         t0 = time.perf_counter()
-        train(model, ds, epochs=epochs, loss="mse", lr=cfg.lr, momentum=cfg.momentum,
-              weight_decay=cfg.weight_decay, batch_size=cfg.batch_size, recorder=rec,
-              store=run, checkpoint_every=cfg.checkpoint_every, progress=False,
-              evaluate_test=with_recorder)
+        train(
+            model,
+            ds,
+            epochs=epochs,
+            loss="mse",
+            lr=cfg.lr,
+            momentum=cfg.momentum,
+            weight_decay=cfg.weight_decay,
+            batch_size=cfg.batch_size,
+            recorder=rec,
+            store=run,
+            checkpoint_every=cfg.checkpoint_every,
+            progress=False,
+            evaluate_test=with_recorder,
+        )
         if rec is not None:
             rec.close()
         return time.perf_counter() - t0
@@ -48,11 +61,15 @@ def main() -> None:
     once(ds, cfg, 2, True)  # warm-up
     plain = min(once(ds, cfg, epochs, False) for _ in range(repeat))
     recorded = min(once(ds, cfg, epochs, True) for _ in range(repeat))
-    print(f"demo MLP {cfg.depth}x{cfg.width} on digits, {epochs} epochs, torch threads "
-          f"{torch.get_num_threads()}")
+    print(
+        f"demo MLP {cfg.depth}x{cfg.width} on digits, {epochs} epochs, torch threads "
+        f"{torch.get_num_threads()}"
+    )
     print(f"training without recorder {plain:.3f} s, with recorder {recorded:.3f} s")
-    print(f"recorder overhead {100 * (recorded - plain) / plain:.1f}% of training time "
-          "(target <= 10%)")
+    print(
+        f"recorder overhead {100 * (recorded - plain) / plain:.1f}% of training time "
+        "(target <= 10%)"
+    )
 
 
 if __name__ == "__main__":

@@ -22,8 +22,22 @@ def test_list_names_prints_one_per_line(capsys):
 
 def test_run_with_overrides_and_report_again(tmp_path, capsys):
     out = tmp_path / "r"
-    assert main(["run", "demo", "--out", str(out), "--set", "epochs=2", "--set", "width=8",
-                 "--no-progress"]) == 0
+    assert (
+        main(
+            [
+                "run",
+                "demo",
+                "--out",
+                str(out),
+                "--set",
+                "epochs=2",
+                "--set",
+                "width=8",
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     assert main(["report", str(out), "--out", str(tmp_path / "copy.html")]) == 0
     assert (tmp_path / "copy.html").read_text().startswith("<!DOCTYPE html>")
 
@@ -41,8 +55,9 @@ def test_run_with_overrides_and_report_again(tmp_path, capsys):
 )
 def test_errors_are_one_line_with_exit_code_2(argv, fragment, tmp_path):
     argv = [*argv, "--out", str(tmp_path / "o")] if argv[0] == "run" else argv
-    proc = subprocess.run([sys.executable, "-m", "ncdynamics.cli", *argv], capture_output=True,
-                          text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "ncdynamics.cli", *argv], capture_output=True, text=True, timeout=120
+    )
     assert proc.returncode == 2
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and fragment in lines[0] and "Traceback" not in proc.stderr

@@ -24,6 +24,14 @@ def test_version_is_exposed():
 def test_design_public_names_exist():
     from ncdynamics import data, experiments, probes, runs, training
 
-    for obj in (data.load, data.Dataset, probes.collapse_metrics, probes.CollapseAccumulator,
-                training.train, training.Recorder, runs.open, experiments.run):
+    for obj in (
+        data.load,
+        data.Dataset,
+        probes.collapse_metrics,
+        probes.CollapseAccumulator,
+        training.train,
+        training.Recorder,
+        runs.open,
+        experiments.run,
+    ):
         assert callable(obj)

@@ -14,7 +14,11 @@ from ncdynamics._validation import (
     ("call", "exc", "match"),
     [
         (lambda: check_array(np.ones((2, 3)), "x", ndim=1), ValueError, r"`x` must have 1 dim"),
-        (lambda: check_array(np.ones((3, 2)), "ys", shape=(2, 3)), ValueError, "Pass the transpose"),
+        (
+            lambda: check_array(np.ones((3, 2)), "ys", shape=(2, 3)),
+            ValueError,
+            "Pass the transpose",
+        ),
         (lambda: check_array([1.0, np.nan], "x"), ValueError, "1 NaN or Inf"),
         (lambda: check_array([1.0, np.inf], "x"), ValueError, "must be finite"),
         (lambda: check_array(["a"], "x"), TypeError, "numeric array"),

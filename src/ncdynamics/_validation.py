@@ -89,9 +89,7 @@ def check_array(
             hint = ""
             if arr.ndim == 2 and len(shape) == 2 and tuple(arr.shape[::-1]) == tuple(shape):
                 hint = " Pass the transpose?"
-            raise ValueError(
-                f"`{name}` must have shape {want}; got {_shape_str(arr.shape)}.{hint}"
-            )
+            raise ValueError(f"`{name}` must have shape {want}; got {_shape_str(arr.shape)}.{hint}")
     if arr.size < min_size:
         raise ValueError(f"`{name}` must have at least {min_size} element(s); got {arr.size}.")
     if finite and np.issubdtype(arr.dtype, np.inexact) and not np.all(np.isfinite(arr)):

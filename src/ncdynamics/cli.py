@@ -29,46 +29,84 @@ def _runner_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--resume", action="store_true", help="continue an unfinished run in --out")
     p.add_argument("--overwrite", action="store_true", help="replace a run already in --out")
     p.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    p.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="intra-op threads of this process (default 1: on a CPU, small networks "
+        "run fastest single-threaded and parallelism goes across trials)",
+    )
 
 
 def _build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="ncdyn", description="Training dynamics of neural collapse: "
-                     "measure, simulate, confront.")
+    parser = _Parser(
+        prog="ncdyn",
+        description="Training dynamics of neural collapse: measure, simulate, confront.",
+    )
     from . import __version__
 
     parser.add_argument("--version", action="version", version=f"ncdynamics {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
 
-    demo = sub.add_parser("demo", help="train an MLP on digits (MSE and CE) and write a report",
-                          description="Train a small MLP on scikit-learn's digits with MSE and "
-                          "with cross-entropy, record NC1-NC4 every epoch, print a table and "
-                          "write an HTML report.")
-    demo.add_argument("--preset", default="cpu", choices=("smoke", "cpu", "paper"),
-                      help="size of the demo (default cpu: under 3 minutes on 2 cores)")
+    demo = sub.add_parser(
+        "demo",
+        help="train an MLP on digits (MSE and CE) and write a report",
+        description="Train a small MLP on scikit-learn's digits with MSE and "
+        "with cross-entropy, record NC1-NC4 every epoch, print a table and "
+        "write an HTML report.",
+    )
+    demo.add_argument(
+        "--preset",
+        default="cpu",
+        choices=("smoke", "cpu", "paper"),
+        help="size of the demo (default cpu: under 3 minutes on 2 cores)",
+    )
     _common(demo, out_help="run directory (default runs/demo)")
     _runner_flags(demo)
 
-    lst = sub.add_parser("list", help="list experiments and presets",
-                         description="List registered experiments with their presets.")
+    lst = sub.add_parser(
+        "list",
+        help="list experiments and presets",
+        description="List registered experiments with their presets.",
+    )
     lst.add_argument("--names", action="store_true", help="print only names, one per line")
     lst.add_argument("--theory", default=None, help="only experiments of this theory")
 
-    run = sub.add_parser("run", help="run one experiment at a preset",
-                         description="Run a registered experiment and write its report.")
+    run = sub.add_parser(
+        "run",
+        help="run one experiment at a preset",
+        description="Run a registered experiment and write its report.",
+    )
     run.add_argument("experiment", help="experiment name (see `ncdyn list`)")
-    run.add_argument("--preset", default="smoke", choices=("smoke", "cpu", "paper"),
-                     help="smoke (seconds), cpu (minutes), paper (the paper's settings)")
-    run.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                     help="override a config field (repeatable); lists as a,b,c")
-    run.add_argument("--config", type=Path, default=None,
-                     help="YAML file of config overrides (applied before --set)")
+    run.add_argument(
+        "--preset",
+        default="smoke",
+        choices=("smoke", "cpu", "paper"),
+        help="smoke (seconds), cpu (minutes), paper (the paper's settings)",
+    )
+    run.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a config field (repeatable); lists as a,b,c",
+    )
+    run.add_argument(
+        "--config",
+        type=Path,
+        default=None,
+        help="YAML file of config overrides (applied before --set)",
+    )
     _common(run, out_help="run directory (default runs/EXPERIMENT-PRESET)")
     _runner_flags(run)
 
-    rep = sub.add_parser("report", help="(re)draw figures and write report.html for a run",
-                         description="Draw a run's figures and write its self-contained HTML "
-                         "report.")
+    rep = sub.add_parser(
+        "report",
+        help="(re)draw figures and write report.html for a run",
+        description="Draw a run's figures and write its self-contained HTML report.",
+    )
     rep.add_argument("run_dir", type=Path, help="run directory")
     _common(rep, out_help="also copy the report to this path")
     return parser
@@ -85,7 +123,9 @@ def _parse_overrides(items: Sequence[str], config_file: Path | None) -> dict[str
             raise FileNotFoundError(f"`--config` must be an existing YAML file; got {config_file}.")
         loaded = yaml.safe_load(config_file.read_text()) or {}
         if not isinstance(loaded, dict):
-            raise ValueError(f"`--config` must hold a mapping of options; got {type(loaded).__name__}.")
+            raise ValueError(
+                f"`--config` must hold a mapping of options; got {type(loaded).__name__}."
+            )
         out.update(loaded)
     for item in items:
         key, sep, value = item.partition("=")
@@ -106,16 +146,26 @@ def _format_table(table: dict[str, dict[str, float]]) -> str:
     return "\n".join(lines)
 
 
-def _run_and_report(name: str, preset: str, out: Path | None, args: argparse.Namespace,
-                    overrides: dict[str, Any]) -> int:
+def _run_and_report(
+    name: str, preset: str, out: Path | None, args: argparse.Namespace, overrides: dict[str, Any]
+) -> int:
     import torch
 
     from . import experiments, report
 
+    if args.threads < 1:
+        raise ValueError(f"`--threads` must be >= 1; got {args.threads}.")
+    torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)  # the one global seeding, for code that uses torch's default RNG
     run = experiments.run(
-        name, preset=preset, out=out, seed=args.seed, resume=args.resume,
-        overwrite=args.overwrite, progress=not args.no_progress, **overrides,
+        name,
+        preset=preset,
+        out=out,
+        seed=args.seed,
+        resume=args.resume,
+        overwrite=args.overwrite,
+        progress=not args.no_progress,
+        **overrides,
     )
     table = run.summary.get("table")
     if isinstance(table, dict) and table and all(isinstance(v, dict) for v in table.values()):
@@ -179,12 +229,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except (ValueError, TypeError, FileNotFoundError, RunExistsError, KeyError) as exc:
         msg = str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc)
-        print(f"ncdyn: error: {msg.splitlines()[0] if msg else type(exc).__name__}",
-              file=sys.stderr)
+        print(
+            f"ncdyn: error: {msg.splitlines()[0] if msg else type(exc).__name__}", file=sys.stderr
+        )
         return EXIT_USAGE
     except Exception as exc:  # a failure inside an experiment: one line, details on disk
-        print(f"ncdyn: failed: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
-              " (traceback in the run's error.txt)", file=sys.stderr)
+        print(
+            f"ncdyn: failed: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+            " (traceback in the run's error.txt)",
+            file=sys.stderr,
+        )
         return EXIT_FAILED
 
 

@@ -9,9 +9,7 @@ from ncdynamics import data
 
 def _write_idx(path, array, *, gz=False, truncate=0):
     arr = np.asarray(array, dtype=np.uint8)
-    header = bytes([0, 0, 0x08, arr.ndim]) + b"".join(
-        int(n).to_bytes(4, "big") for n in arr.shape
-    )
+    header = bytes([0, 0, 0x08, arr.ndim]) + b"".join(int(n).to_bytes(4, "big") for n in arr.shape)
     raw = header + arr.tobytes()
     raw = raw[: len(raw) - truncate] if truncate else raw
     if gz:
@@ -28,8 +26,12 @@ def _mnist_files(root, rng, *, gz=False, n_train=30, n_test=10, truncate_labels=
     labs = {p: rng.integers(0, 10, n) for p, n in (("train", n_train), ("t10k", n_test))}
     for p in ("train", "t10k"):
         _write_idx(root / f"{p}-images-idx3-ubyte{sfx}", imgs[p], gz=gz)
-        _write_idx(root / f"{p}-labels-idx1-ubyte{sfx}", labs[p], gz=gz,
-                   truncate=truncate_labels if p == "train" else 0)
+        _write_idx(
+            root / f"{p}-labels-idx1-ubyte{sfx}",
+            labs[p],
+            gz=gz,
+            truncate=truncate_labels if p == "train" else 0,
+        )
     return imgs, labs
 
 
@@ -51,8 +53,15 @@ def test_digits_split_is_seeded_and_classes_subset():
 
 def test_gaussian_clusters_have_requested_means_and_spread(rng):
     means = np.eye(3, 5) * 10
-    ds = data.load("gaussian-clusters", num_classes=3, dim=5, means=means, spread=0.5,
-                   n_train_per_class=4000, seed=1)
+    ds = data.load(
+        "gaussian-clusters",
+        num_classes=3,
+        dim=5,
+        means=means,
+        spread=0.5,
+        n_train_per_class=4000,
+        seed=1,
+    )
     for c in range(3):
         x = ds.x_train[ds.y_train == c]
         np.testing.assert_allclose(x.mean(0), means[c], atol=0.05)
@@ -77,8 +86,10 @@ def test_cifar10_reader_reads_pickle_batches(tmp_path, rng):
     base = tmp_path / "cifar-10-batches-py"
     base.mkdir()
     for name in [f"data_batch_{i}" for i in range(1, 6)] + ["test_batch"]:
-        entry = {b"data": rng.integers(0, 256, (6, 3072)).astype(np.uint8),
-                 b"labels": list(rng.integers(0, 10, 6))}
+        entry = {
+            b"data": rng.integers(0, 256, (6, 3072)).astype(np.uint8),
+            b"labels": list(rng.integers(0, 10, 6)),
+        }
         (base / name).write_bytes(pickle.dumps(entry))
     ds = data.load("cifar10", root=tmp_path)
     assert ds.x_train.shape == (30, 3, 32, 32) and ds.x_test.shape == (6, 3, 32, 32)
@@ -90,12 +101,23 @@ def test_cifar10_reader_reads_pickle_batches(tmp_path, rng):
     ("make", "exc", "match"),
     [
         (lambda p, r: data.load("imagenet"), ValueError, "must be one of .*digits"),
-        (lambda p, r: data.load("digits", colour=True), ValueError, "unknown option.*colour.*known"),
+        (
+            lambda p, r: data.load("digits", colour=True),
+            ValueError,
+            "unknown option.*colour.*known",
+        ),
         (lambda p, r: data.load("mnist"), ValueError, "`root` is required"),
-        (lambda p, r: data.load("mnist", root=p / "nowhere"), FileNotFoundError, "existing directory"),
+        (
+            lambda p, r: data.load("mnist", root=p / "nowhere"),
+            FileNotFoundError,
+            "existing directory",
+        ),
         (lambda p, r: data.load("mnist", root=p), FileNotFoundError, "train-images-idx3-ubyte"),
-        (lambda p, r: (_mnist_files(p, r, truncate_labels=3), data.load("mnist", root=p)),
-         ValueError, "truncated or damaged"),
+        (
+            lambda p, r: (_mnist_files(p, r, truncate_labels=3), data.load("mnist", root=p)),
+            ValueError,
+            "truncated or damaged",
+        ),
         (lambda p, r: data.load("cifar10", root=p), FileNotFoundError, "data_batch_1"),
     ],
 )

@@ -47,8 +47,9 @@ def test_spec_requires_exactly_the_three_presets():
     with pytest.raises(ValueError, match="missing \\['paper'\\]"):
         ExperimentSpec("x", "core", "", Cfg, {"smoke": {}, "cpu": {}}, lambda *a, **k: None)
     with pytest.raises(ValueError, match="unknown option"):
-        ExperimentSpec("x", "core", "", Cfg, {"smoke": {"b": 1}, "cpu": {}, "paper": {}},
-                       lambda *a, **k: None)
+        ExperimentSpec(
+            "x", "core", "", Cfg, {"smoke": {"b": 1}, "cpu": {}, "paper": {}}, lambda *a, **k: None
+        )
 
 
 def test_failed_experiment_marks_the_run_failed(tmp_path):

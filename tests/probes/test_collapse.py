@@ -7,14 +7,26 @@ from scipy.stats import ortho_group
 
 from ncdynamics.probes import CollapseAccumulator, collapse_metrics
 
-SCALE_FREE = ("nc1", "cdnv", "nc2_equinorm", "nc2_equiangular", "nc2_maxangle", "nc2_etf",
-              "nc3", "nc4")
+SCALE_FREE = (
+    "nc1",
+    "cdnv",
+    "nc2_equinorm",
+    "nc2_equiangular",
+    "nc2_maxangle",
+    "nc2_etf",
+    "nc3",
+    "nc4",
+)
 
 
 def etf_means(C, d, r=1.0, rng=None):
     m = np.eye(C) - 1.0 / C
     m = m / np.linalg.norm(m, axis=1, keepdims=True) * r  # (C, C), rows of norm r
-    q = ortho_group.rvs(d, random_state=0)[:C] if rng is None else ortho_group.rvs(d, random_state=rng)[:C]
+    q = (
+        ortho_group.rvs(d, random_state=0)[:C]
+        if rng is None
+        else ortho_group.rvs(d, random_state=rng)[:C]
+    )
     return m @ q  # (C, d)
 
 
@@ -29,8 +41,18 @@ def test_exact_simplex_etf_with_zero_spread_gives_zero():
     mu = etf_means(C, d, 2.0)
     y = np.repeat(np.arange(C), 3)
     m = collapse_metrics(mu[y], y, weight=3.0 * mu, bias=np.zeros(C))
-    for key in ("nc1", "nc1_std", "cdnv", "nc2_equinorm", "nc2_equiangular", "nc2_maxangle",
-                "nc2_etf", "nc3", "nc3_papyan", "nc4"):
+    for key in (
+        "nc1",
+        "nc1_std",
+        "cdnv",
+        "nc2_equinorm",
+        "nc2_equiangular",
+        "nc2_maxangle",
+        "nc2_etf",
+        "nc3",
+        "nc3_papyan",
+        "nc4",
+    ):
         assert abs(m[key]) < 1e-12, key
 
 
@@ -107,14 +129,26 @@ def test_nc4_counts_disagreement_with_nearest_class_mean(rng):
     [
         ((np.full((6, 2), np.nan), np.array([0, 0, 0, 1, 1, 1])), {}, ValueError, "finite"),
         ((np.full((6, 2), np.inf), np.array([0, 0, 0, 1, 1, 1])), {}, ValueError, "finite"),
-        ((np.ones((6, 2)), np.array([0, 0, 0, 1, 1, 7])), {"num_classes": 2}, ValueError,
-         "num_classes=2"),
+        (
+            (np.ones((6, 2)), np.array([0, 0, 0, 1, 1, 7])),
+            {"num_classes": 2},
+            ValueError,
+            "num_classes=2",
+        ),
         ((np.ones((6, 2)), np.array([0, 0, 0, 0, 0, 1])), {}, ValueError, "class 1 has 1"),
         ((np.ones((6, 2)), np.array([0, 1, 0, 1])), {}, ValueError, "length 6"),
-        ((np.ones((6, 2)), np.array([0, 0, 0, 1, 1, 1]), np.ones((2, 3))), {}, ValueError,
-         "3 columns|2 columns|one per feature"),
-        ((np.ones((6, 2)), np.array([0, 0, 0, 1, 1, 1]), np.ones((3, 2))), {"num_classes": 2},
-         ValueError, "num_classes=2"),
+        (
+            (np.ones((6, 2)), np.array([0, 0, 0, 1, 1, 1]), np.ones((2, 3))),
+            {},
+            ValueError,
+            "3 columns|2 columns|one per feature",
+        ),
+        (
+            (np.ones((6, 2)), np.array([0, 0, 0, 1, 1, 1]), np.ones((3, 2))),
+            {"num_classes": 2},
+            ValueError,
+            "num_classes=2",
+        ),
         ((np.ones(6), np.array([0, 0, 0, 1, 1, 1])), {}, ValueError, "2 dimension"),
     ],
 )

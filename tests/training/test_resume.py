@@ -37,15 +37,18 @@ def test_sigkill_mid_run_then_resume_matches_an_uninterrupted_run(tmp_path):
     import torch
 
     torch.set_num_threads(1)
-    resumed = experiments.run("demo", preset="smoke", out=killed, resume=True, progress=False,
-                              **SETTINGS)
-    reference = experiments.run("demo", preset="smoke", out=tmp_path / "ref", progress=False,
-                                **SETTINGS)
+    resumed = experiments.run(
+        "demo", preset="smoke", out=killed, resume=True, progress=False, **SETTINGS
+    )
+    reference = experiments.run(
+        "demo", preset="smoke", out=tmp_path / "ref", progress=False, **SETTINGS
+    )
     got, want = resumed.metrics, reference.metrics
     assert resumed.state == "completed"
     assert len(got) == len(want)
-    np.testing.assert_allclose(got["value"].to_numpy(), want["value"].to_numpy(), rtol=1e-5,
-                               atol=1e-7)
+    np.testing.assert_allclose(
+        got["value"].to_numpy(), want["value"].to_numpy(), rtol=1e-5, atol=1e-7
+    )
     # every record flushed before the kill is still there, with its value
     merged = before.merge(got, on=["step", "name"], suffixes=("_before", "_after"))
     assert len(merged) == len(before)

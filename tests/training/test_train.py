@@ -9,8 +9,15 @@ from ncdynamics.training import Recorder, Schedule, param_groups, train
 
 
 def small_data():
-    return data.load("gaussian-clusters", num_classes=3, dim=8, n_train_per_class=30,
-                     n_test_per_class=10, separation=4.0, seed=0)
+    return data.load(
+        "gaussian-clusters",
+        num_classes=3,
+        dim=8,
+        n_train_per_class=30,
+        n_test_per_class=10,
+        separation=4.0,
+        seed=0,
+    )
 
 
 def make_model(seed=0, width=16):
@@ -38,8 +45,19 @@ def test_class_balanced_training_and_mse(tmp_path):
     ds = small_data()
     run = runs.create(tmp_path / "r")
     rec = Recorder(run, ds.x_train, ds.y_train, schedule=Schedule.log_spaced(8, 4))
-    train(make_model(), ds, epochs=8, loss="mse", per_class=5, nesterov=True, lr=0.1,
-          weight_decay=1e-3, milestones=(4,), recorder=rec, progress=False)
+    train(
+        make_model(),
+        ds,
+        epochs=8,
+        loss="mse",
+        per_class=5,
+        nesterov=True,
+        lr=0.1,
+        weight_decay=1e-3,
+        milestones=(4,),
+        recorder=rec,
+        progress=False,
+    )
     rec.close()
     wide = run.metrics_wide()
     assert {"nc/nc1", "nc/nc4", "probe/accuracy", "test/accuracy", "train/loss"} <= set(wide)

@@ -40,7 +40,12 @@ def load_digits(
         x, y, test_size=test_fraction, random_state=seed, stratify=y
     )
     return Dataset(
-        as_float32(x_tr), y_tr, as_float32(x_te), y_te, num_classes, "digits",
+        as_float32(x_tr),
+        y_tr,
+        as_float32(x_te),
+        y_te,
+        num_classes,
+        "digits",
         {"test_fraction": test_fraction, "seed": seed, "source": "sklearn.datasets.load_digits"},
     )
 
@@ -82,6 +87,11 @@ def load_gaussian_clusters(
     x_tr, y_tr = draw(n_tr)
     x_te, y_te = draw(n_te)
     return Dataset(
-        x_tr, y_tr, x_te, y_te, num_classes, "gaussian-clusters",
+        x_tr,
+        y_tr,
+        x_te,
+        y_te,
+        num_classes,
+        "gaussian-clusters",
         {"means": mu.tolist(), "spread": spread, "seed": seed},
     )

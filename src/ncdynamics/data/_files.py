@@ -46,7 +46,9 @@ def read_idx(path: str | Path) -> np.ndarray:
             f"{str(path)!r} is truncated or damaged: expected {expected} bytes for shape "
             f"{tuple(dims)}, found {len(raw)}."
         )
-    return np.frombuffer(raw, dtype=dtype, offset=header).reshape(dims).astype(dtype.newbyteorder("="))
+    return (
+        np.frombuffer(raw, dtype=dtype, offset=header).reshape(dims).astype(dtype.newbyteorder("="))
+    )
 
 
 def _find(root: Path, stem: str, subdirs: tuple[str, ...]) -> Path:
@@ -72,7 +74,9 @@ def _check_root(root: str | Path | None, name: str) -> Path:
     return path
 
 
-def _load_idx_pair(root: Path, prefix: str, subdirs: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
+def _load_idx_pair(
+    root: Path, prefix: str, subdirs: tuple[str, ...]
+) -> tuple[np.ndarray, np.ndarray]:
     img_path = _find(root, f"{prefix}-images-idx3-ubyte", subdirs)
     lab_path = _find(root, f"{prefix}-labels-idx1-ubyte", subdirs)
     images, labels = read_idx(img_path), read_idx(lab_path)
@@ -148,7 +152,10 @@ def load_cifar10(
     path = _check_root(root, "cifar10")
     base = path / "cifar-10-batches-py" if (path / "cifar-10-batches-py").is_dir() else path
     parts = {}
-    for split, names in (("train", [f"data_batch_{i}" for i in range(1, 6)]), ("test", ["test_batch"])):
+    for split, names in (
+        ("train", [f"data_batch_{i}" for i in range(1, 6)]),
+        ("test", ["test_batch"]),
+    ):
         xs, ys = [], []
         for n in names:
             f = base / n

@@ -53,7 +53,9 @@ def balanced_subset(
             raise ValueError(
                 f"`n_per_class` == {n_per_class} exceeds the {idx.size} samples of class {c}."
             )
-        out.append(rng.choice(idx, n_per_class, replace=False) if rng is not None else idx[:n_per_class])
+        out.append(
+            rng.choice(idx, n_per_class, replace=False) if rng is not None else idx[:n_per_class]
+        )
     return np.concatenate(out)
 
 

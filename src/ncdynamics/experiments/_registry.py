@@ -106,8 +106,13 @@ def run(
     config = spec.make_config(preset, overrides)
     out = Path(out) if out is not None else Path("runs") / f"{name}-{preset}"
     run_ = runs.create(
-        out, config=config_to_dict(config), seed=seed, experiment=name, preset=preset,
-        resume=resume, overwrite=overwrite,
+        out,
+        config=config_to_dict(config),
+        seed=seed,
+        experiment=name,
+        preset=preset,
+        resume=resume,
+        overwrite=overwrite,
     )
     if resume and not spec.resumable:
         run_.drop_records_after(-1)

@@ -45,16 +45,40 @@ def run_demo(config: DemoConfig, run: Any, *, seed: int, progress: bool) -> None
     summary: dict[str, dict[str, float]] = {}
     for loss in config.losses:
         gen = torch.Generator().manual_seed(seed)
-        model = MLP(in_features, ds.num_classes, depth=config.depth, width=config.width,
-                    init=config.init, generator=gen)
-        rec = Recorder(run, ds.x_train, ds.y_train, probes=["collapse", "performance"],
-                       schedule=config.record_every, num_classes=ds.num_classes,
-                       prefix=f"{loss}/")
+        model = MLP(
+            in_features,
+            ds.num_classes,
+            depth=config.depth,
+            width=config.width,
+            init=config.init,
+            generator=gen,
+        )
+        rec = Recorder(
+            run,
+            ds.x_train,
+            ds.y_train,
+            probes=["collapse", "performance"],
+            schedule=config.record_every,
+            num_classes=ds.num_classes,
+            prefix=f"{loss}/",
+        )
         result = train(
-            model, ds, epochs=config.epochs, loss=loss, lr=config.lr, momentum=config.momentum,
-            weight_decay=config.weight_decay, milestones=config.milestones,
-            batch_size=config.batch_size, seed=seed, recorder=rec, store=run, tag=loss,
-            checkpoint_every=config.checkpoint_every, progress=progress, desc=f"demo [{loss}]",
+            model,
+            ds,
+            epochs=config.epochs,
+            loss=loss,
+            lr=config.lr,
+            momentum=config.momentum,
+            weight_decay=config.weight_decay,
+            milestones=config.milestones,
+            batch_size=config.batch_size,
+            seed=seed,
+            recorder=rec,
+            store=run,
+            tag=loss,
+            checkpoint_every=config.checkpoint_every,
+            progress=progress,
+            desc=f"demo [{loss}]",
         )
         rec.close()
         final = run.metrics_wide()
@@ -72,7 +96,13 @@ EXPERIMENTS = (
         summary="MLP on digits, MSE vs cross-entropy: NC1-NC4 at every epoch",
         config=DemoConfig,
         presets={
-            "smoke": {"epochs": 3, "width": 32, "depth": 2, "milestones": (), "checkpoint_every": 1},
+            "smoke": {
+                "epochs": 3,
+                "width": 32,
+                "depth": 2,
+                "milestones": (),
+                "checkpoint_every": 1,
+            },
             "cpu": {},
             "paper": {"epochs": 350, "milestones": (117, 233), "width": 512},
         },

@@ -20,8 +20,9 @@ def find_classifier(model: nn.Module, layer: str | None = None) -> nn.Module:
         modules = dict(model.named_modules())
         if layer not in modules:
             known = ", ".join(n for n in modules if n) or "none"
-            raise ValueError(f"`layer` must name a submodule of the model; got {layer!r}. "
-                             f"Submodules: {known}.")
+            raise ValueError(
+                f"`layer` must name a submodule of the model; got {layer!r}. Submodules: {known}."
+            )
         return modules[layer]
     clf = getattr(model, "classifier", None)
     if isinstance(clf, nn.Module):
@@ -49,8 +50,12 @@ class FeatureExtractor:
         self.output = output
 
     def __call__(self, model: nn.Module, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        if self.layer is None and hasattr(model, "features") and hasattr(model, "classifier") \
-                and callable(model.features):
+        if (
+            self.layer is None
+            and hasattr(model, "features")
+            and hasattr(model, "classifier")
+            and callable(model.features)
+        ):
             h = model.features(x)
             return h.flatten(1), model.classifier(h)
         clf = find_classifier(model, self.layer)

@@ -33,7 +33,10 @@ def _fans(w: torch.Tensor) -> tuple[int, int]:
 
 @torch.no_grad()
 def initialize(
-    model: nn.Module, scheme: str = "pytorch-default", *, gain: float = 1.0,
+    model: nn.Module,
+    scheme: str = "pytorch-default",
+    *,
+    gain: float = 1.0,
     generator: torch.Generator | None = None,
 ) -> nn.Module:
     """Re-initialise every Linear and Conv layer of ``model`` in place and return it.

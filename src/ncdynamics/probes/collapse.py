@@ -96,7 +96,9 @@ class CollapseAccumulator:
                 f"got {tuple(self.weight.shape)}."
             )
         if self.bias is not None and self.bias.shape != (num_classes,):
-            raise ValueError(f"`bias` must have shape ({num_classes},); got {tuple(self.bias.shape)}.")
+            raise ValueError(
+                f"`bias` must have shape ({num_classes},); got {tuple(self.bias.shape)}."
+            )
         self.nc1_divide_by_classes = nc1_divide_by_classes
         self.etf_normalize_means = etf_normalize_means
         self.dim: int | None = None
@@ -310,8 +312,11 @@ def collapse_metrics(
             lab = labels.detach().cpu().numpy() if isinstance(labels, torch.Tensor) else labels
             num_classes = int(check_labels(lab, "labels").max()) + 1
     acc = CollapseAccumulator(
-        num_classes, weight=weight, bias=bias,
-        nc1_divide_by_classes=nc1_divide_by_classes, etf_normalize_means=etf_normalize_means,
+        num_classes,
+        weight=weight,
+        bias=bias,
+        nc1_divide_by_classes=nc1_divide_by_classes,
+        etf_normalize_means=etf_normalize_means,
     )
     acc.update(features, labels)
     if weight is not None:
@@ -325,8 +330,10 @@ class CollapseProbe:
     name = "collapse"
 
     def __init__(self, *, nc1_divide_by_classes: bool = True, etf_normalize_means: bool = False):
-        self.options = {"nc1_divide_by_classes": nc1_divide_by_classes,
-                        "etf_normalize_means": etf_normalize_means}
+        self.options = {
+            "nc1_divide_by_classes": nc1_divide_by_classes,
+            "etf_normalize_means": etf_normalize_means,
+        }
 
     def __call__(self, inp: ProbeInput) -> ProbeOutput:
         clf = inp.classifier

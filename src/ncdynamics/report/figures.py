@@ -71,8 +71,13 @@ def metric_figures(metrics: pd.DataFrame, *, max_panels: int = 12) -> list[tuple
             for full in sorted(names):
                 df = metrics[metrics["name"] == full].sort_values("step")
                 label = _split(full)[0] or None
-                ax.plot(df["step"], df["value"], marker="." if len(df) < 30 else None,
-                        lw=1.5, label=label)
+                ax.plot(
+                    df["step"],
+                    df["value"],
+                    marker="." if len(df) < 30 else None,
+                    lw=1.5,
+                    label=label,
+                )
                 all_vals.append(df["value"].to_numpy())
                 all_steps.append(df["step"].to_numpy())
             vals = np.concatenate(all_vals)
@@ -82,6 +87,7 @@ def metric_figures(metrics: pd.DataFrame, *, max_panels: int = 12) -> list[tuple
             pos = steps[steps > 0]
             if pos.size and pos.max() / pos.min() > 100:
                 ax.set_xscale("symlog", linthresh=1)
+                ax.set_xlim(left=0 if steps.min() >= 0 else None)
             ax.set_title(metric, fontsize=10)
             ax.set_xlabel("step")
             ax.grid(alpha=0.3)

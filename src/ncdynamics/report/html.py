@@ -49,9 +49,7 @@ def write_figures(run: Run | str | Path) -> list[Path]:
 
 
 def _table(rows: list[tuple[str, Any]]) -> str:
-    body = "".join(
-        f"<tr><th>{html.escape(str(k))}</th><td>{_cell(v)}</td></tr>" for k, v in rows
-    )
+    body = "".join(f"<tr><th>{html.escape(str(k))}</th><td>{_cell(v)}</td></tr>" for k, v in rows)
     return f"<table>{body}</table>"
 
 
@@ -70,19 +68,25 @@ def _summary_html(summary: dict[str, Any]) -> str:
         cols = sorted({k for row in table.values() for k in row})
         head = "".join(f"<th>{html.escape(c)}</th>" for c in cols)
         rows = "".join(
-            f"<tr><th>{html.escape(str(r))}</th>" + "".join(f"<td>{_cell(vals.get(c, ''))}</td>"
-                                                         for c in cols) + "</tr>"
+            f"<tr><th>{html.escape(str(r))}</th>"
+            + "".join(f"<td>{_cell(vals.get(c, ''))}</td>" for c in cols)
+            + "</tr>"
             for r, vals in table.items()
         )
         parts.append(f"<table><tr><th></th>{head}</tr>{rows}</table>")
     claims = summary.get("claims")
     if isinstance(claims, list) and claims:
         rows = "".join(
-            "<tr>" + "".join(f"<td>{_cell(c.get(k, ''))}</td>" for k in ("claim", "ours", "held"))
-            + "</tr>" for c in claims if isinstance(c, dict)
+            "<tr>"
+            + "".join(f"<td>{_cell(c.get(k, ''))}</td>" for k in ("claim", "ours", "held"))
+            + "</tr>"
+            for c in claims
+            if isinstance(c, dict)
         )
-        parts.append("<h2>Claims checked</h2><table><tr><th>claim</th><th>our number</th>"
-                     f"<th>held</th></tr>{rows}</table>")
+        parts.append(
+            "<h2>Claims checked</h2><table><tr><th>claim</th><th>our number</th>"
+            f"<th>held</th></tr>{rows}</table>"
+        )
     rest = [(k, v) for k, v in summary.items() if k not in ("table", "claims")]
     if rest:
         parts.append(_table(rest))
@@ -109,14 +113,23 @@ def write_report(run: Run | str | Path, *, draw: bool = True) -> Path:
             f"<figcaption>{html.escape(png.stem)}</figcaption></figure>"
         )
     versions = status.get("versions", {})
-    meta = [("state", f"<span class='state-{state}'>{html.escape(state)}</span>"),
-            ("preset", config.get("preset")), ("seed", status.get("seed")),
-            ("started", status.get("started")), ("finished", status.get("finished")),
-            ("host", status.get("host")),
-            ("versions", ", ".join(f"{k} {v}" for k, v in sorted(versions.items())))]
-    meta_html = "<table>" + "".join(
-        f"<tr><th>{k}</th><td>{v if k == 'state' else html.escape(str(v))}</td></tr>"
-        for k, v in meta) + "</table>"
+    meta = [
+        ("state", f"<span class='state-{state}'>{html.escape(state)}</span>"),
+        ("preset", config.get("preset")),
+        ("seed", status.get("seed")),
+        ("started", status.get("started")),
+        ("finished", status.get("finished")),
+        ("host", status.get("host")),
+        ("versions", ", ".join(f"{k} {v}" for k, v in sorted(versions.items()))),
+    ]
+    meta_html = (
+        "<table>"
+        + "".join(
+            f"<tr><th>{k}</th><td>{v if k == 'state' else html.escape(str(v))}</td></tr>"
+            for k, v in meta
+        )
+        + "</table>"
+    )
     if status.get("error"):
         meta_html += f"<pre>{html.escape(str(status['error']))}</pre>"
     cfg = {k: v for k, v in config.items() if k not in ("experiment", "preset", "seed")}

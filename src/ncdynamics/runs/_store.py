@@ -164,8 +164,11 @@ class Run:
             frames.append(pd.DataFrame(self._buffer, columns=["step", "name", "value"]))
         if not frames:
             return pd.DataFrame(
-                {"step": pd.Series(dtype="int64"), "name": pd.Series(dtype="string"),
-                 "value": pd.Series(dtype="float64")}
+                {
+                    "step": pd.Series(dtype="int64"),
+                    "name": pd.Series(dtype="string"),
+                    "value": pd.Series(dtype="float64"),
+                }
             )
         df = pd.concat(frames, ignore_index=True)
         df = df.astype({"step": "int64", "name": "string", "value": "float64"})

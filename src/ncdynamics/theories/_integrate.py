@@ -12,7 +12,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
 import numpy as np
@@ -81,12 +81,13 @@ class FitResult:
 
     def warn_if_failed(self, stacklevel: int = 3) -> FitResult:
         if not self.success:
-            warnings.warn(f"fit did not converge: {self.message}", ConvergenceWarning,
-                          stacklevel=stacklevel)
+            warnings.warn(
+                f"fit did not converge: {self.message}", ConvergenceWarning, stacklevel=stacklevel
+            )
         return self
 
 
-class OdeMethod(str, Enum):
+class OdeMethod(StrEnum):
     """ODE methods. ``LSODA`` (default) switches between stiff and non-stiff automatically
     and is the most reliable across theories; ``RADAU`` and ``BDF`` are implicit (stiff);
     ``DOP853`` and ``RK45`` are explicit and cheap on non-stiff problems."""
@@ -136,8 +137,14 @@ def solve_ode(
     implicit = method in (OdeMethod.LSODA, OdeMethod.RADAU, OdeMethod.BDF)
     extra = {"jac": jac_fn} if implicit and jac_fn is not None else {}
     sol = solve_ivp(
-        rhs, (ts[0], ts[-1]), y0.ravel(), method=method.value, t_eval=ts,
-        rtol=rtol, atol=atol, **extra,
+        rhs,
+        (ts[0], ts[-1]),
+        y0.ravel(),
+        method=method.value,
+        t_eval=ts,
+        rtol=rtol,
+        atol=atol,
+        **extra,
     )
     ys = sol.y.T.reshape((-1, *shape)) if sol.success else np.full((ts.size, *shape), np.nan)
     if sol.success and ys.shape[0] != ts.size:  # pragma: no cover - scipy stops early

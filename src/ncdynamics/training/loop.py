@@ -66,8 +66,13 @@ def param_groups(model: nn.Module, weight_decay: float, *, decay_all: bool = Fal
     return groups
 
 
-def _batches(y: np.ndarray, num_classes: int, batch_size: int, per_class: int | None,
-             rng: np.random.Generator) -> list[np.ndarray]:
+def _batches(
+    y: np.ndarray,
+    num_classes: int,
+    batch_size: int,
+    per_class: int | None,
+    rng: np.random.Generator,
+) -> list[np.ndarray]:
     if per_class is not None:
         return list(class_balanced_batches(y, per_class, rng, num_classes=num_classes))
     order = rng.permutation(y.size)
@@ -75,8 +80,9 @@ def _batches(y: np.ndarray, num_classes: int, batch_size: int, per_class: int | 
 
 
 @torch.no_grad()
-def _evaluate(model: nn.Module, x: torch.Tensor, y: torch.Tensor, loss: str,
-              batch_size: int = 2048) -> tuple[float, float]:
+def _evaluate(
+    model: nn.Module, x: torch.Tensor, y: torch.Tensor, loss: str, batch_size: int = 2048
+) -> tuple[float, float]:
     was = model.training
     model.eval()
     total_loss, correct = 0.0, 0
@@ -173,7 +179,9 @@ def train(
     x_te = torch.as_tensor(data.x_test, dtype=dtype, device=device)
     y_te = torch.as_tensor(data.y_test, device=device)
     optimizer = torch.optim.SGD(
-        param_groups(model, weight_decay, decay_all=decay_all), lr=lr, momentum=momentum,
+        param_groups(model, weight_decay, decay_all=decay_all),
+        lr=lr,
+        momentum=momentum,
         nesterov=nesterov and momentum > 0,
     )
     scheduler = torch.optim.lr_scheduler.MultiStepLR(optimizer, list(milestones), gamma=gamma)
@@ -191,8 +199,14 @@ def train(
     history: dict[str, list[float]] = {"train/loss": [], "train/accuracy": []}
     from tqdm.auto import tqdm
 
-    bar = tqdm(range(start, epochs), desc=desc, disable=not progress, leave=False,
-               initial=start, total=epochs)
+    bar = tqdm(
+        range(start, epochs),
+        desc=desc,
+        disable=not progress,
+        leave=False,
+        initial=start,
+        total=epochs,
+    )
     y_np = data.y_train
     for epoch in bar:
         model.train()
@@ -220,25 +234,46 @@ def train(
         history["train/accuracy"].append(train_acc)
         done = epoch + 1
         if recorder is not None:
-            recorder.log(done, **{"train/loss": train_loss, "train/accuracy": train_acc,
-                                  "lr": optimizer.param_groups[0]["lr"]})
+            recorder.log(
+                done,
+                **{
+                    "train/loss": train_loss,
+                    "train/accuracy": train_acc,
+                    "lr": optimizer.param_groups[0]["lr"],
+                },
+            )
             scalars = recorder.step(model, done) if done in recorder.schedule else None
             if scalars is not None and evaluate_test:
                 _log_test(recorder, model, done, loss, x_te, y_te)
             if scalars is not None and progress:
                 bar.set_postfix(_postfix(recorder.last), refresh=False)
         if store is not None and (done % checkpoint_every == 0 or done == epochs):
-            store.save_checkpoint(done, {
-                "model": model.state_dict(), "optimizer": optimizer.state_dict(),
-                "scheduler": scheduler.state_dict(), "torch_rng": torch.get_rng_state(),
-            }, tag=tag)
+            store.save_checkpoint(
+                done,
+                {
+                    "model": model.state_dict(),
+                    "optimizer": optimizer.state_dict(),
+                    "scheduler": scheduler.state_dict(),
+                    "torch_rng": torch.get_rng_state(),
+                },
+                tag=tag,
+            )
     bar.close()
     final = dict(recorder.last) if recorder is not None else {}
     return TrainResult(epochs=epochs, history=history, final=final)
 
 
-def _record(rec: Recorder, model: nn.Module, step: int, loss: str, x_tr: torch.Tensor,
-            y_tr: torch.Tensor, x_te: torch.Tensor, y_te: torch.Tensor, test: bool) -> None:
+def _record(
+    rec: Recorder,
+    model: nn.Module,
+    step: int,
+    loss: str,
+    x_tr: torch.Tensor,
+    y_tr: torch.Tensor,
+    x_te: torch.Tensor,
+    y_te: torch.Tensor,
+    test: bool,
+) -> None:
     tl, ta = _evaluate(model, x_tr, y_tr, loss)
     rec.log(step, **{"train/loss": tl, "train/accuracy": ta})
     rec.record(model, step)
@@ -246,8 +281,9 @@ def _record(rec: Recorder, model: nn.Module, step: int, loss: str, x_tr: torch.T
         _log_test(rec, model, step, loss, x_te, y_te)
 
 
-def _log_test(rec: Recorder, model: nn.Module, step: int, loss: str, x_te: torch.Tensor,
-              y_te: torch.Tensor) -> None:
+def _log_test(
+    rec: Recorder, model: nn.Module, step: int, loss: str, x_te: torch.Tensor, y_te: torch.Tensor
+) -> None:
     if x_te.shape[0] == 0:
         return
     tl, ta = _evaluate(model, x_te, y_te, loss)

@@ -107,8 +107,11 @@ class Recorder:
         prefix: str = "",
         batch_size: int = 1024,
     ) -> None:
-        x_t = x if isinstance(x, torch.Tensor) else torch.from_numpy(
-            check_array(x, "x", min_size=1).astype(np.float32, copy=False))
+        x_t = (
+            x
+            if isinstance(x, torch.Tensor)
+            else torch.from_numpy(check_array(x, "x", min_size=1).astype(np.float32, copy=False))
+        )
         if x_t.shape[0] == 0:
             raise ValueError("`x` must hold at least one probe sample; got an empty probe set.")
         y_np = y.detach().cpu().numpy() if isinstance(y, torch.Tensor) else y
@@ -155,9 +158,15 @@ class Recorder:
             xs, features, logits = self._forward(model)
             classifier = find_classifier(model, self.layer)
             inp = ProbeInput(
-                model=model, x=xs, y=self.y.to(xs.device), features=features.cpu(),
-                logits=logits.cpu(), classifier=classifier if isinstance(classifier, nn.Linear)
-                else None, num_classes=self.num_classes, step=int(step), feature_fn=self.extract,
+                model=model,
+                x=xs,
+                y=self.y.to(xs.device),
+                features=features.cpu(),
+                logits=logits.cpu(),
+                classifier=classifier if isinstance(classifier, nn.Linear) else None,
+                num_classes=self.num_classes,
+                step=int(step),
+                feature_fn=self.extract,
             )
             scalars: dict[str, float] = {f"{self.prefix}{k}": float(v) for k, v in extra.items()}
             for probe in self.probes:

@@ -41,8 +41,9 @@ def _call(fn: Callable[..., Any], index: int, args: Any) -> Any:
     try:
         return fn(*args) if isinstance(args, tuple) else fn(args)
     except Exception as exc:
-        raise TrialError(f"trial {index} with arguments {args!r} failed: "
-                         f"{type(exc).__name__}: {exc}") from exc
+        raise TrialError(
+            f"trial {index} with arguments {args!r} failed: {type(exc).__name__}: {exc}"
+        ) from exc
 
 
 def run_trials(
@@ -89,8 +90,10 @@ def run_trials(
     results: list[Any] = [None] * len(items)
     ctx = mp.get_context("spawn")
     with ProcessPoolExecutor(
-        max_workers=min(workers, len(items)), mp_context=ctx,
-        initializer=_init_worker, initargs=(threads,),
+        max_workers=min(workers, len(items)),
+        mp_context=ctx,
+        initializer=_init_worker,
+        initargs=(threads,),
     ) as pool:
         futures = {pool.submit(_call, fn, i, a): i for i, a in enumerate(items)}
         try:
