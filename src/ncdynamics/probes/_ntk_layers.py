@@ -249,8 +249,7 @@ def structured_chunk(plan: LayerPlan, forward, x: torch.Tensor, out_idx: torch.T
                      ) -> tuple[list[torch.Tensor], list[Factor]]:
     """Materialised Jacobian pieces, each (n, o, p_layer), and the factored parts.
 
-    ``out_idx`` (o,) selects the outputs. Gradients of all chosen outputs are taken in one
-    output-batched backward pass (``is_grads_batched``), with a loop as fallback.
+    ``out_idx`` (o,) selects the outputs; each takes one backward pass of the whole chunk.
     """
     store: dict[nn.Module, list] = {}
     mods = list(plan.modules)
@@ -263,28 +262,25 @@ def structured_chunk(plan: LayerPlan, forward, x: torch.Tensor, out_idx: torch.T
             h.remove()
     n, o = f.shape
     outs = [store[m][0][1] for m in mods]
-    eye = torch.eye(o, dtype=f.dtype, device=f.device)
-    cot = eye[:, None, :].expand(o, n, o)  # (o, n, o): cotangent k selects output k
-    try:
-        grads = torch.autograd.grad(f, outs, grad_outputs=cot, is_grads_batched=True,
-                                    allow_unused=True)
-    except RuntimeError:
-        per = [torch.autograd.grad(f, outs, grad_outputs=cot[k], retain_graph=k < o - 1,
-                                   allow_unused=True) for k in range(o)]
-        grads = [None if per[0][li] is None else torch.stack([p[li] for p in per])
-                 for li in range(len(outs))]
+    grads = [torch.empty((n, o, *t.shape[1:]), dtype=f.dtype, device=f.device)
+             for t in outs]  # (n, o, *out_shape) per layer
+    for k in range(o):  # one backward pass per output (measured faster than is_grads_batched)
+        cot = torch.zeros_like(f)
+        cot[:, k] = 1.0
+        per = torch.autograd.grad(f, outs, grad_outputs=cot, retain_graph=k < o - 1,
+                                  allow_unused=True)
+        for full, g in zip(grads, per, strict=True):
+            if g is None:
+                full[:, k] = 0.0
+            else:
+                full[:, k] = g
     factors: list[Factor] = []
     pieces: list[torch.Tensor] = []
     for m, g in zip(mods, grads, strict=True):
         kind = plan.modules[m]
         u = store[m][0][0]
-        out_shape = store[m][0][1].shape
-        if g is None:
-            g = torch.zeros((o, *out_shape), dtype=f.dtype, device=f.device)
-        g = g.movedim(0, 1)  # (n, o, *out_shape)
         if kind == "factored":
-            factors.append(Factor(u if _trainable(m.weight) else None, _trainable(m.bias),
-                                  g.contiguous()))
+            factors.append(Factor(u if _trainable(m.weight) else None, _trainable(m.bias), g))
         else:
             pieces.extend(_layer_jacobian(m, kind, u, g))
     return pieces, factors
