@@ -1,8 +1,10 @@
 """The ntk_collapse experiments: registration, theory demos' claims at the smoke preset."""
 
+import numpy as np
 import pytest
 
 from ncdynamics.experiments._registry import get, run
+from ncdynamics.theories.ntk_collapse.estimate import block_values_over_time, predictions_over_time
 
 THEORY = ("phases", "invariant", "zero-invariant", "negative-invariant", "equal-bias")
 TRAINING = ("fig1", "fig2", "fig12")
@@ -33,3 +35,9 @@ def test_training_smoke_writes_summary_and_figures(short, tmp_path):
     r = run(f"ntk_collapse.{short}", preset="smoke", out=tmp_path / short, progress=False)
     assert r.summary["claims"]
     assert r.figures()
+    prefix = "" if short == "fig1" else "run00/"
+    blocks = block_values_over_time(r, prefix)
+    assert {"ntk_kappa_d", "ntk_kappa_c", "ntk_kappa_n", "alpha"} <= set(blocks.columns)
+    pred = predictions_over_time(r, prefix, n_per_class=3)
+    assert len(pred) == len(blocks)
+    assert np.all(pred["residual_fraction"] >= 0)

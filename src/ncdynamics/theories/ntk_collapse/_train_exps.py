@@ -40,9 +40,19 @@ def _frame(result: dict[str, Any]) -> pd.DataFrame:
 
 
 def _write(run: Any, result: dict[str, Any], prefix: str) -> pd.DataFrame:
-    """Write one worker's records into the run under ``prefix``; return its wide frame."""
+    """Write one worker's records into the run under ``prefix``; return its wide frame.
+
+    Non-finite values (e.g. the CDNV of coinciding class means at initialisation, kernel
+    values of dead features) are not written; their names are listed in
+    ``result["nonfinite"]`` for the summary.
+    """
+    bad = set()
     for step, name, value in result["records"]:
-        run.log(step, {f"{prefix}{name}": value})
+        if np.isfinite(value):
+            run.log(step, {f"{prefix}{name}": value})
+        else:
+            bad.add(name)
+    result["nonfinite"] = sorted(bad)
     for name, series in result["arrays"].items():
         for step, arr in series.items():
             run.save_array(f"{prefix}{name}".replace("/", "."), step, arr)
@@ -91,6 +101,7 @@ def run_fig1(config: TrainConfig, run: Any, *, seed: int, progress: bool) -> Non
     run.save_summary({
         "init": init, "lr": config.lr, "final": fin, "diag_over_offdiag_block_norm": ratio,
         "alignment_first_last": rise, "kernel_seconds": res["seconds_kernel"],
+        "nonfinite_metrics_not_written": res["nonfinite"],
         "total_seconds": res["seconds_total"],
         "claims": [
             {"claim": "Fig. 1a-b / Assumption 3.2: the feature kernel is class-block structured "
@@ -117,7 +128,7 @@ def run_fig2(config: TrainConfig, run: Any, *, seed: int, progress: bool) -> Non
         frames.append(frame)
         row = {"run": k, "init": res["init"], "lr": res["lr"], **_final(frame),
                "epoch_999": first_epoch_reaching(res["train_accuracy"]),
-               "diverged": bool(res["diverged"]),
+               "diverged": bool(res["diverged"]), "nonfinite": ",".join(res["nonfinite"]),
                "final_epoch_train_accuracy": float(res["train_accuracy"][-1]),
                "seconds_total": res["seconds_total"], "seconds_kernel": res["seconds_kernel"],
                **_prediction(res, config.kernel_per_class)}
