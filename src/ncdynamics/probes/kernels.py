@@ -176,6 +176,8 @@ def block_values(K: Any, labels: Any, *,
     Parameters
     ----------
     K : array of shape (n, n, O, O), (O, n, n) or (n, n)
+        A 2-D kernel counts as one output: pass a traced kernel with ``average=True`` to get
+        per-output values.
     labels : array of shape (n,)
     estimator : {"exact", "half-split"}, default="exact"
     """

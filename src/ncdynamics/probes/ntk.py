@@ -92,7 +92,8 @@ class _Output(nn.Module):
         self.layer = layer
         if output == "features" and (layer is not None or not callable(
                 getattr(model, "features", None))):
-            self._clf = find_classifier(model, layer)
+            # not registered as a submodule: its parameters belong to ``model`` already
+            object.__setattr__(self, "_clf", find_classifier(model, layer))
 
     def _features(self, x: torch.Tensor) -> torch.Tensor:
         if self.layer is None and callable(getattr(self.model, "features", None)):
