@@ -174,14 +174,8 @@ def run_case(case: str, n: int, args: argparse.Namespace) -> None:
     print(f"ours diagonal          {diag}")
     print(f"  ratio full-then-trace / trace     {ratio(then, trace)}")
     print(f"  ratio full-then-trace / diagonal  {ratio(then, diag)}")
-    jfull = Timing(lambda: empirical_ntk(model, x, method="jacobian", memory_budget=BUDGET), 1)
-    jtrace = Timing(lambda: empirical_ntk(model, x, method="jacobian", mode="trace",
-                                          memory_budget=BUDGET), 1)
-    jdiag = Timing(lambda: empirical_ntk(model, x, method="jacobian", mode="diagonal",
-                                         memory_budget=BUDGET), 1)
-    print(f"generic method='jacobian': full {jfull}   trace {jtrace}   diagonal {jdiag}")
-    print(f"  ratio full / trace (jacobian)     {ratio(jfull, jtrace)}   full / diagonal "
-          f"{ratio(jfull, jdiag)}")
+    if not args.skip_generic:
+        _generic(model, x)
     est = baseline_bytes(model, n)
     if est > args.baseline_max_gb * 1e9:
         print(f"baseline               skipped: estimated {est / 1e9:.1f} GB > "
@@ -212,12 +206,27 @@ def run_case(case: str, n: int, args: argparse.Namespace) -> None:
             print(f"  baseline not measured again (estimated {est / 1e9:.1f} GB > 8 GB)")
 
 
+def _generic(model: torch.nn.Module, x: torch.Tensor) -> None:
+    """Trace and diagonal against full with the generic ``jacobian`` method (same Jacobian,
+    only the contraction differs: the comparison of the planning notes)."""
+    jfull = Timing(lambda: empirical_ntk(model, x, method="jacobian", memory_budget=BUDGET), 1)
+    jtrace = Timing(lambda: empirical_ntk(model, x, method="jacobian", mode="trace",
+                                          memory_budget=BUDGET), 1)
+    jdiag = Timing(lambda: empirical_ntk(model, x, method="jacobian", mode="diagonal",
+                                         memory_budget=BUDGET), 1)
+    print(f"generic method='jacobian': full {jfull}   trace {jtrace}   diagonal {jdiag}")
+    print(f"  ratio full / trace (jacobian)     {ratio(jfull, jtrace)}   full / diagonal "
+          f"{ratio(jfull, jdiag)}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="small N (under a minute)")
     ap.add_argument("--memory", action="store_true", help="measure peak RSS in subprocesses")
     ap.add_argument("--cases", default="mlp,cnn,resnet")
     ap.add_argument("--repeat", type=int, default=1)
+    ap.add_argument("--skip-generic", action="store_true",
+                    help="skip the method='jacobian' timings (slow at full size)")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--baseline-max-gb", type=float, default=16.0)
     ap.add_argument("--child", nargs=3, metavar=("CASE", "N", "WHAT"), help=argparse.SUPPRESS)
