@@ -133,12 +133,13 @@ class _Block:
     """
 
     def __init__(self, mats: list[torch.Tensor], factors: list[_layers.Factor], n: int,
-                 o: int, dtype: torch.dtype) -> None:
+                 o: int, dtype: torch.dtype, device: torch.device) -> None:
         self.mats = mats
         self.factors = factors
         self.n = n
         self.o = o
         self.dtype = dtype
+        self.device = device
 
 
 def _merge_small(mats: list[torch.Tensor], min_cols: int = 2048) -> list[torch.Tensor]:
@@ -164,7 +165,7 @@ def _gram(u: torch.Tensor, v: torch.Tensor, same: bool, out: torch.Tensor | None
     if not same or m < 512:
         return u @ v.T if out is None else out.addmm_(u, v.T)
     if out is None:
-        out = torch.zeros((m, m), dtype=u.dtype)
+        out = torch.zeros((m, m), dtype=u.dtype, device=u.device)
     n_blk = 4
     edges = [m * k // n_blk for k in range(n_blk + 1)]
     for bi in range(n_blk):
@@ -181,7 +182,7 @@ def _contract(a: _Block, b: _Block, mode: str) -> torch.Tensor:
     same = a is b
     dtype = a.dtype
     shape = {"full": (na * oa, nb * ob), "trace": (na, nb), "diagonal": (oa, na, nb)}[mode]
-    r = torch.zeros(shape, dtype=dtype)
+    r = torch.zeros(shape, dtype=dtype, device=a.device)
     for ma, mb in zip(a.mats, b.mats, strict=True):
         if mode == "full":
             _gram(ma.reshape(na * oa, -1), mb.reshape(nb * ob, -1), same, r)
@@ -192,7 +193,8 @@ def _contract(a: _Block, b: _Block, mode: str) -> torch.Tensor:
     if mode == "full":
         r = r.reshape(na, oa, nb, ob)
     for fa, fb in zip(a.factors, b.factors, strict=True):
-        s = fa.u @ fb.u.T if fa.u is not None else torch.zeros((na, nb), dtype=r.dtype)
+        s = fa.u @ fb.u.T if fa.u is not None else torch.zeros((na, nb), dtype=r.dtype,
+                                                                         device=r.device)
         if fa.bias:
             s = s + 1.0  # (na, nb): u_i.u_j + 1
         if mode == "full":
@@ -262,7 +264,7 @@ class _Engine:
         n, o = x.shape[0], out_idx.numel()
         if n_chunk >= n and o_chunk >= o:
             pieces, factors = self._chunk(x, out_idx)
-            return _Block(_merge_small(pieces), factors, n, o, x.dtype)
+            return _Block(_merge_small(pieces), factors, n, o, x.dtype, x.device)
         mats: list[torch.Tensor] = []
         grid: list[list[list[_layers.Factor]]] = []
         for s in range(0, n, n_chunk):
@@ -270,12 +272,14 @@ class _Engine:
             for t in range(0, o, o_chunk):
                 pieces, factors = self._chunk(x[s:s + n_chunk], out_idx[t:t + o_chunk])
                 if not mats:
-                    mats = [torch.empty((n, o, p.shape[2]), dtype=x.dtype) for p in pieces]
+                    mats = [torch.empty((n, o, p.shape[2]), dtype=x.dtype, device=x.device)
+                            for p in pieces]
                 for full, piece in zip(mats, pieces, strict=True):
                     full[s:s + n_chunk, t:t + o_chunk] = piece
                 row.append(factors)
             grid.append(row)
-        return _Block(_merge_small(mats), _cat_factors(grid), n, o, x.dtype)
+        return _Block(_merge_small(mats), _cat_factors(grid), n, o, x.dtype,
+                      x.device)
 
     def sizes(self) -> Sizes:
         p_total = self.p_mat + sum(
@@ -311,8 +315,9 @@ def _jacobian_kernel(eng: _Engine, x: torch.Tensor, x2: torch.Tensor | None, mod
     n1, n_out = x.shape[0], eng.n_out
     n2 = n1 if x2 is None else x2.shape[0]
     shape = {"full": (n1, n2, n_out, n_out), "diagonal": (n_out, n1, n2), "trace": (n1, n2)}
-    res = torch.zeros(shape[mode], dtype=x.dtype)
-    outs = [torch.arange(s.start, s.stop) for s in _slices(n_out, plan.o_block)]
+    res = torch.zeros(shape[mode], dtype=x.dtype, device=x.device)
+    outs = [torch.arange(s.start, s.stop, device=x.device)
+            for s in _slices(n_out, plan.o_block)]
     rows, cols = _slices(n1, plan.n_block), _slices(n2, plan.n_block)
     cache: dict[tuple[int, int, int], _Block] = {}
 
@@ -369,16 +374,17 @@ def _vp_kernel(wrapped: _Output, x: torch.Tensor, x2: torch.Tensor | None, mode:
     grads = vmap(torch.func.grad(f_one), in_dims=(None, 0, 0))
     push = vmap(lambda t: jvp(lambda p: f_batch(p, x), (params,), (t,))[1])
     shape = {"full": (n1, n2, n_out, n_out), "diagonal": (n_out, n1, n2), "trace": (n1, n2)}
-    res = torch.zeros(shape[mode], dtype=x.dtype)
-    jj = torch.arange(n2).repeat_interleave(n_out)  # column (j, b) pairs, j-major
-    bb = torch.arange(n_out).repeat(n2)
+    res = torch.zeros(shape[mode], dtype=x.dtype, device=x.device)
+    jj = torch.arange(n2, device=x.device).repeat_interleave(n_out)  # column (j, b) pairs, j-major
+    bb = torch.arange(n_out, device=x.device).repeat(n2)
     for s in range(0, n2 * n_out, k):
         jk, bk = jj[s:s + k], bb[s:s + k]
         cols = push(grads(params, xb[jk], bk))  # (k, n1, O): Theta[:, j_k, :, b_k]
         if mode == "full":
             res[:, jk, :, bk] = cols
         else:
-            diag = cols[torch.arange(len(jk)), :, bk]  # (k, n1): Theta[:, j_k, b_k, b_k]
+            # (k, n1): Theta[:, j_k, b_k, b_k]
+            diag = cols[torch.arange(len(jk), device=x.device), :, bk]
             if mode == "diagonal":
                 res[bk, :, jk] = diag
             else:
