@@ -15,10 +15,13 @@ NAMES = ("triangle", "rectangle", "ellipse")
 
 
 def _rolling(x: np.ndarray, w: int = 10) -> np.ndarray:
-    if x.size < w:
-        return x
-    c = np.convolve(np.nan_to_num(x), np.ones(w) / w, mode="same")
-    return c
+    """Centred rolling mean over ``w`` points, NaN-aware, without edge shrinkage."""
+    ok = np.isfinite(x)
+    kernel = np.ones(w)
+    num = np.convolve(np.where(ok, x, 0.0), kernel, mode="same")
+    den = np.convolve(ok.astype(float), kernel, mode="same")
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return num / den
 
 
 def fig1(snaps, proj, labels, means, sim, nu, pair) -> Any:
@@ -68,6 +71,7 @@ def fig3(est: dict, rates: dict, direct: np.ndarray) -> Any:
             ax.plot(direct[:, 0], direct[:, col[0]], "o--", ms=3, label=r"$\alpha$ direct")
             ax.plot(direct[:, 0], direct[:, col[1]], "s--", ms=3, label=r"$\beta$ direct")
         ax.axhline(0, color="grey", lw=0.5)
+        ax.set_yscale("symlog", linthresh=1e-3)
         ax.set_xlabel("iteration")
         ax.legend(fontsize=7)
     fig.tight_layout()
@@ -121,6 +125,9 @@ def fig5(real, sims: dict, rds: dict) -> Any:
             ax.plot(t, mean[:, 0, j], ls="--", color="k", lw=0.8)
             ax.errorbar(bars, mean[bars, 0, j], yerr=sd[bars, 0, j], fmt="none", ecolor="grey",
                         lw=0.6)
+        lo, hi = np.nanmin(real[:, 0]), np.nanmax(real[:, 0])
+        pad = 0.3 * (hi - lo)
+        ax.set_ylim(lo - pad, hi + pad)  # error bars (sd over random starts) are clipped
         ax.set_title(f"class 0: L-model LE-ODE, rates from the {est_name}-estimator")
         ax.set_xlabel("iteration")
         ax.legend(fontsize=7)
