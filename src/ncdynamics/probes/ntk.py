@@ -38,12 +38,13 @@ from typing import Any, Literal
 import numpy as np
 import torch
 from torch import nn
-from torch.func import functional_call, jacrev, jvp, vmap
+from torch.func import functional_call, jacrev, vmap
 
 from .._validation import check_finite_tensor, check_int, check_option
 from ..models.features import find_classifier
 from . import _ntk_layers as _layers
 from ._ntk_plan import Sizes, plan_jacobian_chunks, plan_vp_chunks, result_entries
+from ._ntk_vp import vp_kernel
 
 __all__ = ["DEFAULT_MEMORY_BUDGET", "Method", "empirical_ntk"]
 
@@ -354,44 +355,6 @@ def _jacobian_kernel(eng: _Engine, x: torch.Tensor, x2: torch.Tensor | None, mod
     return res
 
 
-def _vp_kernel(wrapped: _Output, x: torch.Tensor, x2: torch.Tensor | None, mode: str,
-               n_out: int, k: int, unused: set[int]) -> torch.Tensor:
-    """NTK-vector products: column (j, b) is J(x) J(x2_j)^T e_b, via one vjp and one jvp."""
-    named = dict(wrapped.named_parameters())
-    params = {n: p.detach() for n, p in named.items() if p.requires_grad
-              and id(p) not in unused}
-    consts = {n: p.detach() for n, p in named.items() if n not in params}
-    consts.update(dict(wrapped.named_buffers()))
-    xb = x if x2 is None else x2
-    n1, n2 = x.shape[0], xb.shape[0]
-
-    def f_batch(p: dict[str, torch.Tensor], inp: torch.Tensor) -> torch.Tensor:
-        return functional_call(wrapped, {**consts, **p}, (inp,))  # (n, O)
-
-    def f_one(p: dict[str, torch.Tensor], xj: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-        return f_batch(p, xj[None])[0].gather(0, b[None])[0]
-
-    grads = vmap(torch.func.grad(f_one), in_dims=(None, 0, 0))
-    push = vmap(lambda t: jvp(lambda p: f_batch(p, x), (params,), (t,))[1])
-    shape = {"full": (n1, n2, n_out, n_out), "diagonal": (n_out, n1, n2), "trace": (n1, n2)}
-    res = torch.zeros(shape[mode], dtype=x.dtype, device=x.device)
-    jj = torch.arange(n2, device=x.device).repeat_interleave(n_out)  # column (j, b) pairs, j-major
-    bb = torch.arange(n_out, device=x.device).repeat(n2)
-    for s in range(0, n2 * n_out, k):
-        jk, bk = jj[s:s + k], bb[s:s + k]
-        cols = push(grads(params, xb[jk], bk))  # (k, n1, O): Theta[:, j_k, :, b_k]
-        if mode == "full":
-            res[:, jk, :, bk] = cols
-        else:
-            # (k, n1): Theta[:, j_k, b_k, b_k]
-            diag = cols[torch.arange(len(jk), device=x.device), :, bk]
-            if mode == "diagonal":
-                res[bk, :, jk] = diag
-            else:
-                res.index_add_(1, jk, diag.T)
-    return res
-
-
 def _check_inputs(model: Any, x: Any, x2: Any) -> tuple[torch.Tensor, torch.Tensor | None]:
     if not isinstance(model, nn.Module):
         raise TypeError(f"`model` must be a torch.nn.Module; got {type(model).__name__}.")
@@ -534,7 +497,7 @@ def _compute(wrapped: _Output, x: torch.Tensor, x2: torch.Tensor | None, mode: s
         if vp is None:
             _raise_budget("ntk-vp" if method == Method.NTK_VP else "auto", budget, sizes,
                           mode, n1, n2, n_out, itemsize)
-        res = _vp_kernel(wrapped, x, x2, mode, n_out, vp[0], plan.unused_ids)
+        res = vp_kernel(wrapped, x, x2, mode, n_out, vp[0], plan.unused_ids)
     return res / n_out if average else res
 
 
