@@ -1,7 +1,8 @@
 """The ``demo`` experiment: an MLP on scikit-learn's digits, MSE against cross-entropy.
 
 Trains the same network twice from the same initialisation, once per loss, recording the
-collapse metrics of the training set at every epoch. Metric names carry the loss as a
+collapse metrics of a fixed class-balanced subset of the training set (``probe_per_class``
+samples of each digit) at every epoch. Metric names carry the loss as a
 prefix (``mse/nc/nc1``, ``cross-entropy/nc/nc1``).
 """
 
@@ -10,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import torch
 
 from .. import data as nc_data
@@ -36,11 +38,14 @@ class DemoConfig:
     milestones: tuple[int, ...] = (100, 150)
     batch_size: int = 64
     record_every: int = 1
+    probe_per_class: int = 30
+    test_every: int = 5
     checkpoint_every: int = 20
 
 
 def run_demo(config: DemoConfig, run: Any, *, seed: int, progress: bool) -> None:
     ds = nc_data.load(config.dataset)
+    probe = nc_data.balanced_subset(ds.y_train, config.probe_per_class, np.random.default_rng(seed))
     in_features = int(torch.tensor(ds.x_train.shape[1:]).prod())
     summary: dict[str, dict[str, float]] = {}
     for loss in config.losses:
@@ -55,8 +60,8 @@ def run_demo(config: DemoConfig, run: Any, *, seed: int, progress: bool) -> None
         )
         rec = Recorder(
             run,
-            ds.x_train,
-            ds.y_train,
+            ds.x_train[probe],
+            ds.y_train[probe],
             probes=["collapse", "performance"],
             schedule=config.record_every,
             num_classes=ds.num_classes,
@@ -77,6 +82,7 @@ def run_demo(config: DemoConfig, run: Any, *, seed: int, progress: bool) -> None
             store=run,
             tag=loss,
             checkpoint_every=config.checkpoint_every,
+            test_every=config.test_every,
             progress=progress,
             desc=f"demo [{loss}]",
         )

@@ -207,7 +207,7 @@ class CollapseAccumulator:
         return _metrics_from_stats(self)
 
 
-def _pinv_centred_means(M: torch.Tensor, rtol: float = 1e-8) -> torch.Tensor:
+def _pinv_centred_means(M: np.ndarray, rtol: float = 1e-8) -> np.ndarray:
     """Pseudo-inverse of the centred means M (d x C), of rank at most C - 1.
 
     The count-weighted columns of M sum to zero, so one singular value is zero in exact
@@ -215,50 +215,49 @@ def _pinv_centred_means(M: torch.Tensor, rtol: float = 1e-8) -> torch.Tensor:
     (a common offset of the features then blows NC1 up). Keep the top C - 1 singular values
     and drop any below ``rtol`` times the largest.
     """
-    u, s, vh = torch.linalg.svd(M, full_matrices=False)  # (d, k), (k,), (k, C)
-    keep = torch.arange(s.numel()) < (M.shape[1] - 1)
-    keep &= s > rtol * s.max()
-    inv = torch.where(keep, 1.0 / torch.where(keep, s, torch.ones_like(s)), torch.zeros_like(s))
+    u, s, vh = np.linalg.svd(M, full_matrices=False)  # (d, k), (k,), (k, C)
+    keep = (np.arange(s.size) < M.shape[1] - 1) & (s > rtol * s.max())
+    inv = np.divide(1.0, s, out=np.zeros_like(s), where=keep)
     return (vh.T * inv) @ u.T
 
 
 def _metrics_from_stats(acc: CollapseAccumulator) -> dict[str, float]:
+    # The statistics are small (C x d, d x d): NumPy has less per-call overhead than torch.
     C = acc.num_classes
-    counts, mu = acc.count, acc.mean  # (C,), (C, d)
+    counts, mu = acc.count.numpy(), acc.mean.numpy()  # (C,), (C, d)
     n_total = float(counts.sum())
-    mu_g = (counts[:, None] * mu).sum(0) / n_total  # (d,)
+    mu_g = counts @ mu / n_total  # (d,)
     M = (mu - mu_g).T  # (d, C) centred class means
-    sigma_w = acc.scatter / n_total  # (d, d)
+    sigma_w = acc.scatter.numpy() / n_total  # (d, d)
     # Tr(Sigma_W Sigma_B^+) with Sigma_B = M M^T / C: pinv(M M^T) = pinv(M)^T pinv(M).
     p = _pinv_centred_means(M)  # (C, d)
-    nc1 = float(C * torch.trace(p @ sigma_w @ p.T))
+    nc1 = C * float(np.einsum("ij,ij->", p @ sigma_w, p))
     out: dict[str, float] = {
         "nc1": nc1 / C if acc.nc1_divide_by_classes else nc1,
-        "within_trace": float(torch.trace(sigma_w)),
+        "within_trace": float(np.trace(sigma_w)),
         "between_trace": float((M * M).sum() / C),
     }
-    var = acc.m2 / counts[:, None]  # (C, d) population variances
-    out["nc1_std"] = float(var.clamp(min=0).sqrt().mean())
+    var = acc.m2.numpy() / counts[:, None]  # (C, d) population variances
+    out["nc1_std"] = float(np.sqrt(np.clip(var, 0.0, None)).mean())
     v_c = var.sum(1)  # (C,) mean squared distance to the class mean
-    diff = mu[:, None, :] - mu[None, :, :]  # (C, C, d)
-    d2 = (diff**2).sum(-1)
-    iu = torch.triu_indices(C, C, 1)
-    pair_v = (v_c[:, None] + v_c[None, :])[iu[0], iu[1]]
-    out["cdnv"] = float((pair_v / (2.0 * d2[iu[0], iu[1]])).mean())
-    norms = M.norm(dim=0)  # (C,)
-    out["nc2_equinorm"] = float(norms.std(unbiased=False) / norms.mean())
+    i, j = np.triu_indices(C, 1)
+    d2_pairs = ((mu[i] - mu[j]) ** 2).sum(1)  # squared distances of class-mean pairs
+    out["cdnv"] = float(((v_c[i] + v_c[j]) / (2.0 * d2_pairs)).mean())
+    norms = np.linalg.norm(M, axis=0)  # (C,)
+    out["nc2_equinorm"] = float(norms.std() / norms.mean())
     unit = M / norms
-    cos = (unit.T @ unit)[~torch.eye(C, dtype=torch.bool)]
-    out["nc2_equiangular"] = float(cos.std(unbiased=False))
-    out["nc2_maxangle"] = float((cos + 1.0 / (C - 1)).abs().mean())
+    cos = (unit.T @ unit)[~np.eye(C, dtype=bool)]
+    out["nc2_equiangular"] = float(cos.std())
+    out["nc2_maxangle"] = float(np.abs(cos + 1.0 / (C - 1)).mean())
     base = unit if acc.etf_normalize_means else M
     gram = base.T @ base  # (C, C)
-    etf = (torch.eye(C, dtype=torch.float64) - 1.0 / C) / np.sqrt(C - 1)
-    out["nc2_etf"] = float((gram / gram.norm() - etf).norm())
+    etf = (np.eye(C) - 1.0 / C) / np.sqrt(C - 1)
+    out["nc2_etf"] = float(np.linalg.norm(gram / np.linalg.norm(gram) - etf))
     if acc.weight is not None:
-        dist = (M / M.norm() - acc.weight.T / acc.weight.norm()).norm()
-        out["nc3"] = float(dist)
-        out["nc3_papyan"] = float(dist**2)
+        w = acc.weight.numpy()
+        dist = float(np.linalg.norm(M / np.linalg.norm(M) - w.T / np.linalg.norm(w)))
+        out["nc3"] = dist
+        out["nc3_papyan"] = dist**2
     if acc.nc4_count:
         out["nc4"] = acc.nc4_mismatch / acc.nc4_count
     return out

@@ -117,6 +117,7 @@ def train(
     tag: str = "main",
     checkpoint_every: int = 10,
     evaluate_test: bool = True,
+    test_every: int = 1,
     progress: bool = True,
     desc: str = "train",
 ) -> TrainResult:
@@ -154,7 +155,9 @@ def train(
     checkpoint_every : int, default=10
         Epochs between checkpoints (the last epoch is always checkpointed).
     evaluate_test : bool, default=True
-        Log test loss and accuracy at every recorded epoch.
+        Log test loss and accuracy at recorded epochs that are multiples of ``test_every``
+        (and at the last epoch).
+    test_every : int, default=1
     progress : bool, default=True
         Show a progress bar.
 
@@ -169,6 +172,7 @@ def train(
     check_scalar(weight_decay, "weight_decay", low=0.0)
     batch_size = check_int(batch_size, "batch_size", low=1)
     checkpoint_every = check_int(checkpoint_every, "checkpoint_every", low=1)
+    test_every = check_int(test_every, "test_every", low=1)
     if per_class is not None:
         per_class = check_int(per_class, "per_class", low=1)
     device = torch.device(device) if device is not None else default_device()
@@ -243,7 +247,7 @@ def train(
                 },
             )
             scalars = recorder.step(model, done) if done in recorder.schedule else None
-            if scalars is not None and evaluate_test:
+            if scalars is not None and evaluate_test and (done % test_every == 0 or done == epochs):
                 _log_test(recorder, model, done, loss, x_te, y_te)
             if scalars is not None and progress:
                 bar.set_postfix(_postfix(recorder.last), refresh=False)
