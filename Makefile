@@ -30,7 +30,8 @@ test-all: $(STAMP)
 	$(BIN)/python -m pytest -n 2 -q -m 'slow or not slow'
 
 bench: $(STAMP)
-	$(BIN)/python benchmarks/run_all.py
+	$(BIN)/pip install -q -c constraints.txt -e '.[bench]'
+	$(BIN)/python benchmarks/run_all.py $(BENCH_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks
