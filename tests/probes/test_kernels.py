@@ -219,3 +219,17 @@ def test_probe_on_model_with_batchnorm_keeps_buffers():
     out = make_probe("ntk_blocks", per_class=3)(inp)
     assert all(torch.equal(a, b) for a, b in zip(before, model.buffers(), strict=True))
     assert np.isfinite(out.scalars["ntk_kappa_c"])
+
+
+def test_statistics_are_invariant_to_sample_permutation(rng):
+    y = labels(3, 6)
+    a = rng.normal(size=(18, 18))
+    k = a @ a.T + 5.0 * (y[:, None] == y[None, :])
+    perm = rng.permutation(18)
+    kp, yp = k[np.ix_(perm, perm)], y[perm]
+    v, vp = block_values(k, y), block_values(kp, yp)
+    assert (vp.diagonal, vp.same_class, vp.different_class) == pytest.approx(
+        (v.diagonal, v.same_class, v.different_class), rel=1e-12)
+    for centered in (False, True):
+        assert kernel_alignment(kp, yp, centered=centered) == pytest.approx(
+            kernel_alignment(k, y, centered=centered), rel=1e-12)

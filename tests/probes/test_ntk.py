@@ -423,3 +423,14 @@ def test_symmetric_blocked_gram_equals_plain_product(float64_torch):
     acc = torch.randn(601, 601)
     torch.testing.assert_close(_gram(u, u, True, acc.clone()), acc + u @ u.T, rtol=1e-13,
                                atol=1e-12)
+
+
+def test_diagonal_and_trace_plans_split_outputs_before_samples():
+    from ncdynamics.probes._ntk_plan import Sizes, plan_jacobian_chunks
+
+    s = Sizes(p_mat=10_000, p_generic=10_000, d_out=0, d_in=0, act=10, unfold=0,
+              p_total=10_000)
+    for mode in ("diagonal", "trace"):
+        plan = plan_jacobian_chunks(s, mode=mode, n1=8, n2=None, n_out=8, budget=8 * 500_000,
+                                    itemsize=8)
+        assert plan is not None and plan.n_block == 8 and plan.o_block < 8

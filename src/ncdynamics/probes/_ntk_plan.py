@@ -81,19 +81,24 @@ def plan_jacobian_chunks(s: Sizes, *, mode: str, n1: int, n2: int | None, n_out:
     n2v = n1 if sym else n2
     n_max = max(n1, n2v)
     res = result_entries(mode, n1, n2v, n_out)
-    for o_b in _halving(n_out):
-        for n_b in _halving(n_max):
-            store_all = n_b >= n_max and o_b == n_out
-            stored = (_store(s, n1, n_out) + (0 if sym else _store(s, n2v, n_out))
-                      if store_all else 2 * _store(s, n_b, o_b))
-            o_pair = o_b * o_b if mode == "full" else o_b
-            block = 2 * min(n_b, n1) * min(n_b, n2v) * o_pair
-            fixed = res + stored + block
-            for o_c in _halving(o_b):
-                for n_c in _halving(n_b):
-                    peak = (fixed + _transient(s, n_c, o_c)) * itemsize
-                    if peak <= budget:
-                        return ChunkPlan(n_b, o_b, n_c, o_c, store_all, peak)
+    # Full mode pairs every output block with every other, so all outputs per block are
+    # preferred; in diagonal and trace modes output blocks are independent, so splitting the
+    # outputs costs no recomputation while splitting the samples does.
+    pairs = ([(o_b, n_b) for o_b in _halving(n_out) for n_b in _halving(n_max)]
+             if mode == "full" else
+             [(o_b, n_b) for n_b in _halving(n_max) for o_b in _halving(n_out)])
+    for o_b, n_b in pairs:
+        store_all = n_b >= n_max and o_b == n_out
+        stored = (_store(s, n1, n_out) + (0 if sym else _store(s, n2v, n_out))
+                  if store_all else 2 * _store(s, n_b, o_b))
+        o_pair = o_b * o_b if mode == "full" else o_b
+        block = 2 * min(n_b, n1) * min(n_b, n2v) * o_pair
+        fixed = res + stored + block
+        for o_c in _halving(o_b):
+            for n_c in _halving(n_b):
+                peak = (fixed + _transient(s, n_c, o_c)) * itemsize
+                if peak <= budget:
+                    return ChunkPlan(n_b, o_b, n_c, o_c, store_all, peak)
     return None
 
 
