@@ -3,7 +3,7 @@
 For a layer ``y = W u + b`` inside a network, the Jacobian of output ``f_a`` of sample ``i``
 with respect to ``W`` is ``g_ia u_i^T``, where ``u_i`` is the layer input of sample ``i`` and
 ``g_ia = df_a(x_i)/dy_i`` is the gradient with respect to the layer output. One forward pass
-and one (output-batched) backward pass of the whole chunk give every ``u`` and ``g``, so no
+and one backward pass per output of the whole chunk give every ``u`` and ``g``, so no
 per-sample backward is needed. Three cases:
 
 - ``Linear`` with 2-D input: kept *factored*; the kernel contribution is

@@ -58,7 +58,7 @@ class Method(StrEnum):
 
     With N samples, O outputs, P parameters, A activations per sample:
 
-    - ``LAYERWISE``: one forward and one output-batched backward pass per chunk give each
+    - ``LAYERWISE``: one forward pass and one batched backward pass per output give each
       layer's input ``u`` and output gradient ``g``. Linear layers contribute
       ``(u_i.u_j + 1)(g_ia.g_jb)`` without forming their Jacobian (cost N^2 O^2 d_out
       instead of N^2 O^2 d_in d_out); Conv2d (via unfold) and eval-mode BatchNorm Jacobians
