@@ -107,8 +107,75 @@ def _build_parser() -> argparse.ArgumentParser:
         help="(re)draw figures and write report.html for a run",
         description="Draw a run's figures and write its self-contained HTML report.",
     )
-    rep.add_argument("run_dir", type=Path, help="run directory")
+    rep.add_argument("run_dir", type=Path, nargs="?", default=None, help="run directory")
+    rep.add_argument(
+        "--index",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="instead of one run: write DIR/index.html listing every run and sweep under DIR",
+    )
     _common(rep, out_help="also copy the report to this path")
+
+    swp = sub.add_parser(
+        "sweep",
+        help="run an experiment over a grid of options and seeds",
+        description="Expand a grid of config values times seeds into runs under one sweep "
+        "directory, run them on a process pool or Ray, and write the sweep table "
+        "(table.parquet, table.csv) and report. Running the same command again skips "
+        "completed runs and resumes the others.",
+    )
+    swp.add_argument("experiment", help="experiment name (see `ncdyn list`)")
+    swp.add_argument(
+        "--preset", default="smoke", choices=("smoke", "cpu", "paper"), help="preset of every run"
+    )
+    swp.add_argument(
+        "--grid",
+        action="extend",
+        nargs="+",
+        default=[],
+        metavar="KEY=V1,V2",
+        help="an option and its values (several may follow one --grid, and --grid repeats)",
+    )
+    swp.add_argument("--seeds", type=int, default=1, help="seeds 0..N-1 for every grid point")
+    swp.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="an option fixed for every run (repeatable)",
+    )
+    swp.add_argument("--config", type=Path, default=None, help="YAML file of fixed options")
+    swp.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="sweep directory (default runs/sweep-EXPERIMENT-PRESET)",
+    )
+    swp.add_argument(
+        "--backend",
+        default="local",
+        choices=("local", "ray"),
+        help="local process pool (default) or Ray",
+    )
+    swp.add_argument(
+        "--address",
+        default=None,
+        metavar="ADDR",
+        help="host:port of a running Ray cluster (default: start Ray here)",
+    )
+    swp.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        help="worker processes (local) or CPUs of a local Ray (default: cores, at most 8)",
+    )
+    swp.add_argument("--threads", type=int, default=1, help="intra-op threads per worker")
+    swp.add_argument(
+        "--retries", type=int, default=1, help="extra attempts for a failed run (default 1)"
+    )
+    swp.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     return parser
 
 
@@ -133,6 +200,88 @@ def _parse_overrides(items: Sequence[str], config_file: Path | None) -> dict[str
             raise ValueError(f"`--set` must be KEY=VALUE; got {item!r}.")
         out[key.strip().replace("-", "_")] = parse_value(value)
     return out
+
+
+def _parse_grid(items: Sequence[str]) -> dict[str, Any]:
+    from ._spec import parse_value
+
+    grid: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        key = key.strip().replace("-", "_")
+        if not sep or not key or not value.strip():
+            raise ValueError(f"`--grid` must be KEY=V1,V2,...; got {item!r}.")
+        if key in grid:
+            raise ValueError(f"`--grid` names {key!r} twice; give its values once.")
+        grid[key] = parse_value(value)
+    if not grid:
+        raise ValueError(
+            "`--grid` must name at least one option, e.g. --grid lr=0.01,0.1; got none."
+        )
+    return grid
+
+
+def _cmd_sweep(args: argparse.Namespace) -> int:
+    from . import experiments, report
+    from .training import default_workers
+
+    grid = _parse_grid(args.grid)
+    overrides = _parse_overrides(args.overrides, args.config)
+    points = experiments.expand_grid(
+        args.experiment, args.preset, grid=grid, seeds=args.seeds, overrides=overrides
+    )
+    workers = default_workers() if args.workers is None else args.workers
+    executor = experiments.make_executor(
+        args.backend, workers=workers, threads_per_worker=args.threads, address=args.address
+    )
+    with executor:
+        result = experiments.sweep(
+            args.experiment,
+            args.preset,
+            args.out,
+            grid=grid,
+            seeds=args.seeds,
+            overrides=overrides,
+            executor=executor,
+            retries=args.retries,
+            after_run=report.write_report,
+            progress=not args.no_progress,
+        )
+    path = report.write_sweep_report(result.path)
+    print(
+        f"runs:   {len(points)} ({len(result.completed)} completed now, "
+        f"{len(result.skipped)} already completed, {len(result.failed)} failed)"
+    )
+    for run_id in result.failed:
+        row = result.table[result.table["run_id"] == run_id].iloc[0]
+        print(f"failed: {run_id}: {row['error']}")
+    print(f"sweep:  {result.path}")
+    print(f"table:  {result.path / 'table.csv'}")
+    print(f"report: {path}")
+    return 0 if result.ok else EXIT_FAILED
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    from . import report
+
+    if (args.run_dir is None) == (args.index is None):
+        raise ValueError("`report` needs a run directory or --index DIR (one of the two).")
+    if args.index is not None:
+        path = report.write_index(args.index)
+        print(f"index:  {path}")
+        return 0
+    if (args.run_dir / "sweep.json").is_file():
+        path = report.write_sweep_report(args.run_dir)
+    else:
+        path = report.write_report(args.run_dir)
+    print(f"report: {path}")
+    if args.out is not None:
+        import shutil
+
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, args.out)
+        print(f"copied: {args.out}")
+    return 0
 
 
 def _format_table(table: dict[str, dict[str, float]]) -> str:
@@ -202,17 +351,9 @@ def _dispatch(args: argparse.Namespace) -> int:
         overrides = _parse_overrides(args.overrides, args.config)
         return _run_and_report(args.experiment, args.preset, args.out, args, overrides)
     if args.command == "report":
-        from . import report
-
-        path = report.write_report(args.run_dir)
-        print(f"report: {path}")
-        if args.out is not None:
-            import shutil
-
-            args.out.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(path, args.out)
-            print(f"copied: {args.out}")
-        return 0
+        return _cmd_report(args)
+    if args.command == "sweep":
+        return _cmd_sweep(args)
     raise AssertionError(args.command)  # pragma: no cover - argparse guarantees a command
 
 
@@ -225,9 +366,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return _dispatch(args)
     except KeyboardInterrupt:
-        print("ncdyn: interrupted; resume with --resume", file=sys.stderr)
+        hint = (
+            "run the same command again to resume"
+            if args.command == "sweep"
+            else ("resume with --resume")
+        )
+        print(f"ncdyn: interrupted; {hint}", file=sys.stderr)
         return 130
-    except (ValueError, TypeError, FileNotFoundError, RunExistsError, KeyError) as exc:
+    except (
+        ValueError,
+        TypeError,
+        FileNotFoundError,
+        RunExistsError,
+        KeyError,
+        ConnectionError,
+        ImportError,
+    ) as exc:
         msg = str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc)
         print(
             f"ncdyn: error: {msg.splitlines()[0] if msg else type(exc).__name__}", file=sys.stderr

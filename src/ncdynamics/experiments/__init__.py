@@ -6,5 +6,38 @@ from ._registry import config_of as config_of
 from ._registry import get as get
 from ._registry import list_experiments as list_experiments
 from ._registry import run as run
+from .executors import Executor as Executor
+from .executors import LocalExecutor as LocalExecutor
+from .executors import Outcome as Outcome
+from .executors import RayExecutor as RayExecutor
+from .executors import Task as Task
+from .executors import make_executor as make_executor
+from .sweep import SweepPoint as SweepPoint
+from .sweep import SweepResult as SweepResult
+from .sweep import expand_grid as expand_grid
+from .sweep import is_sweep as is_sweep
+from .sweep import read_sweep_table as read_sweep_table
+from .sweep import sweep as sweep
+from .sweep import write_sweep_table as write_sweep_table
 
-__all__ = ["PRESETS", "ExperimentSpec", "config_of", "get", "list_experiments", "run"]
+__all__ = [
+    "PRESETS",
+    "Executor",
+    "ExperimentSpec",
+    "LocalExecutor",
+    "Outcome",
+    "RayExecutor",
+    "SweepPoint",
+    "SweepResult",
+    "Task",
+    "config_of",
+    "expand_grid",
+    "get",
+    "is_sweep",
+    "list_experiments",
+    "make_executor",
+    "read_sweep_table",
+    "run",
+    "sweep",
+    "write_sweep_table",
+]

@@ -3,5 +3,19 @@
 from .figures import metric_figures as metric_figures
 from .html import write_figures as write_figures
 from .html import write_report as write_report
+from .index import IndexEntry as IndexEntry
+from .index import find_entries as find_entries
+from .index import write_index as write_index
+from .sweep import sweep_figures as sweep_figures
+from .sweep import write_sweep_report as write_sweep_report
 
-__all__ = ["metric_figures", "write_figures", "write_report"]
+__all__ = [
+    "IndexEntry",
+    "find_entries",
+    "metric_figures",
+    "sweep_figures",
+    "write_figures",
+    "write_index",
+    "write_report",
+    "write_sweep_report",
+]

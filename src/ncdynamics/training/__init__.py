@@ -7,6 +7,9 @@ from .loop import train as train
 from .recorder import Recorder as Recorder
 from .recorder import Schedule as Schedule
 from .recorder import Sink as Sink
+from .sinks import TeeSink as TeeSink
+from .sinks import TensorBoardSink as TensorBoardSink
+from .sinks import lightning_callback as lightning_callback
 from .trials import TrialError as TrialError
 from .trials import default_workers as default_workers
 from .trials import run_trials as run_trials
@@ -15,10 +18,13 @@ __all__ = [
     "Recorder",
     "Schedule",
     "Sink",
+    "TeeSink",
+    "TensorBoardSink",
     "TrainResult",
     "TrialError",
     "default_device",
     "default_workers",
+    "lightning_callback",
     "param_groups",
     "run_trials",
     "train",

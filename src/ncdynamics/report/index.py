@@ -1,0 +1,182 @@
+"""An HTML index of every run and sweep under a directory, linking each report.
+
+``write_index(dir)`` writes ``dir/index.html`` with relative links, so the folder can be
+moved or served as it is. Sweeps show their figures as thumbnails; a run outside any sweep
+shows its first figure. A run that this version cannot read (another format version, a
+broken status file) is listed with the reason instead of stopping the index.
+"""
+
+from __future__ import annotations
+
+import html
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..experiments.sweep import is_sweep
+from ..runs import open_run
+from ..runs._io import atomic_write, read_json
+from .html import _CSS
+
+__all__ = ["IndexEntry", "find_entries", "write_index"]
+
+
+@dataclass(frozen=True)
+class IndexEntry:
+    """One run or sweep found under the index root.
+
+    Attributes
+    ----------
+    kind : {"run", "sweep"}
+    path : Path
+        Relative to the index root.
+    experiment, preset, state : str
+        ``state`` of a sweep counts its runs by state; of an unreadable run it gives why.
+    sweep : Path or None
+        The sweep (relative path) a run belongs to.
+    report : Path or None
+        Its ``report.html`` (relative), when written.
+    figures : tuple of Path
+        Thumbnails shown (relative).
+    """
+
+    kind: str
+    path: Path
+    experiment: str
+    preset: str
+    state: str
+    sweep: Path | None
+    report: Path | None
+    figures: tuple[Path, ...]
+
+
+def _run_entry(root: Path, d: Path, sweep: Path | None) -> IndexEntry:
+    rel = d.relative_to(root)
+    report = rel / "report.html" if (d / "report.html").is_file() else None
+    try:
+        run = open_run(d)
+        config, state = run.config, run.state
+    except (ValueError, OSError, KeyError) as exc:
+        msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        return IndexEntry("run", rel, "?", "?", f"unreadable: {msg}", sweep, report, ())
+    figs = () if sweep is not None else tuple(p.relative_to(root) for p in run.figures()[:1])
+    return IndexEntry(
+        "run",
+        rel,
+        str(config.get("experiment") or "?"),
+        str(config.get("preset") or "?"),
+        state,
+        sweep,
+        report,
+        figs,
+    )
+
+
+def _sweep_entry(root: Path, d: Path) -> IndexEntry:
+    rel = d.relative_to(root)
+    try:
+        meta = read_json(d / "sweep.json")
+    except (ValueError, OSError) as exc:
+        return IndexEntry("sweep", rel, "?", "?", f"unreadable: {exc}", None, None, ())
+    states: dict[str, int] = {}
+    for run_id in meta.get("runs", {}):
+        status = d / run_id / "status.json"
+        st = read_json(status).get("state", "?") if status.is_file() else "pending"
+        states[st] = states.get(st, 0) + 1
+    report = rel / "report.html" if (d / "report.html").is_file() else None
+    figs = tuple(p.relative_to(root) for p in sorted((d / "figures").glob("*.png")))
+    return IndexEntry(
+        "sweep",
+        rel,
+        str(meta.get("experiment", "?")),
+        str(meta.get("preset", "?")),
+        ", ".join(f"{v} {k}" for k, v in sorted(states.items())),
+        None,
+        report,
+        figs,
+    )
+
+
+def find_entries(directory: str | os.PathLike[str]) -> list[IndexEntry]:
+    """Every sweep and run under ``directory`` (sweeps first, then runs, each by path)."""
+    root = Path(directory)
+    if not root.is_dir():
+        raise FileNotFoundError(f"`directory` must be an existing directory; got {str(root)!r}.")
+    sweeps: list[IndexEntry] = []
+    run_entries: list[IndexEntry] = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        d = Path(dirpath)
+        dirnames[:] = sorted(n for n in dirnames if not n.startswith("."))
+        if "sweep.json" in filenames and is_sweep(d):
+            sweeps.append(_sweep_entry(root, d))
+        elif "status.json" in filenames:
+            parent = d.parent
+            sweep = parent.relative_to(root) if is_sweep(parent) and parent != d else None
+            run_entries.append(_run_entry(root, d, sweep))
+            dirnames[:] = []  # a run's sub-folders hold no runs
+    return sorted(sweeps, key=lambda e: e.path) + sorted(run_entries, key=lambda e: e.path)
+
+
+def _link(target: Path | None, text: str) -> str:
+    if target is None:
+        return html.escape(text)
+    return f'<a href="{html.escape(target.as_posix())}">{html.escape(text)}</a>'
+
+
+def _thumbs(figs: tuple[Path, ...]) -> str:
+    return "".join(
+        f'<a href="{html.escape(p.as_posix())}"><img class="thumb" alt="{html.escape(p.stem)}" '
+        f'src="{html.escape(p.as_posix())}"></a>'
+        for p in figs
+    )
+
+
+def write_index(directory: str | os.PathLike[str]) -> Path:
+    """Write ``index.html`` listing every run and sweep under ``directory``; return its path."""
+    root = Path(directory)
+    entries = find_entries(root)
+    sweeps = [e for e in entries if e.kind == "sweep"]
+    run_entries = [e for e in entries if e.kind == "run"]
+    sweep_rows = "".join(
+        f"<tr><td>{_link(e.report, e.path.as_posix())}</td><td>{html.escape(e.experiment)}</td>"
+        f"<td>{html.escape(e.preset)}</td><td>{html.escape(e.state)}</td>"
+        f"<td>{_link(e.path / 'table.csv', 'table.csv')}</td><td>{_thumbs(e.figures)}</td></tr>"
+        for e in sweeps
+    )
+    run_rows = "".join(
+        f"<tr><td>{_link(e.report, e.path.as_posix())}</td><td>{html.escape(e.experiment)}</td>"
+        f"<td>{html.escape(e.preset)}</td>"
+        f"<td><span class='state-{html.escape(e.state.split(':')[0])}'>"
+        f"{html.escape(e.state)}</span></td>"
+        f"<td>{html.escape(e.sweep.as_posix()) if e.sweep else ''}</td>"
+        f"<td>{_thumbs(e.figures)}</td></tr>"
+        for e in run_entries
+    )
+    no_report = sum(e.report is None for e in entries)
+    note = (
+        f"<p>{no_report} without a report (write one with <code>ncdyn report DIR</code>).</p>"
+        if no_report
+        else ""
+    )
+    css = _CSS + "img.thumb{height:110px;margin:2px;vertical-align:middle}"
+    sweep_head = "".join(
+        f"<th>{c}</th>" for c in ("sweep", "experiment", "preset", "runs", "table", "figures")
+    )
+    run_head = "".join(
+        f"<th>{c}</th>" for c in ("run", "experiment", "preset", "state", "sweep", "figure")
+    )
+    sweep_table = f"<table><tr>{sweep_head}</tr>{sweep_rows}</table>" if sweeps else "<p>None.</p>"
+    run_table = f"<table><tr>{run_head}</tr>{run_rows}</table>" if run_entries else "<p>None.</p>"
+    title = f"ncdynamics runs in {html.escape(root.name)}"
+    doc = f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>{title}</title>
+<style>{css}</style></head><body>
+<h1>Runs and sweeps in <code>{html.escape(str(root))}</code></h1>
+<p>{len(sweeps)} sweep(s), {len(run_entries)} run(s).</p>{note}
+<h2>Sweeps</h2>
+{sweep_table}
+<h2>Runs</h2>
+{run_table}
+</body></html>
+"""
+    return atomic_write(root / "index.html", lambda p: p.write_text(doc))

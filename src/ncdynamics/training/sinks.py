@@ -1,0 +1,179 @@
+"""Extra places for the Recorder's records: TensorBoard, several sinks at once, Lightning.
+
+A *sink* has ``log(step, mapping)``, ``save_array(name, step, array)`` and ``flush()`` (see
+:class:`ncdynamics.training.Sink`). To record into a run directory and TensorBoard at once::
+
+    run = ncdynamics.runs.create("runs/mine")
+    sink = TeeSink(run, TensorBoardSink("runs/mine/tb"))
+    rec = Recorder(sink, x_probe, y_probe)
+
+With PyTorch Lightning, :func:`lightning_callback` drives a Recorder from the trainer's
+epoch hooks. Both integrations are optional: TensorBoard needs ``tensorboard`` (``pip
+install 'ncdynamics[tensorboard]'``), the callback ``lightning`` or ``pytorch_lightning``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from .recorder import Recorder, Sink
+
+__all__ = ["TeeSink", "TensorBoardSink", "lightning_callback"]
+
+
+class TeeSink:
+    """Forward every record to each of ``sinks`` in turn.
+
+    ``save_array`` returns what the first sink returned (a path for a run).
+    """
+
+    def __init__(self, *sinks: Sink) -> None:
+        if not sinks:
+            raise ValueError("`sinks` must hold at least one sink; got none.")
+        for s in sinks:
+            for method in ("log", "save_array", "flush"):
+                if not callable(getattr(s, method, None)):
+                    raise TypeError(
+                        f"`sinks` must have log/save_array/flush; got {type(s).__name__} "
+                        f"without `{method}`."
+                    )
+        self.sinks = sinks
+
+    def log(self, step: int, values: Mapping[str, float] | None = None, **kw: float) -> None:
+        items = dict(values or {}, **kw)
+        for s in self.sinks:
+            s.log(step, items)
+
+    def save_array(self, name: str, step: int, array: Any) -> Any:
+        results = [s.save_array(name, step, array) for s in self.sinks]
+        return results[0]
+
+    def flush(self) -> None:
+        for s in self.sinks:
+            s.flush()
+
+    def close(self) -> None:
+        for s in self.sinks:
+            close = getattr(s, "close", None)
+            if callable(close):
+                close()
+
+
+class TensorBoardSink:
+    """Write scalars to TensorBoard event files in ``log_dir``.
+
+    Scalars go to ``SummaryWriter.add_scalar(name, value, step)``, so metric names such as
+    ``mse/nc/nc1`` appear grouped by their prefix. Arrays are for the run directory:
+    :meth:`save_array` writes only the scalar summaries ``<name>/norm`` (Frobenius norm) so
+    their evolution can be followed in TensorBoard too.
+
+    Parameters
+    ----------
+    log_dir : path-like
+        Directory of the event files.
+    flush_secs : int, default=30
+        How often the writer flushes by itself.
+
+    Raises
+    ------
+    ImportError
+        If ``tensorboard`` is not installed.
+    """
+
+    def __init__(self, log_dir: str | os.PathLike[str], *, flush_secs: int = 30) -> None:
+        try:
+            from torch.utils.tensorboard import SummaryWriter
+        except ImportError:
+            raise ImportError(
+                "TensorBoardSink needs the `tensorboard` package: "
+                "pip install 'ncdynamics[tensorboard]'."
+            ) from None
+        self.log_dir = os.fspath(log_dir)
+        self.writer = SummaryWriter(log_dir=self.log_dir, flush_secs=flush_secs)
+
+    def log(self, step: int, values: Mapping[str, float] | None = None, **kw: float) -> None:
+        for name, value in dict(values or {}, **kw).items():
+            self.writer.add_scalar(str(name), float(value), int(step))
+
+    def save_array(self, name: str, step: int, array: Any) -> None:
+        arr = np.asarray(array.detach().cpu() if hasattr(array, "detach") else array)
+        self.writer.add_scalar(
+            f"{name}/norm", float(np.linalg.norm(arr.astype(np.float64))), int(step)
+        )
+
+    def flush(self) -> None:
+        self.writer.flush()
+
+    def close(self) -> None:
+        self.writer.close()
+
+
+def _lightning_callback_base() -> type:
+    try:
+        from lightning.pytorch import Callback
+    except ImportError:
+        try:
+            from pytorch_lightning import Callback
+        except ImportError:
+            raise ImportError(
+                "lightning_callback needs PyTorch Lightning: pip install 'ncdynamics[lightning]'."
+            ) from None
+    return Callback
+
+
+def lightning_callback(recorder: Recorder, *, log_metrics: bool = True) -> Any:
+    """A Lightning ``Callback`` that records with ``recorder`` on the trainer's epochs.
+
+    The Recorder's step is the number of finished epochs: step 0 at the start of training
+    (the initialisation), step ``e`` after epoch ``e``, recorded when the Recorder's schedule
+    contains it. At the end of training the Recorder is flushed.
+
+    Parameters
+    ----------
+    recorder : Recorder
+        Probes and sink; the LightningModule is the model it probes (give ``layer=`` to the
+        Recorder if the module has no ``features``/``classifier``).
+    log_metrics : bool, default=True
+        Also store the trainer's scalar ``callback_metrics`` (e.g. what ``self.log`` logged)
+        as ``lightning/<name>`` beside the probes' scalars.
+
+    Raises
+    ------
+    ImportError
+        If neither ``lightning`` nor ``pytorch_lightning`` is installed.
+    """
+    if not isinstance(recorder, Recorder):
+        raise TypeError(f"`recorder` must be a Recorder; got {type(recorder).__name__}.")
+    base = _lightning_callback_base()
+
+    class RecorderCallback(base):  # type: ignore[misc, valid-type]
+        """Drives a :class:`ncdynamics.training.Recorder` from Lightning's epoch hooks."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.recorder = recorder
+
+        def _extra(self, trainer: Any) -> dict[str, float]:
+            if not log_metrics:
+                return {}
+            out = {}
+            for k, v in trainer.callback_metrics.items():
+                value = v.detach().cpu() if hasattr(v, "detach") else v
+                if np.ndim(value) == 0:
+                    out[f"lightning/{k}"] = float(value)
+            return out
+
+        def on_train_start(self, trainer: Any, pl_module: Any) -> None:
+            self.recorder.step(pl_module, 0)
+
+        def on_train_epoch_end(self, trainer: Any, pl_module: Any) -> None:
+            self.recorder.step(pl_module, trainer.current_epoch + 1, **self._extra(trainer))
+
+        def on_train_end(self, trainer: Any, pl_module: Any) -> None:
+            self.recorder.close()
+
+    return RecorderCallback()
