@@ -28,7 +28,9 @@ _MAX_PANELS = 12
 def _metric_columns(table: pd.DataFrame) -> list[str]:
     """Numeric result columns with a finite value: summary scalars first, then final metrics."""
     cols = [c for c in table.columns if c.startswith(("summary.", "final."))]
-    cols = [c for c in cols if np.isfinite(pd.to_numeric(table[c], errors="coerce")).any()]
+    values = {c: pd.to_numeric(table[c], errors="coerce") for c in cols}
+    # finite somewhere, and not one constant value (an epoch count, a fixed setting)
+    cols = [c for c in cols if np.isfinite(values[c]).any() and values[c].nunique() > 1]
     summary = [c for c in cols if c.startswith("summary.")]
     return (summary + [c for c in cols if c.startswith("final.")])[:_MAX_PANELS] if cols else []
 

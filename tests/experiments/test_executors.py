@@ -1,0 +1,70 @@
+import os
+import signal
+import time
+
+import pytest
+
+from ncdynamics.experiments import LocalExecutor, RayExecutor, Task, make_executor
+from ncdynamics.experiments.executors import ADDRESS_TIMEOUT_S
+
+
+def square(x):
+    return x * x
+
+
+def fail(x):
+    raise ValueError(f"bad value {x}\nsecond line")
+
+
+def die(x):
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+@pytest.fixture(scope="module")
+def pool():
+    with LocalExecutor(workers=2) as ex:
+        yield ex
+
+
+def test_local_returns_values_and_errors_in_one_line(pool):
+    tasks = [Task(f"t{i}", square, (i,)) for i in range(5)] + [Task("bad", fail, (3,))]
+    out = {o.key: o for o in pool.run(tasks)}
+    assert sorted(out) == sorted(t.key for t in tasks)
+    assert [out[f"t{i}"].value for i in range(5)] == [0, 1, 4, 9, 16]
+    assert all(out[f"t{i}"].ok and out[f"t{i}"].error is None for i in range(5))
+    assert not out["bad"].ok and out["bad"].error == "ValueError: bad value 3"
+
+
+def test_local_worker_killed_loses_only_its_task(pool):
+    tasks = [Task("dies", die, (0,))] + [Task(f"t{i}", square, (i,)) for i in range(4)]
+    out = {o.key: o for o in pool.run(tasks)}
+    assert not out["dies"].ok
+    assert out["dies"].error.startswith("WorkerDied:") and "signal 9" in out["dies"].error
+    assert all(out[f"t{i}"].ok and out[f"t{i}"].value == i * i for i in range(4))
+    # the dead worker is gone and replaced while work remains; the pool keeps working
+    assert 1 <= len(pool.worker_pids()) <= 2
+    out = {o.key: o.value for o in pool.run([Task(f"a{i}", square, (i,)) for i in range(3)])}
+    assert out == {"a0": 0, "a1": 1, "a2": 4} and len(pool.worker_pids()) == 2
+
+
+def test_make_executor_checks_its_options():
+    with pytest.raises(ValueError, match="`backend` must be one of"):
+        make_executor("dask")
+    with pytest.raises(ValueError, match="`address` is for the ray backend"):
+        make_executor("local", address="127.0.0.1:6379")
+    with pytest.raises(ValueError, match="workers"):
+        LocalExecutor(workers=0)
+
+
+def test_ray_address_that_does_not_answer_fails_fast_and_starts_nothing():
+    start = time.monotonic()
+    with pytest.raises(ConnectionError, match=r"`address` '127.0.0.1:9'.*Nothing was started"):
+        RayExecutor(address="127.0.0.1:9")
+    assert time.monotonic() - start < min(30.0, ADDRESS_TIMEOUT_S + 5)
+    ray = pytest.importorskip("ray", reason="ray is not installed (pip install '.[ray]')")
+    assert not ray.is_initialized()
+
+
+def test_ray_address_must_be_host_port():
+    with pytest.raises(ValueError, match="host:port"):
+        RayExecutor(address="somewhere")

@@ -1,0 +1,131 @@
+import json
+import os
+import signal
+import threading
+import time
+
+import pandas as pd
+import pytest
+
+from ncdynamics.experiments import LocalExecutor, expand_grid, read_sweep_table, sweep
+
+SMALL = {"epochs": 2, "depth": 1, "width": 8, "checkpoint_every": 1}
+
+
+def test_expand_grid_names_runs_and_resolves_values():
+    points = expand_grid("demo", "smoke", grid={"lr": [0.05, "0.1"], "width": 8}, seeds=2)
+    ids = [p.run_id for p in points]
+    assert ids == [
+        "lr=0.05_width=8_seed=0",
+        "lr=0.05_width=8_seed=1",
+        "lr=0.1_width=8_seed=0",
+        "lr=0.1_width=8_seed=1",
+    ]
+    assert points[2].values == {"lr": 0.1, "width": 8} and isinstance(points[2].values["lr"], float)
+    assert [p.seed for p in expand_grid("demo", grid={"lr": 0.1}, seeds=[3, 5])] == [3, 5]
+
+
+@pytest.mark.parametrize(
+    ("grid", "kwargs", "match"),
+    [
+        ({"nope": [1]}, {}, r"`grid` key 'nope' is not an option of experiment 'demo'; "
+         r"its options: dataset, losses, depth, width"),
+        ({}, {}, r"`grid` must map at least one option"),
+        ({"lr": []}, {}, r"`grid` key 'lr' must have at least one value"),
+        ({"lr": [0.1, 0.10]}, {}, r"resolve to the same run"),
+        ({"lr": [0.1]}, {"overrides": {"lr": 0.2}}, r"also given as an override"),
+        ({"width": ["wide"]}, {}, r"option `width` must be int"),
+        ({"lr": [0.1]}, {"seeds": 0}, r"seeds"),
+    ],
+)
+def test_expand_grid_rejects_bad_input(grid, kwargs, match):
+    with pytest.raises((ValueError, TypeError), match=match):
+        expand_grid("demo", "smoke", grid=grid, **kwargs)
+
+
+@pytest.fixture(scope="module")
+def one_worker():
+    with LocalExecutor(workers=1) as ex:
+        yield ex
+
+
+def _kill_when_running(root, run_id, killed):
+    """SIGKILL the worker that holds ``run_id`` once its run has started."""
+    deadline = time.monotonic() + 60
+    status, pidfile = root / run_id / "status.json", root / ".workers" / f"{run_id}.json"
+    while time.monotonic() < deadline:
+        try:
+            if json.loads(status.read_text())["state"] == "running":
+                pid = json.loads(pidfile.read_text())["pid"]
+                os.kill(pid, signal.SIGKILL)
+                killed.append(pid)
+                return
+        except (OSError, ValueError, KeyError):
+            pass
+        time.sleep(0.01)
+
+
+def test_sweep_survives_a_killed_worker_and_resumes(tmp_path, one_worker):
+    out = tmp_path / "sw"
+    grid = {"lr": [0.05, 0.1]}
+    killed: list[int] = []
+    watcher = threading.Thread(
+        target=_kill_when_running, args=(out, "lr=0.1_seed=0", killed), daemon=True
+    )
+    watcher.start()
+    res = sweep("demo", "smoke", out, grid=grid, overrides=SMALL, executor=one_worker, retries=1)
+    watcher.join(5)
+    assert killed, "the watcher never saw the second run running"
+    assert res.ok and sorted(res.completed) == ["lr=0.05_seed=0", "lr=0.1_seed=0"]
+    table = read_sweep_table(out)
+    assert list(table["status"]) == ["completed", "completed"]
+    row = table.set_index("run_id").loc["lr=0.1_seed=0"]
+    assert row["attempts"] == 2 and pd.isna(row["error"])  # retried, completed
+    state = json.loads((out / "sweep.json").read_text())
+    assert state["runs"]["lr=0.1_seed=0"]["errors"][0].startswith("WorkerDied:")
+    assert {"lr", "seed", "summary.table.mse.nc/nc1", "final.mse/nc/nc1"} <= set(table.columns)
+    assert (out / "table.csv").is_file()
+    assert pd.read_csv(out / "table.csv").shape[0] == 2
+    first_finished = json.loads((out / "lr=0.05_seed=0" / "status.json").read_text())["finished"]
+
+    # the same sweep again: nothing runs, nothing completed is rewritten
+    again = sweep("demo", "smoke", out, grid=grid, overrides=SMALL, executor=one_worker)
+    assert again.skipped == ("lr=0.05_seed=0", "lr=0.1_seed=0") and not again.completed
+    status = json.loads((out / "lr=0.05_seed=0" / "status.json").read_text())
+    assert status["finished"] == first_finished
+
+    # other settings into the same directory are refused
+    with pytest.raises(ValueError, match="holds a sweep with another grid"):
+        sweep("demo", "smoke", out, grid={"lr": [0.2]}, overrides=SMALL, executor=one_worker)
+
+    # a run directory written by another format version: a clear error, nothing runs
+    status["format_version"] = 0
+    (out / "lr=0.05_seed=0" / "status.json").write_text(json.dumps(status))
+    with pytest.raises(ValueError, match="has format version 0; this ncdynamics reads version 1"):
+        sweep("demo", "smoke", out, grid=grid, overrides=SMALL, executor=one_worker)
+
+
+def test_failing_run_is_retried_a_bounded_number_of_times(tmp_path, one_worker):
+    out = tmp_path / "bad"
+    res = sweep(
+        "demo",
+        "smoke",
+        out,
+        grid={"dataset": ["no-such-dataset"]},
+        overrides=SMALL,
+        executor=one_worker,
+        retries=2,
+    )
+    assert not res.ok and res.failed == ("dataset=no-such-dataset_seed=0",)
+    row = read_sweep_table(out).iloc[0]
+    assert row["status"] == "failed" and row["attempts"] == 3
+    assert "no-such-dataset" in row["error"] and "\n" not in row["error"]
+    errors = json.loads((out / "sweep.json").read_text())["runs"][row["run_id"]]["errors"]
+    assert len(errors) == 3
+
+
+def test_sweep_out_must_be_empty_or_a_sweep(tmp_path):
+    (tmp_path / "x").mkdir()
+    (tmp_path / "x" / "file.txt").write_text("hi")
+    with pytest.raises(FileExistsError, match="is not a sweep directory"):
+        sweep("demo", "smoke", tmp_path / "x", grid={"lr": [0.1]})
