@@ -68,3 +68,28 @@ def test_ray_address_that_does_not_answer_fails_fast_and_starts_nothing():
 def test_ray_address_must_be_host_port():
     with pytest.raises(ValueError, match="host:port"):
         RayExecutor(address="somewhere")
+
+
+def test_ray_sweep_with_a_killed_worker_completes(tmp_path):
+    pytest.importorskip("ray", reason="ray is not installed (pip install '.[ray]')")
+    import threading
+
+    from ncdynamics.experiments import read_sweep_table, sweep
+
+    from test_sweep import SMALL, _kill_when_running
+
+    out = tmp_path / "ray"
+    killed: list[int] = []
+    watcher = threading.Thread(
+        target=_kill_when_running, args=(out, "lr=0.1_seed=0", killed), daemon=True
+    )
+    watcher.start()
+    with RayExecutor(workers=2) as ex:
+        res = sweep("demo", "smoke", out, grid={"lr": [0.05, 0.1]}, overrides=SMALL,
+                    executor=ex, retries=1)
+    watcher.join(5)
+    assert killed and res.ok
+    table = read_sweep_table(out).set_index("run_id")
+    assert list(table["status"]) == ["completed", "completed"]
+    assert table.loc["lr=0.1_seed=0", "attempts"] == 2
+    assert table.loc["lr=0.05_seed=0", "attempts"] == 1
