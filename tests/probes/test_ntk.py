@@ -434,3 +434,16 @@ def test_diagonal_and_trace_plans_split_outputs_before_samples():
         plan = plan_jacobian_chunks(s, mode=mode, n1=8, n2=None, n_out=8, budget=8 * 500_000,
                                     itemsize=8)
         assert plan is not None and plan.n_block == 8 and plan.o_block < 8
+
+
+def test_works_under_no_grad_and_with_inference_tensors(float64_torch):
+    model, shape = make("convbn")
+    x = torch.randn(3, *shape)
+    ref = empirical_ntk(model, x, method="jacobian")
+    with torch.no_grad():
+        for method in METHODS:
+            torch.testing.assert_close(empirical_ntk(model, x, method=method), ref,
+                                       rtol=1e-10, atol=1e-12)
+    with torch.inference_mode():
+        xi = x.clone()
+    torch.testing.assert_close(empirical_ntk(model, xi), ref, rtol=1e-10, atol=1e-12)

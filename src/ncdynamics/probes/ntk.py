@@ -379,6 +379,9 @@ def _check_inputs(model: Any, x: Any, x2: Any) -> tuple[torch.Tensor, torch.Tens
             raise ValueError(f"`{name}` must have shape (n_samples, *input_shape) with "
                              f"n_samples >= 1; got {tuple(t.shape)}.")
         check_finite_tensor(t, name)
+        if t.is_inference():  # made under torch.inference_mode: autograd cannot use it
+            with torch.inference_mode(False):
+                t = t.clone()
         out.append(t)
     if out[1] is not None and out[1].shape[1:] != out[0].shape[1:]:
         raise ValueError(f"`x2` must have shape (n2, {', '.join(map(str, x.shape[1:]))}) "
