@@ -116,8 +116,10 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="fewer steps (under a minute)")
     ap.add_argument("--skip-trials", action="store_true")
+    ap.add_argument("--skip-sde", action="store_true")
     args = ap.parse_args()
-    bench_sde(200 if args.quick else 10_000)
+    if not args.skip_sde:
+        bench_sde(200 if args.quick else 10_000)
     if not args.skip_trials:
         bench_trials(5 if args.quick else 30, 100)
 

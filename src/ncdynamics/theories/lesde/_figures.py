@@ -32,11 +32,12 @@ def fig1(snaps, proj, labels, means, sim, nu, pair) -> Any:
         sel = labels == c
         ax.scatter(proj[sel], np.broadcast_to(snaps[:, None], proj.shape)[sel], s=6,
                    marker=MARKERS[c], alpha=0.5, label=NAMES[c])
-        ax.plot(means[:, c] @ nu, np.arange(means.shape[0]), lw=1.5)
-        ax.plot(sim[:, c] @ nu, np.arange(sim.shape[0]), ls="--", lw=1, color="k")
+        ax.plot(_rolling(means[:, c] @ nu, 50), np.arange(means.shape[0]), lw=1.5, color="k")
+        ax.plot(sim[:, c] @ nu, np.arange(sim.shape[0]), ls="--", lw=1.2, color="red")
     ax.set_xlabel(rf"$\langle\nu, X\rangle$, $\nu$ from classes {pair}")
     ax.set_ylabel("iteration")
-    ax.set_title("Projected logits (dashed: LE-ODE, L-model)")
+    ax.set_title("Projected logits; black: class means, red dashed: LE-ODE (L-model)",
+                 fontsize=9)
     ax.legend(fontsize=7)
     ax3 = fig.add_subplot(1, 2, 2, projection="3d")
     t = np.arange(means.shape[0])[::5]

@@ -109,10 +109,11 @@ def run_fig1(config: Fig1Config, run: Any, *, seed: int, progress: bool) -> None
     nu = projection_direction(means, k, l)
     snaps = np.linspace(0, config.n_iter - 1, config.n_snapshots).astype(int)
     proj = rec.logits[snaps] @ nu  # (S, R)
-    ab = estimate_ab_l(means)
+    ab = estimate_ab_L(means)
     w = _smooth_window(config.window, config.n_iter)
     sim = leode_imitation(rates_savgol(ab.A, w), rates_savgol(ab.B, w), means[0],
                           rng=np.random.default_rng(seed), model="L", init="real").mean
+    sim = rescale_to_real(sim, means, tail=min(1000, config.n_iter // 2))
     run.save_array("class_means", 0, means.astype(np.float32))
     run.save_array("nu", 0, nu)
     run.save_figure(_figures.fig1(snaps, proj, rec.labels[snaps], means, sim, nu, (k, l)),

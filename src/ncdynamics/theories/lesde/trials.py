@@ -100,14 +100,22 @@ def lenet_forward_batched(params: dict[str, torch.Tensor], x: torch.Tensor) -> t
     return _linear(h, params["classifier.weight"], params["classifier.bias"])
 
 
-def _unpool(grad: torch.Tensor, idx: torch.Tensor, pre: torch.Tensor) -> torch.Tensor:
-    """Backward of relu + 2x2 max-pool: route ``grad`` to the argmax positions of ``pre``.
+def _pool_relu(c: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """relu then 2x2 max-pool, computed as pool then relu (they commute), with indices."""
+    pooled, idx = F.max_pool2d(c, 2, return_indices=True)
+    return F.relu(pooled), idx
 
-    Pooling windows do not overlap, so every target position receives at most one value.
+
+def _unpool(grad: torch.Tensor, idx: torch.Tensor, pooled: torch.Tensor,
+            pre: torch.Tensor) -> torch.Tensor:
+    """Backward of :func:`_pool_relu`: route ``grad`` to the argmax positions of ``pre``.
+
+    The relu derivative at the argmax is ``pooled > 0``; pooling windows do not overlap,
+    so every position of ``pre`` receives at most one value.
     """
     out = torch.zeros_like(pre).flatten(2)  # (1, R*O, h*w)
-    out.scatter_(2, idx.flatten(2), grad.flatten(2))
-    return out.view_as(pre) * (pre > 0)
+    out.scatter_(2, idx.flatten(2), (grad * (pooled > 0)).flatten(2))
+    return out.view_as(pre)
 
 
 def _fused_sgd_step(p: dict[str, torch.Tensor], x: torch.Tensor, y: torch.Tensor,
@@ -123,9 +131,9 @@ def _fused_sgd_step(p: dict[str, torch.Tensor], x: torch.Tensor, y: torch.Tensor
     # forward; activations kept for the backward pass
     x1 = x.reshape(1, -1, *x.shape[2:])  # (1, R*C, H, W)
     c1 = _conv(x1, p["body.0.weight"], p["body.0.bias"])  # (1, R*6, H-4, W-4)
-    p1, i1 = F.max_pool2d(F.relu(c1), 2, return_indices=True)
+    p1, i1 = _pool_relu(c1)
     c2 = _conv(p1, p["body.3.weight"], p["body.3.bias"])  # (1, R*16, ., .)
-    p2, i2 = F.max_pool2d(F.relu(c2), 2, return_indices=True)
+    p2, i2 = _pool_relu(c2)
     h0 = p2.view(r, 1, -1)  # (R, 1, 400)
     z1 = _linear(h0, p["body.7.weight"], p["body.7.bias"])
     h1 = F.relu(z1)  # (R, 1, 120)
@@ -145,13 +153,13 @@ def _fused_sgd_step(p: dict[str, torch.Tensor], x: torch.Tensor, y: torch.Tensor
         w.baddbmm_(d.transpose(1, 2), inp, alpha=-lr)  # W -= lr d^T inp
         b.sub_(lr * d[:, 0])
         d = d_in * (pre > 0) if pre is not None else d_in
-    g2 = _unpool(d.reshape(p2.shape), i2, c2)
+    g2 = _unpool(d.reshape(p2.shape), i2, p2, c2)
     w2 = p["body.3.weight"]
     gi, gw, gb = conv_bwd(g2, p1, w2.flatten(0, 1), [g2.shape[1]], [1, 1], [0, 0], [1, 1],
                           False, [0, 0], r, [True, True, True])
     w2.sub_(lr * gw.view_as(w2))
     p["body.3.bias"].sub_(lr * gb.view(r, -1))
-    g1 = _unpool(gi, i1, c1)
+    g1 = _unpool(gi, i1, p1, c1)
     w1 = p["body.0.weight"]
     _, gw, gb = conv_bwd(g1, x1, w1.flatten(0, 1), [g1.shape[1]], [1, 1], [0, 0], [1, 1],
                          False, [0, 0], r, [False, True, True])
