@@ -29,8 +29,18 @@ def test_bad_input_is_one_line_with_exit_2(argv, match, capsys):
 
 def test_ray_address_that_does_not_answer(tmp_path, capsys):
     start = time.monotonic()
-    argv = ["sweep", "demo", "--grid", "lr=0.1", "--backend", "ray", "--address", "127.0.0.1:9",
-            "--out", str(tmp_path / "s")]
+    argv = [
+        "sweep",
+        "demo",
+        "--grid",
+        "lr=0.1",
+        "--backend",
+        "ray",
+        "--address",
+        "127.0.0.1:9",
+        "--out",
+        str(tmp_path / "s"),
+    ]
     assert main(argv) == 2
     assert time.monotonic() - start < 30
     err = capsys.readouterr().err
@@ -44,8 +54,23 @@ def test_report_index_of_an_empty_folder(tmp_path, capsys):
     assert "0 sweep(s), 0 run(s)" in (tmp_path / "index.html").read_text()
 
 
-SWEEP = ["sweep", "demo", "--grid", "lr=0.05,0.1", "--set", "epochs=3", "--set", "depth=1",
-         "--set", "width=16", "--set", "checkpoint_every=1", "--workers", "1", "--no-progress"]
+SWEEP = [
+    "sweep",
+    "demo",
+    "--grid",
+    "lr=0.05,0.1",
+    "--set",
+    "epochs=3",
+    "--set",
+    "depth=1",
+    "--set",
+    "width=16",
+    "--set",
+    "checkpoint_every=1",
+    "--workers",
+    "1",
+    "--no-progress",
+]
 
 
 @pytest.mark.slow
@@ -54,8 +79,7 @@ def test_sweep_interrupted_with_ctrl_c_resumes(tmp_path):
     out = tmp_path / "s"
     cmd = [sys.executable, "-m", "ncdynamics.cli", *SWEEP, "--out", str(out)]
     env = {**os.environ, "MPLBACKEND": "Agg"}
-    proc = subprocess.Popen(cmd, start_new_session=True, env=env, stderr=subprocess.PIPE,
-                            text=True)
+    proc = subprocess.Popen(cmd, start_new_session=True, env=env, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 120
     status = out / "lr=0.05_seed=0" / "status.json"
     while time.monotonic() < deadline and proc.poll() is None:

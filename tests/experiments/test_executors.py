@@ -1,5 +1,7 @@
+import json
 import os
 import signal
+import threading
 import time
 
 import pytest
@@ -18,6 +20,25 @@ def fail(x):
 
 def die(x):
     os.kill(os.getpid(), signal.SIGKILL)
+
+
+SMALL = {"epochs": 2, "depth": 1, "width": 16, "checkpoint_every": 1}
+
+
+def _kill_when_running(root, run_id, killed):
+    """SIGKILL the worker that holds ``run_id`` once its run has started."""
+    deadline = time.monotonic() + 60
+    status, pidfile = root / run_id / "status.json", root / ".workers" / f"{run_id}.json"
+    while time.monotonic() < deadline:
+        try:
+            if json.loads(status.read_text())["state"] == "running":
+                pid = json.loads(pidfile.read_text())["pid"]
+                os.kill(pid, signal.SIGKILL)
+                killed.append(pid)
+                return
+        except (OSError, ValueError, KeyError):
+            pass
+        time.sleep(0.01)
 
 
 @pytest.fixture(scope="module")
@@ -72,11 +93,7 @@ def test_ray_address_must_be_host_port():
 
 def test_ray_sweep_with_a_killed_worker_completes(tmp_path):
     pytest.importorskip("ray", reason="ray is not installed (pip install '.[ray]')")
-    import threading
-
     from ncdynamics.experiments import read_sweep_table, sweep
-
-    from test_sweep import SMALL, _kill_when_running
 
     out = tmp_path / "ray"
     killed: list[int] = []
@@ -85,8 +102,9 @@ def test_ray_sweep_with_a_killed_worker_completes(tmp_path):
     )
     watcher.start()
     with RayExecutor(workers=2) as ex:
-        res = sweep("demo", "smoke", out, grid={"lr": [0.05, 0.1]}, overrides=SMALL,
-                    executor=ex, retries=1)
+        res = sweep(
+            "demo", "smoke", out, grid={"lr": [0.05, 0.1]}, overrides=SMALL, executor=ex, retries=1
+        )
     watcher.join(5)
     assert killed and res.ok
     table = read_sweep_table(out).set_index("run_id")

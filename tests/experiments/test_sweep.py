@@ -9,7 +9,7 @@ import pytest
 
 from ncdynamics.experiments import LocalExecutor, expand_grid, read_sweep_table, sweep
 
-SMALL = {"epochs": 2, "depth": 1, "width": 8, "checkpoint_every": 1}
+SMALL = {"epochs": 2, "depth": 1, "width": 16, "checkpoint_every": 1}
 
 
 def test_expand_grid_names_runs_and_resolves_values():
@@ -28,8 +28,12 @@ def test_expand_grid_names_runs_and_resolves_values():
 @pytest.mark.parametrize(
     ("grid", "kwargs", "match"),
     [
-        ({"nope": [1]}, {}, r"`grid` key 'nope' is not an option of experiment 'demo'; "
-         r"its options: dataset, losses, depth, width"),
+        (
+            {"nope": [1]},
+            {},
+            r"`grid` key 'nope' is not an option of experiment 'demo'; "
+            r"its options: dataset, losses, depth, width",
+        ),
         ({}, {}, r"`grid` must map at least one option"),
         ({"lr": []}, {}, r"`grid` key 'lr' must have at least one value"),
         ({"lr": [0.1, 0.10]}, {}, r"resolve to the same run"),

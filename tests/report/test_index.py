@@ -19,8 +19,13 @@ def tree(tmp_path_factory):
     root = tmp_path_factory.mktemp("index")
     with experiments.LocalExecutor(workers=1) as ex:
         experiments.sweep(
-            "demo", "smoke", root / "sweeps" / "lr", grid={"lr": [0.05, 0.1]}, overrides=SMALL,
-            executor=ex, after_run=report.write_report,
+            "demo",
+            "smoke",
+            root / "sweeps" / "lr",
+            grid={"lr": [0.05, 0.1]},
+            overrides=SMALL,
+            executor=ex,
+            after_run=report.write_report,
         )
     report.write_sweep_report(root / "sweeps" / "lr")
     lone = experiments.run("demo", "smoke", root / "lone", progress=False, **SMALL)
@@ -40,7 +45,11 @@ def test_index_lists_everything_and_every_target_exists(tree):
     root, index = tree
     entries = {e.path.as_posix(): e for e in report.find_entries(root)}
     assert set(entries) == {
-        "sweeps/lr", "sweeps/lr/lr=0.05_seed=0", "sweeps/lr/lr=0.1_seed=0", "lone", "old"
+        "sweeps/lr",
+        "sweeps/lr/lr=0.05_seed=0",
+        "sweeps/lr/lr=0.1_seed=0",
+        "lone",
+        "old",
     }
     assert entries["sweeps/lr"].kind == "sweep" and entries["sweeps/lr"].state == "2 completed"
     assert entries["sweeps/lr/lr=0.1_seed=0"].sweep.as_posix() == "sweeps/lr"
@@ -74,7 +83,9 @@ document.body.appendChild(f);
 </script></body></html>"""
 
 
-@pytest.mark.skipif(_chromium() is None, reason="chromium is not installed (apt-get install chromium)")
+@pytest.mark.skipif(
+    _chromium() is None, reason="chromium is not installed (apt-get install chromium)"
+)
 def test_index_in_headless_chromium(tree, tmp_path):
     root, index = tree
     exe = _chromium()
@@ -83,7 +94,10 @@ def test_index_in_headless_chromium(tree, tmp_path):
     check.write_text(_CHECK)
     dom = subprocess.run(
         [*flags, "--virtual-time-budget=10000", "--dump-dom", check.as_uri()],
-        capture_output=True, text=True, timeout=90, check=True,
+        capture_output=True,
+        text=True,
+        timeout=90,
+        check=True,
     ).stdout
     found = re.search(r'<pre id="result">(.*?)</pre>', dom, re.S)
     assert found, dom[-2000:]
@@ -96,6 +110,8 @@ def test_index_in_headless_chromium(tree, tmp_path):
     shot = tmp_path / "index.png"
     subprocess.run(
         [*flags, f"--screenshot={shot}", "--window-size=1280,1400", index.as_uri()],
-        capture_output=True, timeout=90, check=True,
+        capture_output=True,
+        timeout=90,
+        check=True,
     )
     assert shot.is_file() and shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

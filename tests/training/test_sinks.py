@@ -70,7 +70,8 @@ def test_tensorboard_sink_writes_the_recorders_scalars(rng, tmp_path):
 
 def test_lightning_callback_drives_the_recorder(rng):
     pl = pytest.importorskip(
-        "pytorch_lightning", reason="PyTorch Lightning is not installed (pip install '.[lightning]')"
+        "pytorch_lightning",
+        reason="PyTorch Lightning is not installed (pip install '.[lightning]')",
     )
     x, y = _probe_set(rng, n=60)
 
@@ -97,8 +98,13 @@ def test_lightning_callback_drives_the_recorder(rng):
     data = torch.utils.data.TensorDataset(torch.from_numpy(x), torch.from_numpy(y))
     loader = torch.utils.data.DataLoader(data, batch_size=20)
     trainer = pl.Trainer(
-        max_epochs=3, logger=False, enable_checkpointing=False, enable_progress_bar=False,
-        enable_model_summary=False, callbacks=[lightning_callback(rec)], accelerator="cpu",
+        max_epochs=3,
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        callbacks=[lightning_callback(rec)],
+        accelerator="cpu",
     )
     trainer.fit(Module(), loader)
     assert [s for s, _ in sink.logged] == [0, 1, 2, 3]
