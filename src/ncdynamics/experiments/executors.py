@@ -212,7 +212,15 @@ class LocalExecutor(Executor):
         return Outcome(task.key, False, error=error, seconds=elapsed)
 
     def _interrupt(self, busy: Any) -> None:
-        """Ask running tasks to stop (SIGINT), give them a few seconds, then terminate."""
+        """Ask running tasks to stop (SIGINT), give them a few seconds, then terminate.
+
+        A Ctrl-C at a terminal has already reached the workers (same process group): they
+        get two seconds to stop by themselves before the SIGINT is sent.
+        """
+        busy = list(busy)
+        grace = time.monotonic() + 2.0
+        for w in busy:
+            w.proc.join(max(0.0, grace - time.monotonic()))
         for w in busy:
             if w.proc.is_alive() and w.proc.pid:
                 try:

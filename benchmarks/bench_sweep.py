@@ -1,0 +1,99 @@
+"""Sweep executor benchmark: overhead per run, and a smoke sweep on 1 worker against 2.
+
+Usage: ``.venv/bin/python benchmarks/bench_sweep.py [--quick]``
+
+1. Executor overhead: a :class:`LocalExecutor` round trip for a task that does nothing
+   (pool start-up excluded, it is paid once per sweep), and the whole-sweep overhead per run:
+   the sweep's wall time on one worker minus the same runs' ``experiments.run`` time measured
+   in this process, divided by the number of runs.
+2. Scaling: the same 16-run ``demo`` smoke sweep (8 with ``--quick``) on 1 worker (the
+   baseline) and on 2 workers; prints both times and the ratio (target: at least 1.7x on two
+   free cores; a machine shared with other work gives less).
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from ncdynamics.experiments import LocalExecutor, Task, run, sweep
+
+SMALL = {"epochs": 3, "depth": 1, "checkpoint_every": 10}
+
+
+def noop(i: int) -> int:
+    return i
+
+
+def _timed_sweep(out: Path, workers: int, grid: dict, seeds: int) -> tuple[float, float]:
+    """(wall time of the sweep including pool start-up, pool start-up time)."""
+    t0 = time.perf_counter()
+    with LocalExecutor(workers=workers) as ex:
+        list(ex.run([Task(f"warm{i}", noop, (i,)) for i in range(workers)]))
+        t_start = time.perf_counter() - t0
+        res = sweep("demo", "smoke", out, grid=grid, seeds=seeds, overrides=SMALL, executor=ex)
+    wall = time.perf_counter() - t0
+    if not res.ok:
+        raise RuntimeError(f"sweep failed: {res.failed}")
+    return wall, t_start
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="8 runs instead of 16")
+    args = parser.parse_args()
+    grid = {"lr": [0.05, 0.1], "width": [16, 24]}
+    seeds = 2 if args.quick else 4
+    tmp = Path(tempfile.mkdtemp(prefix="bench_sweep_"))
+    try:
+        with LocalExecutor(workers=1) as ex:
+            list(ex.run([Task("warm", noop, (0,))]))
+            n = 200
+            t0 = time.perf_counter()
+            list(ex.run([Task(f"t{i}", noop, (i,)) for i in range(n)]))
+            per_task = (time.perf_counter() - t0) / n
+        print(f"executor round trip per task (no-op, warm pool): {per_task * 1e3:8.2f} ms")
+
+        # in-process time of the runs themselves (the work a sweep cannot avoid)
+        t0 = time.perf_counter()
+        runs_n = 0
+        for lr in grid["lr"]:
+            for width in grid["width"]:
+                for s in range(seeds):
+                    cfg = {**SMALL, "lr": lr, "width": width}
+                    run(
+                        "demo",
+                        "smoke",
+                        tmp / f"inproc-{lr}-{width}-{s}",
+                        seed=s,
+                        progress=False,
+                        **cfg,
+                    )
+                    runs_n += 1
+        inproc = time.perf_counter() - t0
+
+        one, start1 = _timed_sweep(tmp / "w1", 1, grid, seeds)
+        two, start2 = _timed_sweep(tmp / "w2", 2, grid, seeds)
+        overhead = (one - start1 - inproc) / runs_n
+        print(
+            f"runs per sweep: {runs_n}; in-process run time {inproc:.2f} s "
+            f"({inproc / runs_n:.2f} s per run)"
+        )
+        print(
+            f"sweep overhead per run on 1 worker (pool start-up {start1:.2f} s excluded): "
+            f"{overhead:.3f} s"
+        )
+        print(
+            f"{runs_n}-run smoke sweep   1 worker {one:7.2f} s   2 workers {two:7.2f} s   "
+            f"ratio {one / two:5.2f}x"
+        )
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
