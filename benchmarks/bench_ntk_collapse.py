@@ -85,7 +85,7 @@ def bench_kernel_split(quick: bool) -> None:
     res = train_one(dataclasses.asdict(cfg), cfg.inits[0], cfg.lrs[1], 0)
     total, kern, probes = res["seconds_total"], res["seconds_kernel"], res["seconds_probes"]
     train_s = total - probes
-    print(f"cpu fig2 run ({cfg.epochs} epochs, kernel every {cfg.record_every}): training "
+    print(f"cpu fig2 run ({cfg.epochs} epochs, kernel every {cfg.kernel_every}): training "
           f"{train_s:.1f} s, kernel probe {kern:.1f} s, other probes {probes - kern:.1f} s; "
           f"kernel / training = {kern / train_s:.0%}")
 

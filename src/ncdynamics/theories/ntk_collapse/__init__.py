@@ -42,6 +42,7 @@ transposed at the boundary. Errata are listed in ``docs/theories/ntk_collapse.md
 from .blocks import block_eigenvalues as block_eigenvalues
 from .blocks import block_kernel as block_kernel
 from .blocks import eigenspace_bases as eigenspace_bases
+from .estimate import predict_collapse as predict_collapse
 from .limits import equal_bias_coefficients as equal_bias_coefficients
 from .limits import predict_limits as predict_limits
 from .model import BlockParams as BlockParams
@@ -66,6 +67,7 @@ __all__ = [
     "eigenspace_bases",
     "equal_bias_coefficients",
     "invariant",
+    "predict_collapse",
     "predict_limits",
     "simulate_flow",
     "simulate_gd",

@@ -100,6 +100,7 @@ def run_fig1(config: TrainConfig, run: Any, *, seed: int, progress: bool) -> Non
     rise = {k: (float(a[k].iloc[0]), float(a[k].iloc[-1])) for k in a.columns}
     run.save_summary({
         "init": init, "lr": config.lr, "final": fin, "diag_over_offdiag_block_norm": ratio,
+        "epoch_999": first_epoch_reaching(res["train_accuracy"]),
         "alignment_first_last": rise, "kernel_seconds": res["seconds_kernel"],
         "nonfinite_metrics_not_written": res["nonfinite"],
         "total_seconds": res["seconds_total"],

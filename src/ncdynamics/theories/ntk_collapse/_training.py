@@ -65,7 +65,7 @@ class TrainConfig:
     probe_per_class: int = 30
     kernel_per_class: int = 12
     record_every: int = 2
-    kernel_every: int = 10
+    kernel_every: int = 15
     workers: int = 2
 
 
