@@ -275,3 +275,27 @@ def test_bad_state_and_system_are_rejected(rng):
         invariant(State(s.H.T, s.W, s.b), P)
     with pytest.raises(ValueError, match="finite"):
         invariant(State(s.H * np.nan, s.W, s.b), P)
+
+
+def test_general_bias_limits_eq60_eq63(rng):
+    """E = 0 with uncentred class means and unequal biases: (60) and (63) at the limit."""
+    from ncdynamics.theories.ntk_collapse.limits import psd_sqrt
+    from ncdynamics.theories.ntk_collapse.model import compose_features
+
+    p = BlockParams(n_classes=3, n_per_class=2, n_features=5, kappa_d=2.5, kappa_c=1.0,
+                    kappa_n=0.4)
+    C, m, n = 3, 2, 5
+    U, _ = np.linalg.qr(rng.standard_normal((n, C)))
+    H1 = U @ rng.standard_normal((C, C))  # H1 1 != 0: nonzero global mean
+    one = np.ones((C, 1))
+    G = (m / p.mu_class) * H1 @ (np.eye(C) - p.alpha * one @ one.T) @ H1.T
+    W = psd_sqrt(U.T @ G @ U) @ U.T
+    s0 = State(compose_features(H1, np.zeros((n, C * (m - 1)))), W, 0.3 * rng.standard_normal(C))
+    assert np.abs(invariant(s0, p)).max() < 1e-12
+    s = simulate_flow(s0, np.array([0.0, 3e3]), p).state(1)
+    assert loss(s, p) < 1e-18
+    lim = predict_limits(p, s.b)
+    H1_end = s.H.reshape(n, C, m).mean(axis=2)
+    np.testing.assert_allclose(s.W @ s.W.T, lim.WWt, atol=1e-8)
+    np.testing.assert_allclose(H1_end.T @ H1_end, lim.H1tH1, atol=1e-8)
+    assert np.ptp(s.b) > 1e-3  # the biases really are unequal
