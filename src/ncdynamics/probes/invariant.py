@@ -113,7 +113,8 @@ def invariant_metrics(
     mu_s = check_scalar(kd - kc, "kappa_d - kappa_c", low=0.0, closed="neither")
     mu_c = mu_s + m * (kc - kn)
     alpha = kn / (mu_s / m + kc + (C - 1) * kn)
-    means = np.stack([H[y == c].mean(axis=0) for c in range(C)])  # (C, n)
+    onehot = np.eye(C)[y]  # (N, C)
+    means = onehot.T @ H / m  # (C, n) class means
     g = means.mean(axis=0)  # (n,) global mean (balanced)
     dev = H - means[y]  # (N, n)
     S_W = dev.T @ dev  # (n, n)
