@@ -19,7 +19,6 @@ no scikit-image dependency; pixel sets can differ from ``skimage.draw`` on the b
 from __future__ import annotations
 
 import numpy as np
-from scipy import ndimage
 
 from .._validation import check_int, check_labels, check_scalar
 from ._dataset import Dataset, as_float32, register, rng_from
@@ -48,6 +47,8 @@ def make_geomnist_class(
     -------
     ndarray of shape (n, size, size), float32
     """
+    from scipy import ndimage
+
     label = check_int(label, "label", low=0, high=2)
     n = check_int(n, "n", low=1)
     size = check_int(size, "size", low=8)
