@@ -18,8 +18,8 @@ __all__ = ["TRAIN_PRESETS", "run_fig1", "run_fig2"]
 
 _SMOKE = {"epochs": 2, "record_every": 1, "kernel_every": 1, "train_per_class": 24,
           "probe_per_class": 6,
-          "kernel_per_class": 3, "per_class": 6, "width_multiplier": 0.125, "workers": 1,
-          "lrs": (0.05, 0.1), "inits": ("lecun-normal",)}
+          "kernel_per_class": 3, "per_class": 6, "width_multiplier": 0.25, "workers": 1,
+          "lr": 0.0185, "lrs": (0.0096, 0.0185), "inits": ("pytorch-default",)}
 _PAPER = {"dataset": "mnist", "model": "resnet20", "width_multiplier": 1.0,
           "bn_momentum": 0.01, "epochs": 400, "lr": 0.131, "record_every": 2,
           "kernel_every": 2, "init": "lecun-normal",
