@@ -3,9 +3,11 @@
 Usage: ``.venv/bin/python benchmarks/bench_sweep.py [--quick]``
 
 1. Executor overhead: a :class:`LocalExecutor` round trip for a task that does nothing
-   (pool start-up excluded, it is paid once per sweep), and the whole-sweep overhead per run:
-   the sweep's wall time on one worker minus the same runs' ``experiments.run`` time measured
-   in this process, divided by the number of runs.
+   (pool start-up excluded, it is paid once per sweep); the pool's concurrency on sleeping
+   tasks (free of CPU load); and the whole-sweep overhead per run: the sweep's wall time on
+   one worker, less the worker's one-time start-up and warm-up (imports, dataset), minus the
+   same runs' ``experiments.run`` time measured in this process (one thread, after a warm-up
+   run), divided by the number of runs.
 2. Scaling: the same 16-run ``demo`` smoke sweep (8 with ``--quick``) on 1 worker (the
    baseline) and on 2 workers; prints both times and the ratio (target: at least 1.7x on two
    free cores; a machine shared with other work gives less).
@@ -14,11 +16,14 @@ Usage: ``.venv/bin/python benchmarks/bench_sweep.py [--quick]``
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+import torch
 
 from ncdynamics.experiments import LocalExecutor, Task, run, sweep
 
@@ -29,11 +34,35 @@ def noop(i: int) -> int:
     return i
 
 
+def warm(i: int) -> int:
+    """One-time costs of a worker, paid once per sweep: import every theory, load digits."""
+    from ncdynamics import data
+    from ncdynamics.experiments import list_experiments
+
+    list_experiments()
+    data.load("digits")
+    return i
+
+
+def nap(i: int) -> int:
+    time.sleep(0.25)
+    return i
+
+
+def _nap_time(workers: int, n: int) -> float:
+    """Wall time of ``n`` quarter-second sleeps on a warm pool: concurrency without CPU."""
+    with LocalExecutor(workers=workers) as ex:
+        list(ex.run([Task(f"warm{i}", noop, (i,)) for i in range(workers)]))
+        t0 = time.perf_counter()
+        list(ex.run([Task(f"t{i}", nap, (i,)) for i in range(n)]))
+        return time.perf_counter() - t0
+
+
 def _timed_sweep(out: Path, workers: int, grid: dict, seeds: int) -> tuple[float, float]:
     """(wall time of the sweep including pool start-up, pool start-up time)."""
     t0 = time.perf_counter()
     with LocalExecutor(workers=workers) as ex:
-        list(ex.run([Task(f"warm{i}", noop, (i,)) for i in range(workers)]))
+        list(ex.run([Task(f"warm{i}", warm, (i,)) for i in range(workers)]))
         t_start = time.perf_counter() - t0
         res = sweep("demo", "smoke", out, grid=grid, seeds=seeds, overrides=SMALL, executor=ex)
     wall = time.perf_counter() - t0
@@ -58,21 +87,25 @@ def main() -> None:
             per_task = (time.perf_counter() - t0) / n
         print(f"executor round trip per task (no-op, warm pool): {per_task * 1e3:8.2f} ms")
 
-        # in-process time of the runs themselves (the work a sweep cannot avoid)
+        n_nap = 8
+        nap1, nap2 = _nap_time(1, n_nap), _nap_time(2, n_nap)
+        print(
+            f"{n_nap} x 0.25 s sleeps   1 worker {nap1:6.2f} s   2 workers {nap2:6.2f} s   "
+            f"ratio {nap1 / nap2:5.2f}x  (concurrency of the pool, free of CPU load)"
+        )
+
+        # in-process time of the runs themselves (the work a sweep cannot avoid), one thread
+        # as in a worker; the first run (data loading, warm-up) is not counted
+        torch.set_num_threads(1)
+        run("demo", "smoke", tmp / "warmup", progress=False, **SMALL)
         t0 = time.perf_counter()
         runs_n = 0
         for lr in grid["lr"]:
             for width in grid["width"]:
                 for s in range(seeds):
                     cfg = {**SMALL, "lr": lr, "width": width}
-                    run(
-                        "demo",
-                        "smoke",
-                        tmp / f"inproc-{lr}-{width}-{s}",
-                        seed=s,
-                        progress=False,
-                        **cfg,
-                    )
+                    out = tmp / f"inproc-{lr}-{width}-{s}"
+                    run("demo", "smoke", out, seed=s, progress=False, **cfg)
                     runs_n += 1
         inproc = time.perf_counter() - t0
 
@@ -84,12 +117,15 @@ def main() -> None:
             f"({inproc / runs_n:.2f} s per run)"
         )
         print(
-            f"sweep overhead per run on 1 worker (pool start-up {start1:.2f} s excluded): "
+            f"sweep overhead per run on 1 worker (start-up, warm-up {start1:.2f} s excluded): "
             f"{overhead:.3f} s"
         )
         print(
             f"{runs_n}-run smoke sweep   1 worker {one:7.2f} s   2 workers {two:7.2f} s   "
-            f"ratio {one / two:5.2f}x"
+            f"ratio {one / two:5.2f}x   (start-ups included: {start1:.2f} s, {start2:.2f} s)"
+        )
+        print(
+            f"load average during the benchmark: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
         )
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
