@@ -160,3 +160,15 @@ def test_bad_input_is_rejected(args, kwargs, exc, match):
 def test_empty_accumulator_refuses_to_compute():
     with pytest.raises(ValueError, match="no features were added"):
         CollapseAccumulator(3).compute()
+
+
+def test_degenerate_geometry_gives_inf_or_nan_without_warnings():
+    import warnings
+
+    h = np.ones((6, 3))  # every class has the same mean: separation is undefined
+    y = np.repeat(np.arange(3), 2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        m = collapse_metrics(h, y, weight=np.zeros((3, 3)))
+    assert not np.isfinite(m["cdnv"]) and not np.isfinite(m["nc3"])
+    assert m["nc1_std"] == 0.0

@@ -222,6 +222,16 @@ def _pinv_centred_means(M: np.ndarray, rtol: float = 1e-8) -> np.ndarray:
 
 
 def _metrics_from_stats(acc: CollapseAccumulator) -> dict[str, float]:
+    """The metrics from accumulated statistics.
+
+    Degenerate geometry (two equal class means, a zero classifier) gives ``inf`` or ``nan``
+    for the metrics that divide by it, by design: the value says the metric is undefined.
+    """
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return _metrics_from_stats_unchecked(acc)
+
+
+def _metrics_from_stats_unchecked(acc: CollapseAccumulator) -> dict[str, float]:
     # The statistics are small (C x d, d x d): NumPy has less per-call overhead than torch.
     C = acc.num_classes
     counts, mu = acc.count.numpy(), acc.mean.numpy()  # (C,), (C, d)
