@@ -12,6 +12,8 @@ from dataclasses import dataclass
 
 __all__ = ["ChunkPlan", "Sizes", "plan_jacobian_chunks", "plan_vp_chunks", "result_entries"]
 
+SLACK = 32 * 2**20  # bytes: allocator granularity and small temporaries not modelled
+
 
 @dataclass(frozen=True)
 class Sizes:
@@ -67,7 +69,7 @@ def _store(s: Sizes, n: int, o: int) -> int:
 def _transient(s: Sizes, n: int, o: int) -> int:
     """Working memory while one compute chunk is built (graph, batched gradients, GEMMs)."""
     return (3 * n * s.act + 2 * n * o * s.act + n * s.unfold
-            + 3 * n * o * s.p_generic + 2 * n * o * (s.p_mat - s.p_generic) // 8)
+            + 3 * n * o * s.p_generic + n * o * (s.p_mat - s.p_generic))
 
 
 def plan_jacobian_chunks(s: Sizes, *, mode: str, n1: int, n2: int | None, n_out: int,
@@ -92,11 +94,12 @@ def plan_jacobian_chunks(s: Sizes, *, mode: str, n1: int, n2: int | None, n_out:
         stored = (_store(s, n1, n_out) + (0 if sym else _store(s, n2v, n_out))
                   if store_all else 2 * _store(s, n_b, o_b))
         o_pair = o_b * o_b if mode == "full" else o_b
-        block = 2 * min(n_b, n1) * min(n_b, n2v) * o_pair
+        # the block pair's kernel, one temporary of its size and the symmetric GEMM's pieces
+        block = 5 * min(n_b, n1) * min(n_b, n2v) * o_pair // 2
         fixed = res + stored + block
         for o_c in _halving(o_b):
             for n_c in _halving(n_b):
-                peak = (fixed + _transient(s, n_c, o_c)) * itemsize
+                peak = (fixed + _transient(s, n_c, o_c)) * itemsize + SLACK
                 if peak <= budget:
                     return ChunkPlan(n_b, o_b, n_c, o_c, store_all, peak)
     return None
@@ -107,7 +110,8 @@ def plan_vp_chunks(s: Sizes, *, mode: str, n1: int, n2: int, n_out: int, budget:
     """Columns per NTK-vector-product batch that fit ``budget``; (k, peak bytes) or None."""
     res = result_entries(mode, n1, n2, n_out)
     for k in _halving(min(n2 * n_out, 256)):
-        peak = (res + 3 * k * s.p_total + 3 * k * n1 * s.act + 2 * k * n1 * n_out) * itemsize
+        peak = (res + 3 * k * s.p_total + 3 * k * n1 * s.act + 2 * k * n1 * n_out) * itemsize \
+            + SLACK
         if peak <= budget:
             return k, peak
     return None

@@ -198,13 +198,16 @@ def _contract(a: _Block, b: _Block, mode: str) -> torch.Tensor:
                                                                          device=r.device)
         if fa.bias:
             s = s + 1.0  # (na, nb): u_i.u_j + 1
-        if mode == "full":
+        if mode == "full":  # products in place: one temporary of the block's size
             gg = _gram(fa.g.reshape(na * oa, -1), fb.g.reshape(nb * ob, -1), same)
-            r += gg.reshape(na, oa, nb, ob) * s[:, None, :, None]
+            r += gg.reshape(na, oa, nb, ob).mul_(s[:, None, :, None])
         elif mode == "trace":
-            r += _gram(fa.g.reshape(na, -1), fb.g.reshape(nb, -1), same) * s
+            gg = _gram(fa.g.reshape(na, -1), fb.g.reshape(nb, -1), same)
+            r += gg.mul_(s)
         else:
-            r += torch.bmm(fa.g.transpose(0, 1), fb.g.transpose(0, 1).transpose(1, 2)) * s
+            gg = torch.bmm(fa.g.transpose(0, 1), fb.g.transpose(0, 1).transpose(1, 2))
+            r += gg.mul_(s)
+        del gg  # before the next layer's temporary exists
     return r.permute(0, 2, 1, 3) if mode == "full" else r
 
 
@@ -350,6 +353,7 @@ def _jacobian_kernel(eng: _Engine, x: torch.Tensor, x2: torch.Tensor | None, mod
                                                                            int(ob[-1]) + 1)
                         _place(res, blk, mode, i, j, sa, sb,
                                mirror=x2 is None and j.start != i.start)
+                    del b, blk  # free the column block before the next one is built
             if not plan.store_all:
                 cache.clear()
     return res
