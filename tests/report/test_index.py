@@ -116,3 +116,17 @@ def test_index_in_headless_chromium(tree, tmp_path):
         check=True,
     )
     assert shot.is_file() and shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_cli_report_redraws_a_sweep_and_writes_the_index(tree, capsys):
+    from ncdynamics.cli import main
+
+    root, _ = tree
+    sweep_dir = root / "sweeps" / "lr"
+    (sweep_dir / "report.html").unlink()
+    assert main(["report", str(sweep_dir)]) == 0
+    page = (sweep_dir / "report.html").read_text()
+    assert "figures/" not in page and "data:image/png;base64," in page  # figures embedded
+    assert 'href="lr=0.05_seed=0/report.html"' in page
+    assert main(["report", "--index", str(root)]) == 0
+    assert f"index:  {root / 'index.html'}" in capsys.readouterr().out
