@@ -349,7 +349,7 @@ def _run_adam(config: AdamConfig, run: Any, *, seed: int, progress: bool) -> Non
         "held": bool(min(fits[1].r2) < min(fits[0].r2))}]})
 
 
-_SMALL = {"width": 16, "depth": 2, "epochs": 300, "workers": 1}
+_SMALL = {"width": 16, "depth": 2, "epochs": 200, "workers": 1}
 
 EXPERIMENTS: tuple[ExperimentSpec, ...] = (
     ExperimentSpec(
