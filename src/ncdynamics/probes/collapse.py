@@ -23,7 +23,8 @@ Streaming: :class:`CollapseAccumulator` merges per-batch class statistics with t
 (Chan et al.) update, so the within-class scatter is accumulated from class-centred batches
 and stays accurate near collapse, when class means are far larger than the spread. Batch
 GEMMs run in the input precision (float32 features use float32 GEMMs) and are accumulated
-in float64.
+in float64. Each batch is sorted by class so that centring is a contiguous slice operation,
+and the within-class scatter is one symmetric GEMM per batch (``docs/performance.md``).
 """
 
 from __future__ import annotations
@@ -41,21 +42,23 @@ __all__ = ["CollapseAccumulator", "collapse_metrics"]
 _BATCH = 4096
 
 
-def _as_tensor(x: Any, name: str, ndim: int, *, finite: bool = True) -> torch.Tensor:
-    """A CPU tensor view of ``x``. With ``finite=False`` the caller checks finiteness itself
-    (the accumulator checks per-batch class sums, which any NaN or Inf makes non-finite)."""
+def _as_array(x: Any, name: str, ndim: int, *, finite: bool = True) -> np.ndarray:
+    """A CPU float array view of ``x`` (NumPy or torch; half precision is upcast).
+
+    With ``finite=False`` the caller checks finiteness itself (the accumulator checks the
+    per-batch class means, which any NaN or Inf makes non-finite).
+    """
     if isinstance(x, torch.Tensor):
         t = x.detach()
         if t.dim() != ndim:
             raise ValueError(f"`{name}` must have {ndim} dimension(s); got shape {tuple(t.shape)}.")
-        if finite and t.is_floating_point() and not bool(torch.isfinite(t).all()):
-            n_bad = int((~torch.isfinite(t)).sum())
-            raise ValueError(f"`{name}` must be finite; got {n_bad} NaN or Inf entries.")
-        return t.cpu()
+        if t.dtype not in (torch.float32, torch.float64):
+            t = t.float()
+        x = t.cpu().numpy()
     arr = check_array(x, name, ndim=ndim, finite=finite)
-    if not np.issubdtype(arr.dtype, np.floating):
+    if arr.dtype not in (np.float32, np.float64):
         arr = arr.astype(np.float64)
-    return torch.from_numpy(np.ascontiguousarray(arr))
+    return arr
 
 
 class CollapseAccumulator:
@@ -88,8 +91,8 @@ class CollapseAccumulator:
         etf_normalize_means: bool = False,
     ) -> None:
         self.num_classes = check_int(num_classes, "num_classes", low=2)
-        self.weight = None if weight is None else _as_tensor(weight, "weight", 2).double()
-        self.bias = None if bias is None else _as_tensor(bias, "bias", 1).double()
+        self.weight = None if weight is None else _as_array(weight, "weight", 2).astype(np.float64)
+        self.bias = None if bias is None else _as_array(bias, "bias", 1).astype(np.float64)
         if self.weight is not None and self.weight.shape[0] != num_classes:
             raise ValueError(
                 f"`weight` must have shape (num_classes={num_classes}, n_features); "
@@ -102,10 +105,10 @@ class CollapseAccumulator:
         self.nc1_divide_by_classes = nc1_divide_by_classes
         self.etf_normalize_means = etf_normalize_means
         self.dim: int | None = None
-        self.count = torch.zeros(num_classes, dtype=torch.float64)  # (C,)
-        self.mean: torch.Tensor | None = None  # (C, d) running class means
-        self.m2: torch.Tensor | None = None  # (C, d) per-class per-feature scatter
-        self.scatter: torch.Tensor | None = None  # (d, d) pooled within-class scatter
+        self.count = np.zeros(num_classes)  # (C,)
+        self.mean: np.ndarray | None = None  # (C, d) running class means
+        self.m2: np.ndarray | None = None  # (C, d) per-class per-feature scatter
+        self.scatter: np.ndarray | None = None  # (d, d) pooled within-class scatter
         self.nc4_mismatch = 0
         self.nc4_count = 0
 
@@ -116,12 +119,12 @@ class CollapseAccumulator:
                 f"`weight` must have {d} columns (one per feature); got shape "
                 f"{tuple(self.weight.shape)}."
             )
-        self.mean = torch.zeros(self.num_classes, d, dtype=torch.float64)
-        self.m2 = torch.zeros(self.num_classes, d, dtype=torch.float64)
-        self.scatter = torch.zeros(d, d, dtype=torch.float64)
+        self.mean = np.zeros((self.num_classes, d))
+        self.m2 = np.zeros((self.num_classes, d))
+        self.scatter = np.zeros((d, d))
 
-    def _check_batch(self, features: Any, labels: Any) -> tuple[torch.Tensor, torch.Tensor]:
-        h = _as_tensor(features, "features", 2, finite=False)
+    def _check_batch(self, features: Any, labels: Any) -> tuple[np.ndarray, np.ndarray]:
+        h = _as_array(features, "features", 2, finite=False)
         if isinstance(labels, torch.Tensor):
             labels = labels.detach().cpu().numpy()
         y = check_labels(labels, "labels", n_samples=h.shape[0], num_classes=self.num_classes)
@@ -129,9 +132,8 @@ class CollapseAccumulator:
             raise ValueError(
                 f"`features` must have {self.dim} columns like earlier batches; got {h.shape[1]}."
             )
-        return h, torch.from_numpy(y)
+        return h, y
 
-    @torch.no_grad()
     def update(self, features: Any, labels: Any) -> CollapseAccumulator:
         """Add a batch: features of shape (n, d), labels of shape (n,)."""
         h, y = self._check_batch(features, labels)
@@ -141,34 +143,36 @@ class CollapseAccumulator:
             self._update_block(h[start : start + _BATCH], y[start : start + _BATCH], start)
         return self
 
-    def _update_block(self, h: torch.Tensor, y: torch.Tensor, start: int) -> None:
+    def _update_block(self, h: np.ndarray, y: np.ndarray, start: int) -> None:
         C = self.num_classes
-        onehot = torch.zeros(h.shape[0], C, dtype=h.dtype)
-        onehot[torch.arange(h.shape[0]), y] = 1.0  # (B, C)
-        n_b = onehot.sum(0).double()  # (C,)
-        present = n_b > 0
-        sums = onehot.T @ h  # (C, d) in the input dtype
-        if not bool(torch.isfinite(sums).all()):
-            raise ValueError(
-                f"`features` must be finite; rows {start}..{start + h.shape[0] - 1} hold NaN or "
-                "Inf entries (or values so large that their sum overflows)."
-            )
-        mean_b = sums.double() / n_b.clamp(min=1)[:, None]  # (C, d)
-        centred = h - mean_b.to(h.dtype)[y]  # (B, d), class-centred within the batch
-        self.scatter += (centred.T @ centred).double()
-        m2_b = (onehot.T @ (centred * centred)).double()  # (C, d)
+        order = np.argsort(y, kind="stable")
+        xs = h[order]  # (B, d) copy, sorted by class so that each class is one slice
+        n_b = np.bincount(y, minlength=C).astype(np.float64)  # (C,)
+        ends = np.cumsum(n_b).astype(int)
+        mean_b = np.zeros((C, h.shape[1]))  # (C, d)
+        m2_b = np.zeros((C, h.shape[1]))  # (C, d)
+        for c in np.flatnonzero(n_b):
+            block = xs[ends[c] - int(n_b[c]) : ends[c]]  # (n_c, d) view
+            mean_b[c] = block.sum(0, dtype=np.float64) / n_b[c]
+            if not np.isfinite(mean_b[c]).all():
+                raise ValueError(
+                    f"`features` must be finite; rows {start}..{start + h.shape[0] - 1} hold "
+                    "NaN or Inf entries (or values so large that their sum overflows)."
+                )
+            block -= mean_b[c].astype(block.dtype)  # centre in place on the copy
+            m2_b[c] = np.einsum("ij,ij->j", block, block)
+        self.scatter += xs.T @ xs  # class-centred within the batch; GEMM in the input dtype
         # Pairwise merge of (count, mean, M2) per class (Chan, Golub, LeVeque 1979).
-        n_a = self.count
-        n = n_a + n_b
-        delta = mean_b - self.mean  # (C, d)
-        w = torch.where(present, n_a * n_b / n.clamp(min=1), torch.zeros_like(n))  # (C,)
+        n = self.count + n_b
+        present = n_b > 0
+        delta = np.where(present[:, None], mean_b - self.mean, 0.0)  # (C, d)
+        w = np.divide(self.count * n_b, n, out=np.zeros(C), where=present)  # (C,)
         self.m2 += m2_b + w[:, None] * delta**2
-        root = w.sqrt()[:, None] * delta  # (C, d)
+        root = np.sqrt(w)[:, None] * delta  # (C, d)
         self.scatter += root.T @ root
-        self.mean += torch.where(present[:, None], delta * (n_b / n.clamp(min=1))[:, None], 0.0)
+        self.mean += delta * np.divide(n_b, n, out=np.zeros(C), where=present)[:, None]
         self.count = n
 
-    @torch.no_grad()
     def update_nc4(self, features: Any, labels: Any) -> CollapseAccumulator:
         """Second pass: count disagreements of the classifier and the nearest class mean."""
         if self.weight is None:
@@ -176,15 +180,17 @@ class CollapseAccumulator:
         if self.dim is None:
             raise ValueError("call `update` on every batch before `update_nc4`.")
         h, _ = self._check_batch(features, labels)
-        mu = self.mean.to(h.dtype)  # (C, d)
-        w = self.weight.to(h.dtype)
-        b = None if self.bias is None else self.bias.to(h.dtype)
+        C = self.num_classes
+        # One GEMM against [W; mu] gives the logits and the nearest-mean scores together.
+        proj = np.concatenate([self.weight, self.mean]).T.astype(h.dtype)  # (d, 2C)
+        b = np.zeros(C) if self.bias is None else self.bias
+        offset = np.concatenate([b, -0.5 * (self.mean**2).sum(1)]).astype(h.dtype)  # (2C,)
         for start in range(0, h.shape[0], _BATCH):
-            hb = h[start : start + _BATCH]
-            logits = hb @ w.T if b is None else torch.addmm(b, hb, w.T)  # (B, C)
-            dist = (mu * mu).sum(1) - 2.0 * (hb @ mu.T)  # (B, C), ||h-mu||^2 - ||h||^2
-            self.nc4_mismatch += int((logits.argmax(1) != dist.argmin(1)).sum())
-            self.nc4_count += hb.shape[0]
+            scores = h[start : start + _BATCH] @ proj + offset  # (B, 2C)
+            # argmax of h.mu - |mu|^2/2 is the argmin of ||h - mu||
+            mismatch = scores[:, :C].argmax(1) != scores[:, C:].argmax(1)
+            self.nc4_mismatch += int(mismatch.sum())
+            self.nc4_count += scores.shape[0]
         return self
 
     def compute(self) -> dict[str, float]:
@@ -198,8 +204,8 @@ class CollapseAccumulator:
         if self.dim is None:
             raise ValueError("no features were added; call `update` with at least one batch.")
         counts = self.count
-        if bool((counts < 2).any()):
-            c = int(torch.nonzero(counts < 2)[0])
+        if (counts < 2).any():
+            c = int(np.flatnonzero(counts < 2)[0])
             raise ValueError(
                 f"`labels` must have at least 2 samples in every class; class {c} has "
                 f"{int(counts[c])}."
@@ -234,11 +240,11 @@ def _metrics_from_stats(acc: CollapseAccumulator) -> dict[str, float]:
 def _metrics_from_stats_unchecked(acc: CollapseAccumulator) -> dict[str, float]:
     # The statistics are small (C x d, d x d): NumPy has less per-call overhead than torch.
     C = acc.num_classes
-    counts, mu = acc.count.numpy(), acc.mean.numpy()  # (C,), (C, d)
+    counts, mu = acc.count, acc.mean  # (C,), (C, d)
     n_total = float(counts.sum())
     mu_g = counts @ mu / n_total  # (d,)
     M = (mu - mu_g).T  # (d, C) centred class means
-    sigma_w = acc.scatter.numpy() / n_total  # (d, d)
+    sigma_w = acc.scatter / n_total  # (d, d)
     # Tr(Sigma_W Sigma_B^+) with Sigma_B = M M^T / C: pinv(M M^T) = pinv(M)^T pinv(M).
     p = _pinv_centred_means(M)  # (C, d)
     nc1 = C * float(np.einsum("ij,ij->", p @ sigma_w, p))
@@ -247,7 +253,7 @@ def _metrics_from_stats_unchecked(acc: CollapseAccumulator) -> dict[str, float]:
         "within_trace": float(np.trace(sigma_w)),
         "between_trace": float((M * M).sum() / C),
     }
-    var = acc.m2.numpy() / counts[:, None]  # (C, d) population variances
+    var = acc.m2 / counts[:, None]  # (C, d) population variances
     out["nc1_std"] = float(np.sqrt(np.clip(var, 0.0, None)).mean())
     v_c = var.sum(1)  # (C,) mean squared distance to the class mean
     i, j = np.triu_indices(C, 1)
@@ -264,7 +270,7 @@ def _metrics_from_stats_unchecked(acc: CollapseAccumulator) -> dict[str, float]:
     etf = (np.eye(C) - 1.0 / C) / np.sqrt(C - 1)
     out["nc2_etf"] = float(np.linalg.norm(gram / np.linalg.norm(gram) - etf))
     if acc.weight is not None:
-        w = acc.weight.numpy()
+        w = acc.weight
         dist = float(np.linalg.norm(M / np.linalg.norm(M) - w.T / np.linalg.norm(w)))
         out["nc3"] = dist
         out["nc3_papyan"] = dist**2
