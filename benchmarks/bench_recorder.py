@@ -17,6 +17,7 @@ import time
 
 import numpy as np
 import torch
+from threadpoolctl import threadpool_limits
 
 from ncdynamics import data, runs
 from ncdynamics.experiments.demo import DemoConfig
@@ -64,6 +65,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1, help="torch threads (the CLI's default)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
+    threadpool_limits(args.threads)
     epochs = 10 if args.quick else 40
     repeat = 3 if args.quick else 5
     cfg = DemoConfig()

@@ -305,6 +305,9 @@ def _run_and_report(
     if args.threads < 1:
         raise ValueError(f"`--threads` must be >= 1; got {args.threads}.")
     torch.set_num_threads(args.threads)
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(args.threads)  # NumPy's BLAS too: oversubscribed threads spin and stall
     torch.manual_seed(args.seed)  # the one global seeding, for code that uses torch's default RNG
     run = experiments.run(
         name,

@@ -29,12 +29,11 @@ def default_workers() -> int:
 def _init_worker(threads: int) -> None:
     os.environ["OMP_NUM_THREADS"] = str(threads)
     os.environ.setdefault("MPLBACKEND", "Agg")
-    try:
-        import torch
+    import torch
+    from threadpoolctl import threadpool_limits
 
-        torch.set_num_threads(threads)
-    except ImportError:  # pragma: no cover
-        pass
+    torch.set_num_threads(threads)
+    threadpool_limits(threads)  # NumPy was imported before this ran: limit its BLAS too
 
 
 def _call(fn: Callable[..., Any], index: int, args: Any) -> Any:
