@@ -6,6 +6,7 @@ import torch
 from torch import nn
 
 from .._validation import check_int
+from ._shapes import check_images
 from .init import initialize
 
 __all__ = ["SmallCNN"]
@@ -56,10 +57,7 @@ class SmallCNN(nn.Module):
         initialize(self, init, generator=generator)
 
     def features(self, x: torch.Tensor) -> torch.Tensor:
-        expected = (self.in_channels, self.input_size, self.input_size)
-        if x.dim() != 4 or tuple(x.shape[1:]) != expected:
-            raise ValueError(f"`x` must have shape (n, {', '.join(map(str, expected))}); "
-                             f"got {tuple(x.shape)}.")
+        check_images(x, self.in_channels, self.input_size)
         return self.body(x)  # (n, width)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:

@@ -20,6 +20,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .._validation import check_int, check_scalar
+from ._shapes import check_images
 from .init import initialize
 
 __all__ = ["ResNet20"]
@@ -82,10 +83,7 @@ class ResNet20(nn.Module):
         initialize(self, init, generator=generator)
 
     def features(self, x: torch.Tensor) -> torch.Tensor:
-        expected = (self.in_channels, self.input_size, self.input_size)
-        if x.dim() != 4 or tuple(x.shape[1:]) != expected:
-            raise ValueError(f"`x` must have shape (n, {', '.join(map(str, expected))}); "
-                             f"got {tuple(x.shape)}.")
+        check_images(x, self.in_channels, self.input_size)
         out = self.blocks(self.stem(x))  # (n, 4 width, s', s')
         return out.mean((2, 3))  # (n, 4 width)
 

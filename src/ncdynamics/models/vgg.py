@@ -18,6 +18,7 @@ import torch
 from torch import nn
 
 from .._validation import check_int, check_option, check_scalar
+from ._shapes import check_images
 from .init import initialize
 
 __all__ = ["VGG", "VGG_CONFIGS"]
@@ -86,10 +87,7 @@ class VGG(nn.Module):
         initialize(self, init, generator=generator)
 
     def features(self, x: torch.Tensor) -> torch.Tensor:
-        expected = (self.in_channels, self.input_size, self.input_size)
-        if x.dim() != 4 or tuple(x.shape[1:]) != expected:
-            raise ValueError(f"`x` must have shape (n, {', '.join(map(str, expected))}); "
-                             f"got {tuple(x.shape)}.")
+        check_images(x, self.in_channels, self.input_size)
         return self.head(self.convs(x).flatten(1))  # (n, 256 * width_multiplier)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
