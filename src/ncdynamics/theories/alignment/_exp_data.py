@@ -217,7 +217,7 @@ def _taylor_profile(net: Any, x: NDArray[np.float32], layer: int, n_pairs: int,
         return net.decode_from(v[None], layer)[0]
 
     with torch.no_grad():
-        hi, hj = enc_batch(net, xi, layer), enc_batch(net, xj, layer)
+        hi, hj = _enc_batch(net, xi, layer), _enc_batch(net, xj, layer)
     te, td = taylor_terms(enc, xi, xj), taylor_terms(dec, hi, hj)
     dist = torch.linalg.vector_norm(hj - hi, dim=1).numpy()
     edges = np.quantile(dist, np.linspace(0, 1, 11))
@@ -231,7 +231,7 @@ def _taylor_profile(net: Any, x: NDArray[np.float32], layer: int, n_pairs: int,
     return out
 
 
-def enc_batch(net: Any, x: Any, layer: int) -> Any:
+def _enc_batch(net: Any, x: Any, layer: int) -> Any:
     return net.hidden_layers(x)[0][layer - 1]
 
 
