@@ -185,12 +185,11 @@ class CollapseAccumulator:
         proj = np.concatenate([self.weight, self.mean]).T.astype(h.dtype)  # (d, 2C)
         b = np.zeros(C) if self.bias is None else self.bias
         offset = np.concatenate([b, -0.5 * (self.mean**2).sum(1)]).astype(h.dtype)  # (2C,)
-        for start in range(0, h.shape[0], _BATCH):
-            scores = h[start : start + _BATCH] @ proj + offset  # (B, 2C)
-            # argmax of h.mu - |mu|^2/2 is the argmin of ||h - mu||
-            mismatch = scores[:, :C].argmax(1) != scores[:, C:].argmax(1)
-            self.nc4_mismatch += int(mismatch.sum())
-            self.nc4_count += scores.shape[0]
+        scores = h @ proj + offset  # (n, 2C); small, so no blocking is needed
+        # argmax of h.mu - |mu|^2/2 is the argmin of ||h - mu||
+        mismatch = scores[:, :C].argmax(1) != scores[:, C:].argmax(1)
+        self.nc4_mismatch += int(mismatch.sum())
+        self.nc4_count += scores.shape[0]
         return self
 
     def compute(self) -> dict[str, float]:
