@@ -25,15 +25,27 @@ def naive_fit(ts, obs, X, Y, *, grid, rtol, atol):
 
     def objective(theta):
         p = AlignmentParams(float(np.exp(theta[0])), float(np.exp(theta[1])), X, Y)
-        sol = solve_ivp(drift, (ts[0], ts[-1]), obs[0], method="LSODA", t_eval=ts,
-                        args=(p,), rtol=rtol, atol=atol)
+        sol = solve_ivp(
+            drift,
+            (ts[0], ts[-1]),
+            obs[0],
+            method="LSODA",
+            t_eval=ts,
+            args=(p,),
+            rtol=rtol,
+            atol=atol,
+        )
         if not sol.success or sol.y.shape[1] != ts.size:
             return 1e6
         return float(np.sum((sol.y.T - obs) ** 2))
 
     best = min(((objective(np.array(g)), g) for g in grid), key=lambda r: r[0])
-    res = minimize(objective, np.array(best[1]), method="Nelder-Mead",
-                   options={"xatol": 1e-6, "fatol": 1e-14, "maxfev": 400})
+    res = minimize(
+        objective,
+        np.array(best[1]),
+        method="Nelder-Mead",
+        options={"xatol": 1e-6, "fatol": 1e-14, "maxfev": 400},
+    )
     return np.exp(res.x), res.fun
 
 
@@ -64,10 +76,14 @@ def main() -> None:
     err_naive = np.max(np.abs(rates / want - 1))
     ours = min(t_ours)
     print("rate fit, 6001-epoch two-point trajectory")
-    print(f"  ours   (odeint+Jacobian, LM on log-rates, 6 starts): {ours:8.3f} s"
-          f"   max rel. error {err_ours:.1e}")
-    print(f"  naive  ({len(grid)}-point grid + Nelder-Mead, solve_ivp): {t_naive:8.3f} s"
-          f"   max rel. error {err_naive:.1e}")
+    print(
+        f"  ours   (odeint+Jacobian, LM on log-rates, 6 starts): {ours:8.3f} s"
+        f"   max rel. error {err_ours:.1e}"
+    )
+    print(
+        f"  naive  ({len(grid)}-point grid + Nelder-Mead, solve_ivp): {t_naive:8.3f} s"
+        f"   max rel. error {err_naive:.1e}"
+    )
     print(f"  speed-up: {t_naive / ours:.1f}x")
 
 

@@ -38,13 +38,18 @@ def bench_ode(t_max: float) -> None:
         b, D = hd.payoffs(a, p)
         return a * b / D
 
-    naive_t, naive = timed(lambda: solve_ivp(naive_rhs, (0, t_max), a0, method="RK45",
-                                             t_eval=ts, rtol=1e-10, atol=1e-12))
-    agree = (np.abs(naive.y.T[-1] / ours.ys[-1] - 1).max() if naive.success else np.nan)
-    print(f"reduced ODE K=8 to t={t_max:.0e}: ours (LSODA, log a, Jacobian) {ours_t:.3f} s "
-          f"[{ours.n_evals} evals]; naive (RK45 in a) {naive_t:.3f} s "
-          f"[success={naive.success}, {naive.nfev} evals]; ratio {naive_t / ours_t:.1f}x; "
-          f"final rel. diff {agree:.1e}")
+    naive_t, naive = timed(
+        lambda: solve_ivp(
+            naive_rhs, (0, t_max), a0, method="RK45", t_eval=ts, rtol=1e-10, atol=1e-12
+        )
+    )
+    agree = np.abs(naive.y.T[-1] / ours.ys[-1] - 1).max() if naive.success else np.nan
+    print(
+        f"reduced ODE K=8 to t={t_max:.0e}: ours (LSODA, log a, Jacobian) {ours_t:.3f} s "
+        f"[{ours.n_evals} evals]; naive (RK45 in a) {naive_t:.3f} s "
+        f"[success={naive.success}, {naive.nfev} evals]; ratio {naive_t / ours_t:.1f}x; "
+        f"final rel. diff {agree:.1e}"
+    )
 
 
 def bench_gd(n_iter: int) -> None:
@@ -58,9 +63,11 @@ def bench_gd(n_iter: int) -> None:
 
     loop_t, looped = timed(loop)
     same = max(np.abs(ours.Z[-1, r] - looped[r].Z[-1, 0]).max() for r in range(R))
-    print(f"batched GD K={K} d={d} R={R} {n_iter:.0e} iterations: ours {ours_t:.2f} s; "
-          f"loop over realisations {loop_t:.2f} s; ratio {loop_t / ours_t:.1f}x; "
-          f"max |ΔZ| {same:.1e}")
+    print(
+        f"batched GD K={K} d={d} R={R} {n_iter:.0e} iterations: ours {ours_t:.2f} s; "
+        f"loop over realisations {loop_t:.2f} s; ratio {loop_t / ours_t:.1f}x; "
+        f"max |ΔZ| {same:.1e}"
+    )
 
 
 def main() -> None:

@@ -38,11 +38,16 @@ def bench_sde(n_steps: int) -> None:
     rng = np.random.default_rng(0)
     x0 = rng.standard_normal((1, k, n, p))
     print(f"[SDE] K={k} n={n} p={p}, {n_steps} Euler-Maruyama steps, h={h}")
-    t_fast = _time(lambda: simulate_sde(params, x0, h=h, n_steps=n_steps, rng=rng,
-                                        record_every=n_steps), repeat=3)
+    t_fast = _time(
+        lambda: simulate_sde(params, x0, h=h, n_steps=n_steps, rng=rng, record_every=n_steps),
+        repeat=3,
+    )
     print(f"  ours, class-mean scheme   : {t_fast:8.3f} s")
-    t_part = _time(lambda: simulate_sde(params, x0, h=h, n_steps=n_steps, rng=rng,
-                                        record_every=n_steps, scheme="particles"))
+    t_part = _time(
+        lambda: simulate_sde(
+            params, x0, h=h, n_steps=n_steps, rng=rng, record_every=n_steps, scheme="particles"
+        )
+    )
     print(f"  ours, particles (numpy)   : {t_part:8.3f} s   ratio {t_part / t_fast:7.1f}x")
     try:
         import torchsde
@@ -69,8 +74,10 @@ def bench_sde(n_steps: int) -> None:
     ts = torch.tensor([0.0, n_steps * h], dtype=torch.float64)
     torch.set_num_threads(1)
     t_ref = _time(lambda: torchsde.sdeint(sde, y0, ts, method="euler", dt=h))
-    print(f"  torchsde (Euler, fp64)    : {t_ref:8.3f} s   ratio {t_ref / t_fast:7.1f}x"
-          " (torchsde / ours)")
+    print(
+        f"  torchsde (Euler, fp64)    : {t_ref:8.3f} s   ratio {t_ref / t_fast:7.1f}x"
+        " (torchsde / ours)"
+    )
 
 
 def bench_trials(n_iter: int, r: int) -> None:
@@ -85,8 +92,9 @@ def bench_trials(n_iter: int, r: int) -> None:
     idx = torch.randint(0, 200, (n_iter, r), generator=gen)
     times = {}
     for method in ("fused", "vmap"):
-        trainer = BatchedTrainer(r, in_channels=1, num_classes=3, lr=0.005, generator=gen,
-                                 method=method)
+        trainer = BatchedTrainer(
+            r, in_channels=1, num_classes=3, lr=0.005, generator=gen, method=method
+        )
         trainer.step(x[idx[0]], y[idx[0]])
 
         def batched(trainer=trainer):
@@ -107,8 +115,10 @@ def bench_trials(n_iter: int, r: int) -> None:
 
     t_l = _time(loop) / n_iter
     for method, t_b in times.items():
-        print(f"  ours, {method:5s} batch        : {1e3 * t_b:8.2f} ms/step   "
-              f"loop / ours {t_l / t_b:6.1f}x")
+        print(
+            f"  ours, {method:5s} batch        : {1e3 * t_b:8.2f} ms/step   "
+            f"loop / ours {t_l / t_b:6.1f}x"
+        )
     print(f"  loop over nets            : {1e3 * t_l:8.2f} ms/step")
 
 

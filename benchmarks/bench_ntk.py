@@ -64,8 +64,9 @@ def build(case: str, n: int) -> tuple[torch.nn.Module, torch.Tensor]:
     return model.eval(), x
 
 
-def baseline(model: torch.nn.Module, x: torch.Tensor, chunk: int = 25) -> tuple[torch.Tensor,
-                                                                                float, float]:
+def baseline(
+    model: torch.nn.Module, x: torch.Tensor, chunk: int = 25
+) -> tuple[torch.Tensor, float, float]:
     """The common recipe; returns (kernel (N, N, O, O), jacobian seconds, einsum seconds)."""
     params = {k: v.detach() for k, v in model.named_parameters()}
     buffers = dict(model.named_buffers())
@@ -76,12 +77,12 @@ def baseline(model: torch.nn.Module, x: torch.Tensor, chunk: int = 25) -> tuple[
     t0 = time.perf_counter()
     jmat = None  # (N, O, P), filled chunk by chunk (a concatenation would double the peak)
     for s in range(0, len(x), chunk):
-        jac = vmap(jacrev(f), in_dims=(None, 0))(params, x[s:s + chunk])
+        jac = vmap(jacrev(f), in_dims=(None, 0))(params, x[s : s + chunk])
         piece = torch.cat([j.reshape(j.shape[0], j.shape[1], -1) for j in jac.values()], dim=2)
         del jac
         if jmat is None:
             jmat = torch.empty((len(x), piece.shape[1], piece.shape[2]), dtype=piece.dtype)
-        jmat[s:s + chunk] = piece
+        jmat[s : s + chunk] = piece
         del piece
     t1, c1 = time.perf_counter(), time.process_time()
     k = torch.einsum("iap,jbp->ijab", jmat, jmat)
@@ -153,24 +154,31 @@ def measure_memory(case: str, n: int, what: str) -> None:
 
 
 def child_memory(case: str, n: int, what: str) -> float:
-    out = subprocess.run([sys.executable, __file__, "--child", case, str(n), what],
-                         capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, __file__, "--child", case, str(n), what],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return json.loads(out.stdout.strip().splitlines()[-1])["extra_bytes"] / 1e9
 
 
 def run_case(case: str, n: int, args: argparse.Namespace) -> None:
     model, x = build(case, n)
-    print(f"\n== ({'abc'[list(SIZES).index(case)]}) {case}: N={n}, P={n_params(model):,}, "
-          f"{torch.get_num_threads()} threads")
+    print(
+        f"\n== ({'abc'[list(SIZES).index(case)]}) {case}: N={n}, P={n_params(model):,}, "
+        f"{torch.get_num_threads()} threads"
+    )
     empirical_ntk(model, x[:2])  # warm-up of ours (and of the shared conv/GEMM kernels)
     baseline(model, x[:2])
     full = Timing(lambda: empirical_ntk(model, x, memory_budget=BUDGET), args.repeat)
-    trace = Timing(lambda: empirical_ntk(model, x, mode="trace", memory_budget=BUDGET),
-                   args.repeat)
-    diag = Timing(lambda: empirical_ntk(model, x, mode="diagonal", memory_budget=BUDGET),
-                  args.repeat)
-    then = Timing(lambda: torch.einsum("ijaa->ij", empirical_ntk(model, x,
-                                                                 memory_budget=BUDGET)), 1)
+    trace = Timing(lambda: empirical_ntk(model, x, mode="trace", memory_budget=BUDGET), args.repeat)
+    diag = Timing(
+        lambda: empirical_ntk(model, x, mode="diagonal", memory_budget=BUDGET), args.repeat
+    )
+    then = Timing(
+        lambda: torch.einsum("ijaa->ij", empirical_ntk(model, x, memory_budget=BUDGET)), 1
+    )
     print(f"ours full              {full}")
     print(f"ours trace             {trace}   full-then-trace {then}")
     print(f"ours diagonal          {diag}")
@@ -180,8 +188,10 @@ def run_case(case: str, n: int, args: argparse.Namespace) -> None:
         _generic(model, x)
     est = baseline_bytes(model, n)
     if est > args.baseline_max_gb * 1e9:
-        print(f"baseline               skipped: estimated {est / 1e9:.1f} GB > "
-              f"--baseline-max-gb {args.baseline_max_gb}")
+        print(
+            f"baseline               skipped: estimated {est / 1e9:.1f} GB > "
+            f"--baseline-max-gb {args.baseline_max_gb}"
+        )
     else:
         parts: dict[str, float] = {}
 
@@ -192,12 +202,18 @@ def run_case(case: str, n: int, args: argparse.Namespace) -> None:
         base = Timing(run_base, 1)
         err = float((full.out - base.out).abs().max() / base.out.abs().max())
         base.out = None
-        print(f"baseline full          {base}   (jacobian {parts['jac']:.3f} s, einsum "
-              f"{parts['gemm']:.3f} s wall)")
-        print(f"  GEMM floor of the Jacobian-contraction method (the einsum alone): "
-              f"{parts['gemm']:.3f} s wall {GEMM_CPU[0]:.3f} s cpu")
-        print(f"  ratio baseline / ours full        {ratio(base, full)}   max rel. "
-              f"difference {err:.1e}")
+        print(
+            f"baseline full          {base}   (jacobian {parts['jac']:.3f} s, einsum "
+            f"{parts['gemm']:.3f} s wall)"
+        )
+        print(
+            f"  GEMM floor of the Jacobian-contraction method (the einsum alone): "
+            f"{parts['gemm']:.3f} s wall {GEMM_CPU[0]:.3f} s cpu"
+        )
+        print(
+            f"  ratio baseline / ours full        {ratio(base, full)}   max rel. "
+            f"difference {err:.1e}"
+        )
         print(f"  ratio baseline / ours trace       {ratio(base, trace)}")
     print(f"memory (4 GB budget): baseline estimated {est / 1e9:.2f} GB")
     if args.memory:
@@ -212,13 +228,17 @@ def _generic(model: torch.nn.Module, x: torch.Tensor) -> None:
     """Trace and diagonal against full with the generic ``jacobian`` method (same Jacobian,
     only the contraction differs: the comparison of the planning notes)."""
     jfull = Timing(lambda: empirical_ntk(model, x, method="jacobian", memory_budget=BUDGET), 1)
-    jtrace = Timing(lambda: empirical_ntk(model, x, method="jacobian", mode="trace",
-                                          memory_budget=BUDGET), 1)
-    jdiag = Timing(lambda: empirical_ntk(model, x, method="jacobian", mode="diagonal",
-                                         memory_budget=BUDGET), 1)
+    jtrace = Timing(
+        lambda: empirical_ntk(model, x, method="jacobian", mode="trace", memory_budget=BUDGET), 1
+    )
+    jdiag = Timing(
+        lambda: empirical_ntk(model, x, method="jacobian", mode="diagonal", memory_budget=BUDGET), 1
+    )
     print(f"generic method='jacobian': full {jfull}   trace {jtrace}   diagonal {jdiag}")
-    print(f"  ratio full / trace (jacobian)     {ratio(jfull, jtrace)}   full / diagonal "
-          f"{ratio(jfull, jdiag)}")
+    print(
+        f"  ratio full / trace (jacobian)     {ratio(jfull, jtrace)}   full / diagonal "
+        f"{ratio(jfull, jdiag)}"
+    )
 
 
 def main() -> None:
@@ -227,8 +247,11 @@ def main() -> None:
     ap.add_argument("--memory", action="store_true", help="measure peak RSS in subprocesses")
     ap.add_argument("--cases", default="mlp,cnn,resnet")
     ap.add_argument("--repeat", type=int, default=1)
-    ap.add_argument("--skip-generic", action="store_true",
-                    help="skip the method='jacobian' timings (slow at full size)")
+    ap.add_argument(
+        "--skip-generic",
+        action="store_true",
+        help="skip the method='jacobian' timings (slow at full size)",
+    )
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--baseline-max-gb", type=float, default=16.0)
     ap.add_argument("--child", nargs=3, metavar=("CASE", "N", "WHAT"), help=argparse.SUPPRESS)

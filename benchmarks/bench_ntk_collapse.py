@@ -40,8 +40,10 @@ def bench_flow(quick: bool) -> None:
     t_ours, tr = _time(lambda: simulate_flow(s0, ts, p, system="decomposed"))
     t_naive, tr2 = _time(lambda: simulate_flow(s0, ts, p, system="full"))
     diff = np.abs(tr.H[-1] - tr2.H[-1]).max()
-    print(f"flow to t={ts[-1]:g}: decomposed+jac {t_ours:.2f} s, full {t_naive:.2f} s, "
-          f"ratio {t_naive / t_ours:.1f}x (max |dH| {diff:.1e})")
+    print(
+        f"flow to t={ts[-1]:g}: decomposed+jac {t_ours:.2f} s, full {t_naive:.2f} s, "
+        f"ratio {t_naive / t_ours:.1f}x (max |dH| {diff:.1e})"
+    )
 
 
 def _basis(C, m):
@@ -73,9 +75,11 @@ def bench_invariant(quick: bool) -> None:
     t_ours, met = _time(lambda: invariant_metrics(H.T, y, W, kap), rep)
     Q = _basis(C, m)  # the basis is built once, outside the timing
     t_naive, slow = _time(lambda: _slow_norm(H, W, kap, C, m, Q), rep)
-    print(f"invariant metrics (n={n}, N={C * m}): ours {t_ours * 1e3:.2f} ms, explicit basis "
-          f"{t_naive * 1e3:.2f} ms, ratio {t_naive / t_ours:.1f}x "
-          f"(rel diff {abs(met.invariant_norm - slow) / slow:.1e})")
+    print(
+        f"invariant metrics (n={n}, N={C * m}): ours {t_ours * 1e3:.2f} ms, explicit basis "
+        f"{t_naive * 1e3:.2f} ms, ratio {t_naive / t_ours:.1f}x "
+        f"(rel diff {abs(met.invariant_norm - slow) / slow:.1e})"
+    )
 
 
 def bench_kernel_split(quick: bool) -> None:
@@ -85,9 +89,11 @@ def bench_kernel_split(quick: bool) -> None:
     res = train_one(dataclasses.asdict(cfg), cfg.inits[0], cfg.lrs[1], 0)
     total, kern, probes = res["seconds_total"], res["seconds_kernel"], res["seconds_probes"]
     train_s = total - probes
-    print(f"cpu fig2 run ({cfg.epochs} epochs, kernel every {cfg.kernel_every}): training "
-          f"{train_s:.1f} s, kernel probe {kern:.1f} s, other probes {probes - kern:.1f} s; "
-          f"kernel / training = {kern / train_s:.0%}")
+    print(
+        f"cpu fig2 run ({cfg.epochs} epochs, kernel every {cfg.kernel_every}): training "
+        f"{train_s:.1f} s, kernel probe {kern:.1f} s, other probes {probes - kern:.1f} s; "
+        f"kernel / training = {kern / train_s:.0%}"
+    )
 
 
 def main() -> None:

@@ -20,8 +20,14 @@ from scipy.linalg import expm
 from ncdynamics.theories.truncation import separated_flow, simplex_design
 
 
-def naive_flow(R: np.ndarray, beta: np.ndarray, clusters: list[np.ndarray],
-               ytilde: np.ndarray, eta: float, n_steps: int) -> tuple[np.ndarray, np.ndarray]:
+def naive_flow(
+    R: np.ndarray,
+    beta: np.ndarray,
+    clusters: list[np.ndarray],
+    ytilde: np.ndarray,
+    eta: float,
+    n_steps: int,
+) -> tuple[np.ndarray, np.ndarray]:
     R, beta = R.copy(), beta.copy()
     q = beta.shape[1]
     for _ in range(n_steps):
@@ -59,17 +65,22 @@ def main() -> None:
     R_n, beta_n = naive_flow(d.params.R, d.params.beta, clusters, d.data.ytilde, eta, naive_steps)
     t_naive = (time.perf_counter() - t0) * n_steps / naive_steps  # extrapolated per step
 
-    check = separated_flow(d.params, d.data, eta=eta, n_steps=naive_steps,
-                           record_every=naive_steps).final
+    check = separated_flow(
+        d.params, d.data, eta=eta, n_steps=naive_steps, record_every=naive_steps
+    ).final
     diff = max(np.abs(check.R - R_n).max(), np.abs(check.beta - beta_n).max())
     print(f"coupled flow, Q=3, 3 x 20 points, {n_steps} Lie-Euler steps")
     print(f"  ours (vectorised, eigh expm):         {t_ours:8.3f} s")
-    print(f"  naive (per point, scipy expm/layer):  {t_naive:8.3f} s "
-          f"(timed on {naive_steps} steps, scaled)")
+    print(
+        f"  naive (per point, scipy expm/layer):  {t_naive:8.3f} s "
+        f"(timed on {naive_steps} steps, scaled)"
+    )
     print(f"  ratio naive/ours: {t_naive / t_ours:.1f}x")
     print(f"  max |state difference| after {naive_steps} steps: {diff:.2e}")
-    print(f"  final cost {ours.cost[-1]:.3e}, orthogonality error "
-          f"{ours.final.orthogonality_error():.1e}")
+    print(
+        f"  final cost {ours.cost[-1]:.3e}, orthogonality error "
+        f"{ours.final.orthogonality_error():.1e}"
+    )
 
 
 if __name__ == "__main__":

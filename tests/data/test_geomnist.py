@@ -37,7 +37,7 @@ def test_classes_differ_in_mean_image():
 
 
 def _principal_angle(img):
-    rows, cols = np.mgrid[0:img.shape[0], 0:img.shape[1]]
+    rows, cols = np.mgrid[0 : img.shape[0], 0 : img.shape[1]]
     w = np.clip(img, 0, None)
     r0, c0 = (w * rows).sum() / w.sum(), (w * cols).sum() / w.sum()
     cov = np.cov(np.stack([(rows - r0).ravel(), (cols - c0).ravel()]), aweights=w.ravel())
@@ -77,8 +77,7 @@ def test_corruption_flips_exact_counts(p):
         assert np.sum(new == others[0]) == m // 2
         assert np.sum(new == others[1]) == m - m // 2
         if abs(p - 2 / 3) < 1e-12:
-            np.testing.assert_allclose(np.bincount(new, minlength=3) / n_tr, 1 / 3,
-                                       atol=1 / n_tr)
+            np.testing.assert_allclose(np.bincount(new, minlength=3) / n_tr, 1 / 3, atol=1 / n_tr)
 
 
 def test_loader_label_noise_keeps_test_labels_clean():
@@ -87,9 +86,14 @@ def test_loader_label_noise_keeps_test_labels_clean():
     np.testing.assert_array_equal(ds.y_test, np.repeat(np.arange(3), 6))
 
 
-@pytest.mark.parametrize("kw, match", [({"n_train_per_class": 0}, "n_train_per_class"),
-                                       ({"label_noise": 1.5}, "label_noise"),
-                                       ({"size": 4}, "size")])
+@pytest.mark.parametrize(
+    "kw, match",
+    [
+        ({"n_train_per_class": 0}, "n_train_per_class"),
+        ({"label_noise": 1.5}, "label_noise"),
+        ({"size": 4}, "size"),
+    ],
+)
 def test_bad_options_rejected(kw, match):
     with pytest.raises(ValueError, match=match):
         load("geomnist", **kw)

@@ -18,8 +18,9 @@ def test_parameter_count_and_shapes():
     torch.testing.assert_close(net(x), net.classifier(h))
 
 
-@pytest.mark.parametrize(("c", "size", "channels", "width"),
-                         [(3, 32, (4, 8), 12), (1, 9, (2, 3), 5)])
+@pytest.mark.parametrize(
+    ("c", "size", "channels", "width"), [(3, 32, (4, 8), 12), (1, 9, (2, 3), 5)]
+)
 def test_other_sizes(c, size, channels, width):
     net = SmallCNN(c, 4, channels=channels, width=width, input_size=size)
     assert net(torch.randn(2, c, size, size)).shape == (2, 4)
@@ -32,9 +33,14 @@ def test_seeded_init():
     assert all(torch.equal(p, q) for p, q in zip(a.parameters(), b.parameters(), strict=True))
 
 
-@pytest.mark.parametrize(("kwargs", "match"), [
-    ({"channels": (4,)}, "channels"), ({"width": 0}, "width"), ({"input_size": 3}, "input_size"),
-])
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"channels": (4,)}, "channels"),
+        ({"width": 0}, "width"),
+        ({"input_size": 3}, "input_size"),
+    ],
+)
 def test_bad_arguments(kwargs, match):
     with pytest.raises((ValueError, TypeError), match=match):
         SmallCNN(**kwargs)

@@ -19,8 +19,9 @@ def test_parameter_counts_and_feature_size_match_the_spec():
 
 def test_features_and_classifier_compose_to_forward():
     gen = torch.Generator().manual_seed(0)
-    model = DenseNetBC(1, 10, blocks=(2, 2, 2), width_multiplier=0.5, input_size=8,
-                       generator=gen).eval()
+    model = DenseNetBC(
+        1, 10, blocks=(2, 2, 2), width_multiplier=0.5, input_size=8, generator=gen
+    ).eval()
     x = torch.randn(4, 1, 8, 8, generator=gen)
     h = model.features(x)
     # growth 6: stem 12, +12 -> 24 -> 12, +12 -> 24 -> 12, +12 -> 24

@@ -29,8 +29,9 @@ def test_default_init_is_uniform_in_fan_in_bound_and_seeded():
     b = LeNet(1, 3, generator=torch.Generator().manual_seed(1))
     for (name, p), q in zip(a.named_parameters(), b.parameters(), strict=True):
         torch.testing.assert_close(p, q)
-        fan_in = {"body.0": 25, "body.3": 150, "body.7": 400, "body.9": 120,
-                  "classifier": 84}[name.rsplit(".", 1)[0]]
+        fan_in = {"body.0": 25, "body.3": 150, "body.7": 400, "body.9": 120, "classifier": 84}[
+            name.rsplit(".", 1)[0]
+        ]
         assert p.abs().max() <= 1 / math.sqrt(fan_in) + 1e-7
 
 

@@ -32,8 +32,9 @@ def test_parameter_count_matches_spec():
 
 @pytest.mark.parametrize(("c_in", "size", "width"), [(1, 28, 4), (3, 32, 2), (1, 8, 2)])
 def test_features_and_classifier(c_in, size, width):
-    net = ResNet20(c_in, 7, width=width, input_size=size,
-                   generator=torch.Generator().manual_seed(0)).eval()
+    net = ResNet20(
+        c_in, 7, width=width, input_size=size, generator=torch.Generator().manual_seed(0)
+    ).eval()
     x = torch.randn(3, c_in, size, size)
     h = net.features(x)
     assert h.shape == (3, 4 * width)
@@ -46,8 +47,9 @@ def test_downsampling_uses_projection_conv_with_bias():
     net = ResNet20(1, 10, width=4)
     projections = [b.shortcut for b in net.blocks if isinstance(b.shortcut, nn.Conv2d)]
     assert len(projections) == 2
-    assert all(p.kernel_size == (1, 1) and p.stride == (2, 2) and p.bias is not None
-               for p in projections)
+    assert all(
+        p.kernel_size == (1, 1) and p.stride == (2, 2) and p.bias is not None for p in projections
+    )
     convs3 = [m for m in net.modules() if isinstance(m, nn.Conv2d) and m.kernel_size == (3, 3)]
     assert len(convs3) == 19 and all(c.bias is None for c in convs3)
     bns = [m for m in net.modules() if isinstance(m, nn.BatchNorm2d)]
@@ -64,11 +66,16 @@ def test_same_generator_same_weights():
         assert torch.equal(p, q)
 
 
-@pytest.mark.parametrize(("kwargs", "match"), [
-    ({"width": 0}, "width"), ({"in_channels": 0}, "in_channels"),
-    ({"input_size": 2}, "input_size"), ({"bn_momentum": 1.5}, "bn_momentum"),
-    ({"init": "zeros"}, "scheme"),
-])
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"width": 0}, "width"),
+        ({"in_channels": 0}, "in_channels"),
+        ({"input_size": 2}, "input_size"),
+        ({"bn_momentum": 1.5}, "bn_momentum"),
+        ({"init": "zeros"}, "scheme"),
+    ],
+)
 def test_bad_arguments(kwargs, match):
     with pytest.raises((ValueError, TypeError), match=match):
         ResNet20(**kwargs)

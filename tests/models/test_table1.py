@@ -53,8 +53,7 @@ def test_skip_two_back_adds_layer_two_before():
 
 
 def test_conv_variant_matches_explicit_convolution():
-    net = Table1Net(1, 1, depth=3, width=40, conv=True, channels=4, kernel_size=3,
-                    generator=_gen())
+    net = Table1Net(1, 1, depth=3, width=40, conv=True, channels=4, kernel_size=3, generator=_gen())
     x = torch.randn(2, 1, generator=_gen(3))
     hidden, out = net.hidden_layers(x)
     conv = net.layers[1].conv

@@ -26,10 +26,20 @@ def test_features_and_classifier_compose_to_forward():
 
 
 def test_same_generator_gives_same_weights_and_schemes_apply():
-    a = VGG("vgg11", 1, width_multiplier=0.125, init="lecun-normal",
-            generator=torch.Generator().manual_seed(3))
-    b = VGG("vgg11", 1, width_multiplier=0.125, init="lecun-normal",
-            generator=torch.Generator().manual_seed(3))
+    a = VGG(
+        "vgg11",
+        1,
+        width_multiplier=0.125,
+        init="lecun-normal",
+        generator=torch.Generator().manual_seed(3),
+    )
+    b = VGG(
+        "vgg11",
+        1,
+        width_multiplier=0.125,
+        init="lecun-normal",
+        generator=torch.Generator().manual_seed(3),
+    )
     for pa, pb in zip(a.parameters(), b.parameters(), strict=True):
         torch.testing.assert_close(pa, pb)
     initialize(a, "he-fan-out", generator=torch.Generator().manual_seed(1))

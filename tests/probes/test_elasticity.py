@@ -64,8 +64,10 @@ def test_recorder_probe_protocol():
     assert np.isfinite(out.scalars["elasticity/ratio"])
 
 
-@pytest.mark.parametrize("kw, match", [({"lr": 0.0}, "lr"), ({"target": "weights"}, "target"),
-                                       ({"sources": [99]}, "sources")])
+@pytest.mark.parametrize(
+    "kw, match",
+    [({"lr": 0.0}, "lr"), ({"target": "weights"}, "target"), ({"sources": [99]}, "sources")],
+)
 def test_bad_input_is_rejected(kw, match):
     model, x, y = _linear_setup()
     with pytest.raises(ValueError, match=match):

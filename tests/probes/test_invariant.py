@@ -22,8 +22,7 @@ def _slow_invariant(H, W, kd, kc, kn):
     H1 = H @ Q1 / np.sqrt(M)
     H2 = H @ Q2 / np.sqrt(M)
     one = np.ones((C, 1))
-    return (W.T @ W / M - H1 @ (np.eye(C) - alpha * one @ one.T) @ H1.T / mu_c
-            - H2 @ H2.T / mu_s)
+    return W.T @ W / M - H1 @ (np.eye(C) - alpha * one @ one.T) @ H1.T / mu_c - H2 @ H2.T / mu_s
 
 
 def test_invariant_norm_equals_m_times_norm_of_eq26(rng):
@@ -39,8 +38,14 @@ def test_invariant_norm_equals_m_times_norm_of_eq26(rng):
     mu_c = (kd - kc) + M * (kc - kn)
     assert met.alpha == pytest.approx(kn * M / (mu_c + C * kn * M), rel=1e-12)
     assert met.h2_norm == pytest.approx(
-        np.linalg.norm(sum(np.outer(d, d) for d in (H - np.repeat(
-            H.reshape(N_FEAT, C, M).mean(2), M, axis=1)).T)), rel=1e-12)
+        np.linalg.norm(
+            sum(
+                np.outer(d, d)
+                for d in (H - np.repeat(H.reshape(N_FEAT, C, M).mean(2), M, axis=1)).T
+            )
+        ),
+        rel=1e-12,
+    )
 
 
 def test_invariant_metrics_ignore_sample_order(rng):
@@ -76,8 +81,15 @@ def _linear_input(n_per_class=4, seed=0):
     y = torch.tensor(list(np.arange(C).repeat(n_per_class)) + [0, 1])
     y = y[torch.randperm(y.numel(), generator=gen)]
     h = model.features(x)
-    return ProbeInput(model=model, x=x, y=y, features=h.detach(), logits=model(x).detach(),
-                      classifier=model.classifier, num_classes=C), model
+    return ProbeInput(
+        model=model,
+        x=x,
+        y=y,
+        features=h.detach(),
+        logits=model(x).detach(),
+        classifier=model.classifier,
+        num_classes=C,
+    ), model
 
 
 def test_probe_recovers_linear_feature_kernel_and_invariant():
@@ -96,8 +108,9 @@ def test_probe_recovers_linear_feature_kernel_and_invariant():
     np.testing.assert_allclose(out.arrays["ntk_traced_features"], N_FEAT * K, rtol=1e-10)
     kap = [out.scalars[f"ntk_kappa_{s}"] for s in "dcn"]
     assert kap[0] > kap[1]
-    ref = invariant_metrics(inp.features.numpy()[idx], y,
-                            model.classifier.weight.detach().numpy(), kap)
+    ref = invariant_metrics(
+        inp.features.numpy()[idx], y, model.classifier.weight.detach().numpy(), kap
+    )
     assert out.scalars["invariant_norm"] == pytest.approx(ref.invariant_norm, rel=1e-12)
     np.testing.assert_allclose(out.arrays["invariant_gram_w"], ref.lhs)
     for key in ("ntk_gamma_d", "ntk_alignment_logits", "ntk_alignment_features"):
@@ -111,14 +124,30 @@ def test_probe_is_registered():
 @pytest.mark.parametrize(
     ("call", "match"),
     [
-        (lambda: invariant_metrics(np.ones((6, 2)), np.repeat([0, 1, 2], 2), np.ones((3, 2)),
-                                   [1.0, 1.0, 0.0]), "kappa_d - kappa_c"),
-        (lambda: invariant_metrics(np.ones((5, 2)), np.array([0, 0, 1, 1, 1]), np.ones((2, 2)),
-                                   [2.0, 1.0, 0.0]), "same count"),
-        (lambda: invariant_metrics(np.ones((4, 2)), np.array([0, 0, 1, 1]), np.ones((2, 3)),
-                                   [2.0, 1.0, 0.0]), "weight"),
-        (lambda: invariant_metrics(np.ones((4, 2)), np.array([0, 0, 1, 1]), np.ones((2, 2)),
-                                   [2.0, np.nan, 0.0]), "kappas"),
+        (
+            lambda: invariant_metrics(
+                np.ones((6, 2)), np.repeat([0, 1, 2], 2), np.ones((3, 2)), [1.0, 1.0, 0.0]
+            ),
+            "kappa_d - kappa_c",
+        ),
+        (
+            lambda: invariant_metrics(
+                np.ones((5, 2)), np.array([0, 0, 1, 1, 1]), np.ones((2, 2)), [2.0, 1.0, 0.0]
+            ),
+            "same count",
+        ),
+        (
+            lambda: invariant_metrics(
+                np.ones((4, 2)), np.array([0, 0, 1, 1]), np.ones((2, 3)), [2.0, 1.0, 0.0]
+            ),
+            "weight",
+        ),
+        (
+            lambda: invariant_metrics(
+                np.ones((4, 2)), np.array([0, 0, 1, 1]), np.ones((2, 2)), [2.0, np.nan, 0.0]
+            ),
+            "kappas",
+        ),
         (lambda: InvariantProbe(per_class=1), "per_class"),
         (lambda: InvariantProbe(estimator="mean"), "estimator"),
     ],

@@ -36,8 +36,9 @@ def test_block_values_recover_synthetic_block_kernel(estimator, rng):
     y = rng.permutation(labels(4, 6))  # masks do not need class order
     k = block_kernel(y, 3.0, 1.25, 0.2)
     v = block_values(k, y, estimator=estimator)
-    assert (v.diagonal, v.same_class, v.different_class) == pytest.approx((3.0, 1.25, 0.2),
-                                                                           abs=1e-14)
+    assert (v.diagonal, v.same_class, v.different_class) == pytest.approx(
+        (3.0, 1.25, 0.2), abs=1e-14
+    )
 
 
 def test_block_values_average_over_outputs_of_full_kernel():
@@ -91,8 +92,7 @@ def test_trace_and_block_norms_of_kronecker_kernel(rng):
     full = np.einsum("ij,ab->ijab", k_s, m)
     np.testing.assert_allclose(block_norms(full), np.abs(m) * np.linalg.norm(k_s), rtol=1e-12)
     np.testing.assert_allclose(trace_kernel(full), k_s * np.trace(m), rtol=1e-12)
-    np.testing.assert_allclose(trace_kernel(full, average=True), k_s * np.trace(m) / 3,
-                               rtol=1e-12)
+    np.testing.assert_allclose(trace_kernel(full, average=True), k_s * np.trace(m) / 3, rtol=1e-12)
 
 
 def test_block_stats_of_block_kernel_and_residual(rng):
@@ -119,17 +119,21 @@ def test_logit_kernel_from_features_matches_explicit_sum(rng):
         for j in range(n2):
             for k in range(c):
                 for s in range(c):
-                    want = sum(w[k, p] * w[s, q] * kh[i, j, p, q] for p in range(n)
-                               for q in range(n)) + (k == s) * (h1[i] @ h2[j] + 1)
+                    want = sum(
+                        w[k, p] * w[s, q] * kh[i, j, p, q] for p in range(n) for q in range(n)
+                    ) + (k == s) * (h1[i] @ h2[j] + 1)
                     assert full[i, j, k, s] == pytest.approx(want, rel=1e-12, abs=1e-12)
     diag = np.moveaxis(np.diagonal(full, axis1=2, axis2=3), -1, 0)
-    np.testing.assert_allclose(logit_ntk_from_features(kh, w, h1, h2, mode="diagonal"), diag,
-                               rtol=1e-12)
-    np.testing.assert_allclose(logit_ntk_from_features(kh, w, h1, h2, mode="trace"),
-                               diag.sum(0), rtol=1e-12)
+    np.testing.assert_allclose(
+        logit_ntk_from_features(kh, w, h1, h2, mode="diagonal"), diag, rtol=1e-12
+    )
+    np.testing.assert_allclose(
+        logit_ntk_from_features(kh, w, h1, h2, mode="trace"), diag.sum(0), rtol=1e-12
+    )
     no_bias = logit_ntk_from_features(kh, w, h1, h2, bias=False)
-    np.testing.assert_allclose(full - no_bias, np.einsum("ij,ks->ijks", np.ones((n1, n2)),
-                                                         np.eye(c)), atol=1e-12)
+    np.testing.assert_allclose(
+        full - no_bias, np.einsum("ij,ks->ijks", np.ones((n1, n2)), np.eye(c)), atol=1e-12
+    )
 
 
 y10 = labels(2, 5)
@@ -142,13 +146,22 @@ BAD = [
     (lambda: kernel_alignment(np.full((10, 10), np.nan), y10), ValueError, "finite"),
     (lambda: kernel_alignment(np.zeros((10, 10)), y10), ValueError, "zero"),
     (lambda: kernel_alignment(np.eye(10), y10 + 0.5), TypeError, "integer"),
-    (lambda: kernel_alignment(np.eye(10), y10, centered=True, estimator="half-split"),
-     ValueError, "centered"),
+    (
+        lambda: kernel_alignment(np.eye(10), y10, centered=True, estimator="half-split"),
+        ValueError,
+        "centered",
+    ),
     (lambda: block_norms(np.eye(10)), ValueError, "4 dimension"),
-    (lambda: logit_ntk_from_features(np.ones((2, 2, 3, 3)), np.ones((2, 4)), np.ones((2, 3))),
-     ValueError, "weight"),
-    (lambda: logit_ntk_from_features(np.ones((2, 2, 3, 3)), np.ones((2, 3)), np.ones((3, 3))),
-     ValueError, "features"),
+    (
+        lambda: logit_ntk_from_features(np.ones((2, 2, 3, 3)), np.ones((2, 4)), np.ones((2, 3))),
+        ValueError,
+        "weight",
+    ),
+    (
+        lambda: logit_ntk_from_features(np.ones((2, 2, 3, 3)), np.ones((2, 3)), np.ones((3, 3))),
+        ValueError,
+        "features",
+    ),
 ]
 
 
@@ -164,8 +177,16 @@ def _probe_input(model, n_cls=3, per=5):
     y = torch.arange(n_cls).repeat(per)  # interleaved classes
     with torch.no_grad():
         h = model.features(x)
-    return ProbeInput(model=model, x=x, y=y, features=h, logits=model.classifier(h),
-                      classifier=model.classifier, num_classes=n_cls, step=4)
+    return ProbeInput(
+        model=model,
+        x=x,
+        y=y,
+        features=h,
+        logits=model.classifier(h),
+        classifier=model.classifier,
+        num_classes=n_cls,
+        step=4,
+    )
 
 
 def test_class_ordered_subset_takes_first_samples_of_each_class():
@@ -193,8 +214,7 @@ def test_ntk_probes_are_registered_and_consistent():
     full = empirical_ntk(model, inp.x[idx]).numpy()
     v = block_values(full, y)
     assert blocks.scalars["ntk_gamma_d"] == pytest.approx(v.diagonal, rel=1e-5)
-    assert blocks.scalars["ntk_gamma_n"] == pytest.approx(v.different_class, rel=1e-4,
-                                                          abs=1e-6)
+    assert blocks.scalars["ntk_gamma_n"] == pytest.approx(v.different_class, rel=1e-4, abs=1e-6)
     assert all(np.isfinite(list(blocks.scalars.values())))
     assert model.training
 
@@ -229,7 +249,9 @@ def test_statistics_are_invariant_to_sample_permutation(rng):
     kp, yp = k[np.ix_(perm, perm)], y[perm]
     v, vp = block_values(k, y), block_values(kp, yp)
     assert (vp.diagonal, vp.same_class, vp.different_class) == pytest.approx(
-        (v.diagonal, v.same_class, v.different_class), rel=1e-12)
+        (v.diagonal, v.same_class, v.different_class), rel=1e-12
+    )
     for centered in (False, True):
         assert kernel_alignment(kp, yp, centered=centered) == pytest.approx(
-            kernel_alignment(k, y, centered=centered), rel=1e-12)
+            kernel_alignment(k, y, centered=centered), rel=1e-12
+        )

@@ -28,12 +28,16 @@ def slow_ntk(model, x, x2=None, *, output=lambda m, xx: m(xx)):
     def grads(xs):
         rows = []
         for i in range(len(xs)):
-            out = output(model, xs[i:i + 1])[0]
+            out = output(model, xs[i : i + 1])[0]
             row = []
             for a in range(out.shape[0]):
                 g = torch.autograd.grad(out[a], params, retain_graph=True, allow_unused=True)
-                row.append([torch.zeros_like(p) if gi is None else gi
-                            for gi, p in zip(g, params, strict=True)])
+                row.append(
+                    [
+                        torch.zeros_like(p) if gi is None else gi
+                        for gi, p in zip(g, params, strict=True)
+                    ]
+                )
             rows.append(row)
         return rows
 
@@ -44,8 +48,9 @@ def slow_ntk(model, x, x2=None, *, output=lambda m, xx: m(xx)):
         for j in range(n2):
             for a in range(o):
                 for b in range(o):
-                    k[i, j, a, b] = sum(float((u * v).sum())
-                                        for u, v in zip(g1[i][a], g2[j][b], strict=True))
+                    k[i, j, a, b] = sum(
+                        float((u * v).sum()) for u, v in zip(g1[i][a], g2[j][b], strict=True)
+                    )
     model.train(was)
     return k
 
@@ -136,8 +141,9 @@ def test_resnet_methods_agree_float64(float64_torch):
     x = torch.randn(3, *shape)
     ref = empirical_ntk(model, x, method="jacobian")
     for method in ("layerwise", "ntk-vp"):
-        torch.testing.assert_close(empirical_ntk(model, x, method=method), ref,
-                                   rtol=1e-10, atol=1e-10)
+        torch.testing.assert_close(
+            empirical_ntk(model, x, method=method), ref, rtol=1e-10, atol=1e-10
+        )
     ref_h = empirical_ntk(model, x, output="features", mode="diagonal", method="jacobian")
     k_h = empirical_ntk(model, x, output="features", mode="diagonal", method="layerwise")
     torch.testing.assert_close(k_h, ref_h, rtol=1e-10, atol=1e-10)
@@ -217,8 +223,9 @@ def test_logit_kernel_rebuilt_float32():
     with torch.no_grad():
         h = model.eval().features(x)
     rebuilt = logit_ntk_from_features(k_h, model.classifier.weight.detach(), h)
-    np.testing.assert_allclose(k_f.numpy(), rebuilt, rtol=1e-4,
-                               atol=1e-4 * float(np.abs(rebuilt).max()))
+    np.testing.assert_allclose(
+        k_f.numpy(), rebuilt, rtol=1e-4, atol=1e-4 * float(np.abs(rebuilt).max())
+    )
 
 
 def test_batchnorm_eval_buffers_untouched_and_flag_restored(float64_torch):
@@ -242,8 +249,9 @@ def test_frozen_parameters_are_excluded(float64_torch, method):
     model.bn.bias.requires_grad_(False)
     model.fc.weight.requires_grad_(False)
     x = torch.randn(3, *shape)
-    torch.testing.assert_close(empirical_ntk(model, x, method=method), slow_ntk(model, x),
-                               rtol=1e-10, atol=1e-12)
+    torch.testing.assert_close(
+        empirical_ntk(model, x, method=method), slow_ntk(model, x), rtol=1e-10, atol=1e-12
+    )
 
 
 def test_shared_parameter_counted_once(float64_torch):
@@ -255,20 +263,19 @@ def test_shared_parameter_counted_once(float64_torch):
     w = lin.weight.detach()
 
     def jac(xi):  # d(W W x)_a / dW, by hand: e_a (W x)^T + W^T e_a x^T
-        return torch.stack([torch.outer(torch.eye(3)[a], w @ xi) + torch.outer(w.T[:, a], xi)
-                            for a in range(3)])
+        return torch.stack(
+            [torch.outer(torch.eye(3)[a], w @ xi) + torch.outer(w.T[:, a], xi) for a in range(3)]
+        )
 
     j = torch.stack([jac(xi) for xi in x])  # (n, O, 3, 3)
-    torch.testing.assert_close(k, torch.einsum("iapq,jbpq->ijab", j, j), rtol=1e-12,
-                               atol=1e-12)
+    torch.testing.assert_close(k, torch.einsum("iapq,jbpq->ijab", j, j), rtol=1e-12, atol=1e-12)
 
 
 def test_cross_kernel_is_block_of_joint_kernel(float64_torch):
     model, shape = make("mlp")
     x, x2 = torch.randn(4, *shape), torch.randn(3, *shape)
     joint = empirical_ntk(model, torch.cat([x, x2]))
-    torch.testing.assert_close(empirical_ntk(model, x, x2), joint[:4, 4:], rtol=1e-12,
-                               atol=1e-12)
+    torch.testing.assert_close(empirical_ntk(model, x, x2), joint[:4, 4:], rtol=1e-12, atol=1e-12)
 
 
 @pytest.mark.parametrize("budget", [60_000, 24_000, 17_000])
@@ -282,8 +289,7 @@ def test_chunked_under_budget_equals_unchunked(float64_torch, budget, mode):
     torch.testing.assert_close(k, ref, rtol=1e-12, atol=1e-12)
     x2 = torch.randn(5, *shape)
     k2 = empirical_ntk(model, x, x2, mode=mode, memory_budget=budget, method="layerwise")
-    torch.testing.assert_close(k2, empirical_ntk(model, x, x2, mode=mode), rtol=1e-12,
-                               atol=1e-12)
+    torch.testing.assert_close(k2, empirical_ntk(model, x, x2, mode=mode), rtol=1e-12, atol=1e-12)
 
 
 def test_output_chunks_when_one_sample_barely_fits(float64_torch):
@@ -298,11 +304,9 @@ def test_output_chunks_when_one_sample_barely_fits(float64_torch):
 def test_plan_splits_outputs_for_large_jacobians():
     from ncdynamics.probes._ntk_plan import Sizes, plan_jacobian_chunks
 
-    s = Sizes(p_mat=10_000, p_generic=10_000, d_out=0, d_in=0, act=10, unfold=0,
-              p_total=10_000)
+    s = Sizes(p_mat=10_000, p_generic=10_000, d_out=0, d_in=0, act=10, unfold=0, p_total=10_000)
     budget = SLACK + 8 * 150_000
-    plan = plan_jacobian_chunks(s, mode="full", n1=4, n2=None, n_out=8, budget=budget,
-                                itemsize=8)
+    plan = plan_jacobian_chunks(s, mode="full", n1=4, n2=None, n_out=8, budget=budget, itemsize=8)
     assert plan is not None and plan.o_block < 8 and plan.peak_bytes <= budget
 
 
@@ -339,8 +343,9 @@ def test_output_callable_and_features_by_layer_name(float64_torch):
 def test_method_enum_and_strings_are_equivalent(float64_torch):
     model, shape = make("mlp")
     x = torch.randn(2, *shape)
-    torch.testing.assert_close(empirical_ntk(model, x, method=Method.NTK_VP),
-                               empirical_ntk(model, x, method="ntk-vp"))
+    torch.testing.assert_close(
+        empirical_ntk(model, x, method=Method.NTK_VP), empirical_ntk(model, x, method="ntk-vp")
+    )
 
 
 class NoClassAxis(nn.Module):
@@ -367,21 +372,27 @@ BAD = [
     (lambda: (nn.Linear(3, 2), [[1.0, 2.0, 3.0]], {}), TypeError, "torch.Tensor"),
     (lambda: (nn.Linear(3, 2), torch.randn(0, 3), {}), ValueError, "n_samples >= 1"),
     (lambda: (nn.Linear(3, 2), torch.randn(2, 4), {}), ValueError, "could not be passed"),
-    (lambda: (nn.Linear(3, 2), torch.randn(2, 3), {"x2": torch.randn(2, 4)}), ValueError,
-     "`x2` must have shape"),
+    (
+        lambda: (nn.Linear(3, 2), torch.randn(2, 3), {"x2": torch.randn(2, 4)}),
+        ValueError,
+        "`x2` must have shape",
+    ),
     (lambda: (nn.Linear(3, 2), torch.full((2, 3), float("nan")), {}), ValueError, "finite"),
     (lambda: (NoClassAxis(), torch.randn(2, 3), {}), ValueError, "class axis"),
     (lambda: (nn.Linear(3, 2), torch.randn(2, 3), {"mode": "block"}), ValueError, "`mode`"),
-    (lambda: (nn.Linear(3, 2), torch.randn(2, 3), {"method": "magic"}), ValueError,
-     "`method`"),
-    (lambda: (nn.Linear(3, 2), torch.randn(2, 3), {"output": "hidden"}), ValueError,
-     "`output`"),
-    (lambda: (nn.Linear(3, 2), torch.randn(2, 3), {"average": True}), ValueError,
-     "average"),
-    (lambda: (nn.Linear(3, 2), torch.randn(2, 3), {"memory_budget": 100}), ValueError,
-     "memory_budget"),
-    (lambda: (nn.Linear(3, 2), torch.randn(2, 3), {"memory_budget": 0}), ValueError,
-     "memory_budget"),
+    (lambda: (nn.Linear(3, 2), torch.randn(2, 3), {"method": "magic"}), ValueError, "`method`"),
+    (lambda: (nn.Linear(3, 2), torch.randn(2, 3), {"output": "hidden"}), ValueError, "`output`"),
+    (lambda: (nn.Linear(3, 2), torch.randn(2, 3), {"average": True}), ValueError, "average"),
+    (
+        lambda: (nn.Linear(3, 2), torch.randn(2, 3), {"memory_budget": 100}),
+        ValueError,
+        "memory_budget",
+    ),
+    (
+        lambda: (nn.Linear(3, 2), torch.randn(2, 3), {"memory_budget": 0}),
+        ValueError,
+        "memory_budget",
+    ),
     (lambda: (nn.Sequential(nn.Tanh()), torch.randn(2, 3), {}), ValueError, "trainable"),
 ]
 
@@ -424,18 +435,19 @@ def test_symmetric_blocked_gram_equals_plain_product(float64_torch):
     u = torch.randn(601, 37)
     torch.testing.assert_close(_gram(u, u, True), u @ u.T, rtol=1e-13, atol=1e-12)
     acc = torch.randn(601, 601)
-    torch.testing.assert_close(_gram(u, u, True, acc.clone()), acc + u @ u.T, rtol=1e-13,
-                               atol=1e-12)
+    torch.testing.assert_close(
+        _gram(u, u, True, acc.clone()), acc + u @ u.T, rtol=1e-13, atol=1e-12
+    )
 
 
 def test_diagonal_and_trace_plans_split_outputs_before_samples():
     from ncdynamics.probes._ntk_plan import Sizes, plan_jacobian_chunks
 
-    s = Sizes(p_mat=10_000, p_generic=10_000, d_out=0, d_in=0, act=10, unfold=0,
-              p_total=10_000)
+    s = Sizes(p_mat=10_000, p_generic=10_000, d_out=0, d_in=0, act=10, unfold=0, p_total=10_000)
     for mode in ("diagonal", "trace"):
-        plan = plan_jacobian_chunks(s, mode=mode, n1=8, n2=None, n_out=8,
-                                    budget=SLACK + 8 * 500_000, itemsize=8)
+        plan = plan_jacobian_chunks(
+            s, mode=mode, n1=8, n2=None, n_out=8, budget=SLACK + 8 * 500_000, itemsize=8
+        )
         assert plan is not None and plan.n_block == 8 and plan.o_block < 8
 
 
@@ -445,8 +457,9 @@ def test_works_under_no_grad_and_with_inference_tensors(float64_torch):
     ref = empirical_ntk(model, x, method="jacobian")
     with torch.no_grad():
         for method in METHODS:
-            torch.testing.assert_close(empirical_ntk(model, x, method=method), ref,
-                                       rtol=1e-10, atol=1e-12)
+            torch.testing.assert_close(
+                empirical_ntk(model, x, method=method), ref, rtol=1e-10, atol=1e-12
+            )
     with torch.inference_mode():
         xi = x.clone()
     torch.testing.assert_close(empirical_ntk(model, xi), ref, rtol=1e-10, atol=1e-12)

@@ -16,13 +16,23 @@ def _record(run, prefix=""):
     g = torch.Generator().manual_seed(1)
     x = torch.randn(12, 5, generator=g)
     y = torch.arange(3).repeat(4)
-    probes = [make_probe("ntk_alignment", per_class=3),
-              make_probe("ntk_blocks", per_class=3, feature_block_norms=True)]
+    probes = [
+        make_probe("ntk_alignment", per_class=3),
+        make_probe("ntk_blocks", per_class=3, feature_block_norms=True),
+    ]
     for step in (0, 5, 10):
         with torch.no_grad():
             h = model.features(x)
-        inp = ProbeInput(model=model, x=x, y=y, features=h, logits=model.classifier(h),
-                         classifier=model.classifier, num_classes=3, step=step)
+        inp = ProbeInput(
+            model=model,
+            x=x,
+            y=y,
+            features=h,
+            logits=model.classifier(h),
+            classifier=model.classifier,
+            num_classes=3,
+            step=step,
+        )
         for probe in probes:
             out = probe(inp)
             run.log(step, {prefix + k: v for k, v in out.scalars.items()})
@@ -39,8 +49,12 @@ def test_figures_from_recorded_probes(tmp_path, prefix):
     run = create(tmp_path / "run", config={}, seed=0)
     _record(run, prefix)
     figs = dict(kernel_figures(run))
-    assert set(figs) == {"ntk_kernel_heatmaps", "ntk_block_norms", "ntk_alignment",
-                         "ntk_block_values"}
+    assert set(figs) == {
+        "ntk_kernel_heatmaps",
+        "ntk_block_norms",
+        "ntk_alignment",
+        "ntk_block_values",
+    }
     heat = figs["ntk_kernel_heatmaps"].axes
     main = [ax for ax in heat if ax.images]
     assert len(main) == 2 and "step 10" in main[0].get_title()

@@ -25,8 +25,9 @@ def synthetic():
 def test_fit_recovers_rates_without_noise(synthetic):
     fit = fit_rates(TS, synthetic, X=TRUE.X, Y=TRUE.Y)
     assert fit.success
-    np.testing.assert_allclose([fit.params.inv_tau_h, fit.params.inv_tau_y],
-                               [TRUE.inv_tau_h, TRUE.inv_tau_y], rtol=1e-2)
+    np.testing.assert_allclose(
+        [fit.params.inv_tau_h, fit.params.inv_tau_y], [TRUE.inv_tau_h, TRUE.inv_tau_y], rtol=1e-2
+    )
     assert fit.loss < 1e-6
     assert fit.loss == pytest.approx(fit_loss(TS, synthetic, fit.extra["trajectory"]), rel=1e-6)
 
@@ -35,8 +36,9 @@ def test_fit_recovers_rates_with_multiplicative_noise(synthetic, rng):
     noisy = synthetic * (1 + 0.01 * rng.standard_normal(synthetic.shape))
     noisy[0] = synthetic[0]
     fit = fit_rates(TS, noisy, X=TRUE.X, Y=TRUE.Y)
-    np.testing.assert_allclose([fit.params.inv_tau_h, fit.params.inv_tau_y],
-                               [TRUE.inv_tau_h, TRUE.inv_tau_y], rtol=5e-2)
+    np.testing.assert_allclose(
+        [fit.params.inv_tau_h, fit.params.inv_tau_y], [TRUE.inv_tau_h, TRUE.inv_tau_y], rtol=5e-2
+    )
 
 
 def test_variant_fits_worse_on_eq7_data(synthetic):
@@ -48,8 +50,7 @@ def test_variant_fits_worse_on_eq7_data(synthetic):
 def test_output_rate_fit_recovers_rate(synthetic):
     ybar0 = np.array([0.1])
     L = cf.loss_curve(TS, synthetic[:, 1], synthetic[:, 2], ybar0, [0.6], [1.6], 3e-3)
-    fit = fit_output_rate(TS, L, synthetic[:, 1], synthetic[:, 2], ybar0=ybar0, y1=[0.6],
-                          y2=[1.6])
+    fit = fit_output_rate(TS, L, synthetic[:, 1], synthetic[:, 2], ybar0=ybar0, y1=[0.6], y2=[1.6])
     assert fit.params == pytest.approx(3e-3, rel=1e-4)
 
 
@@ -94,5 +95,4 @@ def test_fast_kernels_equal_reference_model(variant):
     y = np.array([0.3, 0.2, -0.15])
     flags = estimate._flags(p)
     np.testing.assert_allclose(estimate._rhs(y, 0.0, *flags), model.drift(0, y, p), rtol=1e-14)
-    np.testing.assert_allclose(estimate._jac(y, 0.0, *flags), model.jacobian(0, y, p),
-                               rtol=1e-14)
+    np.testing.assert_allclose(estimate._jac(y, 0.0, *flags), model.jacobian(0, y, p), rtol=1e-14)

@@ -102,35 +102,52 @@ def test_o17_shallow_final_distance_follows_theory(tmp_path):
     # O17: Pearson(final a, eq. 10) > 0.9 and median actual/predicted in [0.7, 1.4]
     from ncdynamics.experiments._registry import run
 
-    r = run("alignment.final-distance", "cpu", out=tmp_path / "r", progress=False,
-            archs=("shallow",), n_fit_seeds=2)
+    r = run(
+        "alignment.final-distance",
+        "cpu",
+        out=tmp_path / "r",
+        progress=False,
+        archs=("shallow",),
+        n_fit_seeds=2,
+    )
     arch = r.summary["architectures"]["shallow"]
     assert arch["pearson_r"] > 0.9
     assert 0.7 <= arch["median_actual_over_predicted"] <= 1.4
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(reason="measured at the paper's settings: the low-init blob net is still on "
-                          "the plateau after 1500 epochs (collapse index 0.499); see docs",
-                   strict=False)
+@pytest.mark.xfail(
+    reason="measured at the paper's settings: the low-init blob net is still on "
+    "the plateau after 1500 epochs (collapse index 0.499); see docs",
+    strict=False,
+)
 def test_o17_blobs_low_init_collapse(tmp_path):
     from ncdynamics.experiments._registry import run
 
-    r = run("alignment.blobs", "cpu", out=tmp_path / "r", progress=False,
-            configs=("blobs-low",))
+    r = run("alignment.blobs", "cpu", out=tmp_path / "r", progress=False, configs=("blobs-low",))
     c = r.summary["configs"]["blobs-low"]
     assert max(c["collapse_index_ctx0"], c["collapse_index_ctx1"]) < 0.2
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(reason="measured at the paper's settings: the low-init XOR net is still on "
-                          "the plateau after 1000 epochs (L = 0.125); see docs", strict=False)
+@pytest.mark.xfail(
+    reason="measured at the paper's settings: the low-init XOR net is still on "
+    "the plateau after 1000 epochs (L = 0.125); see docs",
+    strict=False,
+)
 def test_o17_xor_rich_regime_merges_same_output_pairs(tmp_path):
     # O17: same-output distances < 0.1 x different-output distances (20 x 500, low init);
     # rho does not enter this check, so it is fixed instead of fitted.
     from ncdynamics.experiments._registry import run
 
-    r = run("alignment.xor", "cpu", out=tmp_path / "r", progress=False,
-            configs=("xor-low",), rho=1.0, workers=1)
+    r = run(
+        "alignment.xor",
+        "cpu",
+        out=tmp_path / "r",
+        progress=False,
+        configs=("xor-low",),
+        rho=1.0,
+        workers=1,
+    )
     c = r.summary["configs"]["xor-low"]
     assert max(c["final_same"]) < 0.1 * min(c["final_diff"])

@@ -28,8 +28,13 @@ def test_jacobian_matches_finite_differences(variant, rng):
     y = np.array([0.3, 0.2, -0.15])
     J = model.jacobian(0.0, y, p)
     eps = 1e-6
-    fd = np.stack([(model.drift(0, y + eps * e, p) - model.drift(0, y - eps * e, p)) / (2 * eps)
-                   for e in np.eye(3)], axis=1)
+    fd = np.stack(
+        [
+            (model.drift(0, y + eps * e, p) - model.drift(0, y - eps * e, p)) / (2 * eps)
+            for e in np.eye(3)
+        ],
+        axis=1,
+    )
     np.testing.assert_allclose(J, fd, rtol=1e-6, atol=1e-9)
 
 
@@ -57,8 +62,9 @@ def test_matrix_model_reduces_to_three_variable_system(case, rng):
         Dy0 = 0.3 * (Dh0 @ (x2 - x1))[None, :]  # D_y^T parallel to dh
     ts = np.linspace(0, 20, 201)
     rh, ry = 0.8, 1.5
-    mt = model.simulate_matrix(Dh0, Dy0, np.zeros(d_out), x1, x2, y1, y2, ts,
-                               inv_tau_ybar=1.0, inv_tau_h=rh, inv_tau_y=ry)
+    mt = model.simulate_matrix(
+        Dh0, Dy0, np.zeros(d_out), x1, x2, y1, y2, ts, inv_tau_ybar=1.0, inv_tau_h=rh, inv_tau_y=ry
+    )
     X, Y = float(np.sum((x2 - x1) ** 2)), float(np.sum((y2 - y1) ** 2))
     ys = _solve([mt.a[0], mt.b[0], mt.w[0]], ts, model.AlignmentParams(rh, ry, X, Y))
     scale = np.max(np.abs(ys), axis=0)
@@ -76,8 +82,19 @@ def test_matrix_model_deviates_without_restriction(rng):
     y1, y2 = rng.normal(size=d_out), rng.normal(size=d_out)
     Dh0, Dy0 = 0.3 * rng.normal(size=(d_H, d_in)), 0.3 * rng.normal(size=(d_out, d_H))
     ts = np.linspace(0, 20, 201)
-    mt = model.simulate_matrix(Dh0, Dy0, np.zeros(d_out), x1, x2, y1, y2, ts,
-                               inv_tau_ybar=1.0, inv_tau_h=0.8, inv_tau_y=1.5)
+    mt = model.simulate_matrix(
+        Dh0,
+        Dy0,
+        np.zeros(d_out),
+        x1,
+        x2,
+        y1,
+        y2,
+        ts,
+        inv_tau_ybar=1.0,
+        inv_tau_h=0.8,
+        inv_tau_y=1.5,
+    )
     X, Y = float(np.sum((x2 - x1) ** 2)), float(np.sum((y2 - y1) ** 2))
     ys = _solve([mt.a[0], mt.b[0], mt.w[0]], ts, model.AlignmentParams(0.8, 1.5, X, Y))
     err = np.max(np.abs(np.stack([mt.a, mt.b, mt.w], 1) - ys) / np.max(np.abs(ys), axis=0))
@@ -89,8 +106,15 @@ def test_vector_form_reproduces_three_variable_system(rng):
     dy0 = 0.05 * rng.normal(size=3)
     vp = model.VectorParams(0.6, 1.1, 0.5, d)
     ts = np.linspace(0, 30, 301)
-    sol = solve_ivp(model.drift_vector, (0, 30), np.concatenate([[0.02], dy0]), args=(vp,),
-                    t_eval=ts, method="LSODA", **TIGHT)
+    sol = solve_ivp(
+        model.drift_vector,
+        (0, 30),
+        np.concatenate([[0.02], dy0]),
+        args=(vp,),
+        t_eval=ts,
+        method="LSODA",
+        **TIGHT,
+    )
     dy = sol.y[1:].T
     b, w = np.sum(dy**2, 1), np.sum(dy**2, 1) - dy @ d
     ys = _solve([0.02, b[0], w[0]], ts, model.AlignmentParams(0.6, 1.1, 0.5, float(d @ d)))
@@ -105,8 +129,9 @@ def test_a_high_is_conserved(y0):
     ys = _solve(y0, ts, p)
     ah = cf.a_high(ys[:, 0], ys[:, 1], p.X, p.rho)
     assert np.max(np.abs(ah - ah[0])) <= 1e-8 * max(1.0, abs(ah[0]))
-    np.testing.assert_allclose(ys[:, 1], cf.b_of_a(ys[:, 0], y0[0], y0[1], p.X, p.rho),
-                               rtol=1e-7, atol=1e-12)
+    np.testing.assert_allclose(
+        ys[:, 1], cf.b_of_a(ys[:, 0], y0[0], y0[1], p.X, p.rho), rtol=1e-7, atol=1e-12
+    )
 
 
 def test_reduced_system_matches_three_variable_system():
@@ -115,8 +140,9 @@ def test_reduced_system_matches_three_variable_system():
     y0 = np.array([0.05, 0.01, -0.02])
     c = y0[1] / y0[0] - y0[0] / (p.rho * p.X)
     ts = np.linspace(0, 40, 201)
-    sol = solve_ivp(model.drift_reduced, (0, 40), y0[[0, 2]], args=(p, c), t_eval=ts,
-                    method="LSODA", **TIGHT)
+    sol = solve_ivp(
+        model.drift_reduced, (0, 40), y0[[0, 2]], args=(p, c), t_eval=ts, method="LSODA", **TIGHT
+    )
     ys = _solve(y0, ts, p)
     np.testing.assert_allclose(sol.y.T, ys[:, [0, 2]], rtol=1e-6, atol=1e-10)
 
@@ -160,9 +186,17 @@ def test_fixed_point_jacobian_matches_finite_differences():
         y = np.array([fp.a_inf, 0.0])
         np.testing.assert_allclose(model.drift_reduced(0, y, p, c), 0.0, atol=1e-12)
         eps = 1e-7 * max(fp.a_inf, 1e-3)
-        fd = np.stack([(model.drift_reduced(0, y + eps * e, p, c)
-                        - model.drift_reduced(0, y - eps * e, p, c)) / (2 * eps)
-                       for e in np.eye(2)], axis=1)
+        fd = np.stack(
+            [
+                (
+                    model.drift_reduced(0, y + eps * e, p, c)
+                    - model.drift_reduced(0, y - eps * e, p, c)
+                )
+                / (2 * eps)
+                for e in np.eye(2)
+            ],
+            axis=1,
+        )
         np.testing.assert_allclose(fp.jacobian, fd, rtol=1e-5, atol=1e-9)
         np.testing.assert_allclose(fp.jacobian, model.jacobian_reduced(y, p, c), rtol=1e-10)
         assert fp.stable
@@ -244,7 +278,8 @@ def test_final_distance_depends_on_rates_only_through_rho():
     ts = np.linspace(0, 50, 101)
     np.testing.assert_allclose(_solve(y0, ts, p2), _solve(y0, 2 * ts, p), rtol=1e-7, atol=1e-12)
     assert cf.final_distance(0.01, 4e-4, 0.25, 1.0, p.rho) == cf.final_distance(
-        0.01, 4e-4, 0.25, 1.0, p2.rho)
+        0.01, 4e-4, 0.25, 1.0, p2.rho
+    )
 
 
 def test_one_d_output_manifold_is_invariant():
@@ -275,8 +310,12 @@ def test_exponential_weighting_equals_double_sum(rng):
     T = np.sum((Z[:, None] - Z[None]) ** 2, -1)
     P = cf.exponential_weighting(T)
     E = np.exp(-T)
-    loop = np.array([[sum(E[i, k] * E[l, j] * T[k, l] for k in range(7) for l in range(7))
-                      for j in range(7)] for i in range(7)])
+    loop = np.array(
+        [
+            [sum(E[i, k] * E[l, j] * T[k, l] for k in range(7) for l in range(7)) for j in range(7)]
+            for i in range(7)
+        ]
+    )
     np.testing.assert_allclose(P, loop, rtol=1e-12)
     np.testing.assert_allclose(P, P.T, rtol=1e-12)
     np.testing.assert_array_equal(cf.exponential_weighting(np.zeros((4, 4))), 0.0)

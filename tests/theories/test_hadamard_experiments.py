@@ -5,9 +5,19 @@ import pytest
 
 from ncdynamics.experiments._registry import get, list_experiments, run
 
-NAMES = ["hadamard.fig1", "hadamard.fig2", "hadamard.fig3", "hadamard.fig4", "hadamard.fig5",
-         "hadamard.fig6", "hadamard.fig7", "hadamard.fig8", "hadamard.fig9",
-         "hadamard.fig10", "hadamard.thm8"]
+NAMES = [
+    "hadamard.fig1",
+    "hadamard.fig2",
+    "hadamard.fig3",
+    "hadamard.fig4",
+    "hadamard.fig5",
+    "hadamard.fig6",
+    "hadamard.fig7",
+    "hadamard.fig8",
+    "hadamard.fig9",
+    "hadamard.fig10",
+    "hadamard.thm8",
+]
 
 
 def test_every_figure_is_registered_with_three_presets():
@@ -21,8 +31,11 @@ def test_every_figure_is_registered_with_three_presets():
 
 
 def test_figure_settings_are_baked_into_presets():
-    for name, K, d, delta in (("hadamard.fig5", 16, 16, 6.0), ("hadamard.fig7", 8, 8, 0.0),
-                              ("hadamard.fig9", 8, 80, 6.0)):
+    for name, K, d, delta in (
+        ("hadamard.fig5", 16, 16, 6.0),
+        ("hadamard.fig7", 8, 8, 0.0),
+        ("hadamard.fig9", 8, 80, 6.0),
+    ):
         for preset in ("smoke", "cpu", "paper"):
             cfg = get(name).make_config(preset)
             assert (cfg.K, cfg.d, cfg.delta) == (K, d, delta)

@@ -42,10 +42,9 @@ def test_growth_rates_are_finite_at_huge_margins():
 def test_drift_is_mirror_flow_of_energy(K, rng):
     p = params(K)
     for a in rand_a(rng, K, 5):
-        grad = np.array([
-            (hd.energy(a + h, p) - hd.energy(a - h, p)) / (2e-6)
-            for h in 1e-6 * np.eye(K - 1)
-        ])
+        grad = np.array(
+            [(hd.energy(a + h, p) - hd.energy(a - h, p)) / (2e-6) for h in 1e-6 * np.eye(K - 1)]
+        )
         np.testing.assert_allclose(hd.drift(0, a, p), -a * grad, rtol=1e-6, atol=1e-9)
         np.testing.assert_allclose(hd.drift_log(0, np.log(a), p), -grad, rtol=1e-6, atol=1e-9)
 
@@ -55,10 +54,13 @@ def test_jacobian_log_matches_finite_differences(K, rng):
     p = params(K)
     y = np.log(rand_a(rng, K, 1)[0])
     J = hd.jacobian_log(0, y, p)
-    fd = np.stack([
-        (hd.drift_log(0, y + h, p) - hd.drift_log(0, y - h, p)) / 2e-6
-        for h in 1e-6 * np.eye(K - 1)
-    ], axis=1)
+    fd = np.stack(
+        [
+            (hd.drift_log(0, y + h, p) - hd.drift_log(0, y - h, p)) / 2e-6
+            for h in 1e-6 * np.eye(K - 1)
+        ],
+        axis=1,
+    )
     np.testing.assert_allclose(J, fd, rtol=1e-6, atol=1e-10)
 
 
@@ -152,7 +154,7 @@ def test_lemma1_embedding_doubles_payoffs(rng):
         np.testing.assert_allclose(b_big[: K - 1], 2 * b_small, rtol=1e-14)
         psi_big = hd.psi_matrix(2 * K)
         psi = hd.psi_matrix(K)
-        np.testing.assert_array_equal(psi_big[:K - 1, :K - 1], psi)
+        np.testing.assert_array_equal(psi_big[: K - 1, : K - 1], psi)
         np.testing.assert_array_equal(psi_big[K:, K:], 2 - psi)
 
 
@@ -164,8 +166,9 @@ def test_random_search_finds_increasing_m(K, rng):
 
 def test_appendix_b3_counterexamples():
     p8 = params(8)
-    assert hd.dreverse_kl_dt(hd.COUNTEREXAMPLES["revkl_k8"], p8) == pytest.approx(3.732e-3,
-                                                                                  rel=1e-3)
+    assert hd.dreverse_kl_dt(hd.COUNTEREXAMPLES["revkl_k8"], p8) == pytest.approx(
+        3.732e-3, rel=1e-3
+    )
     a = hd.COUNTEREXAMPLES["frobenius_k8"]
     b, _ = hd.payoffs(a, p8)
     assert hd.frobenius_sum(a, b) == pytest.approx(0.0878, rel=1e-2)
@@ -265,8 +268,7 @@ def test_normalised_flow_reaches_collapse_without_overflow():
     assert M.max() == pytest.approx(0.0651, abs=1e-3)
     assert 5 < ts[np.argmax(M)] < 25
     # arc length: ‖da/dτ‖ = 1
-    np.testing.assert_allclose(
-        np.linalg.norm(hd.drift_normalized(0, traj.ys[100], params(8))), 1.0)
+    np.testing.assert_allclose(np.linalg.norm(hd.drift_normalized(0, traj.ys[100], params(8))), 1.0)
 
 
 def test_naive_normalised_flow_breaks_down_at_large_margins():
@@ -276,8 +278,9 @@ def test_naive_normalised_flow_breaks_down_at_large_margins():
     stable = hd.drift_normalized(0, a, p)
     np.testing.assert_allclose(stable, np.full(7, 1 / np.sqrt(7)))
     small = np.array([1.0, 1.0, 1.0, 1.25, 0.1, 0.1, 0.1])
-    np.testing.assert_allclose(hd.drift_normalized_naive(0, small, p),
-                               hd.drift_normalized(0, small, p), rtol=1e-12)
+    np.testing.assert_allclose(
+        hd.drift_normalized_naive(0, small, p), hd.drift_normalized(0, small, p), rtol=1e-12
+    )
 
 
 def test_logit_flow_solution_matches_its_drift():
@@ -293,14 +296,13 @@ def test_alpha_beta_flow_conserves_differences_and_reduces_to_eq9(rng):
     alpha = rng.uniform(0.5, 2.0, size=K - 1)
     beta = alpha * rng.uniform(0.5, 1.5, size=K - 1)
     from ncdynamics.theories._integrate import solve_ode
+
     ts = np.linspace(0, 20, 50)
-    traj = solve_ode(hd.drift_alpha_beta, np.stack([alpha, beta]), ts, sp, rtol=1e-11,
-                     atol=1e-13)
+    traj = solve_ode(hd.drift_alpha_beta, np.stack([alpha, beta]), ts, sp, rtol=1e-11, atol=1e-13)
     C = traj.ys[:, 0] ** 2 - traj.ys[:, 1] ** 2
     np.testing.assert_allclose(C, C[0][None].repeat(50, 0), atol=1e-8)
     # C = 0: a = α² follows Eq. (9) under a' = a/(K√n), τ = 2√n t
-    traj0 = solve_ode(hd.drift_alpha_beta, np.stack([alpha, alpha]), ts, sp, rtol=1e-11,
-                      atol=1e-13)
+    traj0 = solve_ode(hd.drift_alpha_beta, np.stack([alpha, alpha]), ts, sp, rtol=1e-11, atol=1e-13)
     a_red = hd.to_reduced(traj0.ys[:, 0] ** 2, K=K, n=n)
     ode = hd.solve_reduced(a_red[0], hd.iterations_to_time(ts, learning_rate=1.0, n=n), K=K)
     np.testing.assert_allclose(ode.ys, a_red, rtol=1e-7)

@@ -72,8 +72,9 @@ def test_softmax_is_permutation_equivariant(rng):
     v = rng.normal(size=16) * 5
     for i in range(16):
         P = hd.xor_permutation(i, 16)
-        np.testing.assert_allclose(hd.softmax_columns(P @ v), P @ hd.softmax_columns(v),
-                                   rtol=0, atol=1e-15)
+        np.testing.assert_allclose(
+            hd.softmax_columns(P @ v), P @ hd.softmax_columns(v), rtol=0, atol=1e-15
+        )
 
 
 @pytest.mark.parametrize("K", [2, 4, 8, 16, 32])
@@ -118,8 +119,13 @@ def test_negative_control_paley_hadamard_12_fails(rng):
 
 @pytest.mark.parametrize(
     "bad, exc, match",
-    [(12, ValueError, "power of 2"), (3, ValueError, "power of 2"), (1, ValueError, ">= 2"),
-     (6.5, TypeError, "integer"), ("8", TypeError, "real number")],
+    [
+        (12, ValueError, "power of 2"),
+        (3, ValueError, "power of 2"),
+        (1, ValueError, ">= 2"),
+        (6.5, TypeError, "integer"),
+        ("8", TypeError, "real number"),
+    ],
 )
 def test_non_powers_of_two_are_rejected_with_reason(bad, exc, match):
     with pytest.raises(exc, match=match):

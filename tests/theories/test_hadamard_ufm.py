@@ -95,8 +95,9 @@ def test_full_gd_keeps_singular_vectors_frozen_and_follows_discrete_map(K, n, d_
         assert np.abs(off_a).max() <= 1e-12 * alpha_t.max()
         assert np.abs(off_b).max() <= 1e-12 * beta_t.max()
         np.testing.assert_allclose(alpha_t, beta_t, rtol=1e-12)
-    mapped = hd.discrete_gd_map(hd.to_reduced(alpha**2, K=K, n=n), steps, K=K, n=n,
-                                learning_rate=0.01)
+    mapped = hd.discrete_gd_map(
+        hd.to_reduced(alpha**2, K=K, n=n), steps, K=K, n=n, learning_rate=0.01
+    )
     modes = hd.to_reduced(hd.mode_values(res.Z, n=n), K=K, n=n)
     np.testing.assert_allclose(modes, mapped, rtol=1e-10)
 
@@ -110,8 +111,9 @@ def test_gd_matches_reduced_ode_to_first_order_in_step(K, rng):
         steps = np.unique(np.geomspace(1, 20 / eta, 40).astype(int))  # τ up to 40
         res = hd.run_gd(W, H, steps=steps, learning_rate=eta)
         gd = hd.to_reduced(hd.mode_values(res.Z[:, 0]), K=K)
-        ode = hd.solve_reduced(hd.to_reduced(alpha[0] ** 2, K=K),
-                               hd.iterations_to_time(steps, learning_rate=eta), K=K).ys
+        ode = hd.solve_reduced(
+            hd.to_reduced(alpha[0] ** 2, K=K), hd.iterations_to_time(steps, learning_rate=eta), K=K
+        ).ys
         rel = np.abs(gd / ode - 1).max()
         errors.append(rel)
         if eta == 0.01:
@@ -166,8 +168,9 @@ def test_mse_spectral_init_follows_saxe_sigmoid_and_modes_decouple(rng):
     alpha2 = alpha.copy()
     alpha2[0, 0] *= 3
     W2, H2 = hd.hadamard_init(alpha2, d=K, n=n)
-    modes2 = hd.mode_values(hd.run_gd(W2, H2, steps=steps, learning_rate=eta, n=n,
-                                      loss="mse").Z[:, 0], n=n)
+    modes2 = hd.mode_values(
+        hd.run_gd(W2, H2, steps=steps, learning_rate=eta, n=n, loss="mse").Z[:, 0], n=n
+    )
     np.testing.assert_allclose(modes2[:, 1:], modes[:, 1:], rtol=1e-12)
 
 
@@ -180,16 +183,18 @@ def test_logit_gd_matches_theorem6_flow(rng):
     Zs = hd.run_logit_gd(Z0, steps=steps, learning_rate=eta, n=n)[:, 0]
     assert hd.residual_energy(Zs[1:], n=n).max() <= 1e-12
     gd = hd.to_reduced(hd.mode_values(Zs, n=n), K=K, n=n)
-    ode = hd.solve_reduced(gd[0], hd.iterations_to_time_logit(steps, learning_rate=eta, K=K),
-                           K=K, flow="logit").ys
+    ode = hd.solve_reduced(
+        gd[0], hd.iterations_to_time_logit(steps, learning_rate=eta, K=K), K=K, flow="logit"
+    ).ys
     np.testing.assert_allclose(gd, ode, rtol=2e-3)
 
 
 def test_matched_hadamard_init_copies_random_singular_values(rng):
     W, H = hd.random_init(8, 16, delta=2.0, n_realizations=3, rng=rng)
     init = hd.matched_hadamard_init(W, H, rng=rng)
-    np.testing.assert_allclose(hd.top_singular_values(init.W @ init.H),
-                               hd.top_singular_values(W @ H), rtol=1e-12)
+    np.testing.assert_allclose(
+        hd.top_singular_values(init.W @ init.H), hd.top_singular_values(W @ H), rtol=1e-12
+    )
     np.testing.assert_allclose(hd.mode_values(init.W @ init.H), init.sigma0, rtol=1e-12)
 
 
@@ -205,14 +210,28 @@ def test_random_init_scale_and_reproducibility():
     [
         (lambda: hd.hadamard_init(np.ones(5), d=8), ValueError, "power of 2"),
         (lambda: hd.hadamard_init(np.ones(7), d=6), ValueError, ">= K-1"),
-        (lambda: hd.run_gd(np.ones((4, 4)), np.ones((4, 5)), steps=[1], learning_rate=0.1),
-         ValueError, "shape"),
-        (lambda: hd.run_gd(np.ones((4, 4)), np.ones((4, 4)), steps=[1], learning_rate=-1),
-         ValueError, "learning_rate"),
-        (lambda: hd.run_gd(np.ones((4, 4)), np.ones((4, 4)), steps=[1], learning_rate=0.1,
-                           loss="hinge"), ValueError, "one of"),
-        (lambda: hd.run_gd(np.ones((4, 4)), np.ones((4, 4)), steps=[3, 1], learning_rate=0.1),
-         ValueError, "non-decreasing"),
+        (
+            lambda: hd.run_gd(np.ones((4, 4)), np.ones((4, 5)), steps=[1], learning_rate=0.1),
+            ValueError,
+            "shape",
+        ),
+        (
+            lambda: hd.run_gd(np.ones((4, 4)), np.ones((4, 4)), steps=[1], learning_rate=-1),
+            ValueError,
+            "learning_rate",
+        ),
+        (
+            lambda: hd.run_gd(
+                np.ones((4, 4)), np.ones((4, 4)), steps=[1], learning_rate=0.1, loss="hinge"
+            ),
+            ValueError,
+            "one of",
+        ),
+        (
+            lambda: hd.run_gd(np.ones((4, 4)), np.ones((4, 4)), steps=[3, 1], learning_rate=0.1),
+            ValueError,
+            "non-decreasing",
+        ),
         (lambda: hd.ce_loss(np.full((4, 4), np.inf), np.ones((4, 4))), ValueError, "finite"),
         (lambda: hd.random_init(4, 0, rng=np.random.default_rng(0)), ValueError, "`d`"),
     ],

@@ -11,10 +11,14 @@ T = 801
 
 
 def _rates():
-    alpha = m.Rate(lambda t: 0.02 + 0.05 * np.exp(-np.asarray(t) / 300),
-                   lambda t: 0.02 * np.asarray(t) + 15.0 * (1 - np.exp(-np.asarray(t) / 300)))
-    beta = m.Rate(lambda t: -0.01 - 0.03 * np.exp(-np.asarray(t) / 500),
-                  lambda t: -0.01 * np.asarray(t) - 15.0 * (1 - np.exp(-np.asarray(t) / 500)))
+    alpha = m.Rate(
+        lambda t: 0.02 + 0.05 * np.exp(-np.asarray(t) / 300),
+        lambda t: 0.02 * np.asarray(t) + 15.0 * (1 - np.exp(-np.asarray(t) / 300)),
+    )
+    beta = m.Rate(
+        lambda t: -0.01 - 0.03 * np.exp(-np.asarray(t) / 500),
+        lambda t: -0.01 * np.asarray(t) - 15.0 * (1 - np.exp(-np.asarray(t) / 500)),
+    )
     return alpha, beta
 
 
@@ -144,10 +148,13 @@ def test_drift_from_impacts_recovers_E(rng, model):
         (lambda: est.estimate_ab_l(np.ones((5, 3, 2)), ref=9), "ref"),
         (lambda: est.rates_savgol(np.full(5, np.nan), 3), "finite"),
         (lambda: est.tail_index(np.ones(10), tail=0), "tail"),
-        (lambda: est.leode_imitation(np.ones(3), np.ones(4), np.eye(3),
-                                     rng=np.random.default_rng(0)), "beta_hat"),
-        (lambda: est.relative_distance(np.ones((2, 3, 3)), np.ones((2, 3, 3)), model="x"),
-         "model"),
+        (
+            lambda: est.leode_imitation(
+                np.ones(3), np.ones(4), np.eye(3), rng=np.random.default_rng(0)
+            ),
+            "beta_hat",
+        ),
+        (lambda: est.relative_distance(np.ones((2, 3, 3)), np.ones((2, 3, 3)), model="x"), "model"),
     ],
 )
 def test_bad_input_is_rejected(call, match):

@@ -12,8 +12,14 @@ SPECS = {s.name: s for s in EXPERIMENTS}
 
 
 def test_names_and_presets():
-    assert set(SPECS) == {"lesde.fig1", "lesde.fig3", "lesde.fig4", "lesde.fig5",
-                          "lesde.thm21", "lesde.thm31"}
+    assert set(SPECS) == {
+        "lesde.fig1",
+        "lesde.fig3",
+        "lesde.fig4",
+        "lesde.fig5",
+        "lesde.thm21",
+        "lesde.thm31",
+    }
     for spec in EXPERIMENTS:
         assert spec.theory == "lesde"
         for preset in ("smoke", "cpu", "paper"):
@@ -24,13 +30,13 @@ def test_names_and_presets():
 def test_smoke_preset_runs(tmp_path, name):
     spec = SPECS[name]
     cfg = spec.make_config("smoke")
-    run = runs.create(tmp_path / "run", config=config_to_dict(cfg), seed=0, experiment=name,
-                      preset="smoke")
+    run = runs.create(
+        tmp_path / "run", config=config_to_dict(cfg), seed=0, experiment=name, preset="smoke"
+    )
     spec.run(cfg, run, seed=0, progress=False)
     run.mark_completed()
     summary = json.loads((run.path / "summary.json").read_text())
-    assert summary["claims"] and all({"claim", "ours", "held"} <= set(c)
-                                     for c in summary["claims"])
+    assert summary["claims"] and all({"claim", "ours", "held"} <= set(c) for c in summary["claims"])
     assert list((run.path / "figures").glob("*.png"))
 
 

@@ -11,8 +11,15 @@ from ncdynamics.theories.lesde import model as m
 def _ode_reference(x0, alpha, beta, h, ts):
     params = m.LEParams.make(alpha, beta, h)
     shape = x0.shape
-    sol = solve_ivp(lambda t, y: m.drift(t, y.reshape(shape), params).ravel(),
-                    (0, ts[-1]), x0.ravel(), t_eval=ts, rtol=1e-12, atol=1e-14, method="DOP853")
+    sol = solve_ivp(
+        lambda t, y: m.drift(t, y.reshape(shape), params).ravel(),
+        (0, ts[-1]),
+        x0.ravel(),
+        t_eval=ts,
+        rtol=1e-12,
+        atol=1e-14,
+        method="DOP853",
+    )
     return sol.y.T.reshape(-1, *shape)
 
 
@@ -48,8 +55,9 @@ def test_drift_matrix_blocks_and_paper_kron_form_differs():
     e = m.le_matrix(a, b, k)
     for i in range(k):
         for j in range(k):
-            np.testing.assert_allclose(mat[i * k:(i + 1) * k, j * k:(j + 1) * k],
-                                       e[i, j] * h[i, j] / k, atol=1e-15)
+            np.testing.assert_allclose(
+                mat[i * k : (i + 1) * k, j * k : (j + 1) * k], e[i, j] * h[i, j] / k, atol=1e-15
+            )
     # the paper's "(E ⊗ I_K) ∘ H / K" zeroes the off-diagonal entries of every block
     hflat = h.transpose(0, 2, 1, 3).reshape(k * k, k * k)
     paper = np.kron(e, np.eye(k)) * hflat / k
@@ -81,10 +89,14 @@ def test_binary_closed_form_matches_ode():
 
 
 def _tv_rates():
-    alpha = m.Rate(lambda t: 0.02 + 0.05 * np.exp(-np.asarray(t) / 300),
-                   lambda t: 0.02 * np.asarray(t) + 15.0 * (1 - np.exp(-np.asarray(t) / 300)))
-    beta = m.Rate(lambda t: -0.01 - 0.03 * np.exp(-np.asarray(t) / 500),
-                  lambda t: -0.01 * np.asarray(t) - 15.0 * (1 - np.exp(-np.asarray(t) / 500)))
+    alpha = m.Rate(
+        lambda t: 0.02 + 0.05 * np.exp(-np.asarray(t) / 300),
+        lambda t: 0.02 * np.asarray(t) + 15.0 * (1 - np.exp(-np.asarray(t) / 300)),
+    )
+    beta = m.Rate(
+        lambda t: -0.01 - 0.03 * np.exp(-np.asarray(t) / 500),
+        lambda t: -0.01 * np.asarray(t) - 15.0 * (1 - np.exp(-np.asarray(t) / 500)),
+    )
     return alpha, beta
 
 
@@ -149,8 +161,11 @@ def test_etf_columns_unit_and_equiangular():
     [
         (lambda: m.le_matrix(1.0, 0.0, 1), ValueError, "num_classes"),
         (lambda: m.drift_matrix(1.0, 0.0, np.ones((2, 3, 1, 1))), ValueError, "h"),
-        (lambda: m.drift_matrix(1.0, 0.0, np.ones((2, 2, 1, 1)), class_probs=[0.2, 0.2]),
-         ValueError, "class_probs"),
+        (
+            lambda: m.drift_matrix(1.0, 0.0, np.ones((2, 2, 1, 1)), class_probs=[0.2, 0.2]),
+            ValueError,
+            "class_probs",
+        ),
         (lambda: m.as_rate(np.nan, "alpha"), ValueError, "alpha"),
         (lambda: m.as_rate([0.1, np.inf], "beta"), ValueError, "beta"),
         (lambda: m.L_model_means([0.0, 1.0], np.ones((3, 2)), 1.0, 0.0), ValueError, "x0"),

@@ -12,8 +12,9 @@ def test_binary_separable_both_orders():
     assert sep.binary_separable(np.array([3.0, 4.0]), np.array([1.0, 2.0]))
     assert sep.binary_separable(np.array([1.0, 2.0]), np.array([3.0, 4.0]))
     assert not sep.binary_separable(np.array([1.0, 3.0]), np.array([2.0, 4.0]))
-    batch = sep.binary_separable(np.array([[3.0, 4.0], [1.0, 3.0]]),
-                                 np.array([[1.0, 2.0], [2.0, 4.0]]))
+    batch = sep.binary_separable(
+        np.array([[3.0, 4.0], [1.0, 3.0]]), np.array([[1.0, 2.0], [2.0, 4.0]])
+    )
     np.testing.assert_array_equal(batch, [True, False])
 
 
@@ -46,15 +47,15 @@ def test_projection_direction_is_unit_mean_difference():
     [(0.5, -0.3, 40, 0.95), (0.15, -0.1, 60, 0.95), (0.3, 0.2, 150, 0.9)],
 )
 def test_theorem21_separable_when_alpha_exceeds_beta(alpha, beta, t_end, bound):
-    est = sep.theorem21_probability(alpha, beta, t_end=t_end, n_reps=100,
-                                    rng=np.random.default_rng(1))
+    est = sep.theorem21_probability(
+        alpha, beta, t_end=t_end, n_reps=100, rng=np.random.default_rng(1)
+    )
     assert est.probability >= bound
 
 
 @pytest.mark.parametrize("alpha, beta", [(0.2, 0.2), (0.0, 0.0), (0.1, 0.3), (-0.1, 0.1)])
 def test_theorem21_not_separable_when_alpha_at_most_beta(alpha, beta):
-    est = sep.theorem21_probability(alpha, beta, t_end=60, n_reps=100,
-                                    rng=np.random.default_rng(2))
+    est = sep.theorem21_probability(alpha, beta, t_end=60, n_reps=100, rng=np.random.default_rng(2))
     assert est.probability <= 0.05
 
 
@@ -77,8 +78,10 @@ def _L_means_at(t, alpha, beta, x0):
 
 
 def test_neural_collapse_when_B_to_minus_infinity(rng):
-    errs = [sep.etf_gram_error(_L_means_at(60.0, 1.0, -0.2, rng.normal(size=(3, 3))))
-            for _ in range(200)]
+    errs = [
+        sep.etf_gram_error(_L_means_at(60.0, 1.0, -0.2, rng.normal(size=(3, 3))))
+        for _ in range(200)
+    ]
     assert np.median(errs) <= 0.01
     # the error decays like exp(B/(K-1)): compare t = 30 and t = 60
     x0s = [rng.normal(size=(3, 3)) for _ in range(50)]
@@ -90,8 +93,10 @@ def test_neural_collapse_when_B_to_minus_infinity(rng):
 
 @pytest.mark.parametrize("beta", [0.0, 0.3])
 def test_no_neural_collapse_without_B_to_minus_infinity(rng, beta):
-    errs = [sep.etf_gram_error(_L_means_at(60.0, 1.0, beta, rng.normal(size=(3, 3))))
-            for _ in range(200)]
+    errs = [
+        sep.etf_gram_error(_L_means_at(60.0, 1.0, beta, rng.normal(size=(3, 3))))
+        for _ in range(200)
+    ]
     assert np.median(errs) > 0.3
 
 
@@ -107,8 +112,10 @@ def test_etf_gram_error_zero_on_etf():
         (lambda: sep.pairwise_separable(np.ones((2, 3, 1)), method="svm"), "method"),
         (lambda: sep.projection_direction(np.ones((4, 3, 2)), 1, 1), "differ"),
         (lambda: sep.etf_gram_error(np.zeros((3, 2))), "non-zero"),
-        (lambda: sep.theorem21_probability(0.1, np.nan, t_end=1.0,
-                                           rng=np.random.default_rng(0)), "beta"),
+        (
+            lambda: sep.theorem21_probability(0.1, np.nan, t_end=1.0, rng=np.random.default_rng(0)),
+            "beta",
+        ),
     ],
 )
 def test_bad_input_is_rejected(call, match):

@@ -12,8 +12,9 @@ def test_within_class_spread_is_initial_plus_brownian(rng, scheme):
     n, sigma, t_end, h = 20000, 1.0, 5.0, 0.05
     params = m.LEParams.make(0.3, -0.1, m.h_isotropic(2, 1), sigma=sigma)
     x0 = rng.standard_normal((1, 2, n, 1))  # Var0 = 1
-    paths = simulate_sde(params, x0, h=h, n_steps=int(t_end / h), rng=rng,
-                         record_every=int(t_end / h), scheme=scheme)
+    paths = simulate_sde(
+        params, x0, h=h, n_steps=int(t_end / h), rng=rng, record_every=int(t_end / h), scheme=scheme
+    )
     dev = paths.xs[0, -1] - paths.means[0, -1][:, None, :]
     want = (1.0 + sigma**2 * t_end) * (1 - 1 / n)
     np.testing.assert_allclose(dev.var(axis=1).ravel(), want, rtol=0.03)
@@ -22,12 +23,22 @@ def test_within_class_spread_is_initial_plus_brownian(rng, scheme):
 def test_schemes_agree_in_distribution(rng):
     # class means after t = 2: same mean and spread across repetitions in both schemes
     params = m.LEParams.make(0.5, -0.2, m.h_isotropic(3, 2), sigma=1.0)
-    x0 = np.broadcast_to(np.array([[1.0, 0.0], [0.0, 1.0], [-1.0, -1.0]])[None, :, None, :],
-                         (400, 3, 10, 2)).copy()
-    a = simulate_sde(params, x0, h=0.02, n_steps=100, rng=rng, record_every=100,
-                     keep_particles=False).means[:, -1]
-    b = simulate_sde(params, x0, h=0.02, n_steps=100, rng=rng, record_every=100,
-                     scheme="particles", keep_particles=False).means[:, -1]
+    x0 = np.broadcast_to(
+        np.array([[1.0, 0.0], [0.0, 1.0], [-1.0, -1.0]])[None, :, None, :], (400, 3, 10, 2)
+    ).copy()
+    a = simulate_sde(
+        params, x0, h=0.02, n_steps=100, rng=rng, record_every=100, keep_particles=False
+    ).means[:, -1]
+    b = simulate_sde(
+        params,
+        x0,
+        h=0.02,
+        n_steps=100,
+        rng=rng,
+        record_every=100,
+        scheme="particles",
+        keep_particles=False,
+    ).means[:, -1]
     se = np.sqrt(a.var(axis=0) / 400 + b.var(axis=0) / 400)
     assert np.all(np.abs(a.mean(axis=0) - b.mean(axis=0)) < 4 * se)
     np.testing.assert_allclose(a.std(axis=0), b.std(axis=0), rtol=0.2)
@@ -40,8 +51,16 @@ def test_mean_field_drift_follows_ode_path(rng):
     params = m.LEParams.make(0.4, -0.1, m.h_isotropic(2, 1), sigma=0.0)
     x0 = rng.standard_normal((2, 2, 50, 1))
     c = np.array([[0.5], [-0.5]])
-    paths = simulate_sde(params, x0, h=1e-3, n_steps=3000, rng=rng, drift_mode="mean-field",
-                         mean_field_init=c, record_every=3000)
+    paths = simulate_sde(
+        params,
+        x0,
+        h=1e-3,
+        n_steps=3000,
+        rng=rng,
+        drift_mode="mean-field",
+        mean_field_init=c,
+        record_every=3000,
+    )
     ode = m.binary_means(np.array([3.0]), 0.4, -0.1, 0.5, -0.5)[0]
     # X_i(t) = xbar_ode(t) - c + X_i(0) without noise (Sec. 2.2)
     want = ode[None, :, None] - c[None, :, :] + x0[..., 0]
@@ -54,8 +73,9 @@ def _discrete_error(h, rng, reps=20):
     x0 = rng.standard_normal((reps, 2, 50, 1))
     x0[:, 0] += 0.5
     x0[:, 1] -= 0.5
-    paths = simulate_discrete(params, x0, h=h, n_steps=int(round(t_end / h)), rng=rng,
-                              record_every=int(round(t_end / h)))
+    paths = simulate_discrete(
+        params, x0, h=h, n_steps=int(round(t_end / h)), rng=rng, record_every=int(round(t_end / h))
+    )
     errs = []
     for r in range(reps):
         c = x0[r].mean(axis=1)[:, 0]

@@ -14,10 +14,19 @@ from ncdynamics.theories.lesde.trials import train_trials
 
 
 def _train(p_err):
-    ds = load("geomnist", n_train_per_class=500, n_test_per_class=500, seed=0,
-              label_noise=p_err)
-    rec = train_trials(ds.x_train, ds.y_train, ds.x_test, ds.y_test, n_trials=20,
-                       n_iter=6000, seed=0, lr=0.005, eval_every=1000, val_subset=150)
+    ds = load("geomnist", n_train_per_class=500, n_test_per_class=500, seed=0, label_noise=p_err)
+    rec = train_trials(
+        ds.x_train,
+        ds.y_train,
+        ds.x_test,
+        ds.y_test,
+        n_trials=20,
+        n_iter=6000,
+        seed=0,
+        lr=0.005,
+        eval_every=1000,
+        val_subset=150,
+    )
     means = class_means_from_records(rec.logits, rec.labels, 3, fill="ffill")
     return rec, means
 

@@ -11,8 +11,9 @@ from ncdynamics.theories.lesde.trials import BatchedTrainer, merge_records, trai
 def test_batched_step_matches_module_loop(method, float64_torch):
     gen = torch.Generator().manual_seed(0)
     r, steps = 3, 4
-    trainer = BatchedTrainer(r, in_channels=1, num_classes=3, lr=0.05, generator=gen,
-                             method=method, dtype=torch.float64)
+    trainer = BatchedTrainer(
+        r, in_channels=1, num_classes=3, lr=0.05, generator=gen, method=method, dtype=torch.float64
+    )
     nets = [trainer.module(i) for i in range(r)]
     opts = [torch.optim.SGD(n.parameters(), lr=0.05) for n in nets]
     data = torch.Generator().manual_seed(1)
@@ -22,8 +23,8 @@ def test_batched_step_matches_module_loop(method, float64_torch):
         logits, loss = trainer.step(x, y)
         for i, (net, opt) in enumerate(zip(nets, opts, strict=True)):
             opt.zero_grad()
-            out = net(x[i:i + 1])
-            ref = torch.nn.functional.cross_entropy(out, y[i:i + 1])
+            out = net(x[i : i + 1])
+            ref = torch.nn.functional.cross_entropy(out, y[i : i + 1])
             torch.testing.assert_close(logits[i], out[0].detach())
             torch.testing.assert_close(loss[i], ref.detach())
             ref.backward()

@@ -30,9 +30,7 @@ def test_block_kernel_has_three_eigenvalues_with_table1_multiplicities():
     lam = block_eigenvalues(C, M, 3.0, 1.2, 0.3)
     w = np.linalg.eigvalsh(K)
     N = C * M
-    expected = np.sort(
-        [lam.single] * (N - C) + [lam.class_] * (C - 1) + [lam.global_]
-    )
+    expected = np.sort([lam.single] * (N - C) + [lam.class_] * (C - 1) + [lam.global_])
     np.testing.assert_allclose(w, expected, rtol=1e-10)
     assert lam.multiplicities == (N - C, C - 1, 1)
     assert lam.single == pytest.approx(1.8)
@@ -54,9 +52,7 @@ def test_table1_vectors_are_eigenvectors_and_give_projections_11_12(rng):
     cm = r.reshape(C, M).mean(axis=1)
     assert r @ v.v0 == pytest.approx(N * r.mean(), abs=1e-12)  # (11)
     np.testing.assert_allclose(v.v_class @ r, N / (C - 1) * (cm - r.mean()), atol=1e-12)  # (12)
-    np.testing.assert_allclose(
-        v.v_single @ r, M / (M - 1) * (r - np.repeat(cm, M)), atol=1e-12
-    )
+    np.testing.assert_allclose(v.v_single @ r, M / (M - 1) * (r - np.repeat(cm, M)), atol=1e-12)
 
 
 def test_eigenspace_bases_are_orthonormal_eigenbases():
@@ -81,8 +77,9 @@ def test_feature_basis_diagonalises_labels_eq21():
     Y = label_matrix(C, M)
     Q = np.hstack([Q1, Q2])
     np.testing.assert_allclose(Q.T @ Q, np.eye(C * M), atol=1e-12)
-    np.testing.assert_allclose(Y @ Q, np.hstack([np.sqrt(M) * np.eye(C), np.zeros((C, C * M - C))]),
-                               atol=1e-12)
+    np.testing.assert_allclose(
+        Y @ Q, np.hstack([np.sqrt(M) * np.eye(C), np.zeros((C, C * M - C))]), atol=1e-12
+    )
     np.testing.assert_allclose(Y @ Y.T, M * np.eye(C))
 
 
@@ -113,8 +110,9 @@ def test_residual_gd_multiplies_each_phase_by_one_minus_eta_lambda(rng):
     ph0 = residual_phases(r0, C)
     for t in range(7):
         ph = residual_phases(traj[t], C)
-        np.testing.assert_allclose(ph.global_, (1 - eta * lam.global_) ** t * ph0.global_,
-                                   atol=1e-12)
+        np.testing.assert_allclose(
+            ph.global_, (1 - eta * lam.global_) ** t * ph0.global_, atol=1e-12
+        )
         np.testing.assert_allclose(ph.class_, (1 - eta * lam.class_) ** t * ph0.class_, atol=1e-12)
         np.testing.assert_allclose(ph.single, (1 - eta * lam.single) ** t * ph0.single, atol=1e-12)
 
@@ -137,8 +135,13 @@ def test_residual_components_eq17_18(rng):
         (lambda: block_kernel(3, 2, np.nan, 0.5, 0), ValueError, "diag"),
         (lambda: within_class_basis(4, kind="qr"), ValueError, "kind"),
         (lambda: residual_phases(np.ones(7), 2), ValueError, "multiple of n_classes"),
-        (lambda: residual_gd(np.ones(4), 2, diag=1, intra=.5, inter=0, learning_rate=-1,
-                             n_steps=2), ValueError, "learning_rate"),
+        (
+            lambda: residual_gd(
+                np.ones(4), 2, diag=1, intra=0.5, inter=0, learning_rate=-1, n_steps=2
+            ),
+            ValueError,
+            "learning_rate",
+        ),
     ],
 )
 def test_bad_input_is_rejected(call, exc, match):

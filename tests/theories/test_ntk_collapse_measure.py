@@ -26,8 +26,12 @@ P = BlockParams(n_classes=3, n_per_class=3, n_features=6, kappa_d=3.0, kappa_c=1
 def _grams(state, p):
     C, m, n = p.n_classes, p.n_per_class, p.n_features
     means = state.H.reshape(n, C, m).mean(axis=2).T  # (C, n)
-    return state.W.T @ state.W, means, m * within_class_gram(state.H, C), [p.kappa_d, p.kappa_c,
-                                                                          p.kappa_n]
+    return (
+        state.W.T @ state.W,
+        means,
+        m * within_class_gram(state.H, C),
+        [p.kappa_d, p.kappa_c, p.kappa_n],
+    )
 
 
 def test_lr_grid_matches_captions_o13():
@@ -86,10 +90,14 @@ def test_flow_time_per_step():
 @pytest.mark.parametrize(
     ("call", "match"),
     [
-        (lambda: predict_collapse(np.eye(2), np.ones((3, 2)), np.eye(2), [1, 1, 0], 3),
-         "kappa_d - kappa_c"),
-        (lambda: predict_collapse(np.eye(2), np.ones((3, 4)), np.eye(2), [2, 1, 0], 3),
-         "class_means"),
+        (
+            lambda: predict_collapse(np.eye(2), np.ones((3, 2)), np.eye(2), [1, 1, 0], 3),
+            "kappa_d - kappa_c",
+        ),
+        (
+            lambda: predict_collapse(np.eye(2), np.ones((3, 4)), np.eye(2), [2, 1, 0], 3),
+            "class_means",
+        ),
         (lambda: select_nc_models([np.nan], [1.0]), "finite"),
         (lambda: flow_time_per_step(-1.0, 10, 10), "learning_rate"),
     ],

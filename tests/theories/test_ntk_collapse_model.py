@@ -99,8 +99,9 @@ def test_invariant_drift_under_gd_is_first_order_in_step_o4(rng):
     E0 = invariant(s0, P)
     drifts = []
     for eta in (4e-3, 2e-3, 1e-3):
-        tr = simulate_gd(s0, P, learning_rate=eta, n_steps=int(round(2.0 / eta)),
-                         record_every=10**9)
+        tr = simulate_gd(
+            s0, P, learning_rate=eta, n_steps=int(round(2.0 / eta)), record_every=10**9
+        )
         drifts.append(np.linalg.norm(invariant(tr.state(-1), P) - E0))
     ratios = np.array(drifts[:-1]) / np.array(drifts[1:])
     np.testing.assert_allclose(ratios, 2.0, rtol=0.2)
@@ -159,8 +160,7 @@ def test_zero_invariant_flow_shows_nc2_nc3_nc4_o6(collapsed):
 
 
 def test_negative_invariant_reaches_zero_loss_without_nc1_o7(rng):
-    p = BlockParams(n_classes=3, n_per_class=3, n_features=6, kappa_d=3.0, kappa_c=1.0,
-                    kappa_n=0.2)
+    p = BlockParams(n_classes=3, n_per_class=3, n_features=6, kappa_d=3.0, kappa_c=1.0, kappa_n=0.2)
     s0 = init_negative_invariant(p, rng=rng, feature_scale=1.0)
     assert np.linalg.eigvalsh(invariant(s0, p)).max() < 0
     tr = simulate_flow(s0, np.array([0.0, 1e3]), p)
@@ -174,8 +174,7 @@ def test_negative_invariant_reaches_zero_loss_without_nc1_o7(rng):
 
 
 def test_equal_bias_limits_match_corrected_theta_not_paper_o8(rng):
-    p = BlockParams(n_classes=4, n_per_class=3, n_features=8, kappa_d=3.0, kappa_c=1.0,
-                    kappa_n=0.6)
+    p = BlockParams(n_classes=4, n_per_class=3, n_features=8, kappa_d=3.0, kappa_c=1.0, kappa_n=0.6)
     s0 = init_equal_bias(p, rng=rng, beta=0.6)
     assert np.abs(invariant(s0, p)).max() < 1e-12
     s = simulate_flow(s0, np.array([0.0, 2e3]), p).state(1)
@@ -190,8 +189,9 @@ def test_equal_bias_limits_match_corrected_theta_not_paper_o8(rng):
     Mc = H1 - H1.mean(axis=1, keepdims=True)
     np.testing.assert_allclose(Mc.T @ Mc, np.sqrt(p.mu_class / m) * Pc, atol=1e-8)  # (67)
     co = equal_bias_coefficients(p.alpha, beta, C)
-    np.testing.assert_allclose(s.W @ s.W.T, np.sqrt(m / p.mu_class) * (np.eye(C) - co.gamma),
-                               atol=1e-8)  # (62)
+    np.testing.assert_allclose(
+        s.W @ s.W.T, np.sqrt(m / p.mu_class) * (np.eye(C) - co.gamma), atol=1e-8
+    )  # (62)
     err = lambda th: np.linalg.norm(H1.T @ H1 - np.sqrt(p.mu_class / m) * (np.eye(C) - th))
     assert err(co.theta) < 1e-8
     assert err(co.theta_paper) > 0.05
@@ -219,11 +219,16 @@ def test_paper_sign_of_eq40_breaks_conservation(rng):
 
     def edot(drift):
         h = 1e-6
+
         def E_at(yy):
             d = DecomposedState.unpack(yy, P)
             g = d.H1.mean(axis=1)
-            return (d.W.T @ d.W / 5 - (d.H1 @ d.H1.T - P.alpha * 16 * np.outer(g, g)) / P.mu_class
-                    - d.H2 @ d.H2.T / P.mu_single)
+            return (
+                d.W.T @ d.W / 5
+                - (d.H1 @ d.H1.T - P.alpha * 16 * np.outer(g, g)) / P.mu_class
+                - d.H2 @ d.H2.T / P.mu_single
+            )
+
         return (E_at(y + h * drift(y)) - E_at(y - h * drift(y))) / (2 * h)
 
     right = edot(lambda yy: drift_decomposed(0.0, yy, P))
@@ -240,12 +245,14 @@ def test_paper_sign_of_eq40_breaks_conservation(rng):
 
 
 def test_eq46_without_extra_mu_single_matches_eq44(rng):
-    p = BlockParams(n_classes=3, n_per_class=4, n_features=6, kappa_d=4.0, kappa_c=1.5,
-                    kappa_n=0.5)  # mu_single = 2.5 != 1
+    p = BlockParams(
+        n_classes=3, n_per_class=4, n_features=6, kappa_d=4.0, kappa_c=1.5, kappa_n=0.5
+    )  # mu_single = 2.5 != 1
     s = init_random(p, rng=rng)
     H1, H2 = decompose_features(s.H, 3)
     d = DecomposedState.unpack(
-        drift_end_of_training_decomposed(0.0, DecomposedState(H1, H2, s.W, s.b).pack(), p), p)
+        drift_end_of_training_decomposed(0.0, DecomposedState(H1, H2, s.W, s.b).pack(), p), p
+    )
     Et = invariant_tilde(s, p)
     S = H2 @ H2.T
     np.testing.assert_allclose(d.H2, -(Et + 4 * S) @ H2, atol=1e-12)
@@ -282,8 +289,7 @@ def test_general_bias_limits_eq60_eq63(rng):
     from ncdynamics.theories.ntk_collapse.limits import psd_sqrt
     from ncdynamics.theories.ntk_collapse.model import compose_features
 
-    p = BlockParams(n_classes=3, n_per_class=2, n_features=5, kappa_d=2.5, kappa_c=1.0,
-                    kappa_n=0.4)
+    p = BlockParams(n_classes=3, n_per_class=2, n_features=5, kappa_d=2.5, kappa_c=1.0, kappa_n=0.4)
     C, m, n = 3, 2, 5
     U, _ = np.linalg.qr(rng.standard_normal((n, C)))
     H1 = U @ rng.standard_normal((C, C))  # H1 1 != 0: nonzero global mean

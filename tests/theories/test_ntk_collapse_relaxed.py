@@ -30,8 +30,12 @@ def _psd(rng, n):
 def _centred_state(rng):
     H1 = rng.standard_normal((N_FEAT, C))
     H1 -= H1.mean(axis=1, keepdims=True)
-    return DecomposedState(H1, rng.standard_normal((N_FEAT, C * (M - 1))),
-                           rng.standard_normal((C, N_FEAT)), rng.standard_normal(C))
+    return DecomposedState(
+        H1,
+        rng.standard_normal((N_FEAT, C * (M - 1))),
+        rng.standard_normal((C, N_FEAT)),
+        rng.standard_normal(C),
+    )
 
 
 def _edot_fd(state, params, c1, c2, h=1e-6):
@@ -71,24 +75,33 @@ def test_relaxed_flows_reduce_to_assumption_3_2(rng):
     bp = BlockParams(C, M, N_FEAT, kappa_d=3.0, kappa_c=1.0, kappa_n=0.2)
     I = np.eye(N_FEAT)
     p = RelaxedParams(C, M, bp.mu_single * I, (bp.kappa_c - bp.kappa_n) * I, bp.kappa_n * I)
-    s = State(rng.standard_normal((N_FEAT, C * M)), rng.standard_normal((C, N_FEAT)),
-              rng.standard_normal(C))
-    np.testing.assert_allclose(drift_relaxed(0.0, s.pack(), p), drift_full(0.0, s.pack(), bp),
-                               rtol=1e-12, atol=1e-12)
+    s = State(
+        rng.standard_normal((N_FEAT, C * M)),
+        rng.standard_normal((C, N_FEAT)),
+        rng.standard_normal(C),
+    )
+    np.testing.assert_allclose(
+        drift_relaxed(0.0, s.pack(), p), drift_full(0.0, s.pack(), bp), rtol=1e-12, atol=1e-12
+    )
     H1, H2 = decompose_features(s.H, C)
     y = DecomposedState(H1, H2, s.W, s.b).pack()
-    np.testing.assert_allclose(drift_relaxed_decomposed(0.0, y, p), drift_decomposed(0.0, y, bp),
-                               rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(
+        drift_relaxed_decomposed(0.0, y, p), drift_decomposed(0.0, y, bp), rtol=1e-12, atol=1e-12
+    )
 
 
 def test_relaxed_full_flow_projects_to_decomposed_flow(rng):
     p = RelaxedParams(C, M, _psd(rng, N_FEAT), _psd(rng, N_FEAT), _psd(rng, N_FEAT))
-    s = State(rng.standard_normal((N_FEAT, C * M)), rng.standard_normal((C, N_FEAT)),
-              rng.standard_normal(C))
+    s = State(
+        rng.standard_normal((N_FEAT, C * M)),
+        rng.standard_normal((C, N_FEAT)),
+        rng.standard_normal(C),
+    )
     d = State.unpack(drift_relaxed(0.0, s.pack(), p), p)
     H1, H2 = decompose_features(s.H, C)
     dd = DecomposedState.unpack(
-        drift_relaxed_decomposed(0.0, DecomposedState(H1, H2, s.W, s.b).pack(), p), p)
+        drift_relaxed_decomposed(0.0, DecomposedState(H1, H2, s.W, s.b).pack(), p), p
+    )
     dH1, dH2 = decompose_features(d.H, C)
     np.testing.assert_allclose(dH1, dd.H1, rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(dH2, dd.H2, rtol=1e-10, atol=1e-12)

@@ -16,8 +16,7 @@ def run(name, preset, *, out, seed, progress=False):
     """Run one of our experiments without the registry (which imports every theory)."""
     spec = SPECS[name]
     config = spec.make_config(preset)
-    r = runs.create(out, config=config_to_dict(config), seed=seed, experiment=name,
-                    preset=preset)
+    r = runs.create(out, config=config_to_dict(config), seed=seed, experiment=name, preset=preset)
     spec.run(config, r, seed=seed, progress=progress)
     r.mark_completed()
     return r

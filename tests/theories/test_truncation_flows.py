@@ -25,8 +25,9 @@ def test_lie_euler_btilde_update_is_exact_contraction(design, variant):
         rot = tr.expm_antisymmetric(eta * r.omega)
         expected = np.einsum("lab,lb->la", rot, (1 - eta * r.j0perp) * r.btilde)
         np.testing.assert_allclose(bt_next, expected, atol=1e-12)
-        assert np.all(np.linalg.norm(bt_next, axis=1)
-                      <= np.linalg.norm(r.btilde, axis=1) * (1 + 1e-12))
+        assert np.all(
+            np.linalg.norm(bt_next, axis=1) <= np.linalg.norm(r.btilde, axis=1) * (1 + 1e-12)
+        )
         params = nxt
 
 
@@ -45,15 +46,17 @@ def test_btilde_norm_derivative_identity(design):
 def test_fully_truncated_cluster_relaxes_at_rate_one_with_frozen_rotation(design):
     data = design.data
     # apex far above every point in every rotated coordinate: all z <= 0
-    beta = np.stack([-data.cluster(l).mean(0) - 5 * design.params.R[l].T @ np.ones(3)
-                     for l in range(3)])
+    beta = np.stack(
+        [-data.cluster(l).mean(0) - 5 * design.params.R[l].T @ np.ones(3) for l in range(3)]
+    )
     params = tr.AdaptedParams(design.params.R, beta)
     assert np.all(tr.separated_rates(params, data).j0perp == 1.0)
     eta, k = 0.01, 40
     flow = tr.separated_flow(params, data, eta=eta, n_steps=k)
     assert np.array_equal(flow.R[-1], params.R)
-    np.testing.assert_allclose(flow.final.beta + data.ytilde,
-                               (1 - eta) ** k * (beta + data.ytilde), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(
+        flow.final.beta + data.ytilde, (1 - eta) ** k * (beta + data.ytilde), rtol=1e-12, atol=1e-12
+    )
 
 
 # ---------------------------------------------------------------- 10. staircase
@@ -108,8 +111,7 @@ def test_staircase_edge_cases(rng):
 # ---------------------------------------------------------------- 11, 15, 16. coupled flow
 def test_coupled_flow_collapses_with_exact_post_s1_rate(design):
     eta = 2e-3
-    flow = tr.separated_flow(design.params, design.data, eta=eta, n_steps=5000,
-                             record_every=10)
+    flow = tr.separated_flow(design.params, design.data, eta=eta, n_steps=5000, record_every=10)
     assert np.all(np.isfinite(flow.s1))
     l = int(np.argmin(flow.s1))  # noqa: E741
     after = flow.s > flow.s1[l] + 0.05
@@ -125,8 +127,14 @@ def test_coupled_flow_collapses_with_exact_post_s1_rate(design):
 
 
 def test_orthogonality_is_kept_over_ten_thousand_steps(design):
-    flow = tr.separated_flow(design.params, design.data, eta=1e-3, n_steps=10_000,
-                             record_every=10_000, retraction="cayley")
+    flow = tr.separated_flow(
+        design.params,
+        design.data,
+        eta=1e-3,
+        n_steps=10_000,
+        record_every=10_000,
+        retraction="cayley",
+    )
     assert flow.final.orthogonality_error() <= 1e-11
 
 
@@ -154,8 +162,15 @@ def test_bilinear_flow_conserves_invariant_and_obeys_cost_bound(rng):
     lam0 = np.linalg.eigvalsh(inv0).min()
     assert lam0 > 0
     ts = np.linspace(0, 5, 51)
-    traj = _integrate.solve_ode(tr.bilinear_drift, np.stack([W0, B0]), ts,
-                                tr.BilinearParams(Y), method="DOP853", rtol=1e-11, atol=1e-13)
+    traj = _integrate.solve_ode(
+        tr.bilinear_drift,
+        np.stack([W0, B0]),
+        ts,
+        tr.BilinearParams(Y),
+        method="DOP853",
+        rtol=1e-11,
+        atol=1e-13,
+    )
     assert traj.success
     drift = max(np.abs(tr.bilinear_invariant(w, b) - inv0).max() for w, b in traj.ys)
     assert drift <= 1e-8
@@ -170,8 +185,7 @@ def test_bilinear_gradient_descent_invariant_changes_by_eta_squared(rng):
     E = W @ B + Y
     W1, B1 = W - eta * E @ B.T, B - eta * W.T @ E
     jump = tr.bilinear_invariant(W1, B1) - tr.bilinear_invariant(W, B)
-    np.testing.assert_allclose(jump, eta**2 * (W.T @ E @ E.T @ W - B @ E.T @ E @ B.T),
-                               atol=1e-12)
+    np.testing.assert_allclose(jump, eta**2 * (W.T @ E @ E.T @ W - B @ E.T @ E @ B.T), atol=1e-12)
 
 
 def test_bilinear_propagators_reproduce_residual(rng):
@@ -180,8 +194,15 @@ def test_bilinear_propagators_reproduce_residual(rng):
     W0, B0 = rng.standard_normal((q, q)), rng.standard_normal((q, q)) + 2 * np.eye(q)
     y0 = np.stack([W0, B0, np.eye(q), np.eye(q)])
     ts = np.linspace(0, 1, 11)
-    traj = _integrate.solve_ode(tr.bilinear_propagator_drift, y0, ts, tr.BilinearParams(Y),
-                                method="DOP853", rtol=1e-11, atol=1e-13)
+    traj = _integrate.solve_ode(
+        tr.bilinear_propagator_drift,
+        y0,
+        ts,
+        tr.BilinearParams(Y),
+        method="DOP853",
+        rtol=1e-11,
+        atol=1e-13,
+    )
     e0 = W0 @ B0 + Y
     for w, b, ul, ur in traj.ys:
         np.testing.assert_allclose(w @ b + Y, ul @ e0 @ ur, atol=1e-8)
@@ -194,17 +215,19 @@ def test_linear_regression_closed_form(rng, weighting):
     X = rng.standard_normal((q, counts.sum()))
     labels = np.repeat(np.arange(q), counts)
     Y_ext = rng.standard_normal((q, q))[:, labels]
-    w = (np.full(12, 1 / 12) if weighting == "global" else 1.0 / counts[labels])
+    w = np.full(12, 1 / 12) if weighting == "global" else 1.0 / counts[labels]
     par = tr.LinearRegressionParams(X, Y_ext, w)
     W0 = rng.standard_normal((q, q))
     ts = np.linspace(0, 6, 31)
-    traj = _integrate.solve_ode(tr.linreg_drift, W0, ts, par, method="DOP853",
-                                rtol=1e-12, atol=1e-14)
+    traj = _integrate.solve_ode(
+        tr.linreg_drift, W0, ts, par, method="DOP853", rtol=1e-12, atol=1e-14
+    )
     np.testing.assert_allclose(tr.linreg_closed_form(W0, ts, par), traj.ys, atol=1e-10)
     w_inf = Y_ext @ np.diag(w) @ X.T @ np.linalg.inv(X @ np.diag(w) @ X.T)
     np.testing.assert_allclose(tr.linreg_limit(par), w_inf, atol=1e-10)
-    np.testing.assert_allclose(tr.linreg_closed_form(W0, np.array([1e4]), par)[0], w_inf,
-                               atol=1e-10)
+    np.testing.assert_allclose(
+        tr.linreg_closed_form(W0, np.array([1e4]), par)[0], w_inf, atol=1e-10
+    )
 
 
 def test_paper_propagator_generators_do_not_reproduce_residual(rng):
@@ -220,8 +243,9 @@ def test_paper_propagator_generators_do_not_reproduce_residual(rng):
         return np.concatenate([head, np.stack([-W.T @ W @ UW, -UB @ B @ B.T])])
 
     y0 = np.stack([W0, B0, np.eye(q), np.eye(q)])
-    traj = _integrate.solve_ode(printed, y0, np.array([0.0, 0.5]), par, method="DOP853",
-                                rtol=1e-11, atol=1e-13)
+    traj = _integrate.solve_ode(
+        printed, y0, np.array([0.0, 0.5]), par, method="DOP853", rtol=1e-11, atol=1e-13
+    )
     w, b, uw, ub = traj.ys[-1]
     assert np.abs(w @ b + Y - uw @ (W0 @ B0 + Y) @ ub).max() > 1e-3
 

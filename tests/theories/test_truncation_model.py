@@ -67,8 +67,7 @@ def test_truncation_is_independent_of_wstar(rng):
     beta = rng.standard_normal(q)
     x = rng.standard_normal((40, q))
     W = np.diag(rng.uniform(0.2, 5.0, q)) @ R
-    np.testing.assert_allclose(tr.truncate_general(x, W, beta), tr.truncate(x, R, beta),
-                               atol=1e-12)
+    np.testing.assert_allclose(tr.truncate_general(x, W, beta), tr.truncate(x, R, beta), atol=1e-12)
 
 
 def test_relu_derivative_is_zero_at_kink():
@@ -165,8 +164,9 @@ def test_paper_omega_misses_exactly_the_second_moment_term(rng):
         h = (z > 0).astype(float)
         zz = z[:, :, None] * z[:, None, :]
         comm = h[:, :, None] * zz - zz * h[:, None, :]
-        np.testing.assert_allclose(paper.omega[l] - corrected.omega[l],
-                                   comm.mean(axis=0) / 2, atol=1e-13)
+        np.testing.assert_allclose(
+            paper.omega[l] - corrected.omega[l], comm.mean(axis=0) / 2, atol=1e-13
+        )
 
 
 # ---------------------------------------------------------------- 5-6. moments, J0perp
@@ -206,20 +206,39 @@ def test_untruncated_clusters_have_exactly_zero_gradient(rng):
     ("call", "exc", "match"),
     [
         (lambda: tr.AdaptedParams(np.eye(3)[None], np.zeros((2, 3))), ValueError, "`beta`"),
-        (lambda: tr.AdaptedParams(np.eye(3)[None], np.zeros((1, 3)), -np.ones((1, 3))),
-         ValueError, "`wstar`"),
-        (lambda: tr.AdaptedParams(np.full((1, 2, 2), np.nan), np.zeros((1, 2))), ValueError,
-         "finite"),
-        (lambda: tr.ClusterData(np.zeros((3, 2)), np.array([0, 0, 0]), np.zeros((2, 2))),
-         ValueError, "`labels`"),
-        (lambda: tr.ClusterData(np.zeros((3, 2)), np.array([0, 1, 1]), np.zeros((2, 3))),
-         ValueError, "`ytilde`"),
+        (
+            lambda: tr.AdaptedParams(np.eye(3)[None], np.zeros((1, 3)), -np.ones((1, 3))),
+            ValueError,
+            "`wstar`",
+        ),
+        (
+            lambda: tr.AdaptedParams(np.full((1, 2, 2), np.nan), np.zeros((1, 2))),
+            ValueError,
+            "finite",
+        ),
+        (
+            lambda: tr.ClusterData(np.zeros((3, 2)), np.array([0, 0, 0]), np.zeros((2, 2))),
+            ValueError,
+            "`labels`",
+        ),
+        (
+            lambda: tr.ClusterData(np.zeros((3, 2)), np.array([0, 1, 1]), np.zeros((2, 3))),
+            ValueError,
+            "`ytilde`",
+        ),
         (lambda: tr.simplex_design(1, rng=np.random.default_rng(0)), ValueError, "`q`"),
         (lambda: tr.staircase(np.array([0.1]), 1.0, 0.0, eta=2.0), ValueError, "`eta`"),
-        (lambda: tr.separated_flow(
-            tr.AdaptedParams(np.stack([np.eye(2)] * 2), np.zeros((2, 2))),
-            tr.ClusterData(np.ones((2, 2)), np.array([0, 1]), np.zeros((2, 2))),
-            eta=0.1, n_steps=1, variant="bogus"), ValueError, "`variant`"),
+        (
+            lambda: tr.separated_flow(
+                tr.AdaptedParams(np.stack([np.eye(2)] * 2), np.zeros((2, 2))),
+                tr.ClusterData(np.ones((2, 2)), np.array([0, 1]), np.zeros((2, 2))),
+                eta=0.1,
+                n_steps=1,
+                variant="bogus",
+            ),
+            ValueError,
+            "`variant`",
+        ),
     ],
 )
 def test_bad_inputs_raise_named_errors(call, exc, match):
@@ -237,7 +256,6 @@ def test_separated_rates_rejects_wrong_layer_count(rng):
 def test_layer_descent_starts_at_the_euclidean_cost_with_zero_defect(rng):
     design = tr.simplex_design(3, n_per=6, wstar=True, rng=rng)
     res = tr.layer_descent(design.params, design.data, eta=1e-3, n_steps=2)
-    assert res.cost[0] == pytest.approx(tr.euclidean_cost(design.params, design.data),
-                                        abs=1e-12)
+    assert res.cost[0] == pytest.approx(tr.euclidean_cost(design.params, design.data), abs=1e-12)
     assert np.all(res.defect[0] < 1e-12)
     assert res.cost[-1] < res.cost[0]

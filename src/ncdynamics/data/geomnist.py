@@ -31,6 +31,7 @@ CLASSES = ("triangle", "rectangle", "ellipse")
 def _triangle(rows: np.ndarray, cols: np.ndarray, verts: np.ndarray) -> np.ndarray:
     """Pixels whose centre lies inside (or on) the triangle ``verts`` (3, 2)."""
     (r0, c0), (r1, c1), (r2, c2) = verts
+
     def side(ra, ca, rb, cb):  # sign of the cross product of (b - a) and (p - a)
         return (rb - ra) * (cols - ca) - (cb - ca) * (rows - ra)
 
@@ -61,8 +62,12 @@ def make_geomnist_class(
     for i in range(n):
         o = offsets[i]
         if label == 0:
-            verts = np.array([[16 + o, 16 - 8 * np.sqrt(3) + o], [26 + o, 24 + o],
-                              [6 + o, 24 + o]]).astype(int) * s
+            verts = (
+                np.array(
+                    [[16 + o, 16 - 8 * np.sqrt(3) + o], [26 + o, 24 + o], [6 + o, 24 + o]]
+                ).astype(int)
+                * s
+            )
             img = _triangle(rows, cols, verts)
         elif label == 1:
             r0, r1 = int(12 + o) * s, int(20 + o) * s
@@ -71,8 +76,9 @@ def make_geomnist_class(
         else:
             r = radii[i] * s
             img = ((rows - 16 * s) / r) ** 2 + ((cols - 16 * s) / (2 * r)) ** 2 < 1
-        img = ndimage.rotate(img.astype(np.float64), 176.0 * i / n, reshape=False, order=3,
-                             mode="constant", cval=0.0)
+        img = ndimage.rotate(
+            img.astype(np.float64), 176.0 * i / n, reshape=False, order=3, mode="constant", cval=0.0
+        )
         out[i] = ndimage.gaussian_filter(img, sigma=sigmas[i])
     return out
 
@@ -115,10 +121,20 @@ def load_geomnist(
     if label_noise > 0:
         y_tr = corrupt_labels_per_class(y_tr, label_noise, 3, rng)
     return Dataset(
-        as_float32(np.concatenate(xs_tr)[:, None]), y_tr.astype(np.int64),
-        as_float32(np.concatenate(xs_te)[:, None]), y_te.astype(np.int64), 3, "geomnist",
-        {"classes": list(CLASSES), "size": size, "seed": seed, "label_noise": label_noise,
-         "n_train_per_class": n_tr, "n_test_per_class": n_te},
+        as_float32(np.concatenate(xs_tr)[:, None]),
+        y_tr.astype(np.int64),
+        as_float32(np.concatenate(xs_te)[:, None]),
+        y_te.astype(np.int64),
+        3,
+        "geomnist",
+        {
+            "classes": list(CLASSES),
+            "size": size,
+            "seed": seed,
+            "label_noise": label_noise,
+            "n_train_per_class": n_tr,
+            "n_test_per_class": n_te,
+        },
     )
 
 
@@ -150,6 +166,6 @@ def corrupt_labels_per_class(
             sizes[-1 - j] += 1
         start = 0
         for target, cnt in zip(others, sizes, strict=True):
-            out[chosen[start:start + cnt]] = target
+            out[chosen[start : start + cnt]] = target
             start += cnt
     return out

@@ -19,19 +19,25 @@ from ._dataset import Dataset, as_float32, register
 __all__ = ["load_orthogonal_blobs", "load_two_point", "load_xor"]
 
 
-def _dataset(x: np.ndarray, labels: np.ndarray, targets: np.ndarray, num_classes: int,
-             name: str, info: dict) -> Dataset:
+def _dataset(
+    x: np.ndarray, labels: np.ndarray, targets: np.ndarray, num_classes: int, name: str, info: dict
+) -> Dataset:
     x = as_float32(x)
     empty_x = np.zeros((0, *x.shape[1:]), dtype=np.float32)
-    info = {**info, "targets_train": as_float32(targets),
-            "targets_test": np.zeros((0, targets.shape[1]), dtype=np.float32)}
-    return Dataset(x, labels.astype(np.int64), empty_x, np.zeros(0, np.int64), num_classes,
-                   name, info)
+    info = {
+        **info,
+        "targets_train": as_float32(targets),
+        "targets_test": np.zeros((0, targets.shape[1]), dtype=np.float32),
+    }
+    return Dataset(
+        x, labels.astype(np.int64), empty_x, np.zeros(0, np.int64), num_classes, name, info
+    )
 
 
 @register("two-point")
-def load_two_point(*, dx: float = 0.5, dy: float = 1.0, x1: float = -1.0,
-                   y1: float = 0.6) -> Dataset:
+def load_two_point(
+    *, dx: float = 0.5, dy: float = 1.0, x1: float = -1.0, y1: float = 0.6
+) -> Dataset:
     """Two 1-D inputs ``x1, x1 + dx`` with 1-D targets ``y1, y1 + dy`` (Sec. 3.1, App. B).
 
     Labels are the point indices 0 and 1. ``X = dx^2`` and ``Y = dy^2``.
@@ -42,8 +48,9 @@ def load_two_point(*, dx: float = 0.5, dy: float = 1.0, x1: float = -1.0,
         raise ValueError("`dx` must be nonzero (the two inputs must differ); got 0.")
     x = np.array([[x1], [x1 + dx]])
     t = np.array([[y1], [y1 + dy]])
-    return _dataset(x, np.array([0, 1]), t, 2, "two-point",
-                    {"dx": dx, "dy": dy, "x1": x1, "y1": y1})
+    return _dataset(
+        x, np.array([0, 1]), t, 2, "two-point", {"dx": dx, "dy": dy, "x1": x1, "y1": y1}
+    )
 
 
 @register("xor")
@@ -55,8 +62,13 @@ def load_xor() -> Dataset:
 
 
 @register("orthogonal-blobs")
-def load_orthogonal_blobs(*, n_positions: int = 30, image_size: int = 5, sigma: float = 1.0,
-                          position_range: tuple[float, float] = (0.0, 4.0)) -> Dataset:
+def load_orthogonal_blobs(
+    *,
+    n_positions: int = 30,
+    image_size: int = 5,
+    sigma: float = 1.0,
+    position_range: tuple[float, float] = (0.0, 4.0),
+) -> Dataset:
     """Gaussian blobs on a small image with a context cue (Sec. 4.5, Fig. 7).
 
     Each point is an ``image_size x image_size`` image of an isotropic Gaussian blob (peak
@@ -88,7 +100,19 @@ def load_orthogonal_blobs(*, n_positions: int = 30, image_size: int = 5, sigma: 
     mux, muy = np.tile(mx, 2), np.tile(my, 2)
     raw = np.where(context == 0, mux, muy)
     t = (2.0 * (raw - lo) / (hi - lo) - 1.0)[:, None]
-    return _dataset(x, context, t, 2, "orthogonal-blobs",
-                    {"context": context, "mu_x": mux, "mu_y": muy, "sigma": sigma,
-                     "n_positions": n, "image_size": size,
-                     "position_range": (float(lo), float(hi))})
+    return _dataset(
+        x,
+        context,
+        t,
+        2,
+        "orthogonal-blobs",
+        {
+            "context": context,
+            "mu_x": mux,
+            "mu_y": muy,
+            "sigma": sigma,
+            "n_positions": n,
+            "image_size": size,
+            "position_range": (float(lo), float(hi)),
+        },
+    )

@@ -35,9 +35,17 @@ class SmallCNN(nn.Module):
     generator : torch.Generator, optional
     """
 
-    def __init__(self, in_channels: int = 1, num_outputs: int = 10, *,
-                 channels: tuple[int, int] = (16, 32), width: int = 32, input_size: int = 28,
-                 init: str = "pytorch-default", generator: torch.Generator | None = None) -> None:
+    def __init__(
+        self,
+        in_channels: int = 1,
+        num_outputs: int = 10,
+        *,
+        channels: tuple[int, int] = (16, 32),
+        width: int = 32,
+        input_size: int = 28,
+        init: str = "pytorch-default",
+        generator: torch.Generator | None = None,
+    ) -> None:
         super().__init__()
         in_channels = check_int(in_channels, "in_channels", low=1)
         num_outputs = check_int(num_outputs, "num_outputs", low=1)
@@ -48,10 +56,15 @@ class SmallCNN(nn.Module):
         c1, c2 = (check_int(c, "channels", low=1) for c in channels)
         self.in_channels = in_channels
         self.body = nn.Sequential(
-            nn.Conv2d(in_channels, c1, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-            nn.Conv2d(c1, c2, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Conv2d(in_channels, c1, 3, padding=1),
+            nn.ReLU(),
+            nn.MaxPool2d(2),
+            nn.Conv2d(c1, c2, 3, padding=1),
+            nn.ReLU(),
+            nn.MaxPool2d(2),
             nn.Flatten(),
-            nn.Linear(c2 * (input_size // 4) ** 2, width), nn.ReLU(),
+            nn.Linear(c2 * (input_size // 4) ** 2, width),
+            nn.ReLU(),
         )
         self.classifier = nn.Linear(width, num_outputs)
         initialize(self, init, generator=generator)

@@ -70,11 +70,20 @@ class DenseNetBC(nn.Module):
     generator : torch.Generator, optional
     """
 
-    def __init__(self, in_channels: int = 1, num_outputs: int = 10, *,
-                 blocks: tuple[int, ...] = (6, 6, 6), growth: int = 12, bn_size: int = 2,
-                 width_multiplier: float = 1.0, input_size: int = 28,
-                 bn_momentum: float = 0.01, init: str = "pytorch-default",
-                 generator: torch.Generator | None = None) -> None:
+    def __init__(
+        self,
+        in_channels: int = 1,
+        num_outputs: int = 10,
+        *,
+        blocks: tuple[int, ...] = (6, 6, 6),
+        growth: int = 12,
+        bn_size: int = 2,
+        width_multiplier: float = 1.0,
+        input_size: int = 28,
+        bn_momentum: float = 0.01,
+        init: str = "pytorch-default",
+        generator: torch.Generator | None = None,
+    ) -> None:
         super().__init__()
         self.in_channels = check_int(in_channels, "in_channels", low=1)
         num_outputs = check_int(num_outputs, "num_outputs", low=1)

@@ -48,9 +48,17 @@ class LeNet(nn.Module):
         side = ((input_size - 4) // 2 - 4) // 2
         self.input_size = input_size
         self.body = nn.Sequential(
-            nn.Conv2d(in_channels, 6, 5), nn.ReLU(), nn.MaxPool2d(2),
-            nn.Conv2d(6, 16, 5), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
-            nn.Linear(16 * side * side, 120), nn.ReLU(), nn.Linear(120, 84), nn.ReLU(),
+            nn.Conv2d(in_channels, 6, 5),
+            nn.ReLU(),
+            nn.MaxPool2d(2),
+            nn.Conv2d(6, 16, 5),
+            nn.ReLU(),
+            nn.MaxPool2d(2),
+            nn.Flatten(),
+            nn.Linear(16 * side * side, 120),
+            nn.ReLU(),
+            nn.Linear(120, 84),
+            nn.ReLU(),
         )
         self.classifier = nn.Linear(84, num_classes)
         initialize(self, init, generator=generator)

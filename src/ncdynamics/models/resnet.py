@@ -33,8 +33,11 @@ class _Block(nn.Module):
         self.bn1 = nn.BatchNorm2d(c_out, momentum=momentum)
         self.conv2 = nn.Conv2d(c_out, c_out, 3, padding=1, bias=False)
         self.bn2 = nn.BatchNorm2d(c_out, momentum=momentum)
-        self.shortcut = (nn.Conv2d(c_in, c_out, 1, stride=stride, bias=True)
-                         if stride != 1 or c_in != c_out else nn.Identity())
+        self.shortcut = (
+            nn.Conv2d(c_in, c_out, 1, stride=stride, bias=True)
+            if stride != 1 or c_in != c_out
+            else nn.Identity()
+        )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         out = F.relu(self.bn1(self.conv1(x)))
@@ -59,9 +62,17 @@ class ResNet20(nn.Module):
     generator : torch.Generator, optional
     """
 
-    def __init__(self, in_channels: int = 1, num_outputs: int = 10, *, width: int = 16,
-                 input_size: int = 28, bn_momentum: float = 0.01,
-                 init: str = "pytorch-default", generator: torch.Generator | None = None) -> None:
+    def __init__(
+        self,
+        in_channels: int = 1,
+        num_outputs: int = 10,
+        *,
+        width: int = 16,
+        input_size: int = 28,
+        bn_momentum: float = 0.01,
+        init: str = "pytorch-default",
+        generator: torch.Generator | None = None,
+    ) -> None:
         super().__init__()
         self.in_channels = check_int(in_channels, "in_channels", low=1)
         num_outputs = check_int(num_outputs, "num_outputs", low=1)
@@ -70,7 +81,9 @@ class ResNet20(nn.Module):
         momentum = check_scalar(bn_momentum, "bn_momentum", low=0.0, high=1.0)
         self.stem = nn.Sequential(
             nn.Conv2d(in_channels, width, 3, padding=1, bias=False),
-            nn.BatchNorm2d(width, momentum=momentum), nn.ReLU())
+            nn.BatchNorm2d(width, momentum=momentum),
+            nn.ReLU(),
+        )
         blocks: list[nn.Module] = []
         c_in = width
         for stage, c_out in enumerate((width, 2 * width, 4 * width)):

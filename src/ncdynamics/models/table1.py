@@ -79,10 +79,19 @@ class Table1Net(nn.Module):
     """
 
     def __init__(
-        self, in_features: int, num_outputs: int, *, depth: int, width: int = 500,
-        activation: str = "leaky-relu", gain: float = 1.0,
-        skip: Literal["none", "two-back", "residual"] = "none", dropout: float = 0.0,
-        conv: bool = False, channels: int = 20, kernel_size: int = 11,
+        self,
+        in_features: int,
+        num_outputs: int,
+        *,
+        depth: int,
+        width: int = 500,
+        activation: str = "leaky-relu",
+        gain: float = 1.0,
+        skip: Literal["none", "two-back", "residual"] = "none",
+        dropout: float = 0.0,
+        conv: bool = False,
+        channels: int = 20,
+        kernel_size: int = 11,
         generator: torch.Generator | None = None,
     ) -> None:
         super().__init__()
@@ -97,12 +106,17 @@ class Table1Net(nn.Module):
             channels = check_int(channels, "channels", low=1)
             kernel_size = check_int(kernel_size, "kernel_size", low=1)
             if self.width % channels:
-                raise ValueError(f"`width` must be a multiple of `channels`={channels} for "
-                                 f"the convolutional variant; got {self.width}.")
+                raise ValueError(
+                    f"`width` must be a multiple of `channels`={channels} for "
+                    f"the convolutional variant; got {self.width}."
+                )
         layers: list[nn.Module] = [nn.Linear(in_features, self.width)]
         for _ in range(self.depth - 1):
-            layers.append(_Conv1dLayer(channels, self.width // channels, kernel_size) if conv
-                          else nn.Linear(self.width, self.width))
+            layers.append(
+                _Conv1dLayer(channels, self.width // channels, kernel_size)
+                if conv
+                else nn.Linear(self.width, self.width)
+            )
         self.layers = nn.ModuleList(layers)
         self.act = ACTIVATIONS[activation]()
         self.drop = nn.Dropout(p) if p > 0 else nn.Identity()
@@ -144,8 +158,9 @@ class Table1Net(nn.Module):
         """The output computed from hidden layer ``layer`` (1-indexed); no-skip nets only."""
         layer = check_int(layer, "layer", low=1, high=self.depth)
         if self.skip != "none":
-            raise ValueError("`decode_from` needs a net without skip connections; got "
-                             f"skip={self.skip!r}.")
+            raise ValueError(
+                f"`decode_from` needs a net without skip connections; got skip={self.skip!r}."
+            )
         for lin in self.layers[layer:]:
             h = self.drop(self.act(lin(h)))
         return self.classifier(h)  # (n, num_outputs)

@@ -25,8 +25,26 @@ __all__ = ["VGG", "VGG_CONFIGS"]
 
 VGG_CONFIGS: dict[str, tuple[int | str, ...]] = {
     "vgg11": (64, "M", 128, "M", 256, 256, "M", 512, 512, "M", 512, 512, "M"),
-    "vgg16": (64, 64, "M", 128, 128, "M", 256, 256, 256, "M", 512, 512, 512, "M",
-              512, 512, 512, "M"),
+    "vgg16": (
+        64,
+        64,
+        "M",
+        128,
+        128,
+        "M",
+        256,
+        256,
+        256,
+        "M",
+        512,
+        512,
+        512,
+        "M",
+        512,
+        512,
+        512,
+        "M",
+    ),
 }
 
 
@@ -52,10 +70,18 @@ class VGG(nn.Module):
     generator : torch.Generator, optional
     """
 
-    def __init__(self, config: str = "vgg11", in_channels: int = 1, num_outputs: int = 10, *,
-                 width_multiplier: float = 1.0, input_size: int = 32, bn_momentum: float = 0.1,
-                 init: str = "pytorch-default",
-                 generator: torch.Generator | None = None) -> None:
+    def __init__(
+        self,
+        config: str = "vgg11",
+        in_channels: int = 1,
+        num_outputs: int = 10,
+        *,
+        width_multiplier: float = 1.0,
+        input_size: int = 32,
+        bn_momentum: float = 0.1,
+        init: str = "pytorch-default",
+        generator: torch.Generator | None = None,
+    ) -> None:
         super().__init__()
         check_option(config, "config", VGG_CONFIGS)
         self.in_channels = check_int(in_channels, "in_channels", low=1)
@@ -65,8 +91,10 @@ class VGG(nn.Module):
         momentum = check_scalar(bn_momentum, "bn_momentum", low=0.0, high=1.0)
         n_pool = VGG_CONFIGS[config].count("M")
         if self.input_size % 2**n_pool:
-            raise ValueError(f"`input_size` must be divisible by {2**n_pool} for {config}; "
-                             f"got {self.input_size}.")
+            raise ValueError(
+                f"`input_size` must be divisible by {2**n_pool} for {config}; "
+                f"got {self.input_size}."
+            )
         layers: list[nn.Module] = []
         c = self.in_channels
         for item in VGG_CONFIGS[config]:
@@ -74,15 +102,23 @@ class VGG(nn.Module):
                 layers.append(nn.MaxPool2d(2))
                 continue
             c_out = _scaled(int(item), mult)
-            layers += [nn.Conv2d(c, c_out, 3, padding=1, bias=True),
-                       nn.BatchNorm2d(c_out, momentum=momentum), nn.ReLU()]
+            layers += [
+                nn.Conv2d(c, c_out, 3, padding=1, bias=True),
+                nn.BatchNorm2d(c_out, momentum=momentum),
+                nn.ReLU(),
+            ]
             c = c_out
         self.convs = nn.Sequential(*layers)
         flat = c * (self.input_size // 2**n_pool) ** 2
         h1, h2 = _scaled(512, mult), _scaled(256, mult)
         self.head = nn.Sequential(
-            nn.Linear(flat, h1), nn.BatchNorm1d(h1, momentum=momentum), nn.ReLU(),
-            nn.Linear(h1, h2), nn.BatchNorm1d(h2, momentum=momentum), nn.ReLU())
+            nn.Linear(flat, h1),
+            nn.BatchNorm1d(h1, momentum=momentum),
+            nn.ReLU(),
+            nn.Linear(h1, h2),
+            nn.BatchNorm1d(h2, momentum=momentum),
+            nn.ReLU(),
+        )
         self.classifier = nn.Linear(h2, num_outputs)
         initialize(self, init, generator=generator)
 

@@ -77,12 +77,15 @@ def _kind(m: nn.Module, inp: torch.Tensor) -> str | None:
     if isinstance(m, nn.Linear):
         return "factored" if inp.dim() == 2 else "seq-linear"
     if isinstance(m, nn.Conv2d):
-        ok = (m.groups == 1 and m.padding_mode == "zeros" and not isinstance(m.padding, str)
-              and inp.dim() == 4)
+        ok = (
+            m.groups == 1
+            and m.padding_mode == "zeros"
+            and not isinstance(m.padding, str)
+            and inp.dim() == 4
+        )
         return "conv" if ok else None
     if isinstance(m, _BN):
-        ok = (not m.training and m.track_running_stats and m.running_mean is not None
-              and m.affine)
+        ok = not m.training and m.track_running_stats and m.running_mean is not None and m.affine
         return "bn" if ok else None
     return None
 
@@ -98,14 +101,16 @@ def _bn_xhat(m: nn.Module, u: torch.Tensor) -> torch.Tensor:
 def _unfold(m: nn.Module, u: torch.Tensor) -> torch.Tensor:
     """Layer input as (n, S, K): rows are positions, columns the weight's input indices."""
     if isinstance(m, nn.Conv2d):
-        cols = F.unfold(u, m.kernel_size, dilation=m.dilation, padding=m.padding,
-                        stride=m.stride)  # (n, K, S)
+        cols = F.unfold(
+            u, m.kernel_size, dilation=m.dilation, padding=m.padding, stride=m.stride
+        )  # (n, K, S)
         return cols.transpose(1, 2)
     return u.reshape(u.shape[0], -1, u.shape[-1])  # (n, T, d_in)
 
 
-def _layer_jacobian(m: nn.Module, kind: str, u: torch.Tensor,
-                    g: torch.Tensor) -> list[torch.Tensor]:
+def _layer_jacobian(
+    m: nn.Module, kind: str, u: torch.Tensor, g: torch.Tensor
+) -> list[torch.Tensor]:
     """Materialised per-sample Jacobian pieces, each (n, o, p), for trainable params of ``m``.
 
     ``u`` is the layer input (n, ...), ``g`` the output gradient (n, o, *out_shape).
@@ -156,12 +161,19 @@ def _capture(modules: list[nn.Module], store: dict[nn.Module, list]) -> list:
 def _close(a: torch.Tensor, b: torch.Tensor) -> bool:
     """Relative agreement of two gradients, loose enough for float32 round-off."""
     tol = 1e-4 if a.dtype == torch.float32 else 1e-9
-    return float(torch.linalg.vector_norm(a - b)) <= tol * (float(torch.linalg.vector_norm(b))
-                                                           + 1e-30)
+    return float(torch.linalg.vector_norm(a - b)) <= tol * (
+        float(torch.linalg.vector_norm(b)) + 1e-30
+    )
 
 
-def plan_layers(model: nn.Module, forward, x1: torch.Tensor,
-                trainable: list[torch.nn.Parameter], *, structured: bool = True) -> LayerPlan:
+def plan_layers(
+    model: nn.Module,
+    forward,
+    x1: torch.Tensor,
+    trainable: list[torch.nn.Parameter],
+    *,
+    structured: bool = True,
+) -> LayerPlan:
     """Decide which modules are structured, from a pilot pass on ``x1`` (a few samples).
 
     ``forward(x) -> (n, O)`` calls ``model``. Runs the gradient check described in the
@@ -182,11 +194,15 @@ def plan_layers(model: nn.Module, forward, x1: torch.Tensor,
     cands = []
     for m in leaves if structured else []:
         ps = [m._parameters.get("weight"), m._parameters.get("bias")]
-        others = [k for k, p in m._parameters.items() if p is not None
-                  and k not in ("weight", "bias")]
-        if isinstance(m, (nn.Linear, nn.Conv2d) + _BN) and not others \
-                and any(_trainable(p) for p in ps) \
-                and all(p is None or owners[id(p)] == 1 for p in ps):
+        others = [
+            k for k, p in m._parameters.items() if p is not None and k not in ("weight", "bias")
+        ]
+        if (
+            isinstance(m, (nn.Linear, nn.Conv2d) + _BN)
+            and not others
+            and any(_trainable(p) for p in ps)
+            and all(p is None or owners[id(p)] == 1 for p in ps)
+        ):
             cands.append(m)
     handles = [m.register_forward_hook(size_hook) for m in leaves]
     handles += _capture(cands, calls)
@@ -205,15 +221,19 @@ def plan_layers(model: nn.Module, forward, x1: torch.Tensor,
             tensors = [calls[m][0][1] for m, _ in chosen]
             params = [p for m, _ in chosen for p in (m.weight, m.bias) if _trainable(p)]
             wrt = tensors + params + trainable
-            grads = (torch.autograd.grad(s, wrt, allow_unused=True) if s.requires_grad
-                     else [None] * len(wrt))  # output independent of every parameter
+            grads = (
+                torch.autograd.grad(s, wrt, allow_unused=True)
+                if s.requires_grad
+                else [None] * len(wrt)
+            )  # output independent of every parameter
     finally:
         for h in handles:
             h.remove()
     nt, npar = len(tensors), len(params)
-    g_out, g_par = grads[:nt], list(grads[nt:nt + npar])
-    plan.unused_ids = {id(p) for p, g in zip(trainable, grads[nt + npar:], strict=True)
-                       if g is None}
+    g_out, g_par = grads[:nt], list(grads[nt : nt + npar])
+    plan.unused_ids = {
+        id(p) for p, g in zip(trainable, grads[nt + npar :], strict=True) if g is None
+    }
     for (m, kind), go in zip(chosen, g_out, strict=True):
         mine = [p for p in (m.weight, m.bias) if _trainable(p)]
         true = [g_par.pop(0) for _ in mine]
@@ -222,12 +242,15 @@ def plan_layers(model: nn.Module, forward, x1: torch.Tensor,
         u = calls[m][0][0]
         if kind == "factored":
             go2 = go.reshape(go.shape[0], -1)
-            pred = ([go2.T @ u] if _trainable(m.weight) else []) + \
-                   ([go2.sum(0)] if _trainable(m.bias) else [])
+            pred = ([go2.T @ u] if _trainable(m.weight) else []) + (
+                [go2.sum(0)] if _trainable(m.bias) else []
+            )
         else:
             pred = [pc.sum((0, 1)) for pc in _layer_jacobian(m, kind, u, go[:, None])]
-        ok = all(t is not None and _close(pr.reshape(t.shape), t)
-                 for pr, t in zip(pred, true, strict=True))
+        ok = all(
+            t is not None and _close(pr.reshape(t.shape), t)
+            for pr, t in zip(pred, true, strict=True)
+        )
         if not ok:
             continue
         plan.modules[m] = kind
@@ -245,8 +268,12 @@ def plan_layers(model: nn.Module, forward, x1: torch.Tensor,
     return plan
 
 
-def structured_chunk(plan: LayerPlan, forward, x: torch.Tensor, out_idx: torch.Tensor,
-                     ) -> tuple[list[torch.Tensor], list[Factor]]:
+def structured_chunk(
+    plan: LayerPlan,
+    forward,
+    x: torch.Tensor,
+    out_idx: torch.Tensor,
+) -> tuple[list[torch.Tensor], list[Factor]]:
     """Materialised Jacobian pieces, each (n, o, p_layer), and the factored parts.
 
     ``out_idx`` (o,) selects the outputs; each takes one backward pass of the whole chunk.
@@ -262,13 +289,15 @@ def structured_chunk(plan: LayerPlan, forward, x: torch.Tensor, out_idx: torch.T
             h.remove()
     n, o = f.shape
     outs = [store[m][0][1] for m in mods]
-    grads = [torch.empty((n, o, *t.shape[1:]), dtype=f.dtype, device=f.device)
-             for t in outs]  # (n, o, *out_shape) per layer
+    grads = [
+        torch.empty((n, o, *t.shape[1:]), dtype=f.dtype, device=f.device) for t in outs
+    ]  # (n, o, *out_shape) per layer
     for k in range(o):  # one backward pass per output (measured faster than is_grads_batched)
         cot = torch.zeros_like(f)
         cot[:, k] = 1.0
-        per = torch.autograd.grad(f, outs, grad_outputs=cot, retain_graph=k < o - 1,
-                                  allow_unused=True)
+        per = torch.autograd.grad(
+            f, outs, grad_outputs=cot, retain_graph=k < o - 1, allow_unused=True
+        )
         for full, g in zip(grads, per, strict=True):
             if g is None:
                 full[:, k] = 0.0

@@ -68,12 +68,18 @@ def _store(s: Sizes, n: int, o: int) -> int:
 
 def _transient(s: Sizes, n: int, o: int) -> int:
     """Working memory while one compute chunk is built (graph, batched gradients, GEMMs)."""
-    return (3 * n * s.act + 2 * n * o * s.act + n * s.unfold
-            + 3 * n * o * s.p_generic + n * o * (s.p_mat - s.p_generic))
+    return (
+        3 * n * s.act
+        + 2 * n * o * s.act
+        + n * s.unfold
+        + 3 * n * o * s.p_generic
+        + n * o * (s.p_mat - s.p_generic)
+    )
 
 
-def plan_jacobian_chunks(s: Sizes, *, mode: str, n1: int, n2: int | None, n_out: int,
-                         budget: int, itemsize: int) -> ChunkPlan | None:
+def plan_jacobian_chunks(
+    s: Sizes, *, mode: str, n1: int, n2: int | None, n_out: int, budget: int, itemsize: int
+) -> ChunkPlan | None:
     """Largest blocks that fit ``budget`` bytes, preferring no recomputation.
 
     ``n2=None`` is the symmetric case (one sample set). Returns None when not even one sample
@@ -86,13 +92,18 @@ def plan_jacobian_chunks(s: Sizes, *, mode: str, n1: int, n2: int | None, n_out:
     # Full mode pairs every output block with every other, so all outputs per block are
     # preferred; in diagonal and trace modes output blocks are independent, so splitting the
     # outputs costs no recomputation while splitting the samples does.
-    pairs = ([(o_b, n_b) for o_b in _halving(n_out) for n_b in _halving(n_max)]
-             if mode == "full" else
-             [(o_b, n_b) for n_b in _halving(n_max) for o_b in _halving(n_out)])
+    pairs = (
+        [(o_b, n_b) for o_b in _halving(n_out) for n_b in _halving(n_max)]
+        if mode == "full"
+        else [(o_b, n_b) for n_b in _halving(n_max) for o_b in _halving(n_out)]
+    )
     for o_b, n_b in pairs:
         store_all = n_b >= n_max and o_b == n_out
-        stored = (_store(s, n1, n_out) + (0 if sym else _store(s, n2v, n_out))
-                  if store_all else 2 * _store(s, n_b, o_b))
+        stored = (
+            _store(s, n1, n_out) + (0 if sym else _store(s, n2v, n_out))
+            if store_all
+            else 2 * _store(s, n_b, o_b)
+        )
         o_pair = o_b * o_b if mode == "full" else o_b
         # the block pair's kernel, one temporary of its size and the symmetric GEMM's pieces
         block = 5 * min(n_b, n1) * min(n_b, n2v) * o_pair // 2
@@ -105,13 +116,15 @@ def plan_jacobian_chunks(s: Sizes, *, mode: str, n1: int, n2: int | None, n_out:
     return None
 
 
-def plan_vp_chunks(s: Sizes, *, mode: str, n1: int, n2: int, n_out: int, budget: int,
-                   itemsize: int) -> tuple[int, int] | None:
+def plan_vp_chunks(
+    s: Sizes, *, mode: str, n1: int, n2: int, n_out: int, budget: int, itemsize: int
+) -> tuple[int, int] | None:
     """Columns per NTK-vector-product batch that fit ``budget``; (k, peak bytes) or None."""
     res = result_entries(mode, n1, n2, n_out)
     for k in _halving(min(n2 * n_out, 256)):
-        peak = (res + 3 * k * s.p_total + 3 * k * n1 * s.act + 2 * k * n1 * n_out) * itemsize \
-            + SLACK
+        peak = (
+            res + 3 * k * s.p_total + 3 * k * n1 * s.act + 2 * k * n1 * n_out
+        ) * itemsize + SLACK
         if peak <= budget:
             return k, peak
     return None

@@ -15,12 +15,18 @@ from torch.func import functional_call, jvp, vmap
 __all__ = ["vp_kernel"]
 
 
-def vp_kernel(wrapped: nn.Module, x: torch.Tensor, x2: torch.Tensor | None, mode: str,
-              n_out: int, k: int, unused: set[int]) -> torch.Tensor:
+def vp_kernel(
+    wrapped: nn.Module,
+    x: torch.Tensor,
+    x2: torch.Tensor | None,
+    mode: str,
+    n_out: int,
+    k: int,
+    unused: set[int],
+) -> torch.Tensor:
     """NTK-vector products: column (j, b) is J(x) J(x2_j)^T e_b, via one vjp and one jvp."""
     named = dict(wrapped.named_parameters())
-    params = {n: p.detach() for n, p in named.items() if p.requires_grad
-              and id(p) not in unused}
+    params = {n: p.detach() for n, p in named.items() if p.requires_grad and id(p) not in unused}
     consts = {n: p.detach() for n, p in named.items() if n not in params}
     consts.update(dict(wrapped.named_buffers()))
     xb = x if x2 is None else x2
@@ -39,7 +45,7 @@ def vp_kernel(wrapped: nn.Module, x: torch.Tensor, x2: torch.Tensor | None, mode
     jj = torch.arange(n2, device=x.device).repeat_interleave(n_out)  # column (j, b) pairs, j-major
     bb = torch.arange(n_out, device=x.device).repeat(n2)
     for s in range(0, n2 * n_out, k):
-        jk, bk = jj[s:s + k], bb[s:s + k]
+        jk, bk = jj[s : s + k], bb[s : s + k]
         cols = push(grads(params, xb[jk], bk))  # (k, n1, O): Theta[:, j_k, :, b_k]
         if mode == "full":
             res[:, jk, :, bk] = cols

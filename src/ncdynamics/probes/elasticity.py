@@ -71,8 +71,9 @@ def _default_fn(model: torch.nn.Module, x: torch.Tensor) -> tuple[torch.Tensor, 
     return out, out
 
 
-def choose_sources(y: Any, n_per_class: int, *, generator: np.random.Generator,
-                   num_classes: int) -> NDArray[np.int64]:
+def choose_sources(
+    y: Any, n_per_class: int, *, generator: np.random.Generator, num_classes: int
+) -> NDArray[np.int64]:
     """``n_per_class`` random indices of every class (fewer where a class is smaller)."""
     y = np.asarray(y)
     picks = []
@@ -116,17 +117,20 @@ def measure_elasticity(
     """
     lr = check_scalar(lr, "lr", low=0.0, closed="neither")
     check_option(target, "target", TARGETS)
-    y_np = check_labels(np.asarray(y.detach().cpu() if torch.is_tensor(y) else y), "y",
-                        n_samples=len(x))
+    y_np = check_labels(
+        np.asarray(y.detach().cpu() if torch.is_tensor(y) else y), "y", n_samples=len(x)
+    )
     k = int(num_classes) if num_classes is not None else int(y_np.max()) + 1
     if sources is None:
         n_sources_per_class = check_int(n_sources_per_class, "n_sources_per_class", low=1)
-        sources = choose_sources(y_np, n_sources_per_class,
-                                 generator=np.random.default_rng(seed), num_classes=k)
+        sources = choose_sources(
+            y_np, n_sources_per_class, generator=np.random.default_rng(seed), num_classes=k
+        )
     src = np.asarray(sources, dtype=np.int64)
     if src.ndim != 1 or src.size == 0 or src.min() < 0 or src.max() >= len(x):
-        raise ValueError(f"`sources` must be indices into the {len(x)} probe samples; "
-                         f"got shape {src.shape}.")
+        raise ValueError(
+            f"`sources` must be indices into the {len(x)} probe samples; got shape {src.shape}."
+        )
     fn = feature_fn or _default_fn
     pick = 1 if target == "logits" else 0
     net = copy.deepcopy(model)
@@ -138,8 +142,8 @@ def measure_elasticity(
     impacts = []
     for j in src:
         net.zero_grad(set_to_none=True)
-        logits = fn(net, x[j:j + 1])[1]
-        grads = torch.autograd.grad(F.cross_entropy(logits, y_t[j:j + 1]), params)
+        logits = fn(net, x[j : j + 1])[1]
+        grads = torch.autograd.grad(F.cross_entropy(logits, y_t[j : j + 1]), params)
         with torch.no_grad():
             for p, g in zip(params, grads, strict=True):
                 p.sub_(lr * g)
@@ -154,8 +158,9 @@ def measure_elasticity(
     same_mean = float(mag[same & ~self_pair].mean()) if (same & ~self_pair).any() else np.nan
     other_mean = float(mag[~same].mean()) if (~same).any() else np.nan
     ratio = same_mean / other_mean if other_mean and np.isfinite(other_mean) else np.nan
-    return ElasticityResult(imp, src, base.double().cpu().numpy(), mag, same_mean, other_mean,
-                            float(ratio))
+    return ElasticityResult(
+        imp, src, base.double().cpu().numpy(), mag, same_mean, other_mean, float(ratio)
+    )
 
 
 @register_probe("elasticity")
@@ -177,8 +182,14 @@ class ElasticityProbe:
 
     name = "elasticity"
 
-    def __init__(self, *, lr: float = 0.005, n_sources_per_class: int = 5,
-                 target: Literal["logits", "features"] = "logits", seed: int = 0) -> None:
+    def __init__(
+        self,
+        *,
+        lr: float = 0.005,
+        n_sources_per_class: int = 5,
+        target: Literal["logits", "features"] = "logits",
+        seed: int = 0,
+    ) -> None:
         self.lr = check_scalar(lr, "lr", low=0.0, closed="neither")
         self.n_sources_per_class = check_int(n_sources_per_class, "n_sources_per_class", low=1)
         self.target = check_option(target, "target", TARGETS)
@@ -186,13 +197,25 @@ class ElasticityProbe:
 
     def __call__(self, inp: ProbeInput) -> ProbeOutput:
         res = measure_elasticity(
-            inp.model, inp.x, inp.y, lr=self.lr, n_sources_per_class=self.n_sources_per_class,
-            target=self.target, feature_fn=inp.feature_fn, num_classes=inp.num_classes,
+            inp.model,
+            inp.x,
+            inp.y,
+            lr=self.lr,
+            n_sources_per_class=self.n_sources_per_class,
+            target=self.target,
+            feature_fn=inp.feature_fn,
+            num_classes=inp.num_classes,
             seed=self.seed,
         )
         return ProbeOutput(
-            scalars={"elasticity/same": res.same_class, "elasticity/other": res.other_class,
-                     "elasticity/ratio": res.ratio},
-            arrays={"impacts": res.impacts.astype(np.float32), "sources": res.sources,
-                    "outputs": res.outputs.astype(np.float32)},
+            scalars={
+                "elasticity/same": res.same_class,
+                "elasticity/other": res.other_class,
+                "elasticity/ratio": res.ratio,
+            },
+            arrays={
+                "impacts": res.impacts.astype(np.float32),
+                "sources": res.sources,
+                "outputs": res.outputs.astype(np.float32),
+            },
         )

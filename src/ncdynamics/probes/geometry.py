@@ -49,14 +49,17 @@ def _mlp_hidden(model: nn.Module, x: torch.Tensor) -> tuple[list[torch.Tensor], 
     return outs, model.classifier(h)
 
 
-def _all_hidden(model: nn.Module, x: torch.Tensor, pre_activation: bool = False
-                ) -> tuple[list[torch.Tensor], torch.Tensor]:
+def _all_hidden(
+    model: nn.Module, x: torch.Tensor, pre_activation: bool = False
+) -> tuple[list[torch.Tensor], torch.Tensor]:
     if hasattr(model, "hidden_layers"):
         return model.hidden_layers(x, pre_activation=pre_activation)
     if hasattr(model, "body") and isinstance(model.body, nn.Sequential) and not pre_activation:
         return _mlp_hidden(model, x)
-    raise TypeError(f"`model` must define `hidden_layers(x)` or be an ncdynamics MLP; got "
-                    f"{type(model).__name__}.")
+    raise TypeError(
+        f"`model` must define `hidden_layers(x)` or be an ncdynamics MLP; got "
+        f"{type(model).__name__}."
+    )
 
 
 def model_depth(model: nn.Module) -> int:
@@ -65,8 +68,10 @@ def model_depth(model: nn.Module) -> int:
         return int(model.depth)
     if hasattr(model, "body") and isinstance(model.body, nn.Sequential):
         return len(model.body) // 2
-    raise TypeError("`model` must define `hidden_layers(x)` and `depth`, or be an ncdynamics "
-                    f"MLP; got {type(model).__name__}.")
+    raise TypeError(
+        "`model` must define `hidden_layers(x)` and `depth`, or be an ncdynamics "
+        f"MLP; got {type(model).__name__}."
+    )
 
 
 def hidden_and_output(
@@ -120,13 +125,18 @@ def pair_observables_from(h: Any, out: Any, targets: Any) -> PairObservables:
     dy, dt = out[1] - out[0], t[1] - t[0]
     b = float(dy @ dy)
     loss = 0.5 * float(np.mean(np.sum((out - t) ** 2, axis=1)))
-    return PairObservables(np.sum(dh * dh, axis=-1), b, b - float(dy @ dt),
-                           0.5 * (out[0] + out[1]), loss)
+    return PairObservables(
+        np.sum(dh * dh, axis=-1), b, b - float(dy @ dt), 0.5 * (out[0] + out[1]), loss
+    )
 
 
 @torch.no_grad()
 def pair_observables(
-    model: nn.Module, x_pair: torch.Tensor, targets: Any, *, layer: int | None = None,
+    model: nn.Module,
+    x_pair: torch.Tensor,
+    targets: Any,
+    *,
+    layer: int | None = None,
     pre_activation: bool = False,
 ) -> PairObservables:
     """Measure ``a, b, w, ybar`` and the loss for a pair of inputs (eval mode).
@@ -182,8 +192,9 @@ class TaylorTerms:
         return self.first / np.maximum(self.second, np.finfo(np.float64).tiny)
 
 
-def taylor_terms(fn: Any, xi: torch.Tensor, xj: torch.Tensor, *,
-                 method: str = "difference") -> TaylorTerms:
+def taylor_terms(
+    fn: Any, xi: torch.Tensor, xj: torch.Tensor, *, method: str = "difference"
+) -> TaylorTerms:
     """First- against second-order Taylor terms of ``fn`` between pairs (Fig. 14, App. C.4).
 
     Expanding ``fn`` around the midpoint ``m = (xi + xj)/2`` along ``v = (xj - xi)/2``,
@@ -212,14 +223,16 @@ def taylor_terms(fn: Any, xi: torch.Tensor, xj: torch.Tensor, *,
 
     check_option(method, "method", ("difference", "autodiff"))
     if xi.shape != xj.shape:
-        raise ValueError(f"`xi` and `xj` must have the same shape; got {tuple(xi.shape)} "
-                         f"and {tuple(xj.shape)}.")
+        raise ValueError(
+            f"`xi` and `xj` must have the same shape; got {tuple(xi.shape)} and {tuple(xj.shape)}."
+        )
     m, v = 0.5 * (xi + xj), 0.5 * (xj - xi)
     if method == "difference":
         with torch.no_grad():
             fi, fj, fm = vmap(fn)(xi), vmap(fn)(xj), vmap(fn)(m)
         d1, d2 = 0.5 * (fj - fi), fj + fi - 2.0 * fm
     else:
+
         def both(x: torch.Tensor, u: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
             return jvp(lambda y: jvp(fn, (y,), (u,))[1], (x,), (u,))
 
@@ -244,8 +257,9 @@ class PairAlignmentProbe:
 
     name = "pair_alignment"
 
-    def __init__(self, pair: tuple[int, int] = (0, 1), targets: Any = None,
-                 layer: int | None = None) -> None:
+    def __init__(
+        self, pair: tuple[int, int] = (0, 1), targets: Any = None, layer: int | None = None
+    ) -> None:
         self.pair = (check_int(pair[0], "pair[0]", low=0), check_int(pair[1], "pair[1]", low=0))
         self.targets = None if targets is None else check_array(targets, "targets", ndim=2)
         self.layer = layer
@@ -258,8 +272,10 @@ class PairAlignmentProbe:
         else:
             t = self.targets
         obs = pair_observables(inp.model, x, t, layer=self.layer)
-        return ProbeOutput({"pair_a": float(obs.a), "pair_b": obs.b, "pair_w": obs.w,
-                            "pair_loss": obs.loss}, {"pair_ybar": obs.ybar})
+        return ProbeOutput(
+            {"pair_a": float(obs.a), "pair_b": obs.b, "pair_w": obs.w, "pair_loss": obs.loss},
+            {"pair_ybar": obs.ybar},
+        )
 
 
 @register_probe("pair_alignment")

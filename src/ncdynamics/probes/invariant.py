@@ -71,8 +71,16 @@ class InvariantMetrics:
 
     def scalars(self) -> dict[str, float]:
         """The scalar fields as a dict (for the metrics table)."""
-        keys = ("invariant_norm", "invariant_alignment", "h1_norm", "h2_norm",
-                "global_mean_norm", "alpha", "mu_single", "mu_class")
+        keys = (
+            "invariant_norm",
+            "invariant_alignment",
+            "h1_norm",
+            "h2_norm",
+            "global_mean_norm",
+            "alpha",
+            "mu_single",
+            "mu_class",
+        )
         return {k: float(getattr(self, k)) for k in keys}
 
 
@@ -106,7 +114,8 @@ def invariant_metrics(
     counts = np.bincount(y, minlength=C)
     if np.any(counts != counts[0]):
         raise ValueError(
-            f"`labels` must have the same count in every class; got {counts.tolist()}.")
+            f"`labels` must have the same count in every class; got {counts.tolist()}."
+        )
     m = int(counts[0])
     k = check_array(kappas, "kappas", shape=(3,), dtype=np.float64)
     kd, kc, kn = (float(v) for v in k)
@@ -124,10 +133,17 @@ def invariant_metrics(
     denom = np.linalg.norm(lhs) * np.linalg.norm(rhs)
     align = float(np.sum(lhs * rhs) / denom) if denom > 0 else float("nan")
     return InvariantMetrics(
-        invariant_norm=float(np.linalg.norm(lhs - rhs)), invariant_alignment=align,
-        h1_norm=float(np.linalg.norm(H1H1)), h2_norm=float(np.linalg.norm(S_W)),
-        global_mean_norm=float(g @ g), alpha=float(alpha), mu_single=float(mu_s),
-        mu_class=float(mu_c), n_per_class=m, lhs=lhs, rhs=rhs,
+        invariant_norm=float(np.linalg.norm(lhs - rhs)),
+        invariant_alignment=align,
+        h1_norm=float(np.linalg.norm(H1H1)),
+        h2_norm=float(np.linalg.norm(S_W)),
+        global_mean_norm=float(g @ g),
+        alpha=float(alpha),
+        mu_single=float(mu_s),
+        mu_class=float(mu_c),
+        n_per_class=m,
+        lhs=lhs,
+        rhs=rhs,
     )
 
 
@@ -157,9 +173,16 @@ class InvariantProbe:
 
     name = "ntk_invariant"
 
-    def __init__(self, *, per_class: int = 12, logits: bool = True, estimator: str = "exact",
-                 save_grams: bool = True, method: str = "auto",
-                 memory_budget: int | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        per_class: int = 12,
+        logits: bool = True,
+        estimator: str = "exact",
+        save_grams: bool = True,
+        method: str = "auto",
+        memory_budget: int | None = None,
+    ) -> None:
         self.per_class = check_int(per_class, "per_class", low=2)
         self.logits = bool(logits)
         self.estimator = check_option(estimator, "estimator", ESTIMATORS)
@@ -168,8 +191,14 @@ class InvariantProbe:
         self.memory_budget = memory_budget
 
     def _kernel(self, inp: ProbeInput, x: Any, output: str) -> np.ndarray:
-        k = empirical_ntk(inp.model, x, output=output, mode="diagonal", method=self.method,
-                          memory_budget=self.memory_budget)
+        k = empirical_ntk(
+            inp.model,
+            x,
+            output=output,
+            mode="diagonal",
+            method=self.method,
+            memory_budget=self.memory_budget,
+        )
         return k.detach().cpu().double().numpy()  # (O, N, N)
 
     def __call__(self, inp: ProbeInput) -> ProbeOutput:
@@ -182,21 +211,40 @@ class InvariantProbe:
         out = ProbeOutput(arrays={"ntk_labels": y.astype(np.int64)})
         K_h = self._kernel(inp, x, "features")
         if _degenerate(K_h):  # dead or sample-independent features: values undefined
-            out.scalars.update({k: float("nan") for k in ("ntk_kappa_d", "ntk_kappa_c",
-                                "ntk_kappa_n", "ntk_alignment_features", "invariant_norm")})
+            out.scalars.update(
+                {
+                    k: float("nan")
+                    for k in (
+                        "ntk_kappa_d",
+                        "ntk_kappa_c",
+                        "ntk_kappa_n",
+                        "ntk_alignment_features",
+                        "invariant_norm",
+                    )
+                }
+            )
             return out
         st_h = kernel_block_stats(K_h, y, estimator=self.estimator)
         kap = st_h.values
-        out.scalars.update({"ntk_kappa_d": kap.diagonal, "ntk_kappa_c": kap.same_class,
-                            "ntk_kappa_n": kap.different_class,
-                            "ntk_alignment_features": st_h.alignment})
+        out.scalars.update(
+            {
+                "ntk_kappa_d": kap.diagonal,
+                "ntk_kappa_c": kap.same_class,
+                "ntk_kappa_n": kap.different_class,
+                "ntk_alignment_features": st_h.alignment,
+            }
+        )
         out.arrays["ntk_traced_features"] = st_h.traced
         if self.logits and not _degenerate(K_f := self._kernel(inp, x, "logits")):
             st_f = kernel_block_stats(K_f, y, estimator=self.estimator)
-            out.scalars.update({"ntk_gamma_d": st_f.values.diagonal,
-                                "ntk_gamma_c": st_f.values.same_class,
-                                "ntk_gamma_n": st_f.values.different_class,
-                                "ntk_alignment_logits": st_f.alignment})
+            out.scalars.update(
+                {
+                    "ntk_gamma_d": st_f.values.diagonal,
+                    "ntk_gamma_c": st_f.values.same_class,
+                    "ntk_gamma_n": st_f.values.different_class,
+                    "ntk_alignment_logits": st_f.alignment,
+                }
+            )
             out.arrays["ntk_traced_logits"] = st_f.traced
         if inp.classifier is None:
             return out
@@ -211,9 +259,14 @@ class InvariantProbe:
         if self.save_grams:
             means = np.stack([feats[y == c].mean(axis=0) for c in range(inp.num_classes)])
             dev = feats - means[y]
-            out.arrays.update({"invariant_gram_w": met.lhs, "invariant_class_means": means,
-                               "invariant_within_scatter": dev.T @ dev,
-                               "invariant_kappas": kappas})
+            out.arrays.update(
+                {
+                    "invariant_gram_w": met.lhs,
+                    "invariant_class_means": means,
+                    "invariant_within_scatter": dev.T @ dev,
+                    "invariant_kappas": kappas,
+                }
+            )
         return out
 
 

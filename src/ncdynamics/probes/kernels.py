@@ -96,11 +96,13 @@ class KernelBlockStats:
 def _kernel(K: Any, name: str = "K") -> np.ndarray:
     arr = check_array(K, name, dtype=np.float64)
     if arr.ndim not in (2, 3, 4):
-        raise ValueError(f"`{name}` must have shape (n, n), (O, n, n) or (n, n, O, O); got "
-                         f"{arr.shape}.")
+        raise ValueError(
+            f"`{name}` must have shape (n, n), (O, n, n) or (n, n, O, O); got {arr.shape}."
+        )
     if arr.ndim == 4 and arr.shape[2] != arr.shape[3]:
-        raise ValueError(f"`{name}` in full layout must have shape (n1, n2, O, O); got "
-                         f"{arr.shape}.")
+        raise ValueError(
+            f"`{name}` in full layout must have shape (n1, n2, O, O); got {arr.shape}."
+        )
     return arr
 
 
@@ -139,15 +141,18 @@ def block_norms(K: Any) -> np.ndarray:
 
 
 def _square_labels(K: np.ndarray, labels: Any) -> np.ndarray:
-    n1, n2 = (K.shape[:2] if K.ndim != 3 else K.shape[1:])
+    n1, n2 = K.shape[:2] if K.ndim != 3 else K.shape[1:]
     if n1 != n2:
-        raise ValueError(f"`K` must be square in its sample axes to be compared with labels; "
-                         f"got {n1} x {n2}.")
+        raise ValueError(
+            f"`K` must be square in its sample axes to be compared with labels; got {n1} x {n2}."
+        )
     y = check_labels(labels, "labels", n_samples=n1)
     counts = np.bincount(y)
     if np.count_nonzero(counts) < 2 or counts.max() < 2:
-        raise ValueError("`labels` must hold at least 2 classes and a class with at least 2 "
-                         f"samples; got class counts {counts.tolist()}.")
+        raise ValueError(
+            "`labels` must hold at least 2 classes and a class with at least 2 "
+            f"samples; got class counts {counts.tolist()}."
+        )
     return y
 
 
@@ -158,12 +163,13 @@ def _half_split(y: np.ndarray) -> tuple[list[np.ndarray], list[np.ndarray]]:
         idx = np.flatnonzero(y == c)
         k = len(idx) // 2
         first.append(idx[:k])
-        last.append(idx[len(idx) - k:])
+        last.append(idx[len(idx) - k :])
     return first, last
 
 
-def block_values(K: Any, labels: Any, *,
-                 estimator: Literal["exact", "half-split"] = "exact") -> BlockValues:
+def block_values(
+    K: Any, labels: Any, *, estimator: Literal["exact", "half-split"] = "exact"
+) -> BlockValues:
     """Same-sample, same-class and different-class values of a kernel ([1], Def. 3.1).
 
     ``exact`` takes the mean over all entries of each kind and over outputs (spec §2.2); it is
@@ -189,17 +195,24 @@ def block_values(K: Any, labels: Any, *,
     if estimator == "exact":
         same = y[:, None] == y[None, :]
         off = ~np.eye(len(y), dtype=bool)
-        return BlockValues(d, float(mean_block[same & off].mean()),
-                           float(mean_block[~same].mean()))
+        return BlockValues(d, float(mean_block[same & off].mean()), float(mean_block[~same].mean()))
     first, last = _half_split(y)
     cc = [mean_block[np.ix_(f, l)].ravel() for f, l in zip(first, last, strict=True) if len(f)]
-    nn = [mean_block[np.ix_(first[a], last[b])].ravel()
-          for a in range(len(first)) for b in range(a + 1, len(first))]
+    nn = [
+        mean_block[np.ix_(first[a], last[b])].ravel()
+        for a in range(len(first))
+        for b in range(a + 1, len(first))
+    ]
     return BlockValues(d, float(np.concatenate(cc).mean()), float(np.concatenate(nn).mean()))
 
 
-def kernel_alignment(K: Any, labels: Any, *, centered: bool = False,
-                     estimator: Literal["exact", "half-split"] = "exact") -> float:
+def kernel_alignment(
+    K: Any,
+    labels: Any,
+    *,
+    centered: bool = False,
+    estimator: Literal["exact", "half-split"] = "exact",
+) -> float:
     """Kernel-label alignment ``<K, Y^T Y>_F / (||K||_F ||Y^T Y||_F)`` ([1], Fig. 1e).
 
     Parameters
@@ -243,10 +256,14 @@ def _alignment_half_split(k2: np.ndarray, y: np.ndarray) -> float:
     k = min(len(f) for f in first)
     d = np.diag(k2)
     cc = np.concatenate([k2[np.ix_(f, l)].ravel() for f, l in zip(first, last, strict=True)])
-    nn = np.concatenate([k2[np.ix_(first[a], last[b])].ravel()
-                         for a in range(n_cls) for b in range(a + 1, n_cls)])
-    norm_k = np.sqrt(np.mean(d**2) * k * n_cls + np.mean(cc**2) * k * (k - 1) * n_cls
-                     + np.mean(nn**2) * k * k * n_cls * (n_cls - 1))
+    nn = np.concatenate(
+        [k2[np.ix_(first[a], last[b])].ravel() for a in range(n_cls) for b in range(a + 1, n_cls)]
+    )
+    norm_k = np.sqrt(
+        np.mean(d**2) * k * n_cls
+        + np.mean(cc**2) * k * (k - 1) * n_cls
+        + np.mean(nn**2) * k * k * n_cls * (n_cls - 1)
+    )
     inner = np.mean(d) * k * n_cls + np.mean(cc) * k * (k - 1) * n_cls
     return float(inner / (norm_k * np.sqrt(k * k * n_cls)))
 
@@ -261,8 +278,9 @@ def block_kernel_fit(K: Any, labels: Any) -> np.ndarray:
     return fit
 
 
-def kernel_block_stats(K: Any, labels: Any, *,
-                       estimator: Literal["exact", "half-split"] = "exact") -> KernelBlockStats:
+def kernel_block_stats(
+    K: Any, labels: Any, *, estimator: Literal["exact", "half-split"] = "exact"
+) -> KernelBlockStats:
     """Traced kernel, block norms, block values, alignments and block residual of ``K``.
 
     Parameters
@@ -290,9 +308,15 @@ def kernel_block_stats(K: Any, labels: Any, *,
     )
 
 
-def logit_ntk_from_features(feature_kernel: Any, weight: Any, features: Any,
-                            features2: Any = None, *, bias: bool = True,
-                            mode: Literal["full", "diagonal", "trace"] = "full") -> np.ndarray:
+def logit_ntk_from_features(
+    feature_kernel: Any,
+    weight: Any,
+    features: Any,
+    features2: Any = None,
+    *,
+    bias: bool = True,
+    mode: Literal["full", "diagonal", "trace"] = "full",
+) -> np.ndarray:
     """Logit NTK rebuilt from the full feature kernel through a linear head (spec §1.3).
 
     For ``f = W h + b`` with trainable ``W`` and ``b``::
@@ -321,8 +345,11 @@ def logit_ntk_from_features(feature_kernel: Any, weight: Any, features: Any,
     n1, n2, n, _ = kh.shape
     w = check_array(weight, "weight", ndim=2, shape=(None, n), dtype=np.float64)
     h1 = check_array(features, "features", shape=(n1, n), dtype=np.float64)
-    h2 = h1 if features2 is None else check_array(features2, "features2", shape=(n2, n),
-                                                  dtype=np.float64)
+    h2 = (
+        h1
+        if features2 is None
+        else check_array(features2, "features2", shape=(n2, n), dtype=np.float64)
+    )
     lin = h1 @ h2.T + (1.0 if bias else 0.0)  # (n1, n2)
     c = w.shape[0]
     if mode == "full":

@@ -85,14 +85,16 @@ class Method(StrEnum):
 class _Output(nn.Module):
     """Wraps ``model`` so that ``forward(x)`` returns the chosen output, shape (n, n_out)."""
 
-    def __init__(self, model: nn.Module, output: str | Callable[[Any], torch.Tensor],
-                 layer: str | None) -> None:
+    def __init__(
+        self, model: nn.Module, output: str | Callable[[Any], torch.Tensor], layer: str | None
+    ) -> None:
         super().__init__()
         self.model = model
         self.output = output
         self.layer = layer
-        if output == "features" and (layer is not None or not callable(
-                getattr(model, "features", None))):
+        if output == "features" and (
+            layer is not None or not callable(getattr(model, "features", None))
+        ):
             # not registered as a submodule: its parameters belong to ``model`` already
             object.__setattr__(self, "_clf", find_classifier(model, layer))
 
@@ -117,12 +119,15 @@ class _Output(nn.Module):
         else:
             out = self.output(self.model(x))
         if not isinstance(out, torch.Tensor):
-            raise TypeError(f"`output` must yield a tensor of shape (n, n_outputs); got "
-                            f"{type(out).__name__}. Pass output=callable to select one.")
+            raise TypeError(
+                f"`output` must yield a tensor of shape (n, n_outputs); got "
+                f"{type(out).__name__}. Pass output=callable to select one."
+            )
         if out.dim() != 2:
             raise ValueError(
                 f"`output` must have shape (n, n_outputs) with a class axis; got shape "
-                f"{tuple(out.shape)}. Pass output=lambda y: y.reshape(len(y), -1) or similar.")
+                f"{tuple(out.shape)}. Pass output=lambda y: y.reshape(len(y), -1) or similar."
+            )
         return out
 
 
@@ -133,8 +138,15 @@ class _Block:
     part of the Jacobian (conv, BN and generic parameters); ``factors`` the Linear layers.
     """
 
-    def __init__(self, mats: list[torch.Tensor], factors: list[_layers.Factor], n: int,
-                 o: int, dtype: torch.dtype, device: torch.device) -> None:
+    def __init__(
+        self,
+        mats: list[torch.Tensor],
+        factors: list[_layers.Factor],
+        n: int,
+        o: int,
+        dtype: torch.dtype,
+        device: torch.device,
+    ) -> None:
         self.mats = mats
         self.factors = factors
         self.n = n
@@ -155,8 +167,12 @@ def _merge_small(mats: list[torch.Tensor], min_cols: int = 2048) -> list[torch.T
     return big
 
 
-def _gram(u: torch.Tensor, v: torch.Tensor, same: bool, out: torch.Tensor | None = None,
-          ) -> torch.Tensor:
+def _gram(
+    u: torch.Tensor,
+    v: torch.Tensor,
+    same: bool,
+    out: torch.Tensor | None = None,
+) -> torch.Tensor:
     """``out + u @ v.T`` (or ``u @ v.T``) for (m, p) and (m2, p) matrices.
 
     When ``u is v`` only the upper row blocks are multiplied and mirrored, about 60% of the
@@ -173,7 +189,7 @@ def _gram(u: torch.Tensor, v: torch.Tensor, same: bool, out: torch.Tensor | None
         lo, hi = edges[bi], edges[bi + 1]
         blk = u[lo:hi] @ u[lo:].T  # (hi - lo, m - lo): rows lo:hi, columns >= lo
         out[lo:hi, lo:] += blk
-        out[hi:, lo:hi] += blk[:, hi - lo:].T
+        out[hi:, lo:hi] += blk[:, hi - lo :].T
     return out
 
 
@@ -194,8 +210,11 @@ def _contract(a: _Block, b: _Block, mode: str) -> torch.Tensor:
     if mode == "full":
         r = r.reshape(na, oa, nb, ob)
     for fa, fb in zip(a.factors, b.factors, strict=True):
-        s = fa.u @ fb.u.T if fa.u is not None else torch.zeros((na, nb), dtype=r.dtype,
-                                                                         device=r.device)
+        s = (
+            fa.u @ fb.u.T
+            if fa.u is not None
+            else torch.zeros((na, nb), dtype=r.dtype, device=r.device)
+        )
         if fa.bias:
             s = s + 1.0  # (na, nb): u_i.u_j + 1
         if mode == "full":  # products in place: one temporary of the block's size
@@ -235,8 +254,9 @@ class _Engine:
         self.n_out = n_out
         named = dict(wrapped.named_parameters())
         skip = plan.param_ids | plan.unused_ids
-        self.generic = {k: p.detach() for k, p in named.items()
-                        if p.requires_grad and id(p) not in skip}
+        self.generic = {
+            k: p.detach() for k, p in named.items() if p.requires_grad and id(p) not in skip
+        }
         self.consts = {k: p.detach() for k, p in named.items() if k not in self.generic}
         self.consts.update(dict(wrapped.named_buffers()))
         self.p_generic = sum(p.numel() for p in self.generic.values())
@@ -252,8 +272,11 @@ class _Engine:
         jac = vmap(jacrev(f1), in_dims=(None, 0))(self.generic, x)  # name -> (n, o, *shape)
         return [j.reshape(j.shape[0], j.shape[1], -1) for j in jac.values()]
 
-    def _chunk(self, x: torch.Tensor, idx: torch.Tensor,
-               ) -> tuple[list[torch.Tensor], list[_layers.Factor]]:
+    def _chunk(
+        self,
+        x: torch.Tensor,
+        idx: torch.Tensor,
+    ) -> tuple[list[torch.Tensor], list[_layers.Factor]]:
         pieces: list[torch.Tensor] = []
         factors: list[_layers.Factor] = []
         if self.plan.modules:
@@ -262,8 +285,7 @@ class _Engine:
             pieces = pieces + self._generic_jac(x, idx)
         return pieces, factors
 
-    def block(self, x: torch.Tensor, out_idx: torch.Tensor, n_chunk: int,
-              o_chunk: int) -> _Block:
+    def block(self, x: torch.Tensor, out_idx: torch.Tensor, n_chunk: int, o_chunk: int) -> _Block:
         """Jacobian block of all of ``x`` (n, ...) and outputs ``out_idx``, in chunks."""
         n, o = x.shape[0], out_idx.numel()
         if n_chunk >= n and o_chunk >= o:
@@ -274,28 +296,48 @@ class _Engine:
         for s in range(0, n, n_chunk):
             row = []
             for t in range(0, o, o_chunk):
-                pieces, factors = self._chunk(x[s:s + n_chunk], out_idx[t:t + o_chunk])
+                pieces, factors = self._chunk(x[s : s + n_chunk], out_idx[t : t + o_chunk])
                 if not mats:
-                    mats = [torch.empty((n, o, p.shape[2]), dtype=x.dtype, device=x.device)
-                            for p in pieces]
+                    mats = [
+                        torch.empty((n, o, p.shape[2]), dtype=x.dtype, device=x.device)
+                        for p in pieces
+                    ]
                 for full, piece in zip(mats, pieces, strict=True):
-                    full[s:s + n_chunk, t:t + o_chunk] = piece
+                    full[s : s + n_chunk, t : t + o_chunk] = piece
                 row.append(factors)
             grid.append(row)
-        return _Block(_merge_small(mats), _cat_factors(grid), n, o, x.dtype,
-                      x.device)
+        return _Block(_merge_small(mats), _cat_factors(grid), n, o, x.dtype, x.device)
 
     def sizes(self) -> Sizes:
         p_total = self.p_mat + sum(
-            int(p.numel()) for m in self.plan.modules if self.plan.modules[m] == "factored"
-            for p in (m.weight, m.bias) if p is not None and p.requires_grad)
-        return Sizes(self.p_mat, self.p_generic, self.plan.d_out_factored,
-                     self.plan.d_in_factored, self.plan.act_per_sample, self.plan.unfold_max,
-                     p_total)
+            int(p.numel())
+            for m in self.plan.modules
+            if self.plan.modules[m] == "factored"
+            for p in (m.weight, m.bias)
+            if p is not None and p.requires_grad
+        )
+        return Sizes(
+            self.p_mat,
+            self.p_generic,
+            self.plan.d_out_factored,
+            self.plan.d_in_factored,
+            self.plan.act_per_sample,
+            self.plan.unfold_max,
+            p_total,
+        )
 
 
-def _place(res: torch.Tensor, blk: torch.Tensor, mode: str, i: slice, j: slice, oa: slice,
-           ob: slice, *, mirror: bool) -> None:
+def _place(
+    res: torch.Tensor,
+    blk: torch.Tensor,
+    mode: str,
+    i: slice,
+    j: slice,
+    oa: slice,
+    ob: slice,
+    *,
+    mirror: bool,
+) -> None:
     if mode == "full":
         res[i, j, oa, ob] = blk
         if mirror:
@@ -314,14 +356,14 @@ def _slices(n: int, size: int) -> list[slice]:
     return [slice(s, min(s + size, n)) for s in range(0, n, size)]
 
 
-def _jacobian_kernel(eng: _Engine, x: torch.Tensor, x2: torch.Tensor | None, mode: str,
-                     plan: Any) -> torch.Tensor:
+def _jacobian_kernel(
+    eng: _Engine, x: torch.Tensor, x2: torch.Tensor | None, mode: str, plan: Any
+) -> torch.Tensor:
     n1, n_out = x.shape[0], eng.n_out
     n2 = n1 if x2 is None else x2.shape[0]
     shape = {"full": (n1, n2, n_out, n_out), "diagonal": (n_out, n1, n2), "trace": (n1, n2)}
     res = torch.zeros(shape[mode], dtype=x.dtype, device=x.device)
-    outs = [torch.arange(s.start, s.stop, device=x.device)
-            for s in _slices(n_out, plan.o_block)]
+    outs = [torch.arange(s.start, s.stop, device=x.device) for s in _slices(n_out, plan.o_block)]
     rows, cols = _slices(n1, plan.n_block), _slices(n2, plan.n_block)
     cache: dict[tuple[int, int, int], _Block] = {}
 
@@ -349,10 +391,13 @@ def _jacobian_kernel(eng: _Engine, x: torch.Tensor, x2: torch.Tensor | None, mod
                     b = get(side2, j, kb)
                     with torch.no_grad():
                         blk = _contract(a, b, mode)
-                        sa, sb = slice(int(oa[0]), int(oa[-1]) + 1), slice(int(ob[0]),
-                                                                           int(ob[-1]) + 1)
-                        _place(res, blk, mode, i, j, sa, sb,
-                               mirror=x2 is None and j.start != i.start)
+                        sa, sb = (
+                            slice(int(oa[0]), int(oa[-1]) + 1),
+                            slice(int(ob[0]), int(ob[-1]) + 1),
+                        )
+                        _place(
+                            res, blk, mode, i, j, sa, sb, mirror=x2 is None and j.start != i.start
+                        )
                     del b, blk  # free the column block before the next one is built
             if not plan.store_all:
                 cache.clear()
@@ -364,8 +409,10 @@ def _check_inputs(model: Any, x: Any, x2: Any) -> tuple[torch.Tensor, torch.Tens
         raise TypeError(f"`model` must be a torch.nn.Module; got {type(model).__name__}.")
     params = [p for p in model.parameters() if p.requires_grad]
     if not params:
-        raise ValueError("`model` must have at least one trainable parameter "
-                         "(requires_grad=True); got none, so its NTK is zero.")
+        raise ValueError(
+            "`model` must have at least one trainable parameter "
+            "(requires_grad=True); got none, so its NTK is zero."
+        )
     dtype = params[0].dtype
     out = []
     for name, t in (("x", x), ("x2", x2)):
@@ -377,19 +424,25 @@ def _check_inputs(model: Any, x: Any, x2: Any) -> tuple[torch.Tensor, torch.Tens
         if not isinstance(t, torch.Tensor):
             raise TypeError(f"`{name}` must be a torch.Tensor; got {type(t).__name__}.")
         if t.dtype != dtype:
-            raise TypeError(f"`{name}` must have the model's dtype {dtype}; got {t.dtype}. "
-                            f"Cast with {name}.to({dtype}).")
+            raise TypeError(
+                f"`{name}` must have the model's dtype {dtype}; got {t.dtype}. "
+                f"Cast with {name}.to({dtype})."
+            )
         if t.dim() < 1 or t.shape[0] < 1:
-            raise ValueError(f"`{name}` must have shape (n_samples, *input_shape) with "
-                             f"n_samples >= 1; got {tuple(t.shape)}.")
+            raise ValueError(
+                f"`{name}` must have shape (n_samples, *input_shape) with "
+                f"n_samples >= 1; got {tuple(t.shape)}."
+            )
         check_finite_tensor(t, name)
         if t.is_inference():  # made under torch.inference_mode: autograd cannot use it
             with torch.inference_mode(False):
                 t = t.clone()
         out.append(t)
     if out[1] is not None and out[1].shape[1:] != out[0].shape[1:]:
-        raise ValueError(f"`x2` must have shape (n2, {', '.join(map(str, x.shape[1:]))}) "
-                         f"like `x`; got {tuple(out[1].shape)}.")
+        raise ValueError(
+            f"`x2` must have shape (n2, {', '.join(map(str, x.shape[1:]))}) "
+            f"like `x`; got {tuple(out[1].shape)}."
+        )
     return out[0], out[1]
 
 
@@ -473,46 +526,73 @@ def empirical_ntk(
         model.train(was_training)
 
 
-def _compute(wrapped: _Output, x: torch.Tensor, x2: torch.Tensor | None, mode: str,
-             method: Method, budget: int, average: bool) -> torch.Tensor:
+def _compute(
+    wrapped: _Output,
+    x: torch.Tensor,
+    x2: torch.Tensor | None,
+    mode: str,
+    method: Method,
+    budget: int,
+    average: bool,
+) -> torch.Tensor:
     trainable = [p for p in wrapped.parameters() if p.requires_grad]
     pilot = x[:2]
     try:
-        plan = _layers.plan_layers(wrapped, wrapped, pilot, trainable,
-                                   structured=method in (Method.AUTO, Method.LAYERWISE))
+        plan = _layers.plan_layers(
+            wrapped, wrapped, pilot, trainable, structured=method in (Method.AUTO, Method.LAYERWISE)
+        )
         with torch.no_grad():
             n_out = wrapped(pilot).shape[1]
     except RuntimeError as exc:
         msg = str(exc).splitlines()[0]
-        raise ValueError(f"`x` of shape {tuple(x.shape)} could not be passed through the "
-                         f"model: {msg}") from exc
+        raise ValueError(
+            f"`x` of shape {tuple(x.shape)} could not be passed through the model: {msg}"
+        ) from exc
     eng = _Engine(wrapped, plan, n_out)
     itemsize = x.element_size()
     n1, n2 = x.shape[0], (None if x2 is None else x2.shape[0])
     sizes = eng.sizes()
     jplan = None
     if method != Method.NTK_VP:
-        jplan = plan_jacobian_chunks(sizes, mode=mode, n1=n1, n2=n2, n_out=n_out,
-                                     budget=budget, itemsize=itemsize)
+        jplan = plan_jacobian_chunks(
+            sizes, mode=mode, n1=n1, n2=n2, n_out=n_out, budget=budget, itemsize=itemsize
+        )
     if jplan is not None:
         res = _jacobian_kernel(eng, x, x2, mode, jplan)
     else:
         if method in (Method.LAYERWISE, Method.JACOBIAN):
             _raise_budget(method.value, budget, sizes, mode, n1, n2, n_out, itemsize)
-        vp = plan_vp_chunks(sizes, mode=mode, n1=n1, n2=n1 if n2 is None else n2,
-                            n_out=n_out, budget=budget, itemsize=itemsize)
+        vp = plan_vp_chunks(
+            sizes,
+            mode=mode,
+            n1=n1,
+            n2=n1 if n2 is None else n2,
+            n_out=n_out,
+            budget=budget,
+            itemsize=itemsize,
+        )
         if vp is None:
-            _raise_budget("ntk-vp" if method == Method.NTK_VP else "auto", budget, sizes,
-                          mode, n1, n2, n_out, itemsize)
+            _raise_budget(
+                "ntk-vp" if method == Method.NTK_VP else "auto",
+                budget,
+                sizes,
+                mode,
+                n1,
+                n2,
+                n_out,
+                itemsize,
+            )
         res = vp_kernel(wrapped, x, x2, mode, n_out, vp[0], plan.unused_ids)
     return res / n_out if average else res
 
 
-def _raise_budget(name: str, budget: int, s: Sizes, mode: str, n1: int, n2: int | None,
-                  n_out: int, itemsize: int) -> None:
+def _raise_budget(
+    name: str, budget: int, s: Sizes, mode: str, n1: int, n2: int | None, n_out: int, itemsize: int
+) -> None:
     res = result_entries(mode, n1, n1 if n2 is None else n2, n_out) * itemsize
     one = (s.p_mat + s.d_out + s.d_in + 3 * s.act + s.unfold) * itemsize
     raise ValueError(
         f"`memory_budget` == {budget} bytes cannot hold one chunk of method {name!r}: the "
         f"result needs {res} bytes and one sample x one output about {one} more. Raise "
-        f"memory_budget, use mode='trace' or 'diagonal', or fewer samples.")
+        f"memory_budget, use mode='trace' or 'diagonal', or fewer samples."
+    )

@@ -39,8 +39,14 @@ def class_ordered_subset(y: np.ndarray, per_class: int, num_classes: int) -> np.
 
 
 class _KernelProbe:
-    def __init__(self, *, per_class: int = 12, method: str = "auto",
-                 memory_budget: int | None = None, layer: str | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        per_class: int = 12,
+        method: str = "auto",
+        memory_budget: int | None = None,
+        layer: str | None = None,
+    ) -> None:
         self.per_class = check_int(per_class, "per_class", low=2)
         check_option(method, "method", [m.value for m in Method])
         self.method = method
@@ -53,8 +59,15 @@ class _KernelProbe:
         return inp.x[torch.as_tensor(idx)], y[idx]
 
     def _ntk(self, inp: ProbeInput, x: torch.Tensor, output: str, mode: str) -> np.ndarray:
-        k = empirical_ntk(inp.model, x, output=output, mode=mode, method=self.method,
-                          memory_budget=self.memory_budget, layer=self.layer)
+        k = empirical_ntk(
+            inp.model,
+            x,
+            output=output,
+            mode=mode,
+            method=self.method,
+            memory_budget=self.memory_budget,
+            layer=self.layer,
+        )
         return k.detach().cpu().numpy()
 
 
@@ -63,11 +76,18 @@ class NTKAlignmentProbe(_KernelProbe):
 
     name = "ntk_alignment"
 
-    def __init__(self, *, per_class: int = 12, outputs: tuple[str, ...] = OUTPUTS,
-                 method: str = "auto", memory_budget: int | None = None,
-                 layer: str | None = None) -> None:
-        super().__init__(per_class=per_class, method=method, memory_budget=memory_budget,
-                         layer=layer)
+    def __init__(
+        self,
+        *,
+        per_class: int = 12,
+        outputs: tuple[str, ...] = OUTPUTS,
+        method: str = "auto",
+        memory_budget: int | None = None,
+        layer: str | None = None,
+    ) -> None:
+        super().__init__(
+            per_class=per_class, method=method, memory_budget=memory_budget, layer=layer
+        )
         for o in outputs:
             check_option(o, "outputs", OUTPUTS)
         self.outputs = tuple(outputs)
@@ -88,22 +108,30 @@ class NTKBlocksProbe(_KernelProbe):
 
     name = "ntk_blocks"
 
-    def __init__(self, *, per_class: int = 12, method: str = "auto",
-                 memory_budget: int | None = None, layer: str | None = None,
-                 feature_block_norms: bool = False, estimator: str = "exact") -> None:
-        super().__init__(per_class=per_class, method=method, memory_budget=memory_budget,
-                         layer=layer)
+    def __init__(
+        self,
+        *,
+        per_class: int = 12,
+        method: str = "auto",
+        memory_budget: int | None = None,
+        layer: str | None = None,
+        feature_block_norms: bool = False,
+        estimator: str = "exact",
+    ) -> None:
+        super().__init__(
+            per_class=per_class, method=method, memory_budget=memory_budget, layer=layer
+        )
         self.feature_block_norms = bool(feature_block_norms)
         self.estimator = check_option(estimator, "estimator", ESTIMATORS)
 
     def __call__(self, inp: ProbeInput) -> ProbeOutput:
         x, y = self._subset(inp)
         out = ProbeOutput(arrays={"ntk_labels": y.astype(np.int64)})
-        kf = kernel_block_stats(self._ntk(inp, x, "logits", "full"), y,
-                                estimator=self.estimator)
+        kf = kernel_block_stats(self._ntk(inp, x, "logits", "full"), y, estimator=self.estimator)
         feat_mode = "full" if self.feature_block_norms else "diagonal"
-        kh = kernel_block_stats(self._ntk(inp, x, "features", feat_mode), y,
-                                estimator=self.estimator)
+        kh = kernel_block_stats(
+            self._ntk(inp, x, "features", feat_mode), y, estimator=self.estimator
+        )
         for sym, st, o in (("gamma", kf, "logits"), ("kappa", kh, "features")):
             out.scalars[f"ntk_{sym}_d"] = st.values.diagonal
             out.scalars[f"ntk_{sym}_c"] = st.values.same_class

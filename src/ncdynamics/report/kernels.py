@@ -87,8 +87,9 @@ def _block_norms(run: Any) -> Figure | None:
         return None
     fig, axes = plt.subplots(1, len(norms), figsize=(4.4 * len(norms), 4.0), squeeze=False)
     for ax, (o, (step, b)) in zip(axes[0], norms.items(), strict=True):
-        im = ax.imshow(b / (float(b.max()) or 1.0), cmap="magma", interpolation="nearest",
-                       vmin=0.0, vmax=1.0)
+        im = ax.imshow(
+            b / (float(b.max()) or 1.0), cmap="magma", interpolation="nearest", vmin=0.0, vmax=1.0
+        )
         what = "logit" if o == "logits" else "feature"
         ax.set_title(f"{what}-pair block norms / max, step {step}")
         ax.set_xlabel(f"{what} b")
@@ -123,8 +124,7 @@ def _alignment(metrics: Any) -> Figure | None:
     colours = {"logits": "C0", "features": "C1"}
     for o, centred, (steps, vals) in lines:
         label = f"A({'K_f' if o == 'logits' else 'K_h'})" + (" centred" if centred else "")
-        ax.plot(steps, vals, ls="--" if centred else "-", color=colours[o], marker=".",
-                label=label)
+        ax.plot(steps, vals, ls="--" if centred else "-", color=colours[o], marker=".", label=label)
     ax.set_xlabel("step")
     ax.set_ylabel("kernel-label alignment")
     ax.legend(fontsize=8)
@@ -171,10 +171,12 @@ def kernel_figures(run: Any) -> list[tuple[str, Figure]]:
     except FileNotFoundError:
         metrics = None
     out = []
-    for name, fig in (("ntk_kernel_heatmaps", _heatmaps(run)),
-                      ("ntk_block_norms", _block_norms(run)),
-                      ("ntk_alignment", _alignment(metrics)),
-                      ("ntk_block_values", _block_values(metrics))):
+    for name, fig in (
+        ("ntk_kernel_heatmaps", _heatmaps(run)),
+        ("ntk_block_norms", _block_norms(run)),
+        ("ntk_alignment", _alignment(metrics)),
+        ("ntk_block_values", _block_values(metrics)),
+    ):
         if fig is not None:
             out.append((name, fig))
     return out

@@ -25,8 +25,9 @@ def trajectories(rows: Mapping[str, tuple[Any, Any]], *, with_loss: bool = True)
     """
     plt = _plt()
     n_col = 4 if with_loss else 3
-    fig, axes = plt.subplots(len(rows), n_col, figsize=(3.2 * n_col, 2.2 * len(rows)),
-                             squeeze=False)
+    fig, axes = plt.subplots(
+        len(rows), n_col, figsize=(3.2 * n_col, 2.2 * len(rows)), squeeze=False
+    )
     names = ("||dh||^2", "||dy||^2", "w", "loss (eq. 1)")
     for r, (label, (h, f)) in enumerate(rows.items()):
         obs = [h.a, h.b, h.w, h.pair_loss]
@@ -45,8 +46,9 @@ def trajectories(rows: Mapping[str, tuple[Any, Any]], *, with_loss: bool = True)
     return fig
 
 
-def predicted_vs_actual(pred: NDArray[np.float64], actual: NDArray[np.float64],
-                        groups: Sequence[str], title: str) -> Any:
+def predicted_vs_actual(
+    pred: NDArray[np.float64], actual: NDArray[np.float64], groups: Sequence[str], title: str
+) -> Any:
     """Scatter of eq. (10) against the measured final ``||dh||^2``, one dot per trial."""
     plt = _plt()
     fig, ax = plt.subplots(figsize=(4.2, 4))
@@ -63,8 +65,9 @@ def predicted_vs_actual(pred: NDArray[np.float64], actual: NDArray[np.float64],
     return fig
 
 
-def bars(names: Sequence[str], values: Sequence[float], *, title: str, ylabel: str,
-         log: bool = False) -> Any:
+def bars(
+    names: Sequence[str], values: Sequence[float], *, title: str, ylabel: str, log: bool = False
+) -> Any:
     plt = _plt()
     fig, ax = plt.subplots(figsize=(max(4, 0.7 * len(names)), 3.2))
     ax.bar(range(len(names)), values, color="tab:blue")
@@ -90,8 +93,13 @@ def matrices(mats: Mapping[str, NDArray[np.float64]], *, title: str) -> Any:
     return fig
 
 
-def embeddings(points: Mapping[str, NDArray[np.float64]], colors: NDArray[np.float64],
-               markers: NDArray[np.int64], *, title: str) -> Any:
+def embeddings(
+    points: Mapping[str, NDArray[np.float64]],
+    colors: NDArray[np.float64],
+    markers: NDArray[np.int64],
+    *,
+    title: str,
+) -> Any:
     """2-D MDS projections, coloured by the task-relevant feature, marker per context."""
     plt = _plt()
     fig, axes = plt.subplots(1, len(points), figsize=(3.6 * len(points), 3.4), squeeze=False)
@@ -107,8 +115,15 @@ def embeddings(points: Mapping[str, NDArray[np.float64]], colors: NDArray[np.flo
     return fig
 
 
-def lines(x: NDArray[np.float64], ys: Mapping[str, NDArray[np.float64]], *, title: str,
-          xlabel: str, ylabel: str, log: bool = False) -> Any:
+def lines(
+    x: NDArray[np.float64],
+    ys: Mapping[str, NDArray[np.float64]],
+    *,
+    title: str,
+    xlabel: str,
+    ylabel: str,
+    log: bool = False,
+) -> Any:
     plt = _plt()
     fig, ax = plt.subplots(figsize=(4.5, 3.2))
     for name, y in ys.items():

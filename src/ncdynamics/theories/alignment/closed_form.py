@@ -63,7 +63,7 @@ def conserved_q(a: ArrayLike, b: ArrayLike, X: ArrayLike, rho: ArrayLike) -> NDA
 def b_of_a(a: ArrayLike, a0: float, b0: float, X: float, rho: float) -> NDArray[np.float64]:
     """``b`` as a function of ``a`` on a trajectory, [1] eq. (24)::
 
-        b = a^2 / (rho X) + (b0/a0 - a0/(rho X)) a
+    b = a^2 / (rho X) + (b0/a0 - a0/(rho X)) a
     """
     a = np.asarray(a, dtype=np.float64)
     return a**2 / (rho * X) + (b0 / a0 - a0 / (rho * X)) * a
@@ -125,32 +125,37 @@ class FixedPointStability:
 def fixed_point_stability(ah: float, params: AlignmentParams) -> FixedPointStability:
     """Jacobian of eq. (25) at the non-trivial fixed point, [1] eqs. (29)-(31)::
 
-        S = sqrt(A_high^2 + 4 A_low^2)
-        J = [[0, -(1/tau_h) X],
-             [(tau_h/tau_y^2)(2 A_low^2 + (A_high + S)^2/2) / (4X), -(1/tau_y)(A_high/2 + S)]]
+    S = sqrt(A_high^2 + 4 A_low^2)
+    J = [[0, -(1/tau_h) X],
+         [(tau_h/tau_y^2)(2 A_low^2 + (A_high + S)^2/2) / (4X), -(1/tau_y)(A_high/2 + S)]]
     """
     rh, ry, X = params.inv_tau_h, params.inv_tau_y, params.X
     al2 = params.rho * X * params.Y
     S = np.sqrt(ah**2 + 4.0 * al2)
-    J = np.array([
-        [0.0, -rh * X],
-        [0.25 * (ry**2 / rh) / X * (2.0 * al2 + 0.5 * (ah + S) ** 2), -ry * (0.5 * ah + S)],
-    ])
-    return FixedPointStability(float(_positive_root(ah, al2)), J, float(np.trace(J)),
-                               float(np.linalg.det(J)))
+    J = np.array(
+        [
+            [0.0, -rh * X],
+            [0.25 * (ry**2 / rh) / X * (2.0 * al2 + 0.5 * (ah + S) ** 2), -ry * (0.5 * ah + S)],
+        ]
+    )
+    return FixedPointStability(
+        float(_positive_root(ah, al2)), J, float(np.trace(J)), float(np.linalg.det(J))
+    )
 
 
 def origin_jacobian(slope: float, ah: float, params: AlignmentParams) -> NDArray[np.float64]:
     """Jacobian of eq. (25) at the origin along the direction ``w/a = slope``, [1] eq. (32)::
 
-        J = [[0, -(1/tau_h) X],
-             [((1/tau_h) X slope^2 - (1/tau_y) Y)/2, (1/tau_y) A_high/2 - (1/tau_h) X slope]]
+    J = [[0, -(1/tau_h) X],
+         [((1/tau_h) X slope^2 - (1/tau_y) Y)/2, (1/tau_y) A_high/2 - (1/tau_h) X slope]]
     """
     rh, ry, X, Y = params.inv_tau_h, params.inv_tau_y, params.X, params.Y
-    return np.array([
-        [0.0, -rh * X],
-        [0.5 * (rh * X * slope**2 - ry * Y), 0.5 * ry * ah - rh * X * slope],
-    ])
+    return np.array(
+        [
+            [0.0, -rh * X],
+            [0.5 * (rh * X * slope**2 - ry * Y), 0.5 * ry * ah - rh * X * slope],
+        ]
+    )
 
 
 @dataclass(frozen=True)
@@ -198,7 +203,8 @@ def identical_outputs_solution(
     """
     if params.Y != 0:
         raise ValueError(
-            f"`params.Y` must be 0 for the identical-outputs solution; got {params.Y}.")
+            f"`params.Y` must be 0 for the identical-outputs solution; got {params.Y}."
+        )
     ts = check_array(ts, "ts", ndim=1, dtype=np.float64)
     ah = float(a_high(a0, b0, params.X, params.rho))
     r = params.inv_tau_y
@@ -209,8 +215,9 @@ def identical_outputs_solution(
     return Trajectory(ts, np.stack([a, b, b], axis=1))
 
 
-def _identical_outputs_printed(ts: NDArray[np.float64], a0: float, b0: float,
-                               params: AlignmentParams) -> NDArray[np.float64]:
+def _identical_outputs_printed(
+    ts: NDArray[np.float64], a0: float, b0: float, params: AlignmentParams
+) -> NDArray[np.float64]:
     """``a(t)`` of eq. (39) exactly as printed (exponent ``-A_high t``); for the erratum test."""
     ah = float(a_high(a0, b0, params.X, params.rho))
     return ah / (1.0 + (ah / a0 - 1.0) * np.exp(-ah * ts))
@@ -234,7 +241,12 @@ def lazy_rescale(traj: Trajectory, gain: float) -> Trajectory:
 
 
 def loss_curve(
-    ts: ArrayLike, b: ArrayLike, w: ArrayLike, ybar0: ArrayLike, y1: ArrayLike, y2: ArrayLike,
+    ts: ArrayLike,
+    b: ArrayLike,
+    w: ArrayLike,
+    ybar0: ArrayLike,
+    y1: ArrayLike,
+    y2: ArrayLike,
     inv_tau_ybar: float,
 ) -> NDArray[np.float64]:
     """Training loss of the two-point problem, [1] eq. (9)/(22)::
@@ -273,7 +285,7 @@ def final_distance_cdf(h: ArrayLike, A_low: float, X: float, G: float) -> NDArra
 def final_distance_pdf(h: ArrayLike, A_low: float, X: float, G: float) -> NDArray[np.float64]:
     """Density of the final distance, [1] eq. (48)::
 
-        f(h) = (1 + A_low^2/h^2) / (2 sqrt(pi) X G) exp(-((h - A_low^2/h)/(sqrt(2) X G))^2 / 2)
+    f(h) = (1 + A_low^2/h^2) / (2 sqrt(pi) X G) exp(-((h - A_low^2/h)/(sqrt(2) X G))^2 / 2)
     """
     h = np.asarray(h, dtype=np.float64)
     z = (h - A_low**2 / h) / (np.sqrt(2.0) * X * G)

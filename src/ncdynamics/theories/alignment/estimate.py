@@ -31,14 +31,24 @@ __all__ = ["DEFAULT_STARTS", "RateFit", "fit_loss", "fit_output_rate", "fit_rate
 
 #: Natural-log starting points ``(log 1/tau_h, log 1/tau_y)`` of the multi-start fit.
 DEFAULT_STARTS: tuple[tuple[float, float], ...] = (
-    (-3.0, -3.0), (-5.0, -3.0), (-3.0, -5.0), (-7.0, -4.0), (-9.0, -3.0), (-6.0, -8.0),
+    (-3.0, -3.0),
+    (-5.0, -3.0),
+    (-3.0, -5.0),
+    (-7.0, -4.0),
+    (-9.0, -3.0),
+    (-6.0, -8.0),
 )
 _PENALTY = 1e3
 
 
 def simulate(
-    y0: ArrayLike, ts: ArrayLike, params: AlignmentParams, *,
-    rtol: float = 1e-10, atol: float = 1e-14, max_steps: int = 20000,
+    y0: ArrayLike,
+    ts: ArrayLike,
+    params: AlignmentParams,
+    *,
+    rtol: float = 1e-10,
+    atol: float = 1e-14,
+    max_steps: int = 20000,
 ) -> Trajectory:
     """Integrate eq. (7) (or a variant of eq. (51)) of [1] with LSODA and its Jacobian.
 
@@ -70,42 +80,93 @@ def simulate(
 def _flags(params: AlignmentParams) -> tuple[float, ...]:
     """``(rh, ry, X, Y, square, factor, keep_term, sign)`` for the scalar kernels below."""
     v = params.variant
-    return (params.inv_tau_h, params.inv_tau_y, params.X, params.Y, float(v == "square"),
-            2.0 if v == "factor-two" else 1.0, 0.0 if v == "term-removed" else 1.0,
-            1.0 if v == "minus-sign" else -1.0)
+    return (
+        params.inv_tau_h,
+        params.inv_tau_y,
+        params.X,
+        params.Y,
+        float(v == "square"),
+        2.0 if v == "factor-two" else 1.0,
+        0.0 if v == "term-removed" else 1.0,
+        1.0 if v == "minus-sign" else -1.0,
+    )
 
 
-def _rhs(y: NDArray[np.float64], t: float, rh: float, ry: float, X: float, Y: float,
-         sq: float, c: float, k: float, s: float) -> list[float]:
+def _rhs(
+    y: NDArray[np.float64],
+    t: float,
+    rh: float,
+    ry: float,
+    X: float,
+    Y: float,
+    sq: float,
+    c: float,
+    k: float,
+    s: float,
+) -> list[float]:
     # Scalar version of model.drift (same equations; about 10x less Python overhead).
     a, b, w = y[0], y[1], y[2]
-    return [-rh * X * (w * w if sq else w),
-            -c * w * (ry * a + k * rh * X * b / a),
-            -0.5 * ry * (3.0 * w - b + Y) * a + s * 0.5 * rh * X * (b + w) * w / a]
+    return [
+        -rh * X * (w * w if sq else w),
+        -c * w * (ry * a + k * rh * X * b / a),
+        -0.5 * ry * (3.0 * w - b + Y) * a + s * 0.5 * rh * X * (b + w) * w / a,
+    ]
 
 
-def _jac(y: NDArray[np.float64], t: float, rh: float, ry: float, X: float, Y: float,
-         sq: float, c: float, k: float, s: float) -> list[list[float]]:
+def _jac(
+    y: NDArray[np.float64],
+    t: float,
+    rh: float,
+    ry: float,
+    X: float,
+    Y: float,
+    sq: float,
+    c: float,
+    k: float,
+    s: float,
+) -> list[list[float]]:
     # Scalar version of model.jacobian.
     a, b, w = y[0], y[1], y[2]
-    return [[0.0, 0.0, -rh * X * (2.0 * w if sq else 1.0)],
-            [c * (-w * ry + k * rh * X * w * b / (a * a)), -c * k * rh * X * w / a,
-             -c * (ry * a + k * rh * X * b / a)],
-            [-0.5 * ry * (3.0 * w - b + Y) - s * 0.5 * rh * X * (b + w) * w / (a * a),
-             0.5 * ry * a + s * 0.5 * rh * X * w / a,
-             -1.5 * ry * a + s * 0.5 * rh * X * (b + 2.0 * w) / a]]
+    return [
+        [0.0, 0.0, -rh * X * (2.0 * w if sq else 1.0)],
+        [
+            c * (-w * ry + k * rh * X * w * b / (a * a)),
+            -c * k * rh * X * w / a,
+            -c * (ry * a + k * rh * X * b / a),
+        ],
+        [
+            -0.5 * ry * (3.0 * w - b + Y) - s * 0.5 * rh * X * (b + w) * w / (a * a),
+            0.5 * ry * a + s * 0.5 * rh * X * w / a,
+            -1.5 * ry * a + s * 0.5 * rh * X * (b + 2.0 * w) / a,
+        ],
+    ]
 
 
-def _solve(y0: NDArray[np.float64], ts: NDArray[np.float64], params: AlignmentParams,
-           rtol: float, atol: float, max_steps: int) -> Trajectory:
+def _solve(
+    y0: NDArray[np.float64],
+    ts: NDArray[np.float64],
+    params: AlignmentParams,
+    rtol: float,
+    atol: float,
+    max_steps: int,
+) -> Trajectory:
     from scipy.integrate import odeint
 
     if ts.size == 1:
         return Trajectory(ts, y0[None].copy())
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        ys, info = odeint(_rhs, y0, ts, args=_flags(params), Dfun=_jac,
-                          rtol=rtol, atol=atol, mxstep=max_steps, full_output=True)
+        ys, info = odeint(
+            _rhs,
+            y0,
+            ts,
+            args=_flags(params),
+            Dfun=_jac,
+            rtol=rtol,
+            atol=atol,
+            mxstep=max_steps,
+            full_output=True,
+        )
     ok = info["message"].startswith("Integration successful") and bool(np.all(np.isfinite(ys)))
     if not ok:
         ys = np.full((ts.size, 3), np.nan)
@@ -125,7 +186,10 @@ def _weights(ts: NDArray[np.float64], quadrature: str) -> NDArray[np.float64]:
 
 
 def fit_loss(
-    ts: ArrayLike, observed: ArrayLike, theory: ArrayLike, *,
+    ts: ArrayLike,
+    observed: ArrayLike,
+    theory: ArrayLike,
+    *,
     quadrature: Literal["sum", "trapezoid"] = "sum",
 ) -> float:
     """The fit objective (49) of [1] between two ``(n_times, 3)`` trajectories.
@@ -151,10 +215,17 @@ class RateFit:
 
 
 def fit_rates(
-    ts: ArrayLike, observed: ArrayLike, *, X: float, Y: float, variant: str = "eq7",
+    ts: ArrayLike,
+    observed: ArrayLike,
+    *,
+    X: float,
+    Y: float,
+    variant: str = "eq7",
     starts: Sequence[tuple[float, float]] = DEFAULT_STARTS,
     quadrature: Literal["sum", "trapezoid"] = "sum",
-    rtol: float = 1e-10, atol: float = 1e-14, max_evals: int = 300,
+    rtol: float = 1e-10,
+    atol: float = 1e-14,
+    max_evals: int = 300,
     raise_on_failure: bool = False,
 ) -> FitResult:
     """Fit ``(1/tau_h, 1/tau_y)`` of eq. (7) (or an eq. (51) variant) to a trajectory.
@@ -202,8 +273,9 @@ def fit_rates(
     sqw = np.sqrt(_weights(ts, quadrature))[:, None]
     y0 = obs[0]
 
-    def residual(theta: NDArray[np.float64], idx: slice, tol: tuple[float, float],
-                 scale: float) -> NDArray[np.float64]:
+    def residual(
+        theta: NDArray[np.float64], idx: slice, tol: tuple[float, float], scale: float
+    ) -> NDArray[np.float64]:
         target = obs[idx]
         if np.any(np.abs(theta) > 40):
             return np.full(target.size, _PENALTY)
@@ -220,35 +292,56 @@ def fit_rates(
     runs: list[RateFit] = []
     n_total = 0
     for s in starts:
-        res = least_squares(residual, np.asarray(s, dtype=np.float64), method="lm",
-                            max_nfev=max_evals, args=coarse, xtol=1e-6, ftol=1e-8)
-        runs.append(RateFit(tuple(map(float, s)), tuple(map(float, res.x)),
-                            float(2.0 * res.cost), res.nfev))
+        res = least_squares(
+            residual,
+            np.asarray(s, dtype=np.float64),
+            method="lm",
+            max_nfev=max_evals,
+            args=coarse,
+            xtol=1e-6,
+            ftol=1e-8,
+        )
+        runs.append(
+            RateFit(tuple(map(float, s)), tuple(map(float, res.x)), float(2.0 * res.cost), res.nfev)
+        )
         n_total += res.nfev
     first = min(runs, key=lambda r: r.loss)
-    res = least_squares(residual, np.asarray(first.log_rates), method="lm",
-                        max_nfev=max_evals, args=(slice(None), (rtol, atol), 1.0))
+    res = least_squares(
+        residual,
+        np.asarray(first.log_rates),
+        method="lm",
+        max_nfev=max_evals,
+        args=(slice(None), (rtol, atol), 1.0),
+    )
     n_total += res.nfev
-    runs.append(RateFit(first.log_rates, tuple(map(float, res.x)), float(2.0 * res.cost),
-                        res.nfev))
+    runs.append(RateFit(first.log_rates, tuple(map(float, res.x)), float(2.0 * res.cost), res.nfev))
     best = min(runs, key=lambda r: r.loss)
-    params = AlignmentParams(float(np.exp(best.log_rates[0])), float(np.exp(best.log_rates[1])),
-                             X, Y, variant)
+    params = AlignmentParams(
+        float(np.exp(best.log_rates[0])), float(np.exp(best.log_rates[1])), X, Y, variant
+    )
     traj = _solve(y0, ts, params, rtol, atol, 20000)
     ok = traj.success and np.isfinite(best.loss)
     msg = "ok" if ok else "no start gave a successful solve"
     if not ok and raise_on_failure:
         raise RuntimeError(f"rate fit failed: {msg}")
-    result = FitResult(params, best.loss, ok, msg, n_total,
-                       {"trajectory": traj.ys, "starts": tuple(runs)})
+    result = FitResult(
+        params, best.loss, ok, msg, n_total, {"trajectory": traj.ys, "starts": tuple(runs)}
+    )
     if not ok:
         warnings.warn(f"rate fit did not converge: {msg}", ConvergenceWarning, stacklevel=2)
     return result
 
 
 def fit_output_rate(
-    ts: ArrayLike, loss: ArrayLike, b: ArrayLike, w: ArrayLike, *, ybar0: ArrayLike,
-    y1: ArrayLike, y2: ArrayLike, bounds: tuple[float, float] = (1e-7, 10.0),
+    ts: ArrayLike,
+    loss: ArrayLike,
+    b: ArrayLike,
+    w: ArrayLike,
+    *,
+    ybar0: ArrayLike,
+    y1: ArrayLike,
+    y2: ArrayLike,
+    bounds: tuple[float, float] = (1e-7, 10.0),
 ) -> FitResult:
     """Fit the output-mean rate ``1/tau_ybar`` of the loss (9) of [1] (App. B.1).
 
@@ -272,8 +365,15 @@ def fit_output_rate(
         th = loss_curve(ts, b, w, ybar0, y1, y2, float(np.exp(log_r)))
         return float(np.sum((L - th) ** 2))
 
-    res = minimize_scalar(objective, bounds=(np.log(lo), np.log(hi)), method="bounded",
-                          options={"xatol": 1e-6})
+    res = minimize_scalar(
+        objective, bounds=(np.log(lo), np.log(hi)), method="bounded", options={"xatol": 1e-6}
+    )
     rate = float(np.exp(res.x))
-    return FitResult(rate, float(res.fun), bool(res.success), str(res.message), int(res.nfev),
-                     {"loss_curve": loss_curve(ts, b, w, ybar0, y1, y2, rate)})
+    return FitResult(
+        rate,
+        float(res.fun),
+        bool(res.success),
+        str(res.message),
+        int(res.nfev),
+        {"loss_curve": loss_curve(ts, b, w, ybar0, y1, y2, rate)},
+    )

@@ -190,7 +190,10 @@ def drift_reduced(
     rh, ry, X, Y = params.inv_tau_h, params.inv_tau_y, params.X, params.Y
     da = -rh * X * w
     dw = -0.5 * (
-        -(ry**2 / rh) * a**3 / X + ry * Y * a + 4.0 * ry * a * w + rh * X * w**2 / a
+        -(ry**2 / rh) * a**3 / X
+        + ry * Y * a
+        + 4.0 * ry * a * w
+        + rh * X * w**2 / a
         + c * (rh * X * w - ry * a**2)
     )
     return np.stack([da, dw], axis=-1)
@@ -202,14 +205,22 @@ def jacobian_reduced(
     """Analytic Jacobian of eq. (25) in ``(a, w)``, shape (2, 2) (valid for ``a > 0``)."""
     a, w = float(y[0]), float(y[1])
     rh, ry, X, Y = params.inv_tau_h, params.inv_tau_y, params.X, params.Y
-    return np.array([
-        [0.0, -rh * X],
+    return np.array(
         [
-            -0.5 * (-3.0 * (ry**2 / rh) * a**2 / X + ry * Y + 4.0 * ry * w
-                    - rh * X * w**2 / a**2 - 2.0 * c * ry * a),
-            -0.5 * (4.0 * ry * a + 2.0 * rh * X * w / a + c * rh * X),
-        ],
-    ])
+            [0.0, -rh * X],
+            [
+                -0.5
+                * (
+                    -3.0 * (ry**2 / rh) * a**2 / X
+                    + ry * Y
+                    + 4.0 * ry * w
+                    - rh * X * w**2 / a**2
+                    - 2.0 * c * ry * a
+                ),
+                -0.5 * (4.0 * ry * a + 2.0 * rh * X * w / a + c * rh * X),
+            ],
+        ]
+    )
 
 
 @dataclass(frozen=True)
@@ -231,8 +242,12 @@ class MatrixTrajectory:
 
 
 def drift_matrix(
-    ybar: NDArray[np.float64], Dh: NDArray[np.float64], Dy: NDArray[np.float64],
-    dx: NDArray[np.float64], dtarget: NDArray[np.float64], mean_target: NDArray[np.float64],
+    ybar: NDArray[np.float64],
+    Dh: NDArray[np.float64],
+    Dy: NDArray[np.float64],
+    dx: NDArray[np.float64],
+    dtarget: NDArray[np.float64],
+    mean_target: NDArray[np.float64],
     rates: tuple[float, float, float],
 ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
     """Gradient flow of the linearisation parameters, [1] eq. (17), literally (factor 1/2).
@@ -262,11 +277,20 @@ def drift_matrix(
 
 
 def simulate_matrix(
-    Dh0: NDArray[np.float64], Dy0: NDArray[np.float64], ybar0: NDArray[np.float64],
-    x1: NDArray[np.float64], x2: NDArray[np.float64],
-    y1: NDArray[np.float64], y2: NDArray[np.float64],
-    ts: NDArray[np.float64], *, inv_tau_ybar: float, inv_tau_h: float, inv_tau_y: float,
-    rtol: float = 1e-10, atol: float = 1e-14,
+    Dh0: NDArray[np.float64],
+    Dy0: NDArray[np.float64],
+    ybar0: NDArray[np.float64],
+    x1: NDArray[np.float64],
+    x2: NDArray[np.float64],
+    y1: NDArray[np.float64],
+    y2: NDArray[np.float64],
+    ts: NDArray[np.float64],
+    *,
+    inv_tau_ybar: float,
+    inv_tau_h: float,
+    inv_tau_y: float,
+    rtol: float = 1e-10,
+    atol: float = 1e-14,
 ) -> MatrixTrajectory:
     """Integrate the matrix model (17) of [1] and return ``a, b, w, ybar`` over ``ts``.
 

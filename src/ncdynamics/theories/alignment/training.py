@@ -66,12 +66,11 @@ TABLE2: dict[str, NetConfig] = {
     "xor-intermediate": NetConfig(gain=1.25, lr=0.002, epochs=1000),
     "xor-high": NetConfig(gain=2.0, lr=3e-9, epochs=1000),
     "xor-2-layers": NetConfig(gain=0.0015, lr=0.03, epochs=40000, depth=1),
-    "blobs-very-low": NetConfig(activation="tanh", gain=0.275, lr=0.05, epochs=2000, width=100,
-                                depth=4),
-    "blobs-low": NetConfig(activation="tanh", gain=0.5, lr=0.015, epochs=1500, width=100,
-                           depth=4),
-    "blobs-high": NetConfig(activation="tanh", gain=2.0, lr=0.0015, epochs=750, width=100,
-                            depth=4),
+    "blobs-very-low": NetConfig(
+        activation="tanh", gain=0.275, lr=0.05, epochs=2000, width=100, depth=4
+    ),
+    "blobs-low": NetConfig(activation="tanh", gain=0.5, lr=0.015, epochs=1500, width=100, depth=4),
+    "blobs-high": NetConfig(activation="tanh", gain=2.0, lr=0.0015, epochs=750, width=100, depth=4),
     "mnist-pair": NetConfig(gain=0.5, lr=0.003, epochs=200, width=200, depth=4),
     "mnist-structure": NetConfig(gain=0.5, lr=0.005, epochs=200, width=200, depth=4),
 }
@@ -80,9 +79,18 @@ TABLE2: dict[str, NetConfig] = {
 def build_net(cfg: NetConfig, in_features: int, num_outputs: int, *, seed: int) -> Table1Net:
     """The network of ``cfg`` with Xavier-normal weights drawn from ``seed``."""
     gen = torch.Generator().manual_seed(check_int(seed, "seed", low=0))
-    return Table1Net(in_features, num_outputs, depth=cfg.depth, width=cfg.width,
-                     activation=cfg.activation, gain=cfg.gain, skip=cfg.skip,  # type: ignore[arg-type]
-                     dropout=cfg.dropout, conv=cfg.conv, generator=gen)
+    return Table1Net(
+        in_features,
+        num_outputs,
+        depth=cfg.depth,
+        width=cfg.width,
+        activation=cfg.activation,
+        gain=cfg.gain,
+        skip=cfg.skip,  # type: ignore[arg-type]
+        dropout=cfg.dropout,
+        conv=cfg.conv,
+        generator=gen,
+    )
 
 
 @dataclass(frozen=True)
@@ -132,12 +140,14 @@ class PairHistory:
 
     def converged(self, *, loss_tol: float = 1e-4, b_tol: float = 0.01) -> bool:
         """Spec §2.4: final eq. (1) loss below ``loss_tol`` and ``|b - Y| < b_tol max(Y, 0.01)``."""
-        return bool(self.loss[-1] < loss_tol
-                    and abs(self.b[-1] - self.Y) < b_tol * max(self.Y, 0.01))
+        return bool(
+            self.loss[-1] < loss_tol and abs(self.b[-1] - self.Y) < b_tol * max(self.Y, 0.01)
+        )
 
 
-def _record(hidden: list[torch.Tensor], out: torch.Tensor, t: torch.Tensor, pair: list[int],
-            layer: int) -> torch.Tensor:
+def _record(
+    hidden: list[torch.Tensor], out: torch.Tensor, t: torch.Tensor, pair: list[int], layer: int
+) -> torch.Tensor:
     """``(a..., b, w, pair_loss, loss, ybar...)`` as one float64 vector."""
     i, j = pair
     hs = hidden if layer == 0 else [hidden[layer - 1]]
@@ -147,16 +157,25 @@ def _record(hidden: list[torch.Tensor], out: torch.Tensor, t: torch.Tensor, pair
     b = (dy * dy).sum()
     full = 0.5 * ((o - tt) ** 2).sum(1)  # (n,)
     ybar = 0.5 * (o[i] + o[j])
-    return torch.cat([a, torch.stack([b, b - (dy * dt).sum(), 0.5 * (full[i] + full[j]),
-                                      full.mean()]), ybar])
+    return torch.cat(
+        [a, torch.stack([b, b - (dy * dt).sum(), 0.5 * (full[i] + full[j]), full.mean()]), ybar]
+    )
 
 
 def train_recording(
-    cfg: NetConfig, x: NDArray[np.floating], targets: NDArray[np.floating], *,
-    seed: int, pair: tuple[int, int] = (0, 1), layer: int | Literal["all"] | None = None,
-    optimizer: Literal["sgd", "adam"] = "sgd", loss: Literal["mse", "half-mse"] = "mse",
-    epochs: int | None = None, lr: float | None = None,
-    adam_betas: tuple[float, float] = (0.9, 0.999), batch_size: int | None = None,
+    cfg: NetConfig,
+    x: NDArray[np.floating],
+    targets: NDArray[np.floating],
+    *,
+    seed: int,
+    pair: tuple[int, int] = (0, 1),
+    layer: int | Literal["all"] | None = None,
+    optimizer: Literal["sgd", "adam"] = "sgd",
+    loss: Literal["mse", "half-mse"] = "mse",
+    epochs: int | None = None,
+    lr: float | None = None,
+    adam_betas: tuple[float, float] = (0.9, 0.999),
+    batch_size: int | None = None,
     keep_model: bool = False,
 ) -> PairHistory:
     """Train ``cfg``'s network full-batch on ``(x, targets)`` and record the pair.
@@ -188,21 +207,32 @@ def train_recording(
     t_np = check_array(targets, "targets", shape=(x.shape[0], None), dtype=np.float32)
     check_option(optimizer, "optimizer", ("sgd", "adam"))
     check_option(loss, "loss", ("mse", "half-mse"))
-    cfg = replace(cfg, epochs=cfg.epochs if epochs is None else check_int(epochs, "epochs", low=0),
-                  lr=cfg.lr if lr is None else check_scalar(lr, "lr", low=0.0, closed="neither"))
-    p = [check_int(pair[0], "pair[0]", low=0, high=x.shape[0] - 1),
-         check_int(pair[1], "pair[1]", low=0, high=x.shape[0] - 1)]
+    cfg = replace(
+        cfg,
+        epochs=cfg.epochs if epochs is None else check_int(epochs, "epochs", low=0),
+        lr=cfg.lr if lr is None else check_scalar(lr, "lr", low=0.0, closed="neither"),
+    )
+    p = [
+        check_int(pair[0], "pair[0]", low=0, high=x.shape[0] - 1),
+        check_int(pair[1], "pair[1]", low=0, high=x.shape[0] - 1),
+    ]
     if layer == "all":
         lay = 0
     else:
-        lay = middle_layer(cfg.depth) if layer is None else check_int(layer, "layer", low=1,
-                                                                     high=cfg.depth)
+        lay = (
+            middle_layer(cfg.depth)
+            if layer is None
+            else check_int(layer, "layer", low=1, high=cfg.depth)
+        )
     n = x.shape[0]
     bs = n if batch_size is None else check_int(batch_size, "batch_size", low=1)
     net = build_net(cfg, x.shape[1], t_np.shape[1], seed=seed)
     xt, tt = torch.from_numpy(x), torch.from_numpy(t_np)
-    opt = (torch.optim.SGD(net.parameters(), lr=cfg.lr) if optimizer == "sgd"
-           else torch.optim.Adam(net.parameters(), lr=cfg.lr, betas=adam_betas))
+    opt = (
+        torch.optim.SGD(net.parameters(), lr=cfg.lr)
+        if optimizer == "sgd"
+        else torch.optim.Adam(net.parameters(), lr=cfg.lr, betas=adam_betas)
+    )
     scale = 1.0 if loss == "mse" else 0.5 * t_np.shape[1]
     # Dropout and shuffling draw from this local generator; dropout masks come from torch's
     # global generator, so each step runs inside fork_rng with a seed drawn from it.
@@ -242,7 +272,7 @@ def train_recording(
             continue
         order = torch.randperm(n, generator=gen) if bs < n else torch.arange(n)
         for k in range(0, n, bs):
-            idx = order[k:k + bs]
+            idx = order[k : k + bs]
             step(xt[idx], tt[idx])
     R = torch.stack(rec).numpy()  # (n_rec, n_a + 4 + d_out)
     n_a = cfg.depth if lay == 0 else 1
@@ -250,10 +280,19 @@ def train_recording(
     if not np.all(np.isfinite(R)):
         raise FloatingPointError(f"training diverged (non-finite record) for {cfg} at lr {cfg.lr}.")
     return PairHistory(
-        np.arange(cfg.epochs + 1, dtype=np.float64), a, R[:, n_a], R[:, n_a + 1], R[:, n_a + 4:],
-        R[:, n_a + 2], R[:, n_a + 3],
+        np.arange(cfg.epochs + 1, dtype=np.float64),
+        a,
+        R[:, n_a],
+        R[:, n_a + 1],
+        R[:, n_a + 4 :],
+        R[:, n_a + 2],
+        R[:, n_a + 3],
         float(np.sum((x[p[1]] - x[p[0]]).astype(np.float64) ** 2)),
-        float(np.sum((t_np[p[1]] - t_np[p[0]]).astype(np.float64) ** 2)), lay,
-        init[0].numpy(), hidden[show - 1].numpy(), init[1].numpy(), out.numpy(),
+        float(np.sum((t_np[p[1]] - t_np[p[0]]).astype(np.float64) ** 2)),
+        lay,
+        init[0].numpy(),
+        hidden[show - 1].numpy(),
+        init[1].numpy(),
+        out.numpy(),
         net.eval() if keep_model else None,
     )

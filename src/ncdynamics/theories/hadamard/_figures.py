@@ -29,8 +29,11 @@ def _log(ax, *, x: bool = True, y: bool = False) -> None:
         if on:
             setter("log")
             axis.set_major_formatter(ticker.LogFormatter(labelOnlyBase=True))
-            minor = (ticker.LogFormatter(labelOnlyBase=False, minor_thresholds=(1, 0.4))
-                     if axis is ax.yaxis else ticker.NullFormatter())
+            minor = (
+                ticker.LogFormatter(labelOnlyBase=False, minor_thresholds=(1, 0.4))
+                if axis is ax.yaxis
+                else ticker.NullFormatter()
+            )
             axis.set_minor_formatter(minor)
 
 
@@ -86,12 +89,15 @@ def comparison_figure(
             _band(a_sv, x, c["sigma"][keep][:, :, i], col, sty, lab, log=True, shade=shade)
             _band(a_svh, x, c["sigma_hat"][keep][:, :, i], col, sty, lab, shade=shade)
         if "residual" in c:
-            _band(a_res, x, np.maximum(c["residual"][keep], 1e-17), col, sty, LABELS[which],
-                  log=True)
+            _band(
+                a_res, x, np.maximum(c["residual"][keep], 1e-17), col, sty, LABELS[which], log=True
+            )
     a_svh.axhline(1.0 / curves["random"]["sigma"].shape[-1], color="k", lw=0.8, ls="--")
     panels = [
-        (a_loss, "(a) CE loss (sum)", True), (a_nc, "(b) NC alignment", True),
-        (a_kl, "(c) KL(uniform ‖ σ̂)", True), (a_sv, "(d) singular values of Z", True),
+        (a_loss, "(a) CE loss (sum)", True),
+        (a_nc, "(b) NC alignment", True),
+        (a_kl, "(c) KL(uniform ‖ σ̂)", True),
+        (a_sv, "(d) singular values of Z", True),
         (a_svh, "(e) normalised singular values", False),
         (a_res, "(f) residual energy", True),
     ]
@@ -120,8 +126,9 @@ def reduced_figure(ts: NDArray, ys: NDArray, *, title: str, xlabel: str = "t"):
     axes[0].axhline(1 / ys.shape[1], color="k", lw=0.8, ls="--")
     axes[1].plot(ts[keep], kl_uniform(ys)[keep], color="tab:purple")
     axes[2].plot(ts[keep], metric_m(ys)[keep], color="tab:orange")
-    for ax, name in zip(axes, ("normalised singular values â", "D_KL(uniform ‖ â)", "M (Eq. 12)"),
-                        strict=True):
+    for ax, name in zip(
+        axes, ("normalised singular values â", "D_KL(uniform ‖ â)", "M (Eq. 12)"), strict=True
+    ):
         _log(ax)
         ax.set_xlabel(xlabel)
         ax.set_title(name)

@@ -156,11 +156,16 @@ def fit_reduced(
         return (pred - target).ravel()
 
     # diff_step well above the solver tolerance, so the finite-difference Jacobian is clean
-    res = least_squares(residuals, x0, method="trf", x_scale="jac", diff_step=1e-4,
-                        max_nfev=200)
+    res = least_squares(residuals, x0, method="trf", x_scale="jac", diff_step=1e-4, max_nfev=200)
     a0, c = unpack(res.x)
     fit = ReducedFit(a0, c, K, n, float(k0))
     loss = float(np.mean(res.fun**2))
-    out = FitResult(fit, loss, bool(res.success), str(res.message), int(res.nfev),
-                    {"time_scale_theory": c_theory, "step0": float(k0)})
+    out = FitResult(
+        fit,
+        loss,
+        bool(res.success),
+        str(res.message),
+        int(res.nfev),
+        {"time_scale_theory": c_theory, "step0": float(k0)},
+    )
     return out.warn_if_failed()

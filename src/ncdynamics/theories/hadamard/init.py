@@ -124,8 +124,10 @@ def hadamard_init(
         Rot = check_array(rotation, "rotation", dtype=np.float64)
         Rot = np.broadcast_to(Rot, (R, d, d)) if Rot.ndim == 2 else Rot
         if Rot.shape != (R, d, d):
-            raise ValueError(f"`rotation` must have shape ({d}, {d}) or ({R}, {d}, {d}); "
-                             f"got {np.shape(rotation)}.")
+            raise ValueError(
+                f"`rotation` must have shape ({d}, {d}) or ({R}, {d}, {d}); "
+                f"got {np.shape(rotation)}."
+            )
     U, V = reduced_basis(K, n)  # (K, K-1), (Kn, K-1)
     r = Rot[:, :, : K - 1]  # (R, d, K-1)
     W = np.einsum("ki,ri,rdi->rkd", U, alpha, r)
@@ -191,7 +193,12 @@ class Theorem8Init:
 
 
 def theorem8_init(
-    K: int, d: int, *, n: int = 1, eps: float, n_realizations: int = 1,
+    K: int,
+    d: int,
+    *,
+    n: int = 1,
+    eps: float,
+    n_realizations: int = 1,
     rng: np.random.Generator,
 ) -> Theorem8Init:
     """Draw Theorem 8's initialisation (note the ``d^{-1/2}`` scaling, unlike §6.1)."""

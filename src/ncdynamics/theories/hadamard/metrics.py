@@ -239,9 +239,7 @@ def residual_energy(Z: Any, *, n: int = 1) -> NDArray[np.float64]:
     return np.linalg.norm(resid, axis=(-2, -1)) / np.linalg.norm(Z, axis=(-2, -1))
 
 
-def ufm_metrics(
-    Z: Any, WWt: Any, HtH: Any, *, n: int = 1
-) -> dict[str, NDArray[np.float64]]:
+def ufm_metrics(Z: Any, WWt: Any, HtH: Any, *, n: int = 1) -> dict[str, NDArray[np.float64]]:
     """All metrics of [1], App. E.1, for a batch of UFM states.
 
     Parameters

@@ -97,9 +97,7 @@ class SingularValueParams:
 def _check_state(a: Any, params: ReducedParams, name: str = "a") -> NDArray[np.float64]:
     a = check_array(a, name, dtype=np.float64, min_size=1)
     if a.shape[-1] != params.K - 1:
-        raise ValueError(
-            f"`{name}` must have last axis K-1 = {params.K - 1}; got shape {a.shape}."
-        )
+        raise ValueError(f"`{name}` must have last axis K-1 = {params.K - 1}; got shape {a.shape}.")
     return a
 
 
@@ -127,9 +125,7 @@ def payoffs(a: Any, params: ReducedParams) -> tuple[NDArray[np.float64], NDArray
     return e @ params.psi, 1.0 + e.sum(axis=-1)
 
 
-def growth_rates(
-    a: Any, params: ReducedParams | SingularValueParams
-) -> NDArray[np.float64]:
+def growth_rates(a: Any, params: ReducedParams | SingularValueParams) -> NDArray[np.float64]:
     """``b / D`` of [1], Eq. (10), computed stably (log-sum-exp shift).
 
     ``b_i / D = Σ_j Ψ_ij exp(-x_j - log D)``. It is positive and at most ``K`` (since
@@ -399,17 +395,20 @@ def solve_reduced(
     check_option(flow, "flow", FLOWS)
     a0 = check_array(a0, "a0", ndim=1, shape=(K - 1,), dtype=np.float64)
     if flow != "logit" and np.any(a0 <= 0):
-        raise ValueError("`a0` must be strictly positive for the log-space flows; "
-                         f"got minimum {a0.min()!r}.")
+        raise ValueError(
+            f"`a0` must be strictly positive for the log-space flows; got minimum {a0.min()!r}."
+        )
     ts = check_array(ts, "ts", ndim=1, dtype=np.float64, min_size=1)
     if ts[0] < 0 or np.any(np.diff(ts) <= 0):
         raise ValueError("`ts` must be non-negative and strictly increasing.")
     grid = ts if ts[0] == 0 else np.concatenate([[0.0], ts])
     if flow == "regular":
-        traj = solve_ode(drift_log, np.log(a0), grid, params, rtol=rtol, atol=atol,
-                         jac=jacobian_log)
+        traj = solve_ode(
+            drift_log, np.log(a0), grid, params, rtol=rtol, atol=atol, jac=jacobian_log
+        )
         ys = np.exp(traj.ys)
     elif flow == "normalized":
+
         def rhs(t: float, y: NDArray[np.float64], p: ReducedParams) -> NDArray[np.float64]:
             a = np.exp(y)
             return drift_normalized(t, a, p) / a

@@ -35,9 +35,7 @@ COUNTEREXAMPLES: dict[str, NDArray[np.float64]] = {
     "thm4_k8": np.array([1.0, 1.0, 1.0, 1.25, 0.01, 0.01, 0.01]),
     "revkl_k8": np.array([1.0, 1.0, 1.0, 1.25, 1e-4, 1e-4, 1e-4]),
     "frobenius_k8": np.array([1.0, 1.0, 1.0, 1.25, 1e-4, 1e-4, 1e-4]),
-    "logratio_k16": np.array(
-        [5.01, 0.99, 2, 5, 1, 5, 1, 2, 1, 5, 3, 5, 1, 5, 1], dtype=np.float64
-    ),
+    "logratio_k16": np.array([5.01, 0.99, 2, 5, 1, 5, 1, 2, 1, 5, 3, 5, 1, 5, 1], dtype=np.float64),
     "fig1": np.array([1.0, 1.0, 1.0, 1.0, 1e-3, 1e-3, 1e-3]),
 }
 
@@ -147,7 +145,8 @@ def max_min_margin(K: int, support: Sequence[int] | None = None) -> MarginLP:
     A_eq = np.concatenate([np.ones(k1), [0.0]])[None]
     bounds = [(0.0, None) if i in set(supp.tolist()) else (0.0, 0.0) for i in range(k1)]
     bounds.append((None, None))
-    res = linprog(c, A_ub=A_ub, b_ub=np.zeros(k1), A_eq=A_eq, b_eq=[1.0], bounds=bounds,
-                  method="highs")
+    res = linprog(
+        c, A_ub=A_ub, b_ub=np.zeros(k1), A_eq=A_eq, b_eq=[1.0], bounds=bounds, method="highs"
+    )
     x = res.x if res.x is not None else np.full(k1 + 1, np.nan)
     return MarginLP(x[:-1], float(x[-1]), bool(res.success))

@@ -116,9 +116,7 @@ def ce_descent(W: Any, H: Any, *, n: int = 1) -> tuple[NDArray[np.float64], NDAr
     return G @ np.swapaxes(H, -1, -2), np.swapaxes(W, -1, -2) @ G
 
 
-def mse_descent(
-    W: Any, H: Any, *, n: int = 1
-) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+def mse_descent(W: Any, H: Any, *, n: int = 1) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """MSE descent directions ``((Y-WH)H^T, W^T(Y-WH))`` ([1], Eq. (4))."""
     n = check_int(n, "n", low=1)
     W, H = _check_pair(W, H, n)
@@ -244,9 +242,7 @@ def run_gd(
     return GDResult(steps, Zs, WWs, HHs, W, H)
 
 
-def run_logit_gd(
-    Z0: Any, *, steps: Any, learning_rate: float, n: int = 1
-) -> NDArray[np.float64]:
+def run_logit_gd(Z0: Any, *, steps: Any, learning_rate: float, n: int = 1) -> NDArray[np.float64]:
     """Gradient descent directly on the logits, ``Z ← Z + η (Y - P(Z))`` ([1], Eq. (13)).
 
     Parameters

@@ -30,14 +30,19 @@ def fig1(snaps, proj, labels, means, sim, nu, pair) -> Any:
     ax = fig.add_subplot(1, 2, 1)
     for c in range(3):
         sel = labels == c
-        ax.scatter(proj[sel], np.broadcast_to(snaps[:, None], proj.shape)[sel], s=6,
-                   marker=MARKERS[c], alpha=0.5, label=NAMES[c])
+        ax.scatter(
+            proj[sel],
+            np.broadcast_to(snaps[:, None], proj.shape)[sel],
+            s=6,
+            marker=MARKERS[c],
+            alpha=0.5,
+            label=NAMES[c],
+        )
         ax.plot(_rolling(means[:, c] @ nu, 50), np.arange(means.shape[0]), lw=1.5, color="k")
         ax.plot(sim[:, c] @ nu, np.arange(sim.shape[0]), ls="--", lw=1.2, color="red")
     ax.set_xlabel(rf"$\langle\nu, X\rangle$, $\nu$ from classes {pair}")
     ax.set_ylabel("iteration")
-    ax.set_title("Projected logits; black: class means, red dashed: LE-ODE (L-model)",
-                 fontsize=9)
+    ax.set_title("Projected logits; black: class means, red dashed: LE-ODE (L-model)", fontsize=9)
     ax.legend(fontsize=7)
     ax3 = fig.add_subplot(1, 2, 2, projection="3d")
     t = np.arange(means.shape[0])[::5]
@@ -105,8 +110,9 @@ def fig4(val_iters, val_loss, val_acc, p, r_alpha, r_beta, p_star) -> Any:
     lo, hi = 0.6, 1.25
     ax.axhspan(lo, 1, color="green", alpha=0.08)
     ax.axhspan(1, hi, color="red", alpha=0.08)
-    ax.set_ylim(min(lo, np.nanmin([*r_alpha, *r_beta, lo])),
-                max(hi, np.nanmax([*r_alpha, *r_beta, hi])))
+    ax.set_ylim(
+        min(lo, np.nanmin([*r_alpha, *r_beta, lo])), max(hi, np.nanmax([*r_alpha, *r_beta, hi]))
+    )
     ax.set_xlabel(r"$p_{err}$")
     ax.set_ylabel("tail index (l-model)")
     ax.legend(fontsize=8)
@@ -124,8 +130,9 @@ def fig5(real, sims: dict, rds: dict) -> Any:
         for j in range(3):
             ax.plot(t, real[:, 0, j], lw=1.5, label=f"real logit {j}")
             ax.plot(t, mean[:, 0, j], ls="--", color="k", lw=0.8)
-            ax.errorbar(bars, mean[bars, 0, j], yerr=sd[bars, 0, j], fmt="none", ecolor="grey",
-                        lw=0.6)
+            ax.errorbar(
+                bars, mean[bars, 0, j], yerr=sd[bars, 0, j], fmt="none", ecolor="grey", lw=0.6
+            )
         lo, hi = np.nanmin(real[:, 0]), np.nanmax(real[:, 0])
         pad = 0.3 * (hi - lo)
         ax.set_ylim(lo - pad, hi + pad)  # error bars (sd over random starts) are clipped

@@ -294,8 +294,7 @@ def leode_imitation(
     return LEODEImitation(out.mean(axis=1), out.std(axis=1))
 
 
-def rescale_to_real(sim: Any, real: Any, *, k: int = 0, logit: int = 0,
-                    tail: int = 1000) -> Array:
+def rescale_to_real(sim: Any, real: Any, *, k: int = 0, logit: int = 0, tail: int = 1000) -> Array:
     """Multiply ``sim`` (T, K, K) by one scalar matching real[k, logit] over the tail."""
     sim = check_array(sim, "sim", ndim=3, dtype=np.float64)
     real = check_array(real, "real", shape=sim.shape, dtype=np.float64, finite=False)

@@ -59,13 +59,28 @@ class TrainConfig:
 
 
 def _train(cfg: dict[str, Any], p_err: float, seed: int, callback: Any = None) -> TrialRecords:
-    ds = load("geomnist", n_train_per_class=cfg["n_train_per_class"],
-              n_test_per_class=cfg["n_test_per_class"], size=cfg["image_size"], seed=seed,
-              label_noise=p_err)
-    return train_trials(ds.x_train, ds.y_train, ds.x_test, ds.y_test,
-                        n_trials=cfg["n_trials"], n_iter=cfg["n_iter"], seed=seed,
-                        lr=cfg["lr"], eval_every=cfg["eval_every"],
-                        val_subset=cfg["val_subset"], num_classes=3, callback=callback)
+    ds = load(
+        "geomnist",
+        n_train_per_class=cfg["n_train_per_class"],
+        n_test_per_class=cfg["n_test_per_class"],
+        size=cfg["image_size"],
+        seed=seed,
+        label_noise=p_err,
+    )
+    return train_trials(
+        ds.x_train,
+        ds.y_train,
+        ds.x_test,
+        ds.y_test,
+        n_trials=cfg["n_trials"],
+        n_iter=cfg["n_iter"],
+        seed=seed,
+        lr=cfg["lr"],
+        eval_every=cfg["eval_every"],
+        val_subset=cfg["val_subset"],
+        num_classes=3,
+        callback=callback,
+    )
 
 
 def _train_worker(cfg: dict[str, Any], p_err: float, seed: int) -> TrialRecords:
@@ -79,8 +94,13 @@ def _train_cfg(config: Any) -> dict[str, Any]:
 
 def _log_validation(run: Any, rec: TrialRecords, prefix: str = "") -> None:
     for e, it in enumerate(rec.val_iters):
-        run.log(int(it), {f"{prefix}val_loss": float(rec.val_loss[e].mean()),
-                          f"{prefix}val_acc": float(rec.val_acc[e].mean())})
+        run.log(
+            int(it),
+            {
+                f"{prefix}val_loss": float(rec.val_loss[e].mean()),
+                f"{prefix}val_acc": float(rec.val_acc[e].mean()),
+            },
+        )
     run.flush()
 
 
@@ -111,32 +131,52 @@ def run_fig1(config: Fig1Config, run: Any, *, seed: int, progress: bool) -> None
     proj = rec.logits[snaps] @ nu  # (S, R)
     ab = estimate_ab_L(means)
     w = _smooth_window(config.window, config.n_iter)
-    sim = leode_imitation(rates_savgol(ab.A, w), rates_savgol(ab.B, w), means[0],
-                          rng=np.random.default_rng(seed), model="L", init="real").mean
+    sim = leode_imitation(
+        rates_savgol(ab.A, w),
+        rates_savgol(ab.B, w),
+        means[0],
+        rng=np.random.default_rng(seed),
+        model="L",
+        init="real",
+    ).mean
     sim = rescale_to_real(sim, means, tail=min(1000, config.n_iter // 2))
     run.save_array("class_means", 0, means.astype(np.float32))
     run.save_array("nu", 0, nu)
-    run.save_figure(_figures.fig1(snaps, proj, rec.labels[snaps], means, sim, nu, (k, l)),
-                    "fig1_separation")
+    run.save_figure(
+        _figures.fig1(snaps, proj, rec.labels[snaps], means, sim, nu, (k, l)), "fig1_separation"
+    )
     last = slice(int(0.9 * config.n_iter), config.n_iter)
     pts, lab = rec.logits[last].reshape(-1, 3), rec.labels[last].ravel()
     groups = [pts[lab == c] for c in range(3)]
     n_min = min(len(g) for g in groups)
-    sep = (pairwise_separable(np.stack([g[:n_min] for g in groups]), method="lp")
-           if n_min > 0 else np.zeros((3, 3), dtype=bool))
-    one_d = bool(len(groups[k]) and len(groups[l])
-                 and binary_separable(groups[k] @ nu, groups[l] @ nu))
+    sep = (
+        pairwise_separable(np.stack([g[:n_min] for g in groups]), method="lp")
+        if n_min > 0
+        else np.zeros((3, 3), dtype=bool)
+    )
+    one_d = bool(
+        len(groups[k]) and len(groups[l]) and binary_separable(groups[k] @ nu, groups[l] @ nu)
+    )
     train_acc = float(np.mean(rec.logits[last].argmax(-1) == rec.labels[last]))
-    run.save_summary({
-        "final_val_acc": float(rec.val_acc[-1].mean()),
-        "train_acc_last_10pct": train_acc,
-        "claims": [
-            _claim("logits of the last 10% of iterations are pairwise linearly separable "
-                   "by label (LP)", sep[np.triu_indices(3, 1)].tolist(), sep.all()),
-            _claim(f"projections on nu separate classes {k} and {l} (last 10% of iterations)",
-                   one_d, one_d),
-        ],
-    })
+    run.save_summary(
+        {
+            "final_val_acc": float(rec.val_acc[-1].mean()),
+            "train_acc_last_10pct": train_acc,
+            "claims": [
+                _claim(
+                    "logits of the last 10% of iterations are pairwise linearly separable "
+                    "by label (LP)",
+                    sep[np.triu_indices(3, 1)].tolist(),
+                    sep.all(),
+                ),
+                _claim(
+                    f"projections on nu separate classes {k} and {l} (last 10% of iterations)",
+                    one_d,
+                    one_d,
+                ),
+            ],
+        }
+    )
 
 
 # ----------------------------------------------------------------------------- Figure 3
@@ -151,12 +191,20 @@ class Fig3Config(TrainConfig):
 def run_fig3(config: Fig3Config, run: Any, *, seed: int, progress: bool) -> None:
     """A-hat, B-hat (l, L, projection), rates by Savitzky-Golay, and direct E from probes."""
     cfg = _train_cfg(config)
-    ds = load("geomnist", n_train_per_class=config.n_train_per_class,
-              n_test_per_class=config.n_test_per_class, size=config.image_size, seed=seed)
+    ds = load(
+        "geomnist",
+        n_train_per_class=config.n_train_per_class,
+        n_test_per_class=config.n_test_per_class,
+        size=config.image_size,
+        seed=seed,
+    )
     rng = np.random.default_rng(seed + 1)
-    probe_idx = np.concatenate([rng.choice(np.flatnonzero(ds.y_train == c),
-                                           config.probe_per_class, replace=False)
-                                for c in range(3)])
+    probe_idx = np.concatenate(
+        [
+            rng.choice(np.flatnonzero(ds.y_train == c), config.probe_per_class, replace=False)
+            for c in range(3)
+        ]
+    )
     xp = torch.from_numpy(ds.x_train[probe_idx])
     yp = torch.from_numpy(ds.y_train[probe_idx])
     direct: list[tuple[int, float, float, float, float]] = []
@@ -164,9 +212,15 @@ def run_fig3(config: Fig3Config, run: Any, *, seed: int, progress: bool) -> None
     def probe(trainer: Any, iteration: int) -> None:
         vals = []
         for r in range(min(config.elasticity_nets, trainer.n_trials)):
-            res = measure_elasticity(trainer.module(r), xp, yp, lr=config.lr,
-                                     n_sources_per_class=config.sources_per_class,
-                                     num_classes=3, seed=seed)
+            res = measure_elasticity(
+                trainer.module(r),
+                xp,
+                yp,
+                lr=config.lr,
+                n_sources_per_class=config.sources_per_class,
+                num_classes=3,
+                seed=seed,
+            )
             xs = res.outputs[res.sources]
             ys, yprobe = yp.numpy()[res.sources], yp.numpy()
             el = drift_from_impacts(res.impacts, xs, ys, yprobe, 3, lr=config.lr, model="l")
@@ -174,19 +228,39 @@ def run_fig3(config: Fig3Config, run: Any, *, seed: int, progress: bool) -> None
             vals.append((el.alpha, el.beta, eL.alpha, eL.beta, res.ratio))
         v = np.nanmean(np.array(vals), axis=0)
         direct.append((iteration, *v[:4]))
-        run.log(iteration, {"direct_alpha_l": v[0], "direct_beta_l": v[1],
-                            "direct_alpha_L": v[2], "direct_beta_L": v[3],
-                            "elasticity_ratio": v[4]})
+        run.log(
+            iteration,
+            {
+                "direct_alpha_l": v[0],
+                "direct_beta_l": v[1],
+                "direct_alpha_L": v[2],
+                "direct_beta_L": v[3],
+                "elasticity_ratio": v[4],
+            },
+        )
 
-    rec = train_trials(ds.x_train, ds.y_train, ds.x_test, ds.y_test,
-                       n_trials=cfg["n_trials"], n_iter=cfg["n_iter"], seed=seed, lr=cfg["lr"],
-                       eval_every=cfg["eval_every"], val_subset=cfg["val_subset"],
-                       num_classes=3, callback=probe)
+    rec = train_trials(
+        ds.x_train,
+        ds.y_train,
+        ds.x_test,
+        ds.y_test,
+        n_trials=cfg["n_trials"],
+        n_iter=cfg["n_iter"],
+        seed=seed,
+        lr=cfg["lr"],
+        eval_every=cfg["eval_every"],
+        val_subset=cfg["val_subset"],
+        num_classes=3,
+        callback=probe,
+    )
     _log_validation(run, rec)
     means = class_means_from_records(rec.logits, rec.labels, 3, fill="ffill")
     w = _smooth_window(config.window, config.n_iter)
-    est = {"l": estimate_ab_l(means), "L": estimate_ab_L(means),
-           "projection": estimate_ab_projection(means)}
+    est = {
+        "l": estimate_ab_l(means),
+        "L": estimate_ab_L(means),
+        "projection": estimate_ab_projection(means),
+    }
     rates = {name: (rates_savgol(e.A, w), rates_savgol(e.B, w)) for name, e in est.items()}
     d = np.array(direct)
     for name, e in est.items():
@@ -200,30 +274,51 @@ def run_fig3(config: Fig3Config, run: Any, *, seed: int, progress: bool) -> None
     idx = d[:, 0].astype(int).clip(0, t_end)
     late = d[:, 0] >= config.n_iter // 2
     sg_gap = (al - bl)[idx]
-    run.save_summary({
-        "A_l_final": float(est["l"].A[-1]), "B_l_final": float(est["l"].B[-1]),
-        "A_L_final": float(est["L"].A[-1]), "B_L_final": float(est["L"].B[-1]),
-        "direct_alpha_beta_l_late": [float(np.nanmean(d[late, 1])),
-                                     float(np.nanmean(d[late, 2]))],
-        "savgol_alpha_beta_l_late": [float(np.mean(al[half])), float(np.mean(bl[half]))],
-        "direct_vs_savgol_gap_at_probe_times": {
-            "iterations": d[:, 0].tolist(), "direct_alpha_minus_beta": (d[:, 1] - d[:, 2]).tolist(),
-            "savgol_alpha_minus_beta": sg_gap.tolist()},
-        "claims": [
-            _claim("A-hat (l-model) rises to a large positive value", float(est["l"].A[-1]),
-                   est["l"].A[-1] > 1 and est["l"].A[-1] > est["l"].A[config.n_iter // 4]),
-            _claim("B-hat (l-model) is negative at the end", float(est["l"].B[-1]),
-                   est["l"].B[-1] < 0),
-            _claim("B-hat (L-model) is negative at the end", float(est["L"].B[-1]),
-                   est["L"].B[-1] < 0),
-            _claim("alpha-hat dominates beta-hat in the second half (l-model, mean)",
-                   [float(np.mean(al[half])), float(np.mean(bl[half]))],
-                   np.mean(al[half]) > np.mean(bl[half])),
-            _claim("direct measurement: alpha > beta in the second half (l-model)",
-                   [float(np.nanmean(d[late, 1])), float(np.nanmean(d[late, 2]))],
-                   np.nanmean(d[late, 1]) > np.nanmean(d[late, 2])),
-        ],
-    })
+    run.save_summary(
+        {
+            "A_l_final": float(est["l"].A[-1]),
+            "B_l_final": float(est["l"].B[-1]),
+            "A_L_final": float(est["L"].A[-1]),
+            "B_L_final": float(est["L"].B[-1]),
+            "direct_alpha_beta_l_late": [
+                float(np.nanmean(d[late, 1])),
+                float(np.nanmean(d[late, 2])),
+            ],
+            "savgol_alpha_beta_l_late": [float(np.mean(al[half])), float(np.mean(bl[half]))],
+            "direct_vs_savgol_gap_at_probe_times": {
+                "iterations": d[:, 0].tolist(),
+                "direct_alpha_minus_beta": (d[:, 1] - d[:, 2]).tolist(),
+                "savgol_alpha_minus_beta": sg_gap.tolist(),
+            },
+            "claims": [
+                _claim(
+                    "A-hat (l-model) rises to a large positive value",
+                    float(est["l"].A[-1]),
+                    est["l"].A[-1] > 1 and est["l"].A[-1] > est["l"].A[config.n_iter // 4],
+                ),
+                _claim(
+                    "B-hat (l-model) is negative at the end",
+                    float(est["l"].B[-1]),
+                    est["l"].B[-1] < 0,
+                ),
+                _claim(
+                    "B-hat (L-model) is negative at the end",
+                    float(est["L"].B[-1]),
+                    est["L"].B[-1] < 0,
+                ),
+                _claim(
+                    "alpha-hat dominates beta-hat in the second half (l-model, mean)",
+                    [float(np.mean(al[half])), float(np.mean(bl[half]))],
+                    np.mean(al[half]) > np.mean(bl[half]),
+                ),
+                _claim(
+                    "direct measurement: alpha > beta in the second half (l-model)",
+                    [float(np.nanmean(d[late, 1])), float(np.nanmean(d[late, 2]))],
+                    np.nanmean(d[late, 1]) > np.nanmean(d[late, 2]),
+                ),
+            ],
+        }
+    )
 
 
 # ----------------------------------------------------------------------------- Figure 4
@@ -238,8 +333,7 @@ def run_fig4(config: Fig4Config, run: Any, *, seed: int, progress: bool) -> None
     """Phase transition in p_err: validation curves and tail indices (Fig. 4)."""
     cfg = _train_cfg(config)
     args = [(cfg, float(p), seed + 1000 * i) for i, p in enumerate(config.p_errs)]
-    recs = run_trials(_train_worker, args, workers=config.workers, progress=progress,
-                      desc="p_err")
+    recs = run_trials(_train_worker, args, workers=config.workers, progress=progress, desc="p_err")
     r_alpha, r_beta, finals = [], [], []
     for i, (p, rec) in enumerate(zip(config.p_errs, recs, strict=True)):
         means = class_means_from_records(rec.logits, rec.labels, 3, fill="ffill")
@@ -255,9 +349,18 @@ def run_fig4(config: Fig4Config, run: Any, *, seed: int, progress: bool) -> None
     run.flush()
     p = np.asarray(config.p_errs)
     ra, rb = np.asarray(r_alpha), np.asarray(r_beta)
-    run.save_figure(_figures.fig4(recs[0].val_iters, [r.val_loss for r in recs],
-                                  [r.val_acc for r in recs], p, ra, rb, P_STAR),
-                    "fig4_phase_transition")
+    run.save_figure(
+        _figures.fig4(
+            recs[0].val_iters,
+            [r.val_loss for r in recs],
+            [r.val_acc for r in recs],
+            p,
+            ra,
+            rb,
+            P_STAR,
+        ),
+        "fig4_phase_transition",
+    )
     rmin = np.minimum(ra, rb)
     cross = [float(x) for x, v in zip(p, rmin, strict=True) if v >= 1]
     above = p >= P_STAR - 1e-9
@@ -265,20 +368,43 @@ def run_fig4(config: Fig4Config, run: Any, *, seed: int, progress: bool) -> None
     claims = []
     if above.any():
         claims += [
-            _claim("p_err >= 2/3: final validation accuracy <= 1/3 (+0.02)",
-                   acc[above].tolist(), np.all(acc[above] <= 1 / 3 + 0.02)),
-            _claim("p_err >= 2/3: validation loss does not fall below log 3 - 0.01",
-                   loss[above].tolist(), np.all(loss[above] >= np.log(3) - 0.01)),
+            _claim(
+                "p_err >= 2/3: final validation accuracy <= 1/3 (+0.02)",
+                acc[above].tolist(),
+                np.all(acc[above] <= 1 / 3 + 0.02),
+            ),
+            _claim(
+                "p_err >= 2/3: validation loss does not fall below log 3 - 0.01",
+                loss[above].tolist(),
+                np.all(loss[above] >= np.log(3) - 0.01),
+            ),
         ]
     if (p == 0).any():
-        claims.append(_claim("p_err = 0: final validation accuracy >= 0.9",
-                             float(acc[p == 0][0]), acc[p == 0][0] >= 0.9))
-    claims.append(_claim("min(r_alpha, r_beta) (l-model) first reaches 1 near p_err 0.6-2/3 "
-                         "(accepted: 0.5 < p <= 0.7)", cross[0] if cross else None,
-                         bool(cross) and 0.5 < cross[0] <= 0.7))
-    run.save_summary({"p_err": p.tolist(), "r_alpha": ra.tolist(), "r_beta": rb.tolist(),
-                      "final_val_loss": loss.tolist(), "final_val_acc": acc.tolist(),
-                      "claims": claims})
+        claims.append(
+            _claim(
+                "p_err = 0: final validation accuracy >= 0.9",
+                float(acc[p == 0][0]),
+                acc[p == 0][0] >= 0.9,
+            )
+        )
+    claims.append(
+        _claim(
+            "min(r_alpha, r_beta) (l-model) first reaches 1 near p_err 0.6-2/3 "
+            "(accepted: 0.5 < p <= 0.7)",
+            cross[0] if cross else None,
+            bool(cross) and 0.5 < cross[0] <= 0.7,
+        )
+    )
+    run.save_summary(
+        {
+            "p_err": p.tolist(),
+            "r_alpha": ra.tolist(),
+            "r_beta": rb.tolist(),
+            "final_val_loss": loss.tolist(),
+            "final_val_acc": acc.tolist(),
+            "claims": claims,
+        }
+    )
 
 
 # ----------------------------------------------------------------------------- Figure 5
@@ -301,8 +427,7 @@ def run_fig5(config: Fig5Config, run: Any, *, seed: int, progress: bool) -> None
     for est_name, est in (("l", estimate_ab_l(means)), ("L", estimate_ab_L(means))):
         al, be = rates_savgol(est.A, w), rates_savgol(est.B, w)
         for model in ("L", "l"):
-            out = leode_imitation(al, be, means[0], rng=rng, n_runs=config.n_runs,
-                                  model=model)
+            out = leode_imitation(al, be, means[0], rng=rng, n_runs=config.n_runs, model=model)
             scaled = rescale_to_real(out.mean, means, tail=tail)
             factor = float(np.sum(scaled * out.mean) / max(np.sum(out.mean**2), 1e-300))
             sims[(est_name, model)] = (scaled, out.sd * abs(factor))
@@ -311,8 +436,9 @@ def run_fig5(config: Fig5Config, run: Any, *, seed: int, progress: bool) -> None
     for est_name, est in (("l", estimate_ab_l(means)), ("L", estimate_ab_L(means))):
         al, be = rates_savgol(est.A, w), rates_savgol(est.B, w)
         det = leode_imitation(al, be, means[0], rng=rng, model="L", init="real").mean
-        real_init[est_name] = relative_distance(means, rescale_to_real(det, means, tail=tail),
-                                                model="L")
+        real_init[est_name] = relative_distance(
+            means, rescale_to_real(det, means, tail=tail), model="L"
+        )
     for key, (m, _) in sims.items():
         run.save_array(f"sim_{key[0]}est_{key[1]}model", 0, m.astype(np.float32))
     run.save_array("real_means", 0, means.astype(np.float32))
@@ -320,17 +446,27 @@ def run_fig5(config: Fig5Config, run: Any, *, seed: int, progress: bool) -> None
     term = slice(config.n_iter - tail, config.n_iter)
     rd_term = {f"{a}-est/{b}-model": float(np.nanmean(v[term])) for (a, b), v in rds.items()}
     rd_L, rd_l = rd_term["L-est/L-model"], rd_term["L-est/l-model"]
-    run.save_summary({
-        "terminal_rd": rd_term,
-        "terminal_rd_L_model_started_at_real_means": {
-            f"{a}-est": float(np.nanmean(v[term])) for a, v in real_init.items()},
-        "claims": [
-            _claim("RD of the L-model LE-ODE is of order 1e-2-1e-1 in the terminal phase "
-                   "(L-estimates)", rd_L, 1e-3 <= rd_L <= 0.2),
-            _claim("RD of the L-model is lower than that of the l-model (terminal phase)",
-                   [rd_L, rd_l], rd_L < rd_l),
-        ],
-    })
+    run.save_summary(
+        {
+            "terminal_rd": rd_term,
+            "terminal_rd_L_model_started_at_real_means": {
+                f"{a}-est": float(np.nanmean(v[term])) for a, v in real_init.items()
+            },
+            "claims": [
+                _claim(
+                    "RD of the L-model LE-ODE is of order 1e-2-1e-1 in the terminal phase "
+                    "(L-estimates)",
+                    rd_L,
+                    1e-3 <= rd_L <= 0.2,
+                ),
+                _claim(
+                    "RD of the L-model is lower than that of the l-model (terminal phase)",
+                    [rd_L, rd_l],
+                    rd_L < rd_l,
+                ),
+            ],
+        }
+    )
 
 
 # ----------------------------------------------------------------------------- theory demos
@@ -350,23 +486,46 @@ def run_thm21(config: Thm21Config, run: Any, *, seed: int, progress: bool) -> No
     rng = np.random.default_rng(seed)
     probs = []
     for a in config.alphas:
-        est = theorem21_probability(a, config.beta, t_end=config.t_end, rng=rng, n=config.n,
-                                    sigma=config.sigma, h=config.h, n_reps=config.n_reps)
+        est = theorem21_probability(
+            a,
+            config.beta,
+            t_end=config.t_end,
+            rng=rng,
+            n=config.n,
+            sigma=config.sigma,
+            h=config.h,
+            n_reps=config.n_reps,
+        )
         probs.append(est.probability)
         run.log(len(probs) - 1, {"alpha_minus_beta": a - config.beta, "p_sep": est.probability})
     run.flush()
     gap = np.asarray(config.alphas) - config.beta
     probs_a = np.asarray(probs)
-    run.save_figure(_figures.thm_probability(gap, probs_a, r"$\alpha-\beta$",
-                                             "Theorem 2.1: binary LE-SDE", threshold=0.0),
-                    "thm21")
+    run.save_figure(
+        _figures.thm_probability(
+            gap, probs_a, r"$\alpha-\beta$", "Theorem 2.1: binary LE-SDE", threshold=0.0
+        ),
+        "thm21",
+    )
     strong, none = gap >= 0.4 - 1e-12, gap <= 1e-12
-    run.save_summary({"alpha_minus_beta": gap.tolist(), "p_sep": probs, "claims": [
-        _claim("alpha - beta >= 0.4: separable with probability >= 0.95",
-               probs_a[strong].tolist(), np.all(probs_a[strong] >= 0.95)),
-        _claim("alpha <= beta: separable with probability <= 0.05",
-               probs_a[none].tolist(), np.all(probs_a[none] <= 0.05)),
-    ]})
+    run.save_summary(
+        {
+            "alpha_minus_beta": gap.tolist(),
+            "p_sep": probs,
+            "claims": [
+                _claim(
+                    "alpha - beta >= 0.4: separable with probability >= 0.95",
+                    probs_a[strong].tolist(),
+                    np.all(probs_a[strong] >= 0.95),
+                ),
+                _claim(
+                    "alpha <= beta: separable with probability <= 0.05",
+                    probs_a[none].tolist(),
+                    np.all(probs_a[none] <= 0.05),
+                ),
+            ],
+        }
+    )
 
 
 @dataclass(frozen=True)
@@ -384,75 +543,144 @@ def run_thm31(config: Thm31Config, run: Any, *, seed: int, progress: bool) -> No
     rng = np.random.default_rng(seed)
     probs = []
     for r in config.rs:
-        est = theorem31_probability(r, t_end=config.t_end, rng=rng, n=config.n, h=config.h,
-                                    n_reps=config.n_reps, method=config.method)
+        est = theorem31_probability(
+            r,
+            t_end=config.t_end,
+            rng=rng,
+            n=config.n,
+            h=config.h,
+            n_reps=config.n_reps,
+            method=config.method,
+        )
         probs.append(est.probability)
         run.log(len(probs) - 1, {"r": r, "p_sep": est.probability})
     run.flush()
     rs, probs_a = np.asarray(config.rs), np.asarray(probs)
-    run.save_figure(_figures.thm_probability(rs, probs_a, r"decay exponent $r$ of $\gamma$",
-                                             "Theorem 3.1: l-model LE-SDE, K=3", threshold=1.0),
-                    "thm31")
+    run.save_figure(
+        _figures.thm_probability(
+            rs,
+            probs_a,
+            r"decay exponent $r$ of $\gamma$",
+            "Theorem 3.1: l-model LE-SDE, K=3",
+            threshold=1.0,
+        ),
+        "thm31",
+    )
     fast, slow = rs <= 0.5, rs >= 1.5
-    run.save_summary({"r": rs.tolist(), "p_sep": probs, "claims": [
-        _claim("gamma = omega(1/t) (r <= 0.5): separable with probability >= 0.95",
-               probs_a[fast].tolist(), np.all(probs_a[fast] >= 0.95)),
-        _claim("gamma = o(1/t) (r >= 1.5): separable with probability <= 0.05",
-               probs_a[slow].tolist(), np.all(probs_a[slow] <= 0.05)),
-    ]})
+    run.save_summary(
+        {
+            "r": rs.tolist(),
+            "p_sep": probs,
+            "claims": [
+                _claim(
+                    "gamma = omega(1/t) (r <= 0.5): separable with probability >= 0.95",
+                    probs_a[fast].tolist(),
+                    np.all(probs_a[fast] >= 0.95),
+                ),
+                _claim(
+                    "gamma = o(1/t) (r >= 1.5): separable with probability <= 0.05",
+                    probs_a[slow].tolist(),
+                    np.all(probs_a[slow] <= 0.05),
+                ),
+            ],
+        }
+    )
 
 
 # ----------------------------------------------------------------------------- registry
-_SMOKE_TRAIN = {"n_train_per_class": 30, "n_test_per_class": 10, "n_trials": 3,
-                "n_iter": 150, "eval_every": 50, "val_subset": 30}
+_SMOKE_TRAIN = {
+    "n_train_per_class": 30,
+    "n_test_per_class": 10,
+    "n_trials": 3,
+    "n_iter": 150,
+    "eval_every": 50,
+    "val_subset": 30,
+}
 _PAPER_TRAIN = {"n_trials": 100, "n_iter": 100_000, "eval_every": 1000, "val_subset": 1500}
 
 EXPERIMENTS = (
     ExperimentSpec(
-        name="lesde.fig1", theory="lesde",
+        name="lesde.fig1",
+        theory="lesde",
         summary="Fig. 1: logits of R GEOMNIST LeNets separate (1-D on nu, 3-D class means)",
-        config=Fig1Config, run=run_fig1,
+        config=Fig1Config,
+        run=run_fig1,
         presets={"smoke": {**_SMOKE_TRAIN, "n_snapshots": 10}, "cpu": {}, "paper": _PAPER_TRAIN},
     ),
     ExperimentSpec(
-        name="lesde.fig3", theory="lesde",
+        name="lesde.fig3",
+        theory="lesde",
         summary="Fig. 3: A, B, alpha, beta by the l/L/projection estimators and direct probes",
-        config=Fig3Config, run=run_fig3,
-        presets={"smoke": {**_SMOKE_TRAIN, "window": 21, "probe_per_class": 4,
-                           "sources_per_class": 2, "elasticity_nets": 1},
-                 "cpu": {"window": 301},
-                 "paper": {**_PAPER_TRAIN, "n_trials": 100, "window": 191}},
+        config=Fig3Config,
+        run=run_fig3,
+        presets={
+            "smoke": {
+                **_SMOKE_TRAIN,
+                "window": 21,
+                "probe_per_class": 4,
+                "sources_per_class": 2,
+                "elasticity_nets": 1,
+            },
+            "cpu": {"window": 301},
+            "paper": {**_PAPER_TRAIN, "n_trials": 100, "window": 191},
+        },
     ),
     ExperimentSpec(
-        name="lesde.fig4", theory="lesde",
+        name="lesde.fig4",
+        theory="lesde",
         summary="Fig. 4: phase transition in label noise p_err (val curves, tail indices)",
-        config=Fig4Config, run=run_fig4,
-        presets={"smoke": {**_SMOKE_TRAIN, "n_trials": 2, "n_iter": 160, "p_errs": (0.0, 0.8),
-                           "workers": 1, "tail": 50},
-                 "cpu": {},
-                 "paper": {**_PAPER_TRAIN, "p_errs": (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6,
-                                                      2.0 / 3.0, 0.7, 0.8)}},
+        config=Fig4Config,
+        run=run_fig4,
+        presets={
+            "smoke": {
+                **_SMOKE_TRAIN,
+                "n_trials": 2,
+                "n_iter": 160,
+                "p_errs": (0.0, 0.8),
+                "workers": 1,
+                "tail": 50,
+            },
+            "cpu": {},
+            "paper": {
+                **_PAPER_TRAIN,
+                "p_errs": (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 2.0 / 3.0, 0.7, 0.8),
+            },
+        },
     ),
     ExperimentSpec(
-        name="lesde.fig5", theory="lesde",
+        name="lesde.fig5",
+        theory="lesde",
         summary="Fig. 5: LE-ODE driven by estimated rates imitates real logits (RD)",
-        config=Fig5Config, run=run_fig5,
-        presets={"smoke": {**_SMOKE_TRAIN, "n_runs": 20, "tail": 50}, "cpu": {},
-                 "paper": _PAPER_TRAIN},
+        config=Fig5Config,
+        run=run_fig5,
+        presets={
+            "smoke": {**_SMOKE_TRAIN, "n_runs": 20, "tail": 50},
+            "cpu": {},
+            "paper": _PAPER_TRAIN,
+        },
     ),
     ExperimentSpec(
-        name="lesde.thm21", theory="lesde",
+        name="lesde.thm21",
+        theory="lesde",
         summary="Theorem 2.1: binary separation iff alpha > beta (Monte Carlo)",
-        config=Thm21Config, run=run_thm21,
-        presets={"smoke": {"n_reps": 10, "n": 50, "h": 0.05, "alphas": (-0.2, 0.4)},
-                 "cpu": {}, "paper": {"n_reps": 1000}},
+        config=Thm21Config,
+        run=run_thm21,
+        presets={
+            "smoke": {"n_reps": 10, "n": 50, "h": 0.05, "alphas": (-0.2, 0.4)},
+            "cpu": {},
+            "paper": {"n_reps": 1000},
+        },
     ),
     ExperimentSpec(
-        name="lesde.thm31", theory="lesde",
+        name="lesde.thm31",
+        theory="lesde",
         summary="Theorem 3.1: separation iff gamma(t) decays slower than 1/t (Monte Carlo)",
-        config=Thm31Config, run=run_thm31,
-        presets={"smoke": {"n_reps": 4, "rs": (0.5, 1.5), "n": 30, "h": 0.2,
-                           "method": "meandiff"},
-                 "cpu": {}, "paper": {"n_reps": 200, "t_end": 2000.0}},
+        config=Thm31Config,
+        run=run_thm31,
+        presets={
+            "smoke": {"n_reps": 4, "rs": (0.5, 1.5), "n": 30, "h": 0.2, "method": "meandiff"},
+            "cpu": {},
+            "paper": {"n_reps": 200, "t_end": 2000.0},
+        },
     ),
 )

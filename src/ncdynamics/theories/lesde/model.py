@@ -108,11 +108,17 @@ def as_rate(r: Any, name: str = "rate", *, times: Any = None) -> Rate:
         return Rate(r, _quad_integral(lambda s: float(r(s))))
     if np.ndim(r) == 0:
         c = check_scalar(r, name)
-        return Rate(lambda t: np.full(np.shape(t), c) if np.ndim(t) else c,
-                    lambda t: c * np.asarray(t, dtype=np.float64) if np.ndim(t) else c * t, c)
+        return Rate(
+            lambda t: np.full(np.shape(t), c) if np.ndim(t) else c,
+            lambda t: c * np.asarray(t, dtype=np.float64) if np.ndim(t) else c * t,
+            c,
+        )
     vals = check_array(r, name, ndim=1, dtype=np.float64, min_size=1)
-    grid = (np.arange(vals.size, dtype=np.float64) if times is None
-            else check_array(times, "times", shape=(vals.size,), dtype=np.float64))
+    grid = (
+        np.arange(vals.size, dtype=np.float64)
+        if times is None
+        else check_array(times, "times", shape=(vals.size,), dtype=np.float64)
+    )
     if vals.size > 1 and np.any(np.diff(grid) <= 0):
         raise ValueError("`times` must be strictly increasing.")
     cum = np.concatenate([[0.0], np.cumsum(np.diff(grid) * (vals[1:] + vals[:-1]) / 2)])
@@ -172,9 +178,7 @@ def h_logits(num_classes: int) -> Array:
     return np.broadcast_to(hb[None], (hb.shape[0], *hb.shape)).copy()
 
 
-def drift_matrix(
-    alpha: float, beta: float, h: Any, *, class_probs: Any = None
-) -> Array:
+def drift_matrix(alpha: float, beta: float, h: Any, *, class_probs: Any = None) -> Array:
     """Drift matrix M of the LE-SDE (5) for constant alpha, beta.
 
     Block (k, l) is ``E_kl H_kl pi_l`` with pi_l = 1/K for balanced sampling ([1], eq. (5);
@@ -234,16 +238,18 @@ class LEParams:
     class_probs: Array = field(default=None)  # type: ignore[assignment]
 
     @classmethod
-    def make(cls, alpha: Any, beta: Any, h: Any, *, sigma: float = 0.0,
-             class_probs: Any = None) -> LEParams:
+    def make(
+        cls, alpha: Any, beta: Any, h: Any, *, sigma: float = 0.0, class_probs: Any = None
+    ) -> LEParams:
         """Build validated parameters from constants, callables or arrays."""
         h = check_array(h, "h", ndim=4, dtype=np.float64)
         k, _, p, _ = h.shape
         if h.shape != (k, k, p, p):
             raise ValueError(f"`h` must have shape (K, K, p, p); got {h.shape}.")
         sigma = check_scalar(sigma, "sigma", low=0.0)
-        return cls(as_rate(alpha, "alpha"), as_rate(beta, "beta"), h, sigma,
-                   _class_probs(class_probs, k))
+        return cls(
+            as_rate(alpha, "alpha"), as_rate(beta, "beta"), h, sigma, _class_probs(class_probs, k)
+        )
 
     @property
     def num_classes(self) -> int:
@@ -357,8 +363,10 @@ def L_model_s(t: Any, s0: Any, alpha: Any, beta: Any) -> Array:
     a = np.asarray(as_rate(alpha, "alpha").integral(ts))
     b = np.asarray(as_rate(beta, "beta").integral(ts))
     sbar = s0.mean()
-    return (sbar * np.exp((a - b) / k)[:, None]
-            + (s0 - sbar)[None] * np.exp((a + b / (k - 1)) / k)[:, None])
+    return (
+        sbar * np.exp((a - b) / k)[:, None]
+        + (s0 - sbar)[None] * np.exp((a + b / (k - 1)) / k)[:, None]
+    )
 
 
 def _s_coordinates(x: Array) -> Array:
@@ -423,6 +431,7 @@ def _quad_mode_integrals(ts: Array, ra: Rate, rb: Rate, lam: dict) -> dict:
     order = np.argsort(ts)
     for rname, r in (("a", ra), ("b", rb)):
         for mode, f in lam.items():
+
             def integrand(s: float, r=r, f=f) -> float:
                 return float(r(s)) * float(np.exp(f(ra.integral(s), rb.integral(s))))
 

@@ -79,17 +79,15 @@ def linearly_separable(a: Any, b: Any) -> bool:
     a, b = a / scale, b / scale
     p = a.shape[1]
     # variables (w, c); constraints -(a w - c) <= -1 and (b w - c) <= -1
-    a_ub = np.vstack([np.hstack([-a, np.ones((len(a), 1))]),
-                      np.hstack([b, -np.ones((len(b), 1))])])
+    a_ub = np.vstack([np.hstack([-a, np.ones((len(a), 1))]), np.hstack([b, -np.ones((len(b), 1))])])
     b_ub = -np.ones(len(a) + len(b))
-    res = linprog(np.zeros(p + 1), A_ub=a_ub, b_ub=b_ub, bounds=[(None, None)] * (p + 1),
-                  method="highs")
+    res = linprog(
+        np.zeros(p + 1), A_ub=a_ub, b_ub=b_ub, bounds=[(None, None)] * (p + 1), method="highs"
+    )
     return bool(res.status == 0)
 
 
-def pairwise_separable(
-    x: Any, *, method: Literal["lp", "meandiff"] = "lp"
-) -> Array:
+def pairwise_separable(x: Any, *, method: Literal["lp", "meandiff"] = "lp") -> Array:
     """Pairwise separability of K classes (Def. C.1): for every pair k < l a hyperplane.
 
     Parameters
@@ -233,8 +231,9 @@ def theorem31_probability(
     x0 = rng.standard_normal((n_reps, k, n, p)) + np.eye(k, p)[None, :, None, :]
     n_steps = int(round(t_end / h))
     paths = simulate_sde(params, x0, h=h, n_steps=n_steps, rng=rng, record_every=n_steps)
-    sep = np.array([pairwise_separable(paths.xs[i, -1], method=method).all()
-                    for i in range(n_reps)])
+    sep = np.array(
+        [pairwise_separable(paths.xs[i, -1], method=method).all() for i in range(n_reps)]
+    )
     return SeparationEstimate(float(sep.mean()), n_reps, sep)
 
 

@@ -131,9 +131,14 @@ def simulate_sde(
     ts = rec_steps * h
     x0_mean = x0.mean(axis=2)  # (R, K, p)
     if drift_mode == "mean-field":
-        c = (x0_mean if mean_field_init is None else
-             np.broadcast_to(check_array(mean_field_init, "mean_field_init", shape=(k, p),
-                                         dtype=np.float64), (r, k, p)))
+        c = (
+            x0_mean
+            if mean_field_init is None
+            else np.broadcast_to(
+                check_array(mean_field_init, "mean_field_init", shape=(k, p), dtype=np.float64),
+                (r, k, p),
+            )
+        )
         field = c.reshape(r, k * p).copy()
     sigma = params.sigma
     means = np.empty((r, rec_steps.size, k, p))
@@ -204,16 +209,20 @@ def solve_leode(
     ts = check_array(ts, "ts", ndim=1, dtype=np.float64, min_size=1)
     check_option(method, "method", ("rk", "euler"))
     if x0.shape[-2:] != (params.num_classes, params.dim):
-        raise ValueError(
-            f"`x0` must end in ({params.num_classes}, {params.dim}); got {x0.shape}."
-        )
+        raise ValueError(f"`x0` must end in ({params.num_classes}, {params.dim}); got {x0.shape}.")
     if method == "rk":
         from scipy.integrate import solve_ivp
 
         shape = x0.shape
-        sol = solve_ivp(lambda t, y: drift(t, y.reshape(shape), params).ravel(),
-                        (ts[0], ts[-1]), x0.ravel(), t_eval=ts, method="DOP853",
-                        rtol=1e-10, atol=1e-12)
+        sol = solve_ivp(
+            lambda t, y: drift(t, y.reshape(shape), params).ravel(),
+            (ts[0], ts[-1]),
+            x0.ravel(),
+            t_eval=ts,
+            method="DOP853",
+            rtol=1e-10,
+            atol=1e-12,
+        )
         if not sol.success:
             raise RuntimeError(f"LE-ODE integration failed: {sol.message}")
         return sol.y.T.reshape(ts.size, *shape)

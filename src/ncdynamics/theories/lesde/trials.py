@@ -70,9 +70,15 @@ def merge_records(parts: list[TrialRecords]) -> TrialRecords:
     if not parts:
         raise ValueError("`parts` must hold at least one TrialRecords.")
     cat = lambda name, axis: np.concatenate([getattr(p, name) for p in parts], axis=axis)
-    return replace(parts[0], logits=cat("logits", 1), labels=cat("labels", 1),
-                   sample_idx=cat("sample_idx", 1), train_loss=cat("train_loss", 1),
-                   val_loss=cat("val_loss", 1), val_acc=cat("val_acc", 1))
+    return replace(
+        parts[0],
+        logits=cat("logits", 1),
+        labels=cat("labels", 1),
+        sample_idx=cat("sample_idx", 1),
+        train_loss=cat("train_loss", 1),
+        val_loss=cat("val_loss", 1),
+        val_acc=cat("val_acc", 1),
+    )
 
 
 def _conv(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
@@ -91,8 +97,9 @@ def lenet_forward_batched(params: dict[str, torch.Tensor], x: torch.Tensor) -> t
     params: stacked LeNet state (leading axis R); x (B, R, C, H, W) -> (R, B, K)
     """
     bsz, r = x.shape[:2]
-    h = F.max_pool2d(F.relu(_conv(x.flatten(1, 2), params["body.0.weight"],
-                                  params["body.0.bias"])), 2)  # (B, R*6, ., .)
+    h = F.max_pool2d(
+        F.relu(_conv(x.flatten(1, 2), params["body.0.weight"], params["body.0.bias"])), 2
+    )  # (B, R*6, ., .)
     h = F.max_pool2d(F.relu(_conv(h, params["body.3.weight"], params["body.3.bias"])), 2)
     h = h.view(bsz, r, -1).transpose(0, 1)  # (R, B, 400)
     h = F.relu(_linear(h, params["body.7.weight"], params["body.7.bias"]))
@@ -106,8 +113,9 @@ def _pool_relu(c: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     return F.relu(pooled), idx
 
 
-def _unpool(grad: torch.Tensor, idx: torch.Tensor, pooled: torch.Tensor,
-            pre: torch.Tensor) -> torch.Tensor:
+def _unpool(
+    grad: torch.Tensor, idx: torch.Tensor, pooled: torch.Tensor, pre: torch.Tensor
+) -> torch.Tensor:
     """Backward of :func:`_pool_relu`: route ``grad`` to the argmax positions of ``pre``.
 
     The relu derivative at the argmax is ``pooled > 0``; pooling windows do not overlap,
@@ -118,8 +126,9 @@ def _unpool(grad: torch.Tensor, idx: torch.Tensor, pooled: torch.Tensor,
     return out.view_as(pre)
 
 
-def _fused_sgd_step(p: dict[str, torch.Tensor], x: torch.Tensor, y: torch.Tensor,
-                    lr: float) -> tuple[torch.Tensor, torch.Tensor]:
+def _fused_sgd_step(
+    p: dict[str, torch.Tensor], x: torch.Tensor, y: torch.Tensor, lr: float
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Forward, hand-written backward and in-place SGD update of R LeNets (batch size 1).
 
     x (R, C, H, W), y (R,) -> pre-update logits (R, K) and losses (R,). The weight updates
@@ -155,14 +164,36 @@ def _fused_sgd_step(p: dict[str, torch.Tensor], x: torch.Tensor, y: torch.Tensor
         d = d_in * (pre > 0) if pre is not None else d_in
     g2 = _unpool(d.reshape(p2.shape), i2, p2, c2)
     w2 = p["body.3.weight"]
-    gi, gw, gb = conv_bwd(g2, p1, w2.flatten(0, 1), [g2.shape[1]], [1, 1], [0, 0], [1, 1],
-                          False, [0, 0], r, [True, True, True])
+    gi, gw, gb = conv_bwd(
+        g2,
+        p1,
+        w2.flatten(0, 1),
+        [g2.shape[1]],
+        [1, 1],
+        [0, 0],
+        [1, 1],
+        False,
+        [0, 0],
+        r,
+        [True, True, True],
+    )
     w2.sub_(lr * gw.view_as(w2))
     p["body.3.bias"].sub_(lr * gb.view(r, -1))
     g1 = _unpool(gi, i1, p1, c1)
     w1 = p["body.0.weight"]
-    _, gw, gb = conv_bwd(g1, x1, w1.flatten(0, 1), [g1.shape[1]], [1, 1], [0, 0], [1, 1],
-                         False, [0, 0], r, [False, True, True])
+    _, gw, gb = conv_bwd(
+        g1,
+        x1,
+        w1.flatten(0, 1),
+        [g1.shape[1]],
+        [1, 1],
+        [0, 0],
+        [1, 1],
+        False,
+        [0, 0],
+        r,
+        [False, True, True],
+    )
     w1.sub_(lr * gw.view_as(w1))
     p["body.0.bias"].sub_(lr * gb.view(r, -1))
     return logits, loss
@@ -201,8 +232,10 @@ class BatchedTrainer:
         self.n_trials = check_int(n_trials, "n_trials", low=1)
         self.lr = check_scalar(lr, "lr", low=0.0, closed="neither")
         self.method = check_option(method, "method", METHODS)
-        nets = [LeNet(in_channels, num_classes, input_size=input_size, generator=generator)
-                .to(dtype) for _ in range(self.n_trials)]
+        nets = [
+            LeNet(in_channels, num_classes, input_size=input_size, generator=generator).to(dtype)
+            for _ in range(self.n_trials)
+        ]
         params, _ = stack_module_state(nets)
         self.params = {k: v.detach().clone() for k, v in params.items()}
         self._template = copy.deepcopy(nets[0])
@@ -246,20 +279,24 @@ class BatchedTrainer:
         return logits, loss
 
     @torch.no_grad()
-    def evaluate(self, x: torch.Tensor, y: torch.Tensor, *, chunk: int = 256
-                 ) -> tuple[np.ndarray, np.ndarray]:
+    def evaluate(
+        self, x: torch.Tensor, y: torch.Tensor, *, chunk: int = 256
+    ) -> tuple[np.ndarray, np.ndarray]:
         """Mean cross-entropy and accuracy of every net on the same data.
 
         x (N, C, H, W), y (N,) -> loss (R,), accuracy (R,)
         """
         losses, correct = [], []
         for s in range(0, x.shape[0], chunk):
-            xb = x[s:s + chunk].to(self.dtype)
+            xb = x[s : s + chunk].to(self.dtype)
             xr = xb[:, None].expand(xb.shape[0], self.n_trials, *xb.shape[1:])
             out = lenet_forward_batched(self.params, xr)  # (R, B, K)
-            yb = y[s:s + chunk]
-            losses.append(F.cross_entropy(out.flatten(0, 1), yb.repeat(self.n_trials),
-                                          reduction="none").view(self.n_trials, -1))
+            yb = y[s : s + chunk]
+            losses.append(
+                F.cross_entropy(out.flatten(0, 1), yb.repeat(self.n_trials), reduction="none").view(
+                    self.n_trials, -1
+                )
+            )
             correct.append(out.argmax(-1) == yb[None])
         loss = torch.cat(losses, 1).mean(1).double().numpy()
         acc = torch.cat(correct, 1).double().mean(1).numpy()
@@ -320,18 +357,45 @@ def train_trials(
     old_threads = torch.get_num_threads()
     torch.set_num_threads(check_int(threads, "threads", low=1))
     try:
-        return _train_trials(x_train, y_train, x_val, y_val, n_trials=n_trials, n_iter=n_iter,
-                             seed=seed, lr=lr, eval_every=eval_every, val_subset=val_subset,
-                             num_classes=num_classes, method=method, dtype=dtype,
-                             callback=callback, progress=progress)
+        return _train_trials(
+            x_train,
+            y_train,
+            x_val,
+            y_val,
+            n_trials=n_trials,
+            n_iter=n_iter,
+            seed=seed,
+            lr=lr,
+            eval_every=eval_every,
+            val_subset=val_subset,
+            num_classes=num_classes,
+            method=method,
+            dtype=dtype,
+            callback=callback,
+            progress=progress,
+        )
     finally:
         torch.set_num_threads(old_threads)
 
 
-def _train_trials(x_train: Any, y_train: Any, x_val: Any, y_val: Any, *, n_trials: int,
-                  n_iter: int, seed: int, lr: float, eval_every: int, val_subset: int | None,
-                  num_classes: int | None, method: str, dtype: torch.dtype, callback: Any,
-                  progress: bool) -> TrialRecords:
+def _train_trials(
+    x_train: Any,
+    y_train: Any,
+    x_val: Any,
+    y_val: Any,
+    *,
+    n_trials: int,
+    n_iter: int,
+    seed: int,
+    lr: float,
+    eval_every: int,
+    val_subset: int | None,
+    num_classes: int | None,
+    method: str,
+    dtype: torch.dtype,
+    callback: Any,
+    progress: bool,
+) -> TrialRecords:
     x_tr = check_array(x_train, "x_train", ndim=4, dtype=np.float32)
     k = num_classes if num_classes is not None else int(np.max(y_train)) + 1
     y_tr = check_labels(y_train, "y_train", n_samples=x_tr.shape[0], num_classes=k)
@@ -345,9 +409,16 @@ def _train_trials(x_train: Any, y_train: Any, x_val: Any, y_val: Any, *, n_trial
     if val_subset is not None and val_subset < x_va.shape[0]:
         keep = rng.choice(x_va.shape[0], int(val_subset), replace=False)
         x_va, y_va = x_va[keep], y_va[keep]
-    trainer = BatchedTrainer(n_trials, in_channels=x_tr.shape[1], num_classes=k,
-                             input_size=x_tr.shape[-1], lr=lr, generator=gen,
-                             method=method, dtype=dtype)
+    trainer = BatchedTrainer(
+        n_trials,
+        in_channels=x_tr.shape[1],
+        num_classes=k,
+        input_size=x_tr.shape[-1],
+        lr=lr,
+        generator=gen,
+        method=method,
+        dtype=dtype,
+    )
     xt, yt = torch.from_numpy(x_tr), torch.from_numpy(y_tr)
     xv, yv = torch.from_numpy(x_va), torch.from_numpy(y_va)
     idx = rng.integers(0, x_tr.shape[0], size=(n_iter, n_trials))
@@ -378,5 +449,12 @@ def _train_trials(x_train: Any, y_train: Any, x_val: Any, y_val: Any, *, n_trial
             if callback is not None:
                 callback(trainer, m + 1)
             e += 1
-    return TrialRecords(logits, y_tr[idx], idx.astype(np.int64), losses,
-                        np.asarray(val_iters, dtype=np.int64), val_loss, val_acc)
+    return TrialRecords(
+        logits,
+        y_tr[idx],
+        idx.astype(np.int64),
+        losses,
+        np.asarray(val_iters, dtype=np.int64),
+        val_loss,
+        val_acc,
+    )

@@ -79,8 +79,9 @@ def _load(cfg: TrainConfig) -> nc_data.Dataset:
     if cfg.resize is not None:
         import torch.nn.functional as F
 
-        rs = lambda a: F.interpolate(torch.as_tensor(a), size=(cfg.resize, cfg.resize),
-                                     mode="bilinear", align_corners=False).numpy()
+        rs = lambda a: F.interpolate(
+            torch.as_tensor(a), size=(cfg.resize, cfg.resize), mode="bilinear", align_corners=False
+        ).numpy()
         x_tr, x_te = rs(x_tr), rs(x_te)
     y_tr = ds.y_train
     if cfg.train_per_class is not None:
@@ -89,19 +90,42 @@ def _load(cfg: TrainConfig) -> nc_data.Dataset:
     return dataclasses.replace(ds, x_train=x_tr, y_train=y_tr, x_test=x_te)
 
 
-def build_model(cfg: TrainConfig, ds: nc_data.Dataset, init: str,
-                generator: torch.Generator) -> torch.nn.Module:
+def build_model(
+    cfg: TrainConfig, ds: nc_data.Dataset, init: str, generator: torch.Generator
+) -> torch.nn.Module:
     """The network of ``cfg.model`` for the inputs of ``ds`` with init scheme ``init``."""
     c_in, size = ds.x_train.shape[1], ds.x_train.shape[2]
     C, mult = ds.num_classes, cfg.width_multiplier
     if cfg.model == "resnet20":
-        return ResNet20(c_in, C, width=max(1, round(16 * mult)), input_size=size,
-                        bn_momentum=cfg.bn_momentum, init=init, generator=generator)
+        return ResNet20(
+            c_in,
+            C,
+            width=max(1, round(16 * mult)),
+            input_size=size,
+            bn_momentum=cfg.bn_momentum,
+            init=init,
+            generator=generator,
+        )
     if cfg.model in ("vgg11", "vgg16"):
-        return VGG(cfg.model, c_in, C, width_multiplier=mult, input_size=size,
-                   bn_momentum=cfg.bn_momentum, init=init, generator=generator)
-    return DenseNetBC(c_in, C, width_multiplier=mult, input_size=size,
-                      bn_momentum=cfg.bn_momentum, init=init, generator=generator)
+        return VGG(
+            cfg.model,
+            c_in,
+            C,
+            width_multiplier=mult,
+            input_size=size,
+            bn_momentum=cfg.bn_momentum,
+            init=init,
+            generator=generator,
+        )
+    return DenseNetBC(
+        c_in,
+        C,
+        width_multiplier=mult,
+        input_size=size,
+        bn_momentum=cfg.bn_momentum,
+        init=init,
+        generator=generator,
+    )
 
 
 class _MemorySink:
@@ -156,8 +180,9 @@ def _full_kernels(model: torch.nn.Module, x: torch.Tensor) -> dict[str, np.ndarr
     return out
 
 
-def train_one(cfg_dict: dict[str, Any], init: str, lr: float, seed: int,
-              full_kernels: bool = False) -> dict[str, Any]:
+def train_one(
+    cfg_dict: dict[str, Any], init: str, lr: float, seed: int, full_kernels: bool = False
+) -> dict[str, Any]:
     """Train one network and return its records (module-level: runs in a worker)."""
     cfg = TrainConfig(**cfg_dict)
     torch.set_num_threads(1)
@@ -165,30 +190,58 @@ def train_one(cfg_dict: dict[str, Any], init: str, lr: float, seed: int,
     gen = torch.Generator().manual_seed(seed)
     model = build_model(cfg, ds, init, gen)
     probe_idx = class_ordered_subset(ds.y_train, cfg.probe_per_class, ds.num_classes)
-    probes = [_Timed(make_probe("collapse")), _Timed(make_probe("performance")),
-              _Timed(_Every(InvariantProbe(per_class=cfg.kernel_per_class), cfg.kernel_every,
-                            cfg.epochs))]
+    probes = [
+        _Timed(make_probe("collapse")),
+        _Timed(make_probe("performance")),
+        _Timed(
+            _Every(InvariantProbe(per_class=cfg.kernel_per_class), cfg.kernel_every, cfg.epochs)
+        ),
+    ]
     sink = _MemorySink()
-    schedule = Schedule(steps=tuple(sorted(set(range(0, cfg.epochs + 1, cfg.record_every))
-                                           | {cfg.epochs})))
-    rec = Recorder(sink, ds.x_train[probe_idx], ds.y_train[probe_idx], probes=probes,
-                   schedule=schedule, num_classes=ds.num_classes)
+    schedule = Schedule(
+        steps=tuple(sorted(set(range(0, cfg.epochs + 1, cfg.record_every)) | {cfg.epochs}))
+    )
+    rec = Recorder(
+        sink,
+        ds.x_train[probe_idx],
+        ds.y_train[probe_idx],
+        probes=probes,
+        schedule=schedule,
+        num_classes=ds.num_classes,
+    )
     milestones = tuple(sorted({int(round(f * cfg.epochs)) for f in cfg.lr_drops} - {0}))
     t0 = time.perf_counter()
     try:
-        result = train(model, ds, epochs=cfg.epochs, loss=cfg.loss, lr=lr,
-                       momentum=cfg.momentum, nesterov=cfg.nesterov,
-                       weight_decay=cfg.weight_decay, milestones=milestones,
-                       per_class=cfg.per_class, seed=seed, device="cpu", recorder=rec,
-                       progress=False)
+        result = train(
+            model,
+            ds,
+            epochs=cfg.epochs,
+            loss=cfg.loss,
+            lr=lr,
+            momentum=cfg.momentum,
+            nesterov=cfg.nesterov,
+            weight_decay=cfg.weight_decay,
+            milestones=milestones,
+            per_class=cfg.per_class,
+            seed=seed,
+            device="cpu",
+            recorder=rec,
+            progress=False,
+        )
         train_acc, diverged = np.array(result.history["train/accuracy"]), ""
     except FloatingPointError as exc:  # a diverged run is a result of the sweep, not an error
         train_acc, diverged = np.array([np.nan]), str(exc)
     total = time.perf_counter() - t0
     out: dict[str, Any] = {
-        "init": init, "lr": lr, "seed": seed, "records": sink.records, "arrays": sink.arrays,
-        "train_accuracy": train_acc, "diverged": diverged,
-        "seconds_total": total, "seconds_kernel": probes[2].seconds,
+        "init": init,
+        "lr": lr,
+        "seed": seed,
+        "records": sink.records,
+        "arrays": sink.arrays,
+        "train_accuracy": train_acc,
+        "diverged": diverged,
+        "seconds_total": total,
+        "seconds_kernel": probes[2].seconds,
         "seconds_probes": sum(p.seconds for p in probes),
     }
     if full_kernels and not diverged:

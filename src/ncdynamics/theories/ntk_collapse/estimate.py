@@ -31,12 +31,27 @@ import pandas as pd
 
 from ..._validation import check_array, check_int, check_scalar
 
-__all__ = ["CollapsePrediction", "block_values_over_time", "flow_time_per_step",
-           "predict_collapse", "predictions_over_time"]
+__all__ = [
+    "CollapsePrediction",
+    "block_values_over_time",
+    "flow_time_per_step",
+    "predict_collapse",
+    "predictions_over_time",
+]
 
-_BLOCK_KEYS = ("ntk_kappa_d", "ntk_kappa_c", "ntk_kappa_n", "ntk_gamma_d", "ntk_gamma_c",
-               "ntk_gamma_n", "ntk_alignment_features", "ntk_alignment_logits", "mu_single",
-               "mu_class", "alpha")
+_BLOCK_KEYS = (
+    "ntk_kappa_d",
+    "ntk_kappa_c",
+    "ntk_kappa_n",
+    "ntk_gamma_d",
+    "ntk_gamma_c",
+    "ntk_gamma_n",
+    "ntk_alignment_features",
+    "ntk_alignment_logits",
+    "mu_single",
+    "mu_class",
+    "alpha",
+)
 
 
 @dataclass(frozen=True)
@@ -64,8 +79,15 @@ class CollapsePrediction:
     e_tilde_eigenvalues: np.ndarray
 
 
-def predict_collapse(gram_w: Any, class_means: Any, within_scatter: Any, kappas: Any,
-                     n_per_class: int, *, tolerance: float = 0.1) -> CollapsePrediction:
+def predict_collapse(
+    gram_w: Any,
+    class_means: Any,
+    within_scatter: Any,
+    kappas: Any,
+    n_per_class: int,
+    *,
+    tolerance: float = 0.1,
+) -> CollapsePrediction:
     """Predict NC1 from one record of the ``ntk_invariant`` probe.
 
     Parameters
@@ -108,8 +130,9 @@ def predict_collapse(gram_w: Any, class_means: Any, within_scatter: Any, kappas:
     return CollapsePrediction(bool(frac < tol), frac, rate, float(m * np.linalg.norm(E)), w)
 
 
-def flow_time_per_step(learning_rate: float, batch_size: int, n_outputs: int,
-                       momentum: float = 0.9) -> float:
+def flow_time_per_step(
+    learning_rate: float, batch_size: int, n_outputs: int, momentum: float = 0.9
+) -> float:
     """Approximate flow time of one SGD step on ½·mean MSE: ``eta / (B C (1 - beta))``."""
     eta = check_scalar(learning_rate, "learning_rate", low=0.0, closed="neither")
     B = check_int(batch_size, "batch_size", low=1)
@@ -123,25 +146,41 @@ def block_values_over_time(run: Any, prefix: str = "") -> pd.DataFrame:
     wide = run.metrics_wide()
     cols = [f"{prefix}{k}" for k in _BLOCK_KEYS if f"{prefix}{k}" in wide.columns]
     if not cols:
-        raise KeyError(f"run {getattr(run, 'path', run)} has no kernel block values under "
-                       f"prefix {prefix!r}; record it with the 'ntk_invariant' probe.")
+        raise KeyError(
+            f"run {getattr(run, 'path', run)} has no kernel block values under "
+            f"prefix {prefix!r}; record it with the 'ntk_invariant' probe."
+        )
     out = wide[cols].dropna(how="all")
-    out.columns = [c[len(prefix):] for c in cols]
+    out.columns = [c[len(prefix) :] for c in cols]
     return out
 
 
-def predictions_over_time(run: Any, prefix: str = "", *, n_per_class: int,
-                          tolerance: float = 0.1) -> pd.DataFrame:
+def predictions_over_time(
+    run: Any, prefix: str = "", *, n_per_class: int, tolerance: float = 0.1
+) -> pd.DataFrame:
     """:func:`predict_collapse` at every record that saved the invariant Grams."""
     p = prefix.replace("/", ".")
-    arrays = {k: run.arrays(f"{p}invariant_{k}")
-              for k in ("gram_w", "class_means", "within_scatter", "kappas")}
+    arrays = {
+        k: run.arrays(f"{p}invariant_{k}")
+        for k in ("gram_w", "class_means", "within_scatter", "kappas")
+    }
     rows = []
     for step in sorted(arrays["gram_w"]):
-        pred = predict_collapse(arrays["gram_w"][step], arrays["class_means"][step],
-                                arrays["within_scatter"][step], arrays["kappas"][step],
-                                n_per_class, tolerance=tolerance)
-        rows.append({"step": step, "collapses": pred.collapses,
-                     "residual_fraction": pred.residual_fraction,
-                     "slowest_rate": pred.slowest_rate, "invariant_norm": pred.invariant_norm})
+        pred = predict_collapse(
+            arrays["gram_w"][step],
+            arrays["class_means"][step],
+            arrays["within_scatter"][step],
+            arrays["kappas"][step],
+            n_per_class,
+            tolerance=tolerance,
+        )
+        rows.append(
+            {
+                "step": step,
+                "collapses": pred.collapses,
+                "residual_fraction": pred.residual_fraction,
+                "slowest_rate": pred.slowest_rate,
+                "invariant_norm": pred.invariant_norm,
+            }
+        )
     return pd.DataFrame(rows).set_index("step")

@@ -27,8 +27,12 @@ def _orthonormal(n: int, k: int, rng: np.random.Generator) -> np.ndarray:
 
 
 def init_random(
-    params: BlockParams, *, rng: np.random.Generator, feature_scale: float = 1.0,
-    weight_scale: float = 1.0, bias_scale: float = 0.0,
+    params: BlockParams,
+    *,
+    rng: np.random.Generator,
+    feature_scale: float = 1.0,
+    weight_scale: float = 1.0,
+    bias_scale: float = 0.0,
 ) -> State:
     """Gaussian ``H`` (std ``feature_scale``), ``W`` (std ``weight_scale / sqrt(n)``) and ``b``."""
     fs = check_scalar(feature_scale, "feature_scale", low=0.0)
@@ -43,7 +47,10 @@ def init_random(
 
 
 def init_zero_invariant(
-    params: BlockParams, *, rng: np.random.Generator, feature_scale: float = 1.0,
+    params: BlockParams,
+    *,
+    rng: np.random.Generator,
+    feature_scale: float = 1.0,
     within_scale: float = 0.5,
 ) -> State:
     """A state with ``E = 0`` (eq. (26)), ``<h> = 0`` and ``b = 1/C 1`` ([1], Theorem 5.2).
@@ -68,7 +75,10 @@ def init_zero_invariant(
 
 
 def init_negative_invariant(
-    params: BlockParams, *, rng: np.random.Generator, feature_scale: float = 3.0,
+    params: BlockParams,
+    *,
+    rng: np.random.Generator,
+    feature_scale: float = 3.0,
     weight_scale: float = 0.05,
 ) -> State:
     """Large features and a small classifier, so that E (and E~ of eq. (45)) is negative
@@ -87,8 +97,12 @@ def init_negative_invariant(
 
 
 def init_equal_bias(
-    params: BlockParams, *, rng: np.random.Generator, beta: float = 0.6,
-    mean_scale: float = 1.0, offset: float = 0.5,
+    params: BlockParams,
+    *,
+    rng: np.random.Generator,
+    beta: float = 0.6,
+    mean_scale: float = 1.0,
+    offset: float = 0.5,
 ) -> State:
     """A symmetric state with E = 0, ``H2 = 0`` and ``b = beta 1`` ([1], App. B.4; spec O8).
 

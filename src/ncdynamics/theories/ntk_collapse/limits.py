@@ -109,7 +109,8 @@ def predict_limits(params: BlockParams, bias: NDArray) -> LimitPrediction:
     I = np.eye(C)
     a = p.alpha
     rhs60 = (m / p.mu_class) * (
-        I - a * one @ one.T
+        I
+        - a * one @ one.T
         + (1 - a * C) * (C * np.outer(b, b) - b[:, None] @ one.T - one @ b[None, :])
     )
     rhs63 = (p.mu_class / m) * (

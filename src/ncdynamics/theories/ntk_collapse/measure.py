@@ -16,8 +16,14 @@ import numpy as np
 
 from ...probes.invariant import invariant_metrics
 
-__all__ = ["ModelChoice", "first_epoch_reaching", "invariant_metrics", "lr_grid",
-           "select_nc_models", "smooth"]
+__all__ = [
+    "ModelChoice",
+    "first_epoch_reaching",
+    "invariant_metrics",
+    "lr_grid",
+    "select_nc_models",
+    "smooth",
+]
 
 
 def lr_grid(k: Any) -> np.ndarray:
@@ -64,8 +70,9 @@ class ModelChoice:
     rule: str
 
 
-def select_nc_models(nc3: Sequence[float], train_accuracy: Sequence[float], *,
-                     min_train_accuracy: float = 0.99) -> ModelChoice:
+def select_nc_models(
+    nc3: Sequence[float], train_accuracy: Sequence[float], *, min_train_accuracy: float = 0.99
+) -> ModelChoice:
     """Pick an NC and a non-NC model among runs of one init (spec §7.14, automated).
 
     Among runs whose final train accuracy reaches ``min_train_accuracy`` (all runs if fewer

@@ -116,8 +116,9 @@ class BlockParams:
         """The (N, N) block kernel ``K^h`` with values (kappa_d, kappa_c, kappa_n)."""
         from .blocks import block_kernel
 
-        return block_kernel(self.n_classes, self.n_per_class, self.kappa_d, self.kappa_c,
-                            self.kappa_n)
+        return block_kernel(
+            self.n_classes, self.n_per_class, self.kappa_d, self.kappa_c, self.kappa_n
+        )
 
 
 @dataclass(frozen=True)
@@ -165,8 +166,7 @@ class DecomposedState:
         i1 = n * C
         i2 = i1 + n * (N - C)
         i3 = i2 + C * n
-        return cls(y[:i1].reshape(n, C), y[i1:i2].reshape(n, N - C), y[i2:i3].reshape(C, n),
-                   y[i3:])
+        return cls(y[:i1].reshape(n, C), y[i1:i2].reshape(n, N - C), y[i2:i3].reshape(C, n), y[i3:])
 
 
 # ---------------------------------------------------------------- feature decomposition
@@ -228,9 +228,9 @@ def _apply_kernel(R: NDArray, p: BlockParams) -> NDArray[np.float64]:
 def drift_full(t: float, y: NDArray, params: BlockParams) -> NDArray[np.float64]:
     """Gradient flow under Assumption 3.2, [1] Theorem 4.1 eq. (19)::
 
-        dH/dt = -W^T [(k_d - k_c) R + (k_c - k_n) m R_class + k_n N R_global] = -W^T R K^h
-        dW/dt = -R H^T
-        db/dt = -R_global 1_N = -R 1_N
+    dH/dt = -W^T [(k_d - k_c) R + (k_c - k_n) m R_class + k_n N R_global] = -W^T R K^h
+    dW/dt = -R H^T
+    db/dt = -R_global 1_N = -R 1_N
     """
     s = State.unpack(y, params)
     R = _residual(s.H, s.W, s.b, params)
@@ -244,8 +244,12 @@ def _split_decomposed(y: NDArray, p: BlockParams) -> tuple[NDArray, ...]:
     i1 = n * C
     i2 = i1 + n * (N - C)
     i3 = i2 + C * n
-    return (y[..., :i1].reshape(*lead, n, C), y[..., i1:i2].reshape(*lead, n, N - C),
-            y[..., i2:i3].reshape(*lead, C, n), y[..., i3:])
+    return (
+        y[..., :i1].reshape(*lead, n, C),
+        y[..., i1:i2].reshape(*lead, n, N - C),
+        y[..., i2:i3].reshape(*lead, C, n),
+        y[..., i3:],
+    )
 
 
 def _drift_decomposed_batch(y: NDArray, p: BlockParams) -> NDArray[np.float64]:
@@ -303,13 +307,15 @@ def drift_end_of_training_decomposed(
 ) -> NDArray[np.float64]:
     """End-of-training decomposed flow, [1] eq. (44): only H2 and W move::
 
-        dH2/dt = -mu_single W^T W H2,   dW/dt = -m W H2 H2^T
+    dH2/dt = -mu_single W^T W H2,   dW/dt = -m W H2 H2^T
     """
     s = DecomposedState.unpack(y, params)
     WH2 = s.W @ s.H2
     return DecomposedState(
-        np.zeros_like(s.H1), -params.mu_single * s.W.T @ WH2,
-        -params.n_per_class * WH2 @ s.H2.T, np.zeros_like(s.b),
+        np.zeros_like(s.H1),
+        -params.mu_single * s.W.T @ WH2,
+        -params.n_per_class * WH2 @ s.H2.T,
+        np.zeros_like(s.b),
     ).pack()
 
 
@@ -420,8 +426,9 @@ def simulate_flow(
     times: NDArray,
     params: BlockParams,
     *,
-    system: Literal["full", "decomposed", "end-of-training", "end-of-training-decomposed"]
-    = "decomposed",
+    system: Literal[
+        "full", "decomposed", "end-of-training", "end-of-training-decomposed"
+    ] = "decomposed",
     method: str = "LSODA",
     rtol: float = 1e-10,
     atol: float = 1e-12,
@@ -443,8 +450,16 @@ def simulate_flow(
     check_option(system, "system", SYSTEMS)
     s0 = state0.validated(params)
     jac = jacobian_decomposed if system == "decomposed" and method != "DOP853" else None
-    traj = solve_ode(_DRIFTS[system], _to_flat(s0, params, system), times, params,
-                     method=method, rtol=rtol, atol=atol, jac=jac)
+    traj = solve_ode(
+        _DRIFTS[system],
+        _to_flat(s0, params, system),
+        times,
+        params,
+        method=method,
+        rtol=rtol,
+        atol=atol,
+        jac=jac,
+    )
     H, W, b = _from_flat(traj.ys, params, system)
     return FlowTrajectory(traj.ts, H, W, b, traj.success, traj.message)
 
@@ -456,8 +471,7 @@ def simulate_gd(
     learning_rate: float,
     n_steps: int,
     record_every: int = 1,
-    system: Literal["full", "decomposed", "end-of-training", "end-of-training-decomposed"]
-    = "full",
+    system: Literal["full", "decomposed", "end-of-training", "end-of-training-decomposed"] = "full",
 ) -> FlowTrajectory:
     """Gradient descent: explicit Euler steps ``y <- y + eta * drift(y)`` on ``system``.
 

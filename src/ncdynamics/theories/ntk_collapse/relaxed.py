@@ -93,9 +93,7 @@ def drift_relaxed_decomposed(t: float, y: NDArray, params: RelaxedParams) -> NDA
     return DecomposedState(dH1, dH2, dW, -m * R1.sum(axis=1)).pack()
 
 
-def relaxed_invariant(
-    state: DecomposedState, c1: float, c2: float
-) -> NDArray[np.float64]:
+def relaxed_invariant(state: DecomposedState, c1: float, c2: float) -> NDArray[np.float64]:
     """``E = W^T W - c1 H1 H1^T - c2 H2 H2^T`` ([1], App. D.1)."""
     s = state
     return s.W.T @ s.W - c1 * s.H1 @ s.H1.T - c2 * s.H2 @ s.H2.T

@@ -103,7 +103,12 @@ def residual_phases(residual: NDArray, n_classes: int) -> ResidualPhases:
 
 
 def residual_flow(
-    residual0: NDArray, times: NDArray, n_classes: int, *, diag: float, intra: float,
+    residual0: NDArray,
+    times: NDArray,
+    n_classes: int,
+    *,
+    diag: float,
+    intra: float,
     inter: float,
 ) -> NDArray[np.float64]:
     """Closed-form gradient flow ``r(t) = expm(-t K) r(0)`` under a block kernel.
@@ -135,8 +140,14 @@ def residual_flow(
 
 
 def residual_gd(
-    residual0: NDArray, n_classes: int, *, diag: float, intra: float, inter: float,
-    learning_rate: float, n_steps: int,
+    residual0: NDArray,
+    n_classes: int,
+    *,
+    diag: float,
+    intra: float,
+    inter: float,
+    learning_rate: float,
+    n_steps: int,
 ) -> NDArray[np.float64]:
     """Gradient descent ``r <- (I - eta K) r`` iterated with the kernel matrix ([1], eq. (9)).
 

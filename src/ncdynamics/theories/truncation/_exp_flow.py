@@ -47,8 +47,12 @@ def _min_kink_distance(flow: FlowResult, design: Design) -> float:
 
 
 def _separation_along(flow: FlowResult, design: Design) -> float:
-    return float(min(separation_margin(AdaptedParams(R, b), design.data)
-                     for R, b in zip(flow.R, flow.beta, strict=True)))
+    return float(
+        min(
+            separation_margin(AdaptedParams(R, b), design.data)
+            for R, b in zip(flow.R, flow.beta, strict=True)
+        )
+    )
 
 
 # ============================================================================ E3
@@ -67,106 +71,184 @@ class CoupledFlowConfig:
     record_interval: float = 0.02
 
 
-def run_coupled_flow(config: CoupledFlowConfig, run: Any, *, seed: int,
-                     progress: bool) -> None:
+def run_coupled_flow(config: CoupledFlowConfig, run: Any, *, seed: int, progress: bool) -> None:
     rng = np.random.default_rng(seed)
     rows: dict[int, dict[str, Any]] = {}
     for q in config.qs:
-        d = simplex_design(q, n_per=config.n_per, delta=config.delta if q < 5 else 0.1,
-                           wstar=True, rng=rng)
-        def flow(eta: float, variant: str = "corrected", horizon: float = config.horizon,
-                 d: Design = d) -> FlowResult:
-            return separated_flow(d.params, d.data, eta=eta, n_steps=int(round(horizon / eta)),
-                                  variant=variant,
-                                  record_every=_every(config.record_interval, eta))
+        d = simplex_design(
+            q, n_per=config.n_per, delta=config.delta if q < 5 else 0.1, wstar=True, rng=rng
+        )
+
+        def flow(
+            eta: float, variant: str = "corrected", horizon: float = config.horizon, d: Design = d
+        ) -> FlowResult:
+            return separated_flow(
+                d.params,
+                d.data,
+                eta=eta,
+                n_steps=int(round(horizon / eta)),
+                variant=variant,
+                record_every=_every(config.record_interval, eta),
+            )
 
         eta_n = config.eta_network
         eff = flow(eta_n)
         paper = flow(eta_n, "paper")
         rec = config.record_interval
-        net = network_descent(d.params, d.data, eta=eta_n,
-                              n_steps=int(round(config.network_horizon / eta_n)),
-                              record_every=_every(rec, eta_n))
+        net = network_descent(
+            d.params,
+            d.data,
+            eta=eta_n,
+            n_steps=int(round(config.network_horizon / eta_n)),
+            record_every=_every(rec, eta_n),
+        )
         ref = flow(config.eta_reference)
         gaps_eta = {eta: trajectory_gap(flow(eta), ref).per_time.max() for eta in config.etas}
         etas = np.asarray(config.etas)
         # first order: gap to the reference ~ c (eta - eta_ref); fit the exponent on that
-        order = float(np.polyfit(np.log(etas - config.eta_reference),
-                                 np.log([gaps_eta[e] for e in etas]), 1)[0])
+        order = float(
+            np.polyfit(np.log(etas - config.eta_reference), np.log([gaps_eta[e] for e in etas]), 1)[
+                0
+            ]
+        )
         g_net = trajectory_gap(eff, net)
         g_paper = trajectory_gap(paper, net)
         post = [_post_s1(eff, l, eta_n) for l in range(q)]
         final = eff.final
         diam = _diameters(final, d)
         row = {
-            "s1": eff.s1.tolist(), "rate_after_s1": [p["rate"] for p in post],
+            "s1": eff.s1.tolist(),
+            "rate_after_s1": [p["rate"] for p in post],
             "r_change_after_s1": max(p["r_change_after_s1"] for p in post),
-            "final_cost": float(eff.cost[-1]), "paper_final_cost": float(paper.cost[-1]),
-            "net_gap": max(g_net.beta, g_net.R), "paper_vs_net_gap": max(g_paper.beta, g_paper.R),
-            "R_drift": float(max(np.linalg.norm(eff.R[-1, l] - eff.R[0, l], 2)
-                                 for l in range(q))),
-            "min_separation": _separation_along(eff, d), "max_diameter": float(diam.max()),
+            "final_cost": float(eff.cost[-1]),
+            "paper_final_cost": float(paper.cost[-1]),
+            "net_gap": max(g_net.beta, g_net.R),
+            "paper_vs_net_gap": max(g_paper.beta, g_paper.R),
+            "R_drift": float(max(np.linalg.norm(eff.R[-1, l] - eff.R[0, l], 2) for l in range(q))),
+            "min_separation": _separation_along(eff, d),
+            "max_diameter": float(diam.max()),
             "min_kink_distance": _min_kink_distance(eff, d),
-            "orth_error": final.orthogonality_error(), "order": order,
+            "orth_error": final.orthogonality_error(),
+            "order": order,
             "gaps_vs_reference": {f"{e:g}": float(v) for e, v in gaps_eta.items()},
         }
         rows[q] = row
-        for name, arr in (("s", eff.s), ("cost", eff.cost), ("j0perp", eff.j0perp),
-                          ("btilde_norm", eff.btilde_norm), ("omega_norm", eff.omega_norm)):
+        for name, arr in (
+            ("s", eff.s),
+            ("cost", eff.cost),
+            ("j0perp", eff.j0perp),
+            ("btilde_norm", eff.btilde_norm),
+            ("omega_norm", eff.omega_norm),
+        ):
             run.save_array(f"q{q}.effective.{name}", 0, arr)
         run.log(q, {k: v for k, v in row.items() if isinstance(v, float) and np.isfinite(v)})
         for i, s in enumerate(eff.s):
-            run.log(int(round(s / rec)), {f"q{q}.cost": eff.cost[i],
-                                          f"q{q}.min_j0perp": eff.j0perp[i].min()})
-        _figures.panels(run, f"e3_q{q}", [
-            {"lines": [(eff.s, eff.cost, "effective (corrected)"),
-                       (paper.s, paper.cost, "effective (paper Omega)", "--"),
-                       (net.s, net.cost, "network GD", ":")],
-             "logy": True, "xlabel": "s", "ylabel": "C_N", "vlines": eff.s1[np.isfinite(eff.s1)],
-             "title": f"Q={q}: cost, eta={eta_n:g}"},
-            {"lines": [(eff.s, eff.j0perp[:, l].min(1), f"cluster {l}") for l in range(q)],
-             "xlabel": "s", "ylabel": "min_r J0perp_rr", "title": "truncated fraction"},
-            {"lines": [(g_net.s, np.maximum(g_net.per_time, 1e-18), "effective vs network"),
-                       (g_paper.s, np.maximum(g_paper.per_time, 1e-18), "paper vs network")],
-             "logy": True, "xlabel": "s", "ylabel": "max |param difference|",
-             "title": "trajectory gaps"},
-            {"lines": [(etas - config.eta_reference, [gaps_eta[e] for e in etas],
-                        f"order {order:.2f}", "o-")],
-             "logy": True, "logx": True, "xlabel": "eta - eta_ref",
-             "ylabel": f"gap to eta={config.eta_reference:g}", "title": "convergence"},
-        ])
+            run.log(
+                int(round(s / rec)),
+                {f"q{q}.cost": eff.cost[i], f"q{q}.min_j0perp": eff.j0perp[i].min()},
+            )
+        _figures.panels(
+            run,
+            f"e3_q{q}",
+            [
+                {
+                    "lines": [
+                        (eff.s, eff.cost, "effective (corrected)"),
+                        (paper.s, paper.cost, "effective (paper Omega)", "--"),
+                        (net.s, net.cost, "network GD", ":"),
+                    ],
+                    "logy": True,
+                    "xlabel": "s",
+                    "ylabel": "C_N",
+                    "vlines": eff.s1[np.isfinite(eff.s1)],
+                    "title": f"Q={q}: cost, eta={eta_n:g}",
+                },
+                {
+                    "lines": [(eff.s, eff.j0perp[:, l].min(1), f"cluster {l}") for l in range(q)],
+                    "xlabel": "s",
+                    "ylabel": "min_r J0perp_rr",
+                    "title": "truncated fraction",
+                },
+                {
+                    "lines": [
+                        (g_net.s, np.maximum(g_net.per_time, 1e-18), "effective vs network"),
+                        (g_paper.s, np.maximum(g_paper.per_time, 1e-18), "paper vs network"),
+                    ],
+                    "logy": True,
+                    "xlabel": "s",
+                    "ylabel": "max |param difference|",
+                    "title": "trajectory gaps",
+                },
+                {
+                    "lines": [
+                        (
+                            etas - config.eta_reference,
+                            [gaps_eta[e] for e in etas],
+                            f"order {order:.2f}",
+                            "o-",
+                        )
+                    ],
+                    "logy": True,
+                    "logx": True,
+                    "xlabel": "eta - eta_ref",
+                    "ylabel": f"gap to eta={config.eta_reference:g}",
+                    "title": "convergence",
+                },
+            ],
+        )
     run.flush()
     rate_target = -np.log(1 - config.eta_network) / config.eta_network
     rates = np.array([r for row in rows.values() for r in row["rate_after_s1"]], dtype=float)
     all_s1 = all(np.all(np.isfinite(row["s1"])) for row in rows.values())
     net_gap = max(row["net_gap"] for row in rows.values())
-    run.save_summary({
-        "per_q": {str(q): row for q, row in rows.items()},
-        "claims": [
-            claim("effective flow = GD on the layered network, step by step (<= 1e-9)",
-                  net_gap, net_gap <= 1e-9),
-            claim("finite-time full truncation s1 of every cluster (Prop 4.2)",
-                  {str(q): row["s1"] for q, row in rows.items()}, all_s1),
-            claim("rate exactly 1 after s1 (discrete: -log(1-eta)/eta to 1e-8)",
-                  rates.tolist(), bool(np.all(np.abs(rates - rate_target) < 1e-8))),
-            claim("R frozen after s1 (Omega exactly 0)",
-                  max(row["r_change_after_s1"] for row in rows.values()),
-                  all(row["r_change_after_s1"] == 0.0 for row in rows.values())),
-            claim("clusters collapse to a point (diameter exactly 0 at T)",
-                  max(row["max_diameter"] for row in rows.values()),
-                  all(row["max_diameter"] == 0.0 for row in rows.values())),
-            claim("cost -> 0 (final cost < 1e-6)",
-                  max(row["final_cost"] for row in rows.values()),
-                  all(row["final_cost"] < 1e-6 for row in rows.values())),
-            claim("Lie-Euler converges with order ~1 in eta (|order - 1| < 0.3, fit of the gap "
-                  "to the reference against eta - eta_ref)",
-                  [row["order"] for row in rows.values()],
-                  all(0.7 < row["order"] < 1.3 for row in rows.values())),
-            claim("cluster separation kept along the flow (margin > 0)",
-                  min(row["min_separation"] for row in rows.values()),
-                  all(row["min_separation"] > 0 for row in rows.values())),
-        ],
-    })
+    run.save_summary(
+        {
+            "per_q": {str(q): row for q, row in rows.items()},
+            "claims": [
+                claim(
+                    "effective flow = GD on the layered network, step by step (<= 1e-9)",
+                    net_gap,
+                    net_gap <= 1e-9,
+                ),
+                claim(
+                    "finite-time full truncation s1 of every cluster (Prop 4.2)",
+                    {str(q): row["s1"] for q, row in rows.items()},
+                    all_s1,
+                ),
+                claim(
+                    "rate exactly 1 after s1 (discrete: -log(1-eta)/eta to 1e-8)",
+                    rates.tolist(),
+                    bool(np.all(np.abs(rates - rate_target) < 1e-8)),
+                ),
+                claim(
+                    "R frozen after s1 (Omega exactly 0)",
+                    max(row["r_change_after_s1"] for row in rows.values()),
+                    all(row["r_change_after_s1"] == 0.0 for row in rows.values()),
+                ),
+                claim(
+                    "clusters collapse to a point (diameter exactly 0 at T)",
+                    max(row["max_diameter"] for row in rows.values()),
+                    all(row["max_diameter"] == 0.0 for row in rows.values()),
+                ),
+                claim(
+                    "cost -> 0 (final cost < 1e-6)",
+                    max(row["final_cost"] for row in rows.values()),
+                    all(row["final_cost"] < 1e-6 for row in rows.values()),
+                ),
+                claim(
+                    "Lie-Euler converges with order ~1 in eta (|order - 1| < 0.3, fit of the gap "
+                    "to the reference against eta - eta_ref)",
+                    [row["order"] for row in rows.values()],
+                    all(0.7 < row["order"] < 1.3 for row in rows.values()),
+                ),
+                claim(
+                    "cluster separation kept along the flow (margin > 0)",
+                    min(row["min_separation"] for row in rows.values()),
+                    all(row["min_separation"] > 0 for row in rows.values()),
+                ),
+            ],
+        }
+    )
 
 
 def _diameters(params: AdaptedParams, d: Design) -> np.ndarray:
@@ -209,48 +291,96 @@ def run_prop42(config: Prop42Config, run: Any, *, seed: int, progress: bool) -> 
     for k in range(config.n_designs):
         d = simplex_design(config.q, n_per=config.n_per, rng=rng)
         p0 = _mostly_truncated_start(d, config.target_j0perp)
-        flow = separated_flow(p0, d.data, eta=config.eta,
-                              n_steps=int(round(config.horizon / config.eta)))
+        flow = separated_flow(
+            p0, d.data, eta=config.eta, n_steps=int(round(config.horizon / config.eta))
+        )
         for l in range(config.q):  # noqa: E741
             c = _prop42_constants(flow, d, p0, l)
-            c.update(design=k, cluster=l, separation0=separation_margin(p0, d.data),
-                     j0perp0_min=float(flow.j0perp[0, l].min()))
+            c.update(
+                design=k,
+                cluster=l,
+                separation0=separation_margin(p0, d.data),
+                j0perp0_min=float(flow.j0perp[0, l].min()),
+            )
             checks.append(c)
-            run.log(len(checks), {kk: float(v) for kk, v in c.items()
-                                  if isinstance(v, (int, float, bool, np.floating))
-                                  and np.isfinite(float(v))})
+            run.log(
+                len(checks),
+                {
+                    kk: float(v)
+                    for kk, v in c.items()
+                    if isinstance(v, (int, float, bool, np.floating)) and np.isfinite(float(v))
+                },
+            )
             if k == 0:
-                lines_bt.append((flow.s, flow.btilde_norm[:, l] / flow.btilde_norm[0, l],
-                                 f"cluster {l}"))
-                lines_bt.append((flow.s, np.exp(-(1 - c["eta0"]) * flow.s),
-                                 f"bound e^(-(1-eta0)s), l={l}", ":"))
-                lines_r.append((flow.s, np.linalg.norm(flow.R[:, l] - flow.R[0, l], 2, axis=(1, 2)),
-                                f"cluster {l}"))
+                lines_bt.append(
+                    (flow.s, flow.btilde_norm[:, l] / flow.btilde_norm[0, l], f"cluster {l}")
+                )
+                lines_bt.append(
+                    (flow.s, np.exp(-(1 - c["eta0"]) * flow.s), f"bound e^(-(1-eta0)s), l={l}", ":")
+                )
+                lines_r.append(
+                    (
+                        flow.s,
+                        np.linalg.norm(flow.R[:, l] - flow.R[0, l], 2, axis=(1, 2)),
+                        f"cluster {l}",
+                    )
+                )
                 lines_r.append((flow.s, c["eta1p"] * flow.s, f"eta1' s, l={l}", ":"))
     run.flush()
-    _figures.panels(run, "e4_prop42", [
-        {"lines": lines_bt, "logy": True, "xlabel": "s", "ylabel": "|btilde(s)|/|btilde(0)|",
-         "title": "bias contraction vs (4.28) with eta1' dropped"},
-        {"lines": lines_r, "logy": True, "xlabel": "s", "ylabel": "||R(s) - R(0)||_2",
-         "title": "rotation drift vs (4.29)"},
-    ])
-    ok = lambda key: all(c[key] for c in checks)  # noqa: E731
-    run.save_summary({
-        "clusters": checks,
-        "claims": [
-            claim("finite s1 (4.18)", [c["s1"] for c in checks], ok("finite_s1")),
-            claim("s1 <= log(1/gamma)/(1-eta0-eta1') (4.30)",
-                  [[c["s1"], c["bound_s1"]] for c in checks], ok("s1_bound_holds")),
-            claim("s1 <= log(1/gamma)/(1-eta0) (sharper, spec §1.8)",
-                  [[c["s1"], c["bound_s1_sharp"]] for c in checks], ok("s1_sharp_holds")),
-            claim("||R(s)-R(0)|| <= eta1' s (4.29)", [c["r_bound_ratio"] for c in checks],
-                  ok("r_bound_holds")),
-            claim("|btilde(s)| <= e^{-(1-eta0)s}|btilde(0)| for s <= s1",
-                  [c["bt_bound_ratio"] for c in checks], ok("bt_bound_holds")),
-            claim("hypotheses eta0, eta1, gamma < 1/10 hold for this start",
-                  [[c["eta0"], c["eta1"], c["gamma"]] for c in checks], ok("small_constants")),
+    _figures.panels(
+        run,
+        "e4_prop42",
+        [
+            {
+                "lines": lines_bt,
+                "logy": True,
+                "xlabel": "s",
+                "ylabel": "|btilde(s)|/|btilde(0)|",
+                "title": "bias contraction vs (4.28) with eta1' dropped",
+            },
+            {
+                "lines": lines_r,
+                "logy": True,
+                "xlabel": "s",
+                "ylabel": "||R(s) - R(0)||_2",
+                "title": "rotation drift vs (4.29)",
+            },
         ],
-    })
+    )
+    ok = lambda key: all(c[key] for c in checks)  # noqa: E731
+    run.save_summary(
+        {
+            "clusters": checks,
+            "claims": [
+                claim("finite s1 (4.18)", [c["s1"] for c in checks], ok("finite_s1")),
+                claim(
+                    "s1 <= log(1/gamma)/(1-eta0-eta1') (4.30)",
+                    [[c["s1"], c["bound_s1"]] for c in checks],
+                    ok("s1_bound_holds"),
+                ),
+                claim(
+                    "s1 <= log(1/gamma)/(1-eta0) (sharper, spec §1.8)",
+                    [[c["s1"], c["bound_s1_sharp"]] for c in checks],
+                    ok("s1_sharp_holds"),
+                ),
+                claim(
+                    "||R(s)-R(0)|| <= eta1' s (4.29)",
+                    [c["r_bound_ratio"] for c in checks],
+                    ok("r_bound_holds"),
+                ),
+                claim(
+                    "|btilde(s)| <= e^{-(1-eta0)s}|btilde(0)| for s <= s1",
+                    [c["bt_bound_ratio"] for c in checks],
+                    ok("bt_bound_holds"),
+                ),
+                claim(
+                    "hypotheses eta0, eta1, gamma < 1/10 hold for this start",
+                    [[c["eta0"], c["eta1"], c["gamma"]] for c in checks],
+                    ok("small_constants"),
+                ),
+            ],
+        }
+    )
 
 
 def _prop42_constants(flow: FlowResult, d: Design, p0: AdaptedParams, l: int) -> dict[str, Any]:  # noqa: E741
@@ -277,13 +407,21 @@ def _prop42_constants(flow: FlowResult, d: Design, p0: AdaptedParams, l: int) ->
     r_ratio = float(np.max(drift[pos] / (eta1p * flow.s[pos]))) if eta1p > 0 else 0.0
     bt_ratio = float(np.max(flow.btilde_norm[upto, l] / (bt0 * np.exp(-(1 - eta0) * flow.s[upto]))))
     return {
-        "s1": float(s1), "finite_s1": finite, "eta0": eta0, "eta1": eta1, "eta1p": eta1p,
+        "s1": float(s1),
+        "finite_s1": finite,
+        "eta0": eta0,
+        "eta1": eta1,
+        "eta1p": eta1p,
         "eta1_second_moment": eta1_second,
-        "gamma": gamma, "bound_s1": float(bound), "bound_s1_sharp": float(sharp),
+        "gamma": gamma,
+        "bound_s1": float(bound),
+        "bound_s1_sharp": float(sharp),
         "s1_bound_holds": bool(finite and s1 <= bound),
         "s1_sharp_holds": bool(finite and s1 <= sharp),
-        "r_bound_ratio": r_ratio, "r_bound_holds": bool(r_ratio <= 1.0),
-        "bt_bound_ratio": bt_ratio, "bt_bound_holds": bool(bt_ratio <= 1.0 + 1e-12),
+        "r_bound_ratio": r_ratio,
+        "r_bound_holds": bool(r_ratio <= 1.0),
+        "bt_bound_ratio": bt_ratio,
+        "bt_bound_holds": bool(bt_ratio <= 1.0 + 1e-12),
         "small_constants": bool(max(eta0, eta1, gamma) < 0.1),
     }
 
@@ -307,47 +445,78 @@ def run_paper_omega(config: PaperOmegaConfig, run: Any, *, seed: int, progress: 
     n_steps = int(round(config.horizon / config.eta))
     for k in range(config.n_designs):
         # marginal: keep the separation check but not the reachability margin (4.16)
-        d = simplex_design(config.q, n_per=config.n_per, delta=config.delta,
-                           max_collapse=np.inf, rng=rng)
+        d = simplex_design(
+            config.q, n_per=config.n_per, delta=config.delta, max_collapse=np.inf, rng=rng
+        )
         cor = separated_flow(d.params, d.data, eta=config.eta, n_steps=n_steps)
         pap = separated_flow(d.params, d.data, eta=config.eta, n_steps=n_steps, variant="paper")
         end_true = separated_rates(pap.final, d.data)
         end_paper = separated_rates(pap.final, d.data, variant="paper")
         dc = np.diff(pap.cost) / config.eta
         dc_cor = np.diff(cor.cost) / config.eta
-        z_end = [(d.data.cluster(l) + pap.final.beta[l]) @ pap.final.R[l].T
-                 for l in range(config.q)]
+        z_end = [
+            (d.data.cluster(l) + pap.final.beta[l]) @ pap.final.R[l].T for l in range(config.q)
+        ]
         res = {
-            "design": k, "final_cost_corrected": float(cor.cost[-1]),
+            "design": k,
+            "final_cost_corrected": float(cor.cost[-1]),
             "final_cost_paper": float(pap.cost[-1]),
             "paper_true_omega_norm_end": float(np.linalg.norm(end_true.omega)),
             "paper_omega_norm_end": float(np.linalg.norm(end_paper.omega)),
-            "paper_max_dCds": float(dc.max()), "paper_cost_increases": bool(np.any(dc > 0)),
+            "paper_max_dCds": float(dc.max()),
+            "paper_cost_increases": bool(np.any(dc > 0)),
             "corrected_max_dCds": float(dc_cor.max()),
             "corrected_cost_increases": bool(np.any(dc_cor > 0)),
             "paper_mixed_points_end": int(sum(sector_masks(z)[2].sum() for z in z_end)),
-            "collapse_margin_max": float(np.max(
-                [np.max((d.data.cluster(l) - d.data.ytilde[l]) @ d.params.R[l].T)
-                 for l in range(config.q)])),
+            "collapse_margin_max": float(
+                np.max(
+                    [
+                        np.max((d.data.cluster(l) - d.data.ytilde[l]) @ d.params.R[l].T)
+                        for l in range(config.q)
+                    ]
+                )
+            ),
         }
         results.append(res)
         run.log(k, {kk: float(v) for kk, v in res.items()})
-        lines += [(cor.s[::10], cor.cost[::10], f"corrected #{k}"),
-                  (pap.s[::10], pap.cost[::10], f"paper #{k}", "--")]
+        lines += [
+            (cor.s[::10], cor.cost[::10], f"corrected #{k}"),
+            (pap.s[::10], pap.cost[::10], f"paper #{k}", "--"),
+        ]
     run.flush()
-    _figures.panels(run, "e5_paper_vs_corrected", [
-        {"lines": lines, "logy": True, "xlabel": "s", "ylabel": "C_N",
-         "title": f"marginal design (delta={config.delta}), Q={config.q}"}])
-    lower = sum(r["final_cost_corrected"] < r["final_cost_paper"] for r in results)
-    run.save_summary({
-        "designs": results,
-        "claims": [
-            claim("paper Omega gives a cost that never increases (3.24)-(3.26); ours = max "
-                  "dC/ds of the paper flow, and of the corrected flow as control",
-                  [max(r["paper_max_dCds"] for r in results),
-                   max(r["corrected_max_dCds"] for r in results)],
-                  not any(r["paper_cost_increases"] for r in results)),
-            claim("corrected flow ends at a lower cost than the paper flow (observed, "
-                  "seed dependent)", f"{lower}/{len(results)} designs", lower == len(results)),
+    _figures.panels(
+        run,
+        "e5_paper_vs_corrected",
+        [
+            {
+                "lines": lines,
+                "logy": True,
+                "xlabel": "s",
+                "ylabel": "C_N",
+                "title": f"marginal design (delta={config.delta}), Q={config.q}",
+            }
         ],
-    })
+    )
+    lower = sum(r["final_cost_corrected"] < r["final_cost_paper"] for r in results)
+    run.save_summary(
+        {
+            "designs": results,
+            "claims": [
+                claim(
+                    "paper Omega gives a cost that never increases (3.24)-(3.26); ours = max "
+                    "dC/ds of the paper flow, and of the corrected flow as control",
+                    [
+                        max(r["paper_max_dCds"] for r in results),
+                        max(r["corrected_max_dCds"] for r in results),
+                    ],
+                    not any(r["paper_cost_increases"] for r in results),
+                ),
+                claim(
+                    "corrected flow ends at a lower cost than the paper flow (observed, "
+                    "seed dependent)",
+                    f"{lower}/{len(results)} designs",
+                    lower == len(results),
+                ),
+            ],
+        }
+    )

@@ -30,37 +30,68 @@ def run_layer_gd(config: LayerGDConfig, run: Any, *, seed: int, progress: bool) 
     d = simplex_design(config.q, n_per=config.n_per, rng=rng)
     n_steps = int(round(config.horizon / config.eta))
     every = max(1, int(round(config.record_interval / config.eta)))
-    plain = layer_descent(d.params, d.data, eta=config.eta, n_steps=n_steps,
-                          record_every=every)
-    eff = separated_flow(d.params, d.data, eta=config.eta, n_steps=n_steps,
-                         record_every=every)
+    plain = layer_descent(d.params, d.data, eta=config.eta, n_steps=n_steps, record_every=every)
+    eff = separated_flow(d.params, d.data, eta=config.eta, n_steps=n_steps, record_every=every)
     for i, s in enumerate(plain.s):
-        run.log(int(round(s / config.record_interval)), {
-            "layer_gd.cost": plain.cost[i], "effective.cost": eff.cost[i],
-            "layer_gd.max_defect": plain.defect[i].max(),
-            "layer_gd.max_diameter": plain.diameter[i].max()})
+        run.log(
+            int(round(s / config.record_interval)),
+            {
+                "layer_gd.cost": plain.cost[i],
+                "effective.cost": eff.cost[i],
+                "layer_gd.max_defect": plain.defect[i].max(),
+                "layer_gd.max_diameter": plain.diameter[i].max(),
+            },
+        )
     run.flush()
     q = config.q
-    _figures.panels(run, "e8_layer_gd", [
-        {"lines": [(plain.s, plain.cost, "GD on (W_l, b_l)"),
-                   (eff.s, eff.cost, "effective flow (beta, R)", "--")],
-         "logy": True, "xlabel": "s", "ylabel": "C_N", "title": "Euclidean cost"},
-        {"lines": [(plain.s, plain.defect[:, l], f"layer {l + 1}") for l in range(q)],
-         "xlabel": "s", "ylabel": "||offdiag(W W^T)|| / ||W||^2",
-         "title": "adaptedness defect of W^(l)"},
-        {"lines": [(plain.s, plain.diameter[:, l], f"cluster {l}") for l in range(q)],
-         "logy": True, "xlabel": "s", "ylabel": "diameter of I^(L)(X_l)",
-         "title": "collapse under plain GD"},
-    ])
-    max_defect = float(plain.defect.max())
-    run.save_summary({
-        "final_cost_layer_gd": float(plain.cost[-1]), "final_cost_effective": float(eff.cost[-1]),
-        "max_defect": max_defect, "final_diameters": plain.diameter[-1].tolist(),
-        "claims": [
-            claim("plain GD on (W_l, b_l) keeps the cumulative weights adapted (defect < 1e-6; "
-                  "[1] assumes adaptedness, it does not claim GD keeps it)",
-                  max_defect, max_defect < 1e-6),
-            claim("clusters also collapse under plain GD (diameter 0 at the end; observed)",
-                  plain.diameter[-1].tolist(), bool(np.all(plain.diameter[-1] == 0.0))),
+    _figures.panels(
+        run,
+        "e8_layer_gd",
+        [
+            {
+                "lines": [
+                    (plain.s, plain.cost, "GD on (W_l, b_l)"),
+                    (eff.s, eff.cost, "effective flow (beta, R)", "--"),
+                ],
+                "logy": True,
+                "xlabel": "s",
+                "ylabel": "C_N",
+                "title": "Euclidean cost",
+            },
+            {
+                "lines": [(plain.s, plain.defect[:, l], f"layer {l + 1}") for l in range(q)],
+                "xlabel": "s",
+                "ylabel": "||offdiag(W W^T)|| / ||W||^2",
+                "title": "adaptedness defect of W^(l)",
+            },
+            {
+                "lines": [(plain.s, plain.diameter[:, l], f"cluster {l}") for l in range(q)],
+                "logy": True,
+                "xlabel": "s",
+                "ylabel": "diameter of I^(L)(X_l)",
+                "title": "collapse under plain GD",
+            },
         ],
-    })
+    )
+    max_defect = float(plain.defect.max())
+    run.save_summary(
+        {
+            "final_cost_layer_gd": float(plain.cost[-1]),
+            "final_cost_effective": float(eff.cost[-1]),
+            "max_defect": max_defect,
+            "final_diameters": plain.diameter[-1].tolist(),
+            "claims": [
+                claim(
+                    "plain GD on (W_l, b_l) keeps the cumulative weights adapted (defect < 1e-6; "
+                    "[1] assumes adaptedness, it does not claim GD keeps it)",
+                    max_defect,
+                    max_defect < 1e-6,
+                ),
+                claim(
+                    "clusters also collapse under plain GD (diameter 0 at the end; observed)",
+                    plain.diameter[-1].tolist(),
+                    bool(np.all(plain.diameter[-1] == 0.0)),
+                ),
+            ],
+        }
+    )

@@ -74,28 +74,51 @@ def run_collapsed(config: CollapsedConfig, run: Any, *, seed: int, progress: boo
         ev = np.linalg.eigvalsh(inv0)
         lam0 = float(ev.min() if case == "positive" else (-ev.max() if case == "negative" else 0))
         y0 = np.stack([W0, B0, np.eye(q), np.eye(q)])
-        traj = _integrate.solve_ode(bilinear_propagator_drift, y0, ts, BilinearParams(Y),
-                                    method="DOP853", rtol=1e-11, atol=1e-13)
+        traj = _integrate.solve_ode(
+            bilinear_propagator_drift,
+            y0,
+            ts,
+            BilinearParams(Y),
+            method="DOP853",
+            rtol=1e-11,
+            atol=1e-13,
+        )
         W, B, UL, UR = (traj.ys[:, i] for i in range(4))
         cost = np.array([bilinear_cost(w, b, Y) for w, b in zip(W, B, strict=True)])
-        drift = max(float(np.abs(bilinear_invariant(w, b) - inv0).max())
-                    for w, b in zip(W, B, strict=True))
+        drift = max(
+            float(np.abs(bilinear_invariant(w, b) - inv0).max()) for w, b in zip(W, B, strict=True)
+        )
         e0 = W0 @ B0 + Y
-        prop = max(float(np.abs(w @ b + Y - ul @ e0 @ ur).max())
-                   for w, b, ul, ur in zip(W, B, UL, UR, strict=True))
-        bound_ok = (bool(np.all(cost <= np.exp(-2 * lam0 * ts) * cost[0] * (1 + 1e-8)))
-                    if lam0 > 0 else None)
+        prop = max(
+            float(np.abs(w @ b + Y - ul @ e0 @ ur).max())
+            for w, b, ul, ur in zip(W, B, UL, UR, strict=True)
+        )
+        bound_ok = (
+            bool(np.all(cost <= np.exp(-2 * lam0 * ts) * cost[0] * (1 + 1e-8)))
+            if lam0 > 0
+            else None
+        )
         E = W0 @ B0 + Y
         eta = 0.05
         W1, B1 = W0 - eta * E @ B0.T, B0 - eta * W0.T @ E
-        gd_jump = float(np.abs(bilinear_invariant(W1, B1) - inv0 - eta**2 * (
-            W0.T @ E @ E.T @ W0 - B0 @ E.T @ E @ B0.T)).max())
-        cases[case] = {"lambda0": lam0, "invariant_drift": drift, "bound_holds": bound_ok,
-                       "final_residual": float(np.linalg.norm(W[-1] @ B[-1] + Y)),
-                       "final_cost": float(cost[-1]), "propagator_error": prop,
-                       "gd_invariant_identity_error": gd_jump,
-                       "W_norm_max": float(np.linalg.norm(W, axis=(1, 2)).max()),
-                       "B_norm_max": float(np.linalg.norm(B, axis=(1, 2)).max())}
+        gd_jump = float(
+            np.abs(
+                bilinear_invariant(W1, B1)
+                - inv0
+                - eta**2 * (W0.T @ E @ E.T @ W0 - B0 @ E.T @ E @ B0.T)
+            ).max()
+        )
+        cases[case] = {
+            "lambda0": lam0,
+            "invariant_drift": drift,
+            "bound_holds": bound_ok,
+            "final_residual": float(np.linalg.norm(W[-1] @ B[-1] + Y)),
+            "final_cost": float(cost[-1]),
+            "propagator_error": prop,
+            "gd_invariant_identity_error": gd_jump,
+            "W_norm_max": float(np.linalg.norm(W, axis=(1, 2)).max()),
+            "B_norm_max": float(np.linalg.norm(B, axis=(1, 2)).max()),
+        }
         lines.append((ts, cost, case))
         if lam0 > 0:
             lines.append((ts, np.exp(-2 * lam0 * ts) * cost[0], f"bound ({case})", ":"))
@@ -103,43 +126,76 @@ def run_collapsed(config: CollapsedConfig, run: Any, *, seed: int, progress: boo
     net = _collapsed_network(config, rng)
     run.log(1, {f"network.{k}": float(v) for k, v in net.items() if np.isscalar(v)})
     run.flush()
-    _figures.panels(run, "e6_collapsed", [
-        {"lines": lines, "logy": True, "xlabel": "s", "ylabel": "1/2 ||WB + Y||^2",
-         "title": "Sec. 8 bilinear flow (8.6)-(8.7)"},
-        {"lines": [(net["s"], net["cost_network"], "network GD"),
-                   (net["s"], net["cost_bilinear_gd"], "bilinear GD", "--"),
-                   (net["s"], net["cost_ode"], "bilinear ODE", ":")],
-         "logy": True, "xlabel": "s", "ylabel": "standard cost",
-         "title": "through the network (clusters fully truncated)"},
-    ])
+    _figures.panels(
+        run,
+        "e6_collapsed",
+        [
+            {
+                "lines": lines,
+                "logy": True,
+                "xlabel": "s",
+                "ylabel": "1/2 ||WB + Y||^2",
+                "title": "Sec. 8 bilinear flow (8.6)-(8.7)",
+            },
+            {
+                "lines": [
+                    (net["s"], net["cost_network"], "network GD"),
+                    (net["s"], net["cost_bilinear_gd"], "bilinear GD", "--"),
+                    (net["s"], net["cost_ode"], "bilinear ODE", ":"),
+                ],
+                "logy": True,
+                "xlabel": "s",
+                "ylabel": "standard cost",
+                "title": "through the network (clusters fully truncated)",
+            },
+        ],
+    )
     pos, neg = cases["positive"], cases["negative"]
     net_s = {k: v for k, v in net.items() if np.isscalar(v)}
-    run.save_summary({
-        "cases": cases, "network": net_s,
-        "claims": [
-            claim("B B^T - W^T W is conserved (8.21) (drift <= 1e-8)",
-                  max(c["invariant_drift"] for c in cases.values()),
-                  all(c["invariant_drift"] <= 1e-8 for c in cases.values())),
-            claim("C(s) <= e^{-2 lambda0 s} C(0) for +-definite Iinv(0) (8.27)",
-                  [pos["lambda0"], neg["lambda0"]],
-                  bool(pos["bound_holds"] and neg["bound_holds"])),
-            claim("W B -> -Y (8.28) for definite cases (||WB+Y|| at T < 1e-3)",
-                  [pos["final_residual"], neg["final_residual"]],
-                  pos["final_residual"] < 1e-3 and neg["final_residual"] < 1e-3),
-            claim("E(s) = U_L E(0) U_R with the consistent generators (1e-8)",
-                  max(c["propagator_error"] for c in cases.values()),
-                  all(c["propagator_error"] <= 1e-8 for c in cases.values())),
-            claim("Riemannian gradient in R vanishes (8.4) (adapted backprop, autograd "
-                  "network; both to rounding, 1e-12)",
-                  [net_s["max_abs_omega_adapted"], net_s["max_abs_omega"]],
-                  max(net_s["max_abs_omega_adapted"], net_s["max_abs_omega"]) < 1e-12),
-            claim("network GD = bilinear GD while clusters stay fully truncated (1e-10)",
-                  net_s["gap_bilinear_gd"], net_s["gap_bilinear_gd"] <= 1e-10),
-            claim("clusters stay fully truncated and separated (not guaranteed by [1])",
-                  [net_s["all_truncated_fraction"], net_s["min_separation"]],
-                  net_s["all_truncated_fraction"] == 1.0 and net_s["min_separation"] > 0),
-        ],
-    })
+    run.save_summary(
+        {
+            "cases": cases,
+            "network": net_s,
+            "claims": [
+                claim(
+                    "B B^T - W^T W is conserved (8.21) (drift <= 1e-8)",
+                    max(c["invariant_drift"] for c in cases.values()),
+                    all(c["invariant_drift"] <= 1e-8 for c in cases.values()),
+                ),
+                claim(
+                    "C(s) <= e^{-2 lambda0 s} C(0) for +-definite Iinv(0) (8.27)",
+                    [pos["lambda0"], neg["lambda0"]],
+                    bool(pos["bound_holds"] and neg["bound_holds"]),
+                ),
+                claim(
+                    "W B -> -Y (8.28) for definite cases (||WB+Y|| at T < 1e-3)",
+                    [pos["final_residual"], neg["final_residual"]],
+                    pos["final_residual"] < 1e-3 and neg["final_residual"] < 1e-3,
+                ),
+                claim(
+                    "E(s) = U_L E(0) U_R with the consistent generators (1e-8)",
+                    max(c["propagator_error"] for c in cases.values()),
+                    all(c["propagator_error"] <= 1e-8 for c in cases.values()),
+                ),
+                claim(
+                    "Riemannian gradient in R vanishes (8.4) (adapted backprop, autograd "
+                    "network; both to rounding, 1e-12)",
+                    [net_s["max_abs_omega_adapted"], net_s["max_abs_omega"]],
+                    max(net_s["max_abs_omega_adapted"], net_s["max_abs_omega"]) < 1e-12,
+                ),
+                claim(
+                    "network GD = bilinear GD while clusters stay fully truncated (1e-10)",
+                    net_s["gap_bilinear_gd"],
+                    net_s["gap_bilinear_gd"] <= 1e-10,
+                ),
+                claim(
+                    "clusters stay fully truncated and separated (not guaranteed by [1])",
+                    [net_s["all_truncated_fraction"], net_s["min_separation"]],
+                    net_s["all_truncated_fraction"] == 1.0 and net_s["min_separation"] > 0,
+                ),
+            ],
+        }
+    )
 
 
 def _collapsed_network(config: CollapsedConfig, rng: np.random.Generator) -> dict[str, Any]:
@@ -147,8 +203,15 @@ def _collapsed_network(config: CollapsedConfig, rng: np.random.Generator) -> dic
     q = config.q
     # only the geometry of the design is used; the apexes are placed below, so the
     # reachability check of the Euclidean-cost design does not apply
-    d = simplex_design(q, n_per=config.n_per, delta=config.delta, offset=config.offset,
-                       rho=config.rho, max_collapse=np.inf, rng=rng)
+    d = simplex_design(
+        q,
+        n_per=config.n_per,
+        delta=config.delta,
+        offset=config.offset,
+        rho=config.rho,
+        max_collapse=np.inf,
+        rng=rng,
+    )
     radius = 4.0
     apex = config.rho * radius * simplex_vertices(q) + config.offset / np.sqrt(q)
     params = AdaptedParams(d.params.R, -apex)
@@ -180,17 +243,24 @@ def _collapsed_network(config: CollapsedConfig, rng: np.random.Generator) -> dic
             R = expm_antisymmetric(eta * g.omega) @ R
         beta, Wn = beta - eta * g.grad_beta, Wn - eta * g.grad_W_out
     y0 = np.stack([W0, params.beta.T])
-    traj = _integrate.solve_ode(bilinear_drift, y0, s, BilinearParams(Y), method="DOP853",
-                                rtol=1e-10, atol=1e-12)
+    traj = _integrate.solve_ode(
+        bilinear_drift, y0, s, BilinearParams(Y), method="DOP853", rtol=1e-10, atol=1e-12
+    )
     cost_ode = np.array([bilinear_cost(w, b, Y) for w, b in traj.ys])
     inv0 = bilinear_invariant(y0[0], y0[1])
     return {
-        "s": s, "cost_network": cost_net, "cost_bilinear_gd": cost_gd, "cost_ode": cost_ode,
-        "gap_bilinear_gd": gap, "gap_ode_cost": float(np.abs(cost_ode - cost_net).max()),
-        "max_abs_omega": max_omega, "max_abs_omega_adapted": max_adapted,
+        "s": s,
+        "cost_network": cost_net,
+        "cost_bilinear_gd": cost_gd,
+        "cost_ode": cost_ode,
+        "gap_bilinear_gd": gap,
+        "gap_ode_cost": float(np.abs(cost_ode - cost_net).max()),
+        "max_abs_omega": max_omega,
+        "max_abs_omega_adapted": max_adapted,
         "all_truncated_fraction": truncated / (n_steps + 1),
-        "min_separation": float(min_sep), "lambda_min_invariant": float(
-            np.linalg.eigvalsh(inv0).min()), "final_cost": float(cost_net[-1]),
+        "min_separation": float(min_sep),
+        "lambda_min_invariant": float(np.linalg.eigvalsh(inv0).min()),
+        "final_cost": float(cost_net[-1]),
     }
 
 
@@ -219,8 +289,7 @@ def run_untruncated(config: UntruncatedConfig, run: Any, *, seed: int, progress:
     par = LinearRegressionParams(X, Y_ext, np.full(n, 1.0 / n))
     ts = np.linspace(0.0, config.horizon, config.n_times)
     closed = linreg_closed_form(W0, ts, par)
-    ode = _integrate.solve_ode(linreg_drift, W0, ts, par, method="DOP853", rtol=1e-12,
-                               atol=1e-14)
+    ode = _integrate.solve_ode(linreg_drift, W0, ts, par, method="DOP853", rtol=1e-12, atol=1e-14)
     err_ode = float(np.abs(closed - ode.ys).max())
     w_inf = linreg_limit(par)
     err_limit = float(np.abs(w_inf - np.linalg.lstsq(X.T, Y_ext.T, rcond=None)[0].T).max())
@@ -235,45 +304,86 @@ def run_untruncated(config: UntruncatedConfig, run: Any, *, seed: int, progress:
     max_adapted = max(float(np.abs(adapted.grad_beta).max()), float(np.abs(adapted.omega).max()))
     for k in range(n_steps + 1):
         g = network_gradients(params, data, W_out=W, y=y, weighting="global")
-        max_param_grad = max(max_param_grad, float(np.abs(g.grad_beta).max()),
-                             float(np.abs(g.omega).max()))
+        max_param_grad = max(
+            max_param_grad, float(np.abs(g.grad_beta).max()), float(np.abs(g.omega).max())
+        )
         if k % max(1, n_steps // (config.n_times - 1)) == 0:
             s_net.append(k * eta), w_net.append(W.copy())
         W = W - eta * g.grad_W_out
     s_net, w_net = np.asarray(s_net), np.asarray(w_net)
     A = X @ X.T / n
-    decay = np.stack([np.linalg.matrix_power(np.eye(q) - eta * A, int(round(s / eta)))
-                      for s in s_net])
+    decay = np.stack(
+        [np.linalg.matrix_power(np.eye(q) - eta * A, int(round(s / eta))) for s in s_net]
+    )
     discrete = w_inf + np.einsum("ab,tbc->tac", W0 - w_inf, decay)
     err_discrete = float(np.abs(w_net - discrete).max())
     err_cont = float(np.abs(w_net - linreg_closed_form(W0, s_net, par)).max())
-    run.log(0, {"closed_vs_ode": err_ode, "limit_vs_lstsq": err_limit,
-                "network_vs_discrete": err_discrete, "network_vs_continuous": err_cont,
-                "max_cumulative_grad": max_param_grad, "max_cumulative_grad_adapted": max_adapted})
+    run.log(
+        0,
+        {
+            "closed_vs_ode": err_ode,
+            "limit_vs_lstsq": err_limit,
+            "network_vs_discrete": err_discrete,
+            "network_vs_continuous": err_cont,
+            "max_cumulative_grad": max_param_grad,
+            "max_cumulative_grad_adapted": max_adapted,
+        },
+    )
     run.flush()
     dist = np.linalg.norm(closed - w_inf, axis=(1, 2))
-    _figures.panels(run, "e7_untruncated", [
-        {"lines": [(ts, dist, "closed form (9.10)"),
-                   (ts, np.linalg.norm(ode.ys - w_inf, axis=(1, 2)), "ODE (DOP853)", "--"),
-                   (s_net, np.linalg.norm(w_net - w_inf, axis=(1, 2)), f"network GD eta={eta:g}",
-                    ":")],
-         "logy": True, "xlabel": "s", "ylabel": "||W(s) - W(inf)||_F",
-         "title": f"Sec. 9, Q={q}, N={n}"}])
-    run.save_summary({
-        "closed_vs_ode": err_ode, "limit_vs_lstsq": err_limit,
-        "network_vs_discrete": err_discrete, "network_vs_continuous": err_cont,
-        "max_cumulative_grad": max_param_grad, "max_cumulative_grad_adapted": max_adapted,
-        "claims": [
-            claim("W(s) follows the closed form (9.10) with Y_ext (1e-10)", err_ode,
-                  err_ode <= 1e-10),
-            claim("W(inf) = Y_ext X^T (X X^T)^{-1} (9.12) (1e-10)", err_limit,
-                  err_limit <= 1e-10),
-            claim("cumulative-parameter gradients vanish (9.6): exactly in the adapted "
-                  "backprop, to rounding (1e-12) through the autograd network",
-                  [max_adapted, max_param_grad], max_adapted == 0.0 and max_param_grad < 1e-12),
-            claim("network GD = discrete closed form (1e-10)", err_discrete,
-                  err_discrete <= 1e-10),
-            claim(f"network GD within O(eta) of the flow (< 10 eta = {10 * eta:g})", err_cont,
-                  err_cont < 10 * eta),
+    _figures.panels(
+        run,
+        "e7_untruncated",
+        [
+            {
+                "lines": [
+                    (ts, dist, "closed form (9.10)"),
+                    (ts, np.linalg.norm(ode.ys - w_inf, axis=(1, 2)), "ODE (DOP853)", "--"),
+                    (
+                        s_net,
+                        np.linalg.norm(w_net - w_inf, axis=(1, 2)),
+                        f"network GD eta={eta:g}",
+                        ":",
+                    ),
+                ],
+                "logy": True,
+                "xlabel": "s",
+                "ylabel": "||W(s) - W(inf)||_F",
+                "title": f"Sec. 9, Q={q}, N={n}",
+            }
         ],
-    })
+    )
+    run.save_summary(
+        {
+            "closed_vs_ode": err_ode,
+            "limit_vs_lstsq": err_limit,
+            "network_vs_discrete": err_discrete,
+            "network_vs_continuous": err_cont,
+            "max_cumulative_grad": max_param_grad,
+            "max_cumulative_grad_adapted": max_adapted,
+            "claims": [
+                claim(
+                    "W(s) follows the closed form (9.10) with Y_ext (1e-10)",
+                    err_ode,
+                    err_ode <= 1e-10,
+                ),
+                claim(
+                    "W(inf) = Y_ext X^T (X X^T)^{-1} (9.12) (1e-10)", err_limit, err_limit <= 1e-10
+                ),
+                claim(
+                    "cumulative-parameter gradients vanish (9.6): exactly in the adapted "
+                    "backprop, to rounding (1e-12) through the autograd network",
+                    [max_adapted, max_param_grad],
+                    max_adapted == 0.0 and max_param_grad < 1e-12,
+                ),
+                claim(
+                    "network GD = discrete closed form (1e-10)", err_discrete, err_discrete <= 1e-10
+                ),
+                claim(
+                    f"network GD within O(eta) of the flow (< 10 eta = {10 * eta:g})",
+                    err_cont,
+                    err_cont < 10 * eta,
+                ),
+            ],
+        }
+    )

@@ -52,8 +52,15 @@ def panels(
     run.save_figure(fig, name)
 
 
-def scatter_errors(run: Any, name: str, groups: dict[str, tuple[Any, Any]], *, xlabel: str,
-                   ylabel: str, title: str = "") -> None:
+def scatter_errors(
+    run: Any,
+    name: str,
+    groups: dict[str, tuple[Any, Any]],
+    *,
+    xlabel: str,
+    ylabel: str,
+    title: str = "",
+) -> None:
     """Log-scale strip plot of error values per group: ``label -> (x positions, values)``."""
     import matplotlib.pyplot as plt
 

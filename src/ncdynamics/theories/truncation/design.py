@@ -154,8 +154,9 @@ def simplex_design(
         x = centres[labels] + delta * rng.uniform(-1.0, 1.0, size=(q * n_per, q))
         data = ClusterData(x, labels, ytilde)
         params = AdaptedParams(R, -centres.copy(), ws)
-        if (separation_margin(params, data) > min_separation
-                and np.all(collapse_margin(params, data) < max_collapse)):
+        if separation_margin(params, data) > min_separation and np.all(
+            collapse_margin(params, data) < max_collapse
+        ):
             return Design(data, params, W_out, ytilde @ W_out.T, centres, draw)
     raise RuntimeError(
         f"simplex_design found no accepted draw in {max_draws} tries (q={q}, delta={delta}, "

@@ -95,8 +95,9 @@ def network_gradients(
     if W_out is None:
         res = images - torch.as_tensor(data.ytilde, dtype=torch.float64)[labels]
     else:
-        wo = torch.tensor(check_array(W_out, "W_out", shape=(q, q), dtype=np.float64),
-                          requires_grad=True)
+        wo = torch.tensor(
+            check_array(W_out, "W_out", shape=(q, q), dtype=np.float64), requires_grad=True
+        )
         yy = torch.as_tensor(check_array(y, "y", shape=data.ytilde.shape, dtype=np.float64))
         res = images @ wo.T - yy[labels]
     cost = 0.5 * torch.sum(w * torch.sum(res**2, dim=1))
@@ -131,8 +132,9 @@ def network_descent(
         mon = _separated(R, beta, packed, "corrected")
         return SeparatedRates(-g.grad_beta, g.omega, mon.j0perp, mon.btilde, g.cost)
 
-    return lie_euler(params, rates, eta=eta, n_steps=n_steps, retraction=retraction,
-                     record_every=record_every)
+    return lie_euler(
+        params, rates, eta=eta, n_steps=n_steps, retraction=retraction, record_every=record_every
+    )
 
 
 @dataclass(frozen=True)
@@ -172,8 +174,9 @@ def trajectory_gap(a: FlowResult, b: FlowResult, *, atol: float = 1e-9) -> Traje
     db = np.abs(a.beta[ia] - b.beta[ib]).reshape(ia.size, -1).max(axis=1)
     dr = np.abs(a.R[ia] - b.R[ib]).reshape(ia.size, -1).max(axis=1)
     dc = np.abs(a.cost[ia] - b.cost[ib])
-    return TrajectoryGap(float(db.max()), float(dr.max()), float(dc.max()),
-                         np.maximum(db, dr), a.s[ia])
+    return TrajectoryGap(
+        float(db.max()), float(dr.max()), float(dc.max()), np.maximum(db, dr), a.s[ia]
+    )
 
 
 def fit_log_rate(s: NDArray[np.float64], values: NDArray[np.float64]) -> float:
@@ -308,8 +311,9 @@ def layer_descent(
         with torch.no_grad():
             W -= eta * gW
             b -= eta * gb
-    return LayerDescentResult(np.asarray(rec_s), np.asarray(rec_c), np.asarray(rec_d),
-                              np.asarray(rec_m))
+    return LayerDescentResult(
+        np.asarray(rec_s), np.asarray(rec_c), np.asarray(rec_d), np.asarray(rec_m)
+    )
 
 
 def _diameter(pts: NDArray[np.float64]) -> float:

@@ -51,8 +51,13 @@ EXPERIMENTS = (
         summary="Gradient formulas (Thm 3.2/5.1, corrected Omega) vs finite differences",
         config=GradientCheckConfig,
         presets={
-            "smoke": {"qs": (2, 3), "n_seeds": 2, "n_max": 8, "separated_qs": (3,),
-                      "separated_seeds": 1},
+            "smoke": {
+                "qs": (2, 3),
+                "n_seeds": 2,
+                "n_max": 8,
+                "separated_qs": (3,),
+                "separated_seeds": 1,
+            },
             "cpu": {},
             "paper": {},
         },
@@ -76,8 +81,15 @@ EXPERIMENTS = (
         summary="Coupled effective flow vs GD on the layered ReLU network; collapse",
         config=CoupledFlowConfig,
         presets={
-            "smoke": {"qs": (2,), "n_per": 5, "etas": (8e-3, 4e-3), "eta_reference": 2e-3,
-                      "eta_network": 8e-3, "horizon": 0.3, "network_horizon": 0.16},
+            "smoke": {
+                "qs": (2,),
+                "n_per": 5,
+                "etas": (8e-3, 4e-3),
+                "eta_reference": 2e-3,
+                "eta_network": 8e-3,
+                "horizon": 0.3,
+                "network_horizon": 0.16,
+            },
             "cpu": {"network_horizon": 4.0},
             "paper": {"eta_reference": 1e-4},
         },

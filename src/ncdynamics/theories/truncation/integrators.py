@@ -134,9 +134,12 @@ def lie_euler(
     steps = sorted(set(range(0, n_steps + 1, record_every)) | {n_steps})
     n_rec = len(steps)
     rec = {
-        "beta": np.empty((n_rec, n_layers, q)), "R": np.empty((n_rec, n_layers, q, q)),
-        "cost": np.empty(n_rec), "j0perp": np.empty((n_rec, n_layers, q)),
-        "bt": np.empty((n_rec, n_layers)), "om": np.empty((n_rec, n_layers)),
+        "beta": np.empty((n_rec, n_layers, q)),
+        "R": np.empty((n_rec, n_layers, q, q)),
+        "cost": np.empty(n_rec),
+        "j0perp": np.empty((n_rec, n_layers, q)),
+        "bt": np.empty((n_rec, n_layers)),
+        "om": np.empty((n_rec, n_layers)),
     }
     s1 = np.full(n_layers, np.nan)
     eye = np.eye(q)
@@ -166,8 +169,9 @@ def lie_euler(
                 n_fix += 1
     s = np.asarray(steps, dtype=np.float64) * eta
     final = AdaptedParams(R, beta, params.wstar)
-    return FlowResult(s, rec["beta"], rec["R"], rec["cost"], rec["j0perp"], rec["bt"],
-                      rec["om"], s1, final, n_fix)
+    return FlowResult(
+        s, rec["beta"], rec["R"], rec["cost"], rec["j0perp"], rec["bt"], rec["om"], s1, final, n_fix
+    )
 
 
 def separated_flow(
@@ -191,8 +195,9 @@ def separated_flow(
     def rates(R: NDArray[np.float64], beta: NDArray[np.float64]) -> SeparatedRates:
         return _separated(R, beta, packed, variant)
 
-    return lie_euler(params, rates, eta=eta, n_steps=n_steps, retraction=retraction,
-                     record_every=record_every)
+    return lie_euler(
+        params, rates, eta=eta, n_steps=n_steps, retraction=retraction, record_every=record_every
+    )
 
 
 # ------------------------------------------------------------------ fixed-R staircase

@@ -145,9 +145,9 @@ def _separated(
     j0perp = n_trunc / packed.counts[:, None]  # exactly n_r / N_l
     dbeta = -np.einsum("lba,lb->la", R, j0perp * bt)
     if variant == "moments":
-        omega = np.stack([
-            omega_from_moments(z[l, : packed.counts[l]], bt[l]) for l in range(R.shape[0])
-        ])
+        omega = np.stack(
+            [omega_from_moments(z[l, : packed.counts[l]], bt[l]) for l in range(R.shape[0])]
+        )
     else:
         wh = w * h  # (L, n, Q)
         whz = wh * z

@@ -228,7 +228,7 @@ def truncate_general(
 ) -> NDArray[np.float64]:
     """Truncation map for an invertible cumulative weight ``W`` ([1] (1.6))::
 
-        tau(x) = W^{-1} relu(W (x + beta)) - beta
+    tau(x) = W^{-1} relu(W (x + beta)) - beta
     """
     z = (x + beta) @ W.T  # (n, Q)
     return np.linalg.solve(W, relu(z).T).T - beta
