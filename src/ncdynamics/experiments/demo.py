@@ -17,6 +17,7 @@ import torch
 from .. import data as nc_data
 from .._spec import ExperimentSpec
 from ..models import MLP
+from ..probes import PerformanceProbe
 from ..training import Recorder, train
 
 __all__ = ["DemoConfig", "EXPERIMENTS", "run_demo"]
@@ -62,7 +63,7 @@ def run_demo(config: DemoConfig, run: Any, *, seed: int, progress: bool) -> None
             run,
             ds.x_train[probe],
             ds.y_train[probe],
-            probes=["collapse", "performance"],
+            probes=["collapse", PerformanceProbe(loss=loss)],
             schedule=config.record_every,
             num_classes=ds.num_classes,
             prefix=f"{loss}/",
