@@ -28,7 +28,7 @@ def test_sigkill_mid_run_then_resume_matches_an_uninterrupted_run(tmp_path):
     while time.time() < deadline and not (ce.exists() and any(ce.glob("*.pt"))):
         if proc.poll() is not None:
             break
-        time.sleep(0.05)
+        time.sleep(0.01)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
     before = runs.Run(killed).metrics
