@@ -368,6 +368,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     try:
         return _dispatch(args)
+    except BrokenPipeError:  # output piped into `head` and the like: stop quietly
+        sys.stderr.close()
+        return 0
     except KeyboardInterrupt:
         hint = (
             "run the same command again to resume"
