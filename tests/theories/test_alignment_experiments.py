@@ -151,3 +151,26 @@ def test_o17_xor_rich_regime_merges_same_output_pairs(tmp_path):
     )
     c = r.summary["configs"]["xor-low"]
     assert max(c["final_same"]) < 0.1 * min(c["final_diff"])
+
+
+def test_digits_experiment_runs_on_mnist_files_when_given(tmp_path):
+    import gzip
+
+    from ncdynamics import experiments
+
+    rng = np.random.default_rng(0)
+    raw = tmp_path / "mnist"
+    raw.mkdir()
+    for prefix, n in (("train", 40), ("t10k", 10)):
+        labels = np.arange(n) % 10
+        images = rng.integers(0, 256, (n, 28, 28)).astype(np.uint8)
+        for kind, arr in (("images-idx3", images), ("labels-idx1", labels.astype(np.uint8))):
+            header = bytes([0, 0, 8, arr.ndim]) + b"".join(
+                int(d).to_bytes(4, "big") for d in arr.shape
+            )
+            with gzip.open(raw / f"{prefix}-{kind}-ubyte.gz", "wb") as fh:
+                fh.write(header + arr.tobytes())
+    run = experiments.run(
+        "alignment.digits", preset="smoke", out=tmp_path / "run", progress=False, root=str(raw)
+    )
+    assert run.summary["dataset"] == "mnist"
