@@ -58,3 +58,10 @@ def test_failed_experiment_marks_the_run_failed(tmp_path):
     run = runs.open(tmp_path / "r")
     assert run.state == "failed" and "`name` must be one of" in run.status["error"]
     assert (tmp_path / "r" / "error.txt").exists()
+
+
+def test_config_of_rebuilds_the_typed_config_of_a_run(tmp_path):
+    run = experiments.run("demo", out=tmp_path / "r", progress=False, epochs=1, width=8)
+    spec, config = experiments.config_of(run)
+    assert spec.name == "demo"
+    assert config == spec.make_config("smoke", {"epochs": 1, "width": 8})
