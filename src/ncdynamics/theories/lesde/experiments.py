@@ -58,8 +58,8 @@ class TrainConfig:
     val_subset: int = 150
 
 
-def _train(cfg: dict[str, Any], p_err: float, seed: int, callback: Any = None) -> TrialRecords:
-    ds = load(
+def _load(cfg: dict[str, Any], p_err: float, seed: int) -> Any:
+    return load(
         "geomnist",
         n_train_per_class=cfg["n_train_per_class"],
         n_test_per_class=cfg["n_test_per_class"],
@@ -67,6 +67,9 @@ def _train(cfg: dict[str, Any], p_err: float, seed: int, callback: Any = None) -
         seed=seed,
         label_noise=p_err,
     )
+
+
+def _train_on(ds: Any, cfg: dict[str, Any], seed: int, callback: Any = None) -> TrialRecords:
     return train_trials(
         ds.x_train,
         ds.y_train,
@@ -81,6 +84,10 @@ def _train(cfg: dict[str, Any], p_err: float, seed: int, callback: Any = None) -
         num_classes=3,
         callback=callback,
     )
+
+
+def _train(cfg: dict[str, Any], p_err: float, seed: int, callback: Any = None) -> TrialRecords:
+    return _train_on(_load(cfg, p_err, seed), cfg, seed, callback)
 
 
 def _train_worker(cfg: dict[str, Any], p_err: float, seed: int) -> TrialRecords:
@@ -191,13 +198,7 @@ class Fig3Config(TrainConfig):
 def run_fig3(config: Fig3Config, run: Any, *, seed: int, progress: bool) -> None:
     """A-hat, B-hat (l, L, projection), rates by Savitzky-Golay, and direct E from probes."""
     cfg = _train_cfg(config)
-    ds = load(
-        "geomnist",
-        n_train_per_class=config.n_train_per_class,
-        n_test_per_class=config.n_test_per_class,
-        size=config.image_size,
-        seed=seed,
-    )
+    ds = _load(cfg, 0.0, seed)
     rng = np.random.default_rng(seed + 1)
     probe_idx = np.concatenate(
         [
@@ -239,20 +240,7 @@ def run_fig3(config: Fig3Config, run: Any, *, seed: int, progress: bool) -> None
             },
         )
 
-    rec = train_trials(
-        ds.x_train,
-        ds.y_train,
-        ds.x_test,
-        ds.y_test,
-        n_trials=cfg["n_trials"],
-        n_iter=cfg["n_iter"],
-        seed=seed,
-        lr=cfg["lr"],
-        eval_every=cfg["eval_every"],
-        val_subset=cfg["val_subset"],
-        num_classes=3,
-        callback=probe,
-    )
+    rec = _train_on(ds, cfg, seed, callback=probe)
     _log_validation(run, rec)
     means = class_means_from_records(rec.logits, rec.labels, 3, fill="ffill")
     w = _smooth_window(config.window, config.n_iter)
