@@ -1,4 +1,3 @@
-import json
 import os
 import signal
 import threading
@@ -23,22 +22,6 @@ def die(x):
 
 
 SMALL = {"epochs": 2, "depth": 1, "width": 16, "checkpoint_every": 1}
-
-
-def _kill_when_running(root, run_id, killed):
-    """SIGKILL the worker that holds ``run_id`` once its run has started."""
-    deadline = time.monotonic() + 60
-    status, pidfile = root / run_id / "status.json", root / ".workers" / f"{run_id}.json"
-    while time.monotonic() < deadline:
-        try:
-            if json.loads(status.read_text())["state"] == "running":
-                pid = json.loads(pidfile.read_text())["pid"]
-                os.kill(pid, signal.SIGKILL)
-                killed.append(pid)
-                return
-        except (OSError, ValueError, KeyError):
-            pass
-        time.sleep(0.01)
 
 
 @pytest.fixture(scope="module")
@@ -91,14 +74,14 @@ def test_ray_address_must_be_host_port():
         RayExecutor(address="somewhere")
 
 
-def test_ray_sweep_with_a_killed_worker_completes(tmp_path):
+def test_ray_sweep_with_a_killed_worker_completes(tmp_path, kill_when_running):
     pytest.importorskip("ray", reason="ray is not installed (pip install '.[ray]')")
     from ncdynamics.experiments import read_sweep_table, sweep
 
     out = tmp_path / "ray"
     killed: list[int] = []
     watcher = threading.Thread(
-        target=_kill_when_running, args=(out, "lr=0.1_seed=0", killed), daemon=True
+        target=kill_when_running, args=(out, "lr=0.1_seed=0", killed), daemon=True
     )
     watcher.start()
     with RayExecutor(workers=2) as ex:

@@ -1,8 +1,5 @@
 import json
-import os
-import signal
 import threading
-import time
 
 import pandas as pd
 import pytest
@@ -53,28 +50,12 @@ def one_worker():
         yield ex
 
 
-def _kill_when_running(root, run_id, killed):
-    """SIGKILL the worker that holds ``run_id`` once its run has started."""
-    deadline = time.monotonic() + 60
-    status, pidfile = root / run_id / "status.json", root / ".workers" / f"{run_id}.json"
-    while time.monotonic() < deadline:
-        try:
-            if json.loads(status.read_text())["state"] == "running":
-                pid = json.loads(pidfile.read_text())["pid"]
-                os.kill(pid, signal.SIGKILL)
-                killed.append(pid)
-                return
-        except (OSError, ValueError, KeyError):
-            pass
-        time.sleep(0.01)
-
-
-def test_sweep_survives_a_killed_worker_and_resumes(tmp_path, one_worker):
+def test_sweep_survives_a_killed_worker_and_resumes(tmp_path, one_worker, kill_when_running):
     out = tmp_path / "sw"
     grid = {"lr": [0.05, 0.1]}
     killed: list[int] = []
     watcher = threading.Thread(
-        target=_kill_when_running, args=(out, "lr=0.1_seed=0", killed), daemon=True
+        target=kill_when_running, args=(out, "lr=0.1_seed=0", killed), daemon=True
     )
     watcher.start()
     res = sweep("demo", "smoke", out, grid=grid, overrides=SMALL, executor=one_worker, retries=1)
