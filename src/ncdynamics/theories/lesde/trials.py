@@ -136,7 +136,6 @@ def _fused_sgd_step(
     never materialised; each layer's input gradient is taken before its update.
     """
     r = x.shape[0]
-    conv_bwd = torch.ops.aten.convolution_backward
     # forward; activations kept for the backward pass
     x1 = x.reshape(1, -1, *x.shape[2:])  # (1, R*C, H, W)
     c1 = _conv(x1, p["body.0.weight"], p["body.0.bias"])  # (1, R*6, H-4, W-4)
@@ -163,40 +162,44 @@ def _fused_sgd_step(
         b.sub_(lr * d[:, 0])
         d = d_in * (pre > 0) if pre is not None else d_in
     g2 = _unpool(d.reshape(p2.shape), i2, p2, c2)
-    w2 = p["body.3.weight"]
-    gi, gw, gb = conv_bwd(
-        g2,
-        p1,
-        w2.flatten(0, 1),
-        [g2.shape[1]],
-        [1, 1],
-        [0, 0],
-        [1, 1],
-        False,
-        [0, 0],
-        r,
-        [True, True, True],
-    )
-    w2.sub_(lr * gw.view_as(w2))
-    p["body.3.bias"].sub_(lr * gb.view(r, -1))
+    gi = _grouped_conv_sgd(g2, p1, p["body.3.weight"], p["body.3.bias"], r, lr, need_input=True)
     g1 = _unpool(gi, i1, p1, c1)
-    w1 = p["body.0.weight"]
-    _, gw, gb = conv_bwd(
-        g1,
-        x1,
-        w1.flatten(0, 1),
-        [g1.shape[1]],
+    _grouped_conv_sgd(g1, x1, p["body.0.weight"], p["body.0.bias"], r, lr, need_input=False)
+    return logits, loss
+
+
+def _grouped_conv_sgd(
+    grad_out: torch.Tensor,
+    inp: torch.Tensor,
+    weight: torch.Tensor,
+    bias: torch.Tensor,
+    groups: int,
+    lr: float,
+    *,
+    need_input: bool,
+) -> torch.Tensor | None:
+    """Backward of a stride-1, unpadded grouped convolution (one group per network) and an
+    in-place SGD step on its weight (R, out, in, k, k) and bias (R, out).
+
+    Returns the gradient with respect to ``inp`` when ``need_input``, computed with the
+    pre-update weight.
+    """
+    grad_in, grad_w, grad_b = torch.ops.aten.convolution_backward(
+        grad_out,
+        inp,
+        weight.flatten(0, 1),
+        [grad_out.shape[1]],
         [1, 1],
         [0, 0],
         [1, 1],
         False,
         [0, 0],
-        r,
-        [False, True, True],
+        groups,
+        [need_input, True, True],
     )
-    w1.sub_(lr * gw.view_as(w1))
-    p["body.0.bias"].sub_(lr * gb.view(r, -1))
-    return logits, loss
+    weight.sub_(lr * grad_w.view_as(weight))
+    bias.sub_(lr * grad_b.view(groups, -1))
+    return grad_in
 
 
 class BatchedTrainer:
