@@ -102,6 +102,43 @@ def test_full_gd_keeps_singular_vectors_frozen_and_follows_discrete_map(K, n, d_
     np.testing.assert_allclose(modes, mapped, rtol=1e-10)
 
 
+def plain_gd(W, H, n_iter, eta, n, loss):
+    """Independent reference: one realisation, fresh arrays, explicit gradients."""
+    Y = hd.label_matrix(W.shape[0], n)
+    for _ in range(n_iter):
+        Z = W @ H
+        if loss == "ce":
+            E = np.exp(Z - Z.max(axis=0))
+            G = Y - E / E.sum(axis=0)
+        else:
+            G = Y - Z
+        W, H = W + eta * G @ H.T, H + eta * W.T @ G
+    return W, H
+
+
+@pytest.mark.parametrize("loss", ["ce", "mse"])
+@pytest.mark.parametrize("n, d, scale", [(1, 16, 0.3), (2, 9, 0.5), (1, 8, 6.0)])
+def test_batched_gd_matches_plain_loop(loss, n, d, scale, rng):
+    # scale 6 starts with |Z| > 300 under CE, so the max-shifted softmax branch is covered
+    if loss == "mse" and scale > 1:
+        scale = 0.3
+    K, R, eta = 8, 3, 0.01
+    W = scale * rng.normal(size=(R, K, d))
+    H = scale * rng.normal(size=(R, d, K * n))
+    res = hd.run_gd(W, H, steps=[0, 70, 150], learning_rate=eta, n=n, loss=loss)
+    for r in range(R):
+        W_ref, H_ref = plain_gd(W[r], H[r], 150, eta, n, loss)
+        np.testing.assert_allclose(res.W[r], W_ref, rtol=1e-11, atol=1e-12 * scale)
+        np.testing.assert_allclose(res.H[r], H_ref, rtol=1e-11, atol=1e-12 * scale)
+        np.testing.assert_allclose(res.Z[-1, r], W_ref @ H_ref, rtol=1e-10, atol=1e-10)
+        single = hd.run_gd(W[r], H[r], steps=[0, 70, 150], learning_rate=eta, n=n, loss=loss)
+        np.testing.assert_allclose(single.Z[:, 0], res.Z[:, r], rtol=1e-11, atol=1e-11)
+    Z0 = W @ H
+    np.testing.assert_allclose(res.Z[0], Z0, rtol=1e-12, atol=1e-13 * np.abs(Z0).max())
+    W_mid, H_mid = plain_gd(W[0], H[0], 70, eta, n, loss)
+    np.testing.assert_allclose(res.Z[1, 0], W_mid @ H_mid, rtol=1e-10, atol=1e-10)
+
+
 @pytest.mark.parametrize("K", [4, 8])
 def test_gd_matches_reduced_ode_to_first_order_in_step(K, rng):
     alpha = np.sqrt(rng.uniform(0.05, 0.5, size=(1, K - 1)))

@@ -205,36 +205,47 @@ def run_gd(
     W = (W[None] if W.ndim == 2 else W).copy()  # (R, K, d)
     H = (H[None] if H.ndim == 2 else H).copy()  # (R, d, Kn)
     R, K, _ = W.shape
-    lrY = lr * label_matrix(K, n)  # (K, Kn)
-    ones = np.ones((1, K))
+    lrYT = lr * label_matrix(K, n).T  # (Kn, K)
+    ones = np.ones((K, 1))
     Zs = np.empty((steps.size, R, K, K * n))
     WWs = np.empty((steps.size, R, K, K))
     HHs = np.empty((steps.size, R, K * n, K * n))
+    # The loop works on the transposed logits Z^T (R, Kn, K): every product is then a
+    # stacked (T, T) matmul of the stored W and H, the column sums of exp(Z) are one
+    # (R Kn, K) @ (K, 1) product over all realisations, and nothing is allocated per step.
+    ZT = np.empty((R, K * n, K))  # Z^T, then -η (Y - P)^T in place
+    ZT2 = ZT.reshape(R * K * n, K)
+    s = np.empty((R, K * n, 1))  # column sums of exp(Z), then η / sums
+    dW, dH = np.empty_like(W), np.empty_like(H)
+    WT, HT, GT = W.transpose(0, 2, 1), H.transpose(0, 2, 1), ZT.transpose(0, 2, 1)
     ce = loss == "ce"
     shift = True
     k = 0
     for i, target in enumerate(steps):
         for j in range(k, target):
-            Z = W @ H  # (R, K, Kn)
+            np.matmul(HT, WT, out=ZT)  # (R, Kn, K)
             if ce:
                 # exp without the max shift while |Z| is moderate (checked every 64 steps);
                 # a blow-up still ends in the finiteness check below, never silently.
                 if j % 64 == 0:
-                    shift = bool(np.abs(Z).max() > 300.0)
+                    shift = bool(np.abs(ZT).max() > 300.0)
                 if shift:
-                    Z -= Z.max(axis=1, keepdims=True)
-                np.exp(Z, out=Z)
-                Z *= lr / (ones @ Z)  # η P, column sums via a (1, K) product
-                G = lrY - Z  # η (Y - P)
+                    ZT -= ZT.max(axis=2, keepdims=True)
+                np.exp(ZT, out=ZT)
+                np.matmul(ZT2, ones, out=s.reshape(R * K * n, 1))
+                np.divide(lr, s, out=s)
+                np.multiply(ZT, s, out=ZT)  # η P^T
             else:
-                G = lrY - lr * Z
-            dW = G @ H.transpose(0, 2, 1)  # (R, K, d)
-            H += W.transpose(0, 2, 1) @ G  # uses the old W
-            W += dW
+                np.multiply(ZT, lr, out=ZT)  # η (W H)^T
+            np.subtract(ZT, lrYT, out=ZT)  # -η (Y - P)^T: the negated descent direction
+            np.matmul(GT, HT, out=dW)  # (R, K, d)
+            np.matmul(WT, GT, out=dH)  # (R, d, Kn), with the old W
+            W -= dW
+            H -= dH
         k = max(k, int(target))
         Zs[i] = W @ H
-        WWs[i] = W @ W.transpose(0, 2, 1)
-        HHs[i] = H.transpose(0, 2, 1) @ H
+        WWs[i] = W @ WT
+        HHs[i] = HT @ H
     if not (np.all(np.isfinite(W)) and np.all(np.isfinite(H))):
         raise FloatingPointError(
             f"gradient descent diverged (non-finite W or H); lower `learning_rate` ({lr})."
