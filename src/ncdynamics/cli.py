@@ -117,6 +117,38 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     _common(rep, out_help="also copy the report to this path")
 
+    cmp_ = sub.add_parser(
+        "compare",
+        help="fit every applicable theory to a recorded run",
+        description="Fit every theory whose observables the run recorded (each theory "
+        "declares what it needs) and print and report a table: theory, fitted parameters, "
+        "goodness of fit on the recorded trajectory, and what it predicts.",
+    )
+    cmp_.add_argument("run_dir", type=Path, help="run directory")
+    cmp_.add_argument(
+        "--out", type=Path, default=None, help="output directory (default RUN_DIR/compare)"
+    )
+
+    fc = sub.add_parser(
+        "forecast",
+        help="fit theories to the first part of a run and score their prediction of its end",
+        description="Fit each applicable theory on the records up to a fraction of the run, "
+        "predict every observable at the run's last record, and score the prediction "
+        "(decades off) beside two naive baselines: the last value carried forward and a "
+        "power-law extrapolation.",
+    )
+    fc.add_argument("run_dir", type=Path, help="run directory")
+    fc.add_argument(
+        "--at",
+        type=float,
+        required=True,
+        metavar="FRACTION",
+        help="fraction of the run (0 < FRACTION < 1) the fit may see",
+    )
+    fc.add_argument(
+        "--out", type=Path, default=None, help="output directory (default RUN_DIR/forecast-AT)"
+    )
+
     swp = sub.add_parser(
         "sweep",
         help="run an experiment over a grid of options and seeds",
@@ -284,6 +316,56 @@ def _cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def _print_frame(df: Any, columns: Sequence[str]) -> None:
+    import pandas as pd
+
+    shown = [c for c in columns if c in df.columns]
+    with pd.option_context("display.width", 160, "display.max_columns", 30):
+        print(df[shown].to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+
+
+def _cmd_compare(args: argparse.Namespace) -> int:
+    from . import report, runs
+    from .experiments import confront
+
+    run = runs.open(args.run_dir)
+    entries = confront.compare(run)
+    out = args.out if args.out is not None else confront.default_out(run.path, "compare")
+    for e in entries:
+        print(f"{e.theory:<14}{e.stream:<22}{e.status:<16}{e.message}")
+        if e.fit is not None:
+            for group in ("params", "goodness", "predictions"):
+                items = ", ".join(f"{k}={_cell(v)}" for k, v in getattr(e.fit, group).items())
+                print(f"{'':<14}{group:<12}{items}")
+    path = report.write_compare_report(entries, run.path, out)
+    print(f"report: {path}")
+    return 0
+
+
+def _cmd_forecast(args: argparse.Namespace) -> int:
+    from . import report, runs
+    from .experiments import confront
+
+    run = runs.open(args.run_dir)
+    entries = confront.forecast(run, args.at)
+    out = args.out if args.out is not None else confront.default_out(run.path, "forecast", args.at)
+    table = confront.forecast_table(entries)
+    cols = ("theory", "stream", "observable", "method", "predicted", "actual", "decades_off")
+    scored = table[table["status"] == "fitted"] if "status" in table else table
+    if not scored.empty:
+        _print_frame(scored, cols)
+    for e in entries:
+        if e.status != "fitted":
+            print(f"{e.theory:<14}{e.stream:<22}{e.status:<16}{e.message}")
+    path = report.write_forecast_report(entries, run.path, out, args.at)
+    print(f"report: {path}")
+    return 0
+
+
+def _cell(v: Any) -> str:
+    return f"{v:.4g}" if isinstance(v, float) else str(v)
+
+
 def _format_table(table: dict[str, dict[str, float]]) -> str:
     cols = list(dict.fromkeys(k for row in table.values() for k in row))
     width = max(len(r) for r in table) + 2
@@ -357,6 +439,10 @@ def _dispatch(args: argparse.Namespace) -> int:
         return _cmd_report(args)
     if args.command == "sweep":
         return _cmd_sweep(args)
+    if args.command == "compare":
+        return _cmd_compare(args)
+    if args.command == "forecast":
+        return _cmd_forecast(args)
     raise AssertionError(args.command)  # pragma: no cover - argparse guarantees a command
 
 

@@ -101,6 +101,9 @@ def test_pair_alignment_probe_records_scalars(rng):
     assert out.scalars["pair_a"] == pytest.approx(float(direct.a))
     assert out.scalars["pair_w"] == pytest.approx(direct.w)
     np.testing.assert_allclose(out.arrays["pair_ybar"], direct.ybar)
+    dx = (x[2] - x[0]).double()
+    assert out.scalars["pair_X"] == pytest.approx(float(dx @ dx))
+    assert out.scalars["pair_Y"] == pytest.approx(2.0)  # one-hot targets of classes 0 and 1
 
 
 def test_bad_inputs_are_rejected():

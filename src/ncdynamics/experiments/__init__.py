@@ -6,6 +6,8 @@ from ._registry import config_of as config_of
 from ._registry import get as get
 from ._registry import list_experiments as list_experiments
 from ._registry import run as run
+from .confront import compare as compare
+from .confront import forecast as forecast
 from .executors import Executor as Executor
 from .executors import LocalExecutor as LocalExecutor
 from .executors import Outcome as Outcome
@@ -21,6 +23,8 @@ from .sweep import sweep as sweep
 from .sweep import write_sweep_table as write_sweep_table
 
 __all__ = [
+    "compare",
+    "forecast",
     "PRESETS",
     "Executor",
     "ExperimentSpec",

@@ -2,8 +2,9 @@
 
 Trains the same network twice from the same initialisation, once per loss, recording the
 collapse metrics of a fixed class-balanced subset of the training set (``probe_per_class``
-samples of each digit) at every epoch. Metric names carry the loss as a
-prefix (``mse/nc/nc1``, ``cross-entropy/nc/nc1``).
+samples of each digit) at every epoch, with the class means of features and logits and the
+pair observables of two probe points (what ``ncdyn compare`` and ``ncdyn forecast`` fit).
+Metric names carry the loss as a prefix (``mse/nc/nc1``, ``cross-entropy/nc/nc1``).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import torch
 from .. import data as nc_data
 from .._spec import ExperimentSpec
 from ..models import MLP
-from ..probes import PerformanceProbe
+from ..probes import PairAlignmentProbe, PerformanceProbe
 from ..training import Recorder, train
 
 __all__ = ["DemoConfig", "EXPERIMENTS", "run_demo"]
@@ -48,6 +49,9 @@ def run_demo(config: DemoConfig, run: Any, *, seed: int, progress: bool) -> None
     ds = nc_data.load(config.dataset)
     probe = nc_data.balanced_subset(ds.y_train, config.probe_per_class, np.random.default_rng(seed))
     in_features = int(torch.tensor(ds.x_train.shape[1:]).prod())
+    y_probe = ds.y_train[probe]
+    # two points of different classes (Y = 2): the pair the two-point theory is about
+    pair_idx = (int(np.flatnonzero(y_probe == 0)[0]), int(np.flatnonzero(y_probe == 1)[0]))
     summary: dict[str, dict[str, float]] = {}
     for loss in config.losses:
         gen = torch.Generator().manual_seed(seed)
@@ -59,11 +63,12 @@ def run_demo(config: DemoConfig, run: Any, *, seed: int, progress: bool) -> None
             init=config.init,
             generator=gen,
         )
+        pair = PairAlignmentProbe(pair=pair_idx)
         rec = Recorder(
             run,
             ds.x_train[probe],
             ds.y_train[probe],
-            probes=["collapse", PerformanceProbe(loss=loss)],
+            probes=["collapse", PerformanceProbe(loss=loss), "class_means", pair],
             schedule=config.record_every,
             num_classes=ds.num_classes,
             prefix=f"{loss}/",

@@ -24,6 +24,8 @@ from .kernels import kernel_alignment as kernel_alignment
 from .kernels import kernel_block_stats as kernel_block_stats
 from .kernels import logit_ntk_from_features as logit_ntk_from_features
 from .kernels import trace_kernel as trace_kernel
+from .means import ClassMeansProbe as ClassMeansProbe
+from .means import class_means as class_means
 from .ntk import Method as NTKMethod
 from .ntk import empirical_ntk as empirical_ntk
 from .ntk_probes import NTKAlignmentProbe as NTKAlignmentProbe
@@ -32,6 +34,8 @@ from .performance import PerformanceProbe as PerformanceProbe
 from .performance import classification_loss as classification_loss
 
 __all__ = [
+    "ClassMeansProbe",
+    "class_means",
     "BlockValues",
     "InvariantProbe",
     "invariant_metrics",

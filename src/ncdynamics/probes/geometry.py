@@ -245,6 +245,9 @@ def taylor_terms(
 class PairAlignmentProbe:
     """Recorder probe: pair observables of two probe-set points at one hidden layer.
 
+    Scalars ``pair_a``, ``pair_b``, ``pair_w``, ``pair_loss`` and the constants ``pair_X``,
+    ``pair_Y`` (squared input and target distances); array ``pair_ybar``.
+
     Parameters
     ----------
     pair : (int, int)
@@ -272,10 +275,12 @@ class PairAlignmentProbe:
         else:
             t = self.targets
         obs = pair_observables(inp.model, x, t, layer=self.layer)
-        return ProbeOutput(
-            {"pair_a": float(obs.a), "pair_b": obs.b, "pair_w": obs.w, "pair_loss": obs.loss},
-            {"pair_ybar": obs.ybar},
-        )
+        dx = (x[1] - x[0]).detach().cpu().double().flatten()
+        dt = np.asarray(t[1], dtype=np.float64) - np.asarray(t[0], dtype=np.float64)
+        scalars = {"pair_a": float(obs.a), "pair_b": obs.b, "pair_w": obs.w, "pair_loss": obs.loss}
+        # the squared input and target distances X, Y of eq. (7), constant over training
+        scalars.update({"pair_X": float(dx @ dx), "pair_Y": float(dt @ dt)})
+        return ProbeOutput(scalars, {"pair_ybar": obs.ybar})
 
 
 @register_probe("pair_alignment")

@@ -1,5 +1,7 @@
 """Figures (matplotlib, PNG) and the self-contained HTML report of a run."""
 
+from .confront import write_compare_report as write_compare_report
+from .confront import write_forecast_report as write_forecast_report
 from .figures import metric_figures as metric_figures
 from .html import write_figures as write_figures
 from .html import write_report as write_report
@@ -17,5 +19,7 @@ __all__ = [
     "write_figures",
     "write_index",
     "write_report",
+    "write_compare_report",
+    "write_forecast_report",
     "write_sweep_report",
 ]

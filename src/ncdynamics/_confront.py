@@ -1,0 +1,193 @@
+"""The contract between a theory and a recorded run: what it needs, fits and predicts.
+
+A theory confronts a run through a :class:`Confrontation`, declared in
+``ncdynamics/theories/<name>/confront.py`` as the module constant ``CONFRONTATION``:
+
+- ``needs``: the scalars and arrays the run must have recorded (and which probe records them);
+- ``observe(stream)``: the measured trajectories of the observables the theory speaks about;
+- ``fit(stream)``: the theory fitted to the records of a stream, as a :class:`TheoryFit`
+  holding the fitted parameters, the goodness of fit, the fitted curves inside the records and
+  a ``predict(steps)`` that extrapolates the observables beyond them.
+
+A *stream* is one set of records in a run that share a name prefix (``"mse/"`` and
+``"cross-entropy/"`` in the demo, ``""`` for a run that records one model). A
+:class:`Stream` can be cut at a step, so that a fit sees only the first part of a run: that
+is how ``ncdyn forecast`` keeps the theory from peeking at what it predicts.
+
+This module sits at the base of the package, beside ``_spec``, so that theories can declare
+their confrontations without importing the ``experiments`` layer that runs them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+from numpy.typing import NDArray
+
+__all__ = [
+    "Confrontation",
+    "Need",
+    "NotApplicable",
+    "Series",
+    "Stream",
+    "TheoryFit",
+    "r_squared",
+]
+
+#: ``(steps, values)``: float64 arrays of equal length, steps increasing.
+Series = tuple[NDArray[np.float64], NDArray[np.float64]]
+
+
+class NotApplicable(ValueError):
+    """The run has the recorded names but not what the theory assumes (e.g. K not 2^k)."""
+
+
+@dataclass(frozen=True)
+class Need:
+    """One record a theory needs: a scalar metric or an array, named without the prefix."""
+
+    kind: Literal["scalar", "array"]
+    name: str
+    probe: str
+
+    def describe(self) -> str:
+        return f"{self.kind} {self.name!r} (probe {self.probe!r})"
+
+
+class Stream:
+    """The records of one prefix of a run, optionally cut after step ``until``.
+
+    Parameters
+    ----------
+    run : ncdynamics.runs.Run
+    prefix : str
+        Metric-name prefix, e.g. ``"mse/"``; array names use it with ``/`` replaced by ``.``.
+    until : float, default=inf
+        Records after this step are invisible.
+    """
+
+    def __init__(self, run: Any, prefix: str = "", *, until: float = math.inf) -> None:
+        self.run = run
+        self.prefix = prefix
+        self.until = float(until)
+        self._wide = run.metrics_wide()
+        self._array_names = set(run.array_names())
+
+    @property
+    def config(self) -> Mapping[str, Any]:
+        """The run's ``config.json`` (experiment settings; empty for a hand-made run)."""
+        path = self.run.path / "config.json"
+        return self.run.config if path.exists() else {}
+
+    def cut(self, until: float) -> Stream:
+        """The same stream, seeing only records at steps ``<= until``."""
+        return Stream(self.run, self.prefix, until=min(until, self.until))
+
+    def _array_name(self, name: str) -> str:
+        return f"{self.prefix}{name}".replace("/", ".")
+
+    def has(self, need: Need) -> bool:
+        if need.kind == "scalar":
+            col = f"{self.prefix}{need.name}"
+            return col in self._wide.columns and bool(self._wide[col].notna().any())
+        return self._array_name(need.name) in self._array_names
+
+    def scalar(self, name: str) -> Series:
+        """Finite values of metric ``prefix + name`` at steps ``<= until``."""
+        col = f"{self.prefix}{name}"
+        if col not in self._wide.columns:
+            raise KeyError(f"run {self.run.path} has no metric {col!r}.")
+        s = self._wide[col]
+        s = s[np.isfinite(s.to_numpy(dtype=np.float64)) & (s.index <= self.until)]
+        return s.index.to_numpy(dtype=np.float64), s.to_numpy(dtype=np.float64)
+
+    def array(self, name: str) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """``(steps, stacked)`` of array ``prefix + name`` at steps ``<= until``."""
+        series = self.run.arrays(self._array_name(name))
+        steps = np.array([s for s in series if s <= self.until], dtype=np.float64)
+        if steps.size == 0:
+            return steps, np.empty((0,))
+        return steps, np.stack([np.asarray(series[int(s)], np.float64) for s in steps])
+
+    def last_step(self, needs: tuple[Need, ...]) -> float:
+        """The last step at which every needed record exists (before the cut)."""
+        last = math.inf
+        for need in needs:
+            steps = (self.scalar if need.kind == "scalar" else self.array)(need.name)[0]
+            last = min(last, float(steps[-1]) if steps.size else -math.inf)
+        return last
+
+
+@dataclass(frozen=True)
+class TheoryFit:
+    """A theory fitted to one stream.
+
+    Attributes
+    ----------
+    theory : str
+    params : dict
+        Fitted parameters, by name (floats).
+    goodness : dict
+        Goodness of fit on the records it saw, by name (e.g. ``r2_log_within_scatter``).
+    predictions : dict
+        What the theory says beyond the records, in numbers (e.g. a limit, a verdict).
+    fitted : dict
+        Observable name -> ``(steps, values)``: the theory's curve over the fitted records.
+    predict : callable
+        ``predict(steps) -> {observable: values}`` for steps after the last fitted record.
+    fit_until : float
+        The last step the fit saw.
+    """
+
+    theory: str
+    params: dict[str, float]
+    goodness: dict[str, float]
+    predictions: dict[str, Any]
+    fitted: dict[str, Series]
+    predict: Callable[[NDArray[np.float64]], dict[str, NDArray[np.float64]]]
+    fit_until: float
+    notes: tuple[str, ...] = field(default=())
+
+
+@dataclass(frozen=True)
+class Confrontation:
+    """What a theory needs from a run and how it fits it (see the module docstring).
+
+    Parameters
+    ----------
+    theory : str
+        Theory subpackage name.
+    summary : str
+        One line: what is fitted to what.
+    needs : tuple of Need
+    observe : callable
+        ``observe(stream) -> {observable: (steps, values)}``, positive values.
+    fit : callable
+        ``fit(stream) -> TheoryFit``; raises :class:`NotApplicable` when the records exist
+        but the theory's assumptions do not hold, ``ValueError`` when too few records.
+    min_records : int
+        Fewest records a fit needs.
+    """
+
+    theory: str
+    summary: str
+    needs: tuple[Need, ...]
+    observe: Callable[[Stream], dict[str, Series]]
+    fit: Callable[[Stream], TheoryFit]
+    min_records: int = 3
+
+    def missing(self, stream: Stream) -> list[Need]:
+        """The needs that ``stream`` lacks."""
+        return [n for n in self.needs if not stream.has(n)]
+
+
+def r_squared(observed: Any, fitted: Any) -> float:
+    """``1 - SS_res / SS_tot``; NaN when the observations are constant."""
+    obs = np.asarray(observed, dtype=np.float64)
+    fit = np.asarray(fitted, dtype=np.float64)
+    tot = float(np.sum((obs - obs.mean()) ** 2))
+    return float(1.0 - np.sum((obs - fit) ** 2) / tot) if tot > 0 else float("nan")

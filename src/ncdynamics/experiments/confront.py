@@ -1,0 +1,299 @@
+"""Theory against run: fit every applicable theory to a recorded run, or forecast its end.
+
+Each theory declares what it needs from a run in ``theories/<name>/confront.py``
+(:class:`ncdynamics._confront.Confrontation`); this module finds those declarations, finds the
+streams of a run that carry what each needs, and
+
+- :func:`compare` fits each applicable theory to the whole of each stream;
+- :func:`forecast` fits it to the records up to a fraction of the run only, predicts each
+  observable at the run's last record, and scores the prediction against what the run did,
+  beside two naive baselines: the last value carried forward, and a power law
+  ``|v| = c (step - s0 + 1)^p`` fitted in log-log to the later half of the fitted records
+  (``s0`` the stream's first step).
+
+The error of a prediction is ``|log10(pred / actual)|`` (decades off), infinite when the signs
+differ or the prediction is not finite.
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+import os
+import pkgutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .. import runs, theories
+from .._confront import Confrontation, NotApplicable, Series, Stream, TheoryFit
+from .._validation import check_scalar
+
+__all__ = [
+    "CompareEntry",
+    "ForecastEntry",
+    "compare",
+    "confrontations",
+    "decades_off",
+    "find_streams",
+    "forecast",
+    "power_law_extrapolation",
+]
+
+_CACHE: list[Confrontation] | None = None
+
+
+def confrontations() -> list[Confrontation]:
+    """Every theory's ``CONFRONTATION``, by theory name."""
+    global _CACHE
+    if _CACHE is None:
+        found = []
+        for info in pkgutil.iter_modules(theories.__path__):
+            name = f"{theories.__name__}.{info.name}.confront"
+            if info.ispkg and importlib.util.find_spec(name) is not None:
+                found.append(importlib.import_module(name).CONFRONTATION)
+        _CACHE = sorted(found, key=lambda c: c.theory)
+    return _CACHE
+
+
+def theories_without_confrontation() -> list[str]:
+    """Theory subpackages that declare no confrontation with network runs."""
+    declared = {c.theory for c in confrontations()}
+    return sorted(
+        i.name
+        for i in pkgutil.iter_modules(theories.__path__)
+        if i.ispkg and i.name not in declared
+    )
+
+
+def _prefixes(names: list[str], suffix: str) -> set[str]:
+    out = set()
+    for n in names:
+        if n.endswith(suffix):
+            p = n[: -len(suffix)]
+            if p == "" or p.endswith(("/", ".")):
+                out.add(p)
+    return out
+
+
+def find_streams(conf: Confrontation, run: runs.Run) -> list[str]:
+    """Prefixes of ``run`` under which every record ``conf`` needs exists, sorted."""
+    metric_names = list(run.metrics["name"].unique())
+    array_names = run.array_names()
+    keys: set[str] | None = None
+    display: dict[str, str] = {}
+    for need in conf.needs:
+        pool = metric_names if need.kind == "scalar" else array_names
+        found = _prefixes(pool, need.name)
+        for p in found:
+            if need.kind == "scalar" or p.replace("/", ".") not in display:
+                display[p.replace("/", ".")] = p
+        normal = {p.replace("/", ".") for p in found}
+        keys = normal if keys is None else keys & normal
+    # an array-only stream takes the metric spelling of its prefix where there is one
+    metric_prefixes = {n[: i + 1] for n in metric_names for i, c in enumerate(n) if c == "/"}
+    for p in metric_prefixes:
+        if p.replace("/", ".") in display:
+            display[p.replace("/", ".")] = p
+    return sorted(display[k] for k in keys or ())
+
+
+@dataclass(frozen=True)
+class CompareEntry:
+    """One theory on one stream: its fit, or why there is none."""
+
+    theory: str
+    stream: str
+    status: str  # "fitted", "not applicable", "failed", "missing"
+    message: str = ""
+    fit: TheoryFit | None = None
+    observed: dict[str, Series] = field(default_factory=dict)
+
+    def row(self) -> dict[str, Any]:
+        """A flat table row: status, parameters, goodness and predictions."""
+        row: dict[str, Any] = {
+            "theory": self.theory,
+            "stream": self.stream,
+            "status": self.status,
+            "message": self.message,
+        }
+        if self.fit is not None:
+            for group in ("params", "goodness", "predictions"):
+                for k, v in getattr(self.fit, group).items():
+                    row[f"{group}.{k}"] = v
+        return row
+
+
+def _open(run: runs.Run | str | os.PathLike[str]) -> runs.Run:
+    return run if isinstance(run, runs.Run) else runs.open(run)
+
+
+def _fit_entry(conf: Confrontation, stream: Stream) -> CompareEntry:
+    label = stream.prefix or "(no prefix)"
+    try:
+        observed = conf.observe(stream)
+        fit = conf.fit(stream)
+    except NotApplicable as exc:
+        return CompareEntry(conf.theory, label, "not applicable", str(exc))
+    except (ValueError, np.linalg.LinAlgError, FloatingPointError) as exc:
+        return CompareEntry(conf.theory, label, "failed", f"{type(exc).__name__}: {exc}")
+    return CompareEntry(conf.theory, label, "fitted", "; ".join(fit.notes), fit, observed)
+
+
+def _missing_entry(conf: Confrontation) -> CompareEntry:
+    needs = ", ".join(n.describe() for n in conf.needs)
+    return CompareEntry(conf.theory, "", "missing", f"needs {needs}")
+
+
+def compare(run: runs.Run | str | os.PathLike[str]) -> list[CompareEntry]:
+    """Fit every theory whose needs ``run`` recorded, on each stream that has them.
+
+    A theory with no such stream gets one ``"missing"`` entry naming what it needs.
+    """
+    run = _open(run)
+    entries = []
+    for conf in confrontations():
+        prefixes = find_streams(conf, run)
+        if not prefixes:
+            entries.append(_missing_entry(conf))
+        for p in prefixes:
+            entries.append(_fit_entry(conf, Stream(run, p)))
+    return entries
+
+
+# ---------------------------------------------------------------------------- forecast
+def decades_off(predicted: float, actual: float) -> float:
+    """``|log10(predicted / actual)|``; ``inf`` for a sign mismatch or non-finite input."""
+    if not (np.isfinite(predicted) and np.isfinite(actual)) or predicted * actual <= 0:
+        return math.inf
+    return abs(math.log10(predicted / actual))
+
+
+def power_law_extrapolation(steps: Any, values: Any, at: float, *, origin: float) -> float:
+    """``|v| = c (step - origin + 1)^p`` fitted in log-log to the later half of the records,
+    evaluated at ``at`` with the sign of the last value; NaN with fewer than 2 usable points."""
+    s, v = np.asarray(steps, np.float64), np.asarray(values, np.float64)
+    half = s.size // 2
+    s, v = s[half:], v[half:]
+    ok = v != 0
+    if ok.sum() < 2 or np.unique(s[ok]).size < 2:
+        return math.nan
+    x = np.log(s[ok] - origin + 1.0)
+    p, c = np.polyfit(x, np.log(np.abs(v[ok])), 1)
+    return float(np.sign(v[-1]) * np.exp(c + p * np.log(at - origin + 1.0)))
+
+
+@dataclass(frozen=True)
+class ForecastEntry:
+    """One theory on one stream, fitted up to ``cutoff`` and scored at ``final_step``."""
+
+    theory: str
+    stream: str
+    status: str
+    message: str = ""
+    cutoff: float = math.nan
+    final_step: float = math.nan
+    fit: TheoryFit | None = None
+    observed: dict[str, Series] = field(default_factory=dict)
+    scores: list[dict[str, Any]] = field(default_factory=list)
+
+
+def _score(name: str, series: Series, fit: TheoryFit, cutoff: float, final: float) -> list[dict]:
+    steps, values = series
+    seen = steps <= cutoff
+    actual = float(values[steps == final][0])
+    predicted = {
+        f"theory ({fit.theory})": float(fit.predict(np.array([final]))[name][0]),
+        "last value": float(values[seen][-1]),
+        "power law": power_law_extrapolation(steps[seen], values[seen], final, origin=steps[0]),
+    }
+    return [
+        {
+            "observable": name,
+            "method": method,
+            "predicted": p,
+            "actual": actual,
+            "decades_off": decades_off(p, actual),
+        }
+        for method, p in predicted.items()
+    ]
+
+
+def _forecast_entry(conf: Confrontation, stream: Stream, at: float) -> ForecastEntry:
+    label = stream.prefix or "(no prefix)"
+    try:
+        observed = conf.observe(stream)
+    except ValueError as exc:
+        return ForecastEntry(conf.theory, label, "failed", f"{type(exc).__name__}: {exc}")
+    if not observed:
+        return ForecastEntry(conf.theory, label, "failed", "no observable could be read")
+    first = max(float(s[0]) for s, _ in observed.values())
+    final = min(float(s[-1]) for s, _ in observed.values())
+    cutoff = first + at * (final - first)
+    common = dict(cutoff=cutoff, final_step=final, observed=observed)
+    entry = _fit_entry(conf, stream.cut(cutoff))
+    if entry.fit is None:
+        return ForecastEntry(conf.theory, label, entry.status, entry.message, **common)
+    scores = [
+        row
+        for name, series in observed.items()
+        if np.any(series[0] == final)
+        for row in _score(name, series, entry.fit, entry.fit.fit_until, final)
+    ]
+    return ForecastEntry(
+        conf.theory, label, "fitted", entry.message, fit=entry.fit, scores=scores, **common
+    )
+
+
+def forecast(run: runs.Run | str | os.PathLike[str], at: float) -> list[ForecastEntry]:
+    """Fit each applicable theory on the records up to fraction ``at`` of each stream,
+    predict every observable at the stream's last record and score it (module docstring).
+
+    Parameters
+    ----------
+    run : Run or path
+    at : float in (0, 1)
+        Fraction of the stream's step range the fit may see.
+    """
+    at = check_scalar(at, "at", low=0.0, high=1.0, closed="neither")
+    run = _open(run)
+    entries = []
+    for conf in confrontations():
+        prefixes = find_streams(conf, run)
+        if not prefixes:
+            m = _missing_entry(conf)
+            entries.append(ForecastEntry(m.theory, m.stream, m.status, m.message))
+        for p in prefixes:
+            entries.append(_forecast_entry(conf, Stream(run, p), at))
+    return entries
+
+
+def compare_table(entries: list[CompareEntry]) -> pd.DataFrame:
+    """One row per entry (see :meth:`CompareEntry.row`)."""
+    return pd.DataFrame([e.row() for e in entries])
+
+
+def forecast_table(entries: list[ForecastEntry]) -> pd.DataFrame:
+    """One row per (theory, stream, observable, method); entries without a fit get one row."""
+    rows = []
+    for e in entries:
+        base = {
+            "theory": e.theory,
+            "stream": e.stream,
+            "status": e.status,
+            "cutoff": e.cutoff,
+            "final_step": e.final_step,
+        }
+        if not e.scores:
+            rows.append({**base, "message": e.message})
+        rows.extend({**base, **s} for s in e.scores)
+    return pd.DataFrame(rows)
+
+
+def default_out(run_dir: str | os.PathLike[str], kind: str, at: float | None = None) -> Path:
+    """``RUN_DIR/compare`` or ``RUN_DIR/forecast-<at>``."""
+    name = kind if at is None else f"{kind}-{at:g}"
+    return Path(run_dir) / name

@@ -1,0 +1,143 @@
+"""compare / forecast: stream discovery, baselines, scoring, and the written reports."""
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from ncdynamics import runs
+from ncdynamics._confront import Stream
+from ncdynamics.experiments import confront
+from ncdynamics.report import write_compare_report, write_forecast_report
+from ncdynamics.theories.lesde.model import d_vectors
+
+
+def _lesde_run(path, prefixes=("a/", "b/"), K=4):
+    """Class-mean logits whose margins grow exactly exponentially (the L-model's form)."""
+    run = runs.create(path)
+    d = d_vectors(K)
+    b0 = np.linspace(-1.0, 1.0, K)
+    for t in range(0, 41, 2):
+        s = 2.0 * np.exp(0.05 * t) + b0 * np.exp(0.02 * t)
+        for p in prefixes:
+            run.save_array(f"{p}class_means_logits".replace("/", "."), t, s[:, None] * d)
+            run.log(t, {f"{p}probe/loss": 1.0 / (t + 1)})
+    run.mark_completed()
+    return run
+
+
+def test_confrontations_are_discovered_for_four_theories():
+    names = [c.theory for c in confront.confrontations()]
+    assert names == ["alignment", "hadamard", "lesde", "ntk_collapse"]
+    assert confront.theories_without_confrontation() == ["truncation"]
+
+
+def test_find_streams_uses_metric_spelling_of_array_prefixes(tmp_path):
+    run = _lesde_run(tmp_path / "r")
+    lesde = next(c for c in confront.confrontations() if c.theory == "lesde")
+    assert confront.find_streams(lesde, run) == ["a/", "b/"]
+
+
+def test_find_streams_ignores_names_that_merely_end_alike(tmp_path):
+    run = runs.create(tmp_path / "r")
+    run.save_array("xclass_means_logits", 0, np.eye(4))
+    lesde = next(c for c in confront.confrontations() if c.theory == "lesde")
+    assert confront.find_streams(lesde, run) == []
+
+
+def test_compare_fits_each_stream_and_names_what_is_missing(tmp_path):
+    entries = confront.compare(_lesde_run(tmp_path / "r"))
+    by = {(e.theory, e.stream): e for e in entries}
+    assert by[("lesde", "a/")].status == "fitted"
+    assert by[("lesde", "a/")].fit.params["rate_margin"] == pytest.approx(0.05, rel=1e-9)
+    assert by[("hadamard", "a/")].status == "fitted"  # K = 4 is a power of two
+    missing = by[("ntk_collapse", "")]
+    assert missing.status == "missing" and "ntk_invariant" in missing.message
+    assert "pair_alignment" in by[("alignment", "")].message
+    table = confront.compare_table(entries)
+    assert {"theory", "stream", "status", "params.alpha", "goodness.r2_log_mean_margin"} <= set(
+        table.columns
+    )
+
+
+def test_forecast_scores_theory_beside_both_baselines(tmp_path):
+    entries = confront.forecast(_lesde_run(tmp_path / "r", prefixes=("a/",)), 0.5)
+    e = next(e for e in entries if e.theory == "lesde")
+    assert e.status == "fitted" and e.cutoff == 20.0 and e.final_step == 40.0
+    assert e.fit.fit_until == 20.0
+    scores = pd.DataFrame(e.scores).set_index(["observable", "method"])
+    # exact exponential data: the theory forecast is exact, the last value is not
+    assert scores.loc[("mean_margin", "theory (lesde)"), "decades_off"] < 1e-9
+    last = scores.loc[("mean_margin", "last value"), "decades_off"]
+    assert last == pytest.approx(0.05 * 20 / math.log(10), rel=1e-9)
+    assert set(scores.index.get_level_values("method")) == {
+        "theory (lesde)",
+        "last value",
+        "power law",
+    }
+
+
+def test_power_law_extrapolation_is_exact_on_a_power_law():
+    steps = np.arange(0, 50.0)
+    values = 3.0 * (steps + 1.0) ** -0.7
+    pred = confront.power_law_extrapolation(steps, values, 200.0, origin=0.0)
+    assert pred == pytest.approx(3.0 * 201.0**-0.7, rel=1e-10)
+    assert math.isnan(confront.power_law_extrapolation([1.0, 2.0], [0.0, 0.0], 5.0, origin=0.0))
+
+
+@pytest.mark.parametrize(
+    ("pred", "actual", "want"),
+    [(10.0, 1.0, 1.0), (0.1, 1.0, 1.0), (-1.0, 1.0, math.inf), (math.nan, 1.0, math.inf)],
+)
+def test_decades_off(pred, actual, want):
+    assert confront.decades_off(pred, actual) == pytest.approx(want)
+
+
+@pytest.mark.parametrize("at", [0.0, 1.0, -0.5, 2.0, math.nan])
+def test_forecast_rejects_fraction_outside_open_unit_interval(tmp_path, at):
+    with pytest.raises(ValueError, match="`at`"):
+        confront.forecast(_lesde_run(tmp_path / "r"), at)
+
+
+def test_stream_cut_hides_later_records(tmp_path):
+    run = _lesde_run(tmp_path / "r", prefixes=("a/",))
+    stream = Stream(run, "a/").cut(10)
+    steps, values = stream.scalar("probe/loss")
+    assert steps.max() == 10 and values.size == 6
+    assert stream.array("class_means_logits")[0].max() == 10
+
+
+def test_reports_are_written_and_replace_the_old_output(tmp_path):
+    run = _lesde_run(tmp_path / "r", prefixes=("a/",))
+    out = tmp_path / "r" / "compare"
+    out.mkdir()
+    (out / "stale.txt").write_text("old")
+    page = write_compare_report(confront.compare(run), run.path, out)
+    assert page == out / "report.html" and not (out / "stale.txt").exists()
+    html = page.read_text()
+    assert "lesde" in html and html.count("<img") == len(list((out / "figures").glob("*.png")))
+    assert len(list((out / "figures").glob("*.png"))) == 2  # lesde and hadamard
+    assert pd.read_csv(out / "table.csv")["status"].tolist().count("fitted") == 2
+    page = write_forecast_report(confront.forecast(run, 0.5), run.path, tmp_path / "f", 0.5)
+    table = pd.read_csv(tmp_path / "f" / "table.csv")
+    assert {"observable", "method", "predicted", "actual", "decades_off"} <= set(table.columns)
+    assert not list(tmp_path.glob(".f-*")) and not list((tmp_path / "r").glob(".compare-*"))
+
+
+def test_failed_report_leaves_previous_output_untouched(tmp_path, monkeypatch):
+    from ncdynamics.report import confront as rc
+
+    run = _lesde_run(tmp_path / "r", prefixes=("a/",))
+    out = tmp_path / "out"
+    write_compare_report(confront.compare(run), run.path, out)
+    before = (out / "report.html").read_text()
+
+    def boom(*a, **k):
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(rc, "_page", boom)
+    with pytest.raises(RuntimeError, match="disk full"):
+        write_compare_report(confront.compare(run), run.path, out)
+    assert (out / "report.html").read_text() == before
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []

@@ -1,0 +1,63 @@
+"""`ncdyn compare` and `ncdyn forecast` on a demo run, and their one-line errors."""
+
+import pandas as pd
+import pytest
+
+from ncdynamics.cli import main
+
+
+@pytest.fixture(scope="module")
+def demo_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("cmp") / "demo"
+    args = ["run", "demo", "--out", str(out), "--no-progress"]
+    args += [
+        "--set",
+        "epochs=8",
+        "--set",
+        "width=16",
+        "--set",
+        "depth=2",
+        "--set",
+        "milestones=100",
+    ]
+    assert main(args) == 0
+    return out
+
+
+def test_compare_prints_each_theory_and_writes_report(demo_run, capsys):
+    assert main(["compare", str(demo_run)]) == 0
+    out = capsys.readouterr().out
+    assert "lesde" in out and "alignment" in out and "params" in out and "goodness" in out
+    assert "power of two" in out  # hadamard on 10 digits
+    assert "ntk_invariant" in out  # ntk_collapse: what to record
+    table = pd.read_csv(demo_run / "compare" / "table.csv")
+    fitted = table[table["status"] == "fitted"]
+    assert set(fitted["theory"]) == {"lesde", "alignment"}
+    assert set(fitted["stream"]) == {"mse/", "cross-entropy/"}
+    assert (demo_run / "compare" / "report.html").is_file()
+
+
+def test_forecast_scores_theories_and_baselines(demo_run, capsys, tmp_path):
+    out_dir = tmp_path / "fc"
+    assert main(["forecast", str(demo_run), "--at", "0.5", "--out", str(out_dir)]) == 0
+    out = capsys.readouterr().out
+    assert "last value" in out and "power law" in out and "theory (lesde)" in out
+    table = pd.read_csv(out_dir / "table.csv")
+    scored = table.dropna(subset=["method"])
+    assert (scored["cutoff"] == 4.0).all() and (scored["final_step"] == 8.0).all()
+    for (_, _, _), g in scored.groupby(["theory", "stream", "observable"]):
+        assert len(g) == 3  # theory, last value, power law
+
+
+@pytest.mark.parametrize(
+    ("argv", "match"),
+    [
+        (["forecast", "{run}", "--at", "1.5"], "`at`"),
+        (["compare", "{missing}"], "missing"),
+    ],
+)
+def test_bad_input_is_one_line_exit_2(demo_run, tmp_path, capsys, argv, match):
+    argv = [a.format(run=demo_run, missing=tmp_path / "missing") for a in argv]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("ncdyn: error:") and match in err and err.count("\n") == 1
