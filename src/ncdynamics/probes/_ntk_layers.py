@@ -8,10 +8,18 @@ per-sample backward is needed. Three cases:
 
 - ``Linear`` with 2-D input: kept *factored*; the kernel contribution is
   ``(u_i . u_j + 1) (g_ia . g_jb)`` and the Jacobian is never formed.
-- ``Conv2d`` (via ``unfold``), ``Linear`` with >2-D input: the per-sample Jacobian is
-  assembled from ``g`` and the unfolded input with one batched GEMM (``materialised``).
+- ``Conv2d`` (via ``unfold``), ``Linear`` with >2-D input: the weight's per-sample Jacobian
+  is ``g`` times the unfolded input, one batched GEMM per layer. It is *deferred*: the chunk
+  keeps the layer input and the output gradients of all outputs (``Deferred``), and the
+  Jacobian is formed layer by layer only when the kernel is contracted, then freed, so no
+  more than one layer's Jacobian exists at a time. A bias's Jacobian (the sum of ``g`` over
+  positions) is formed right away.
 - ``BatchNorm1d/2d`` in eval mode (running statistics): ``dF/dgamma_c = sum_s g_cs xhat_cs``,
-  ``dF/dbeta_c = sum_s g_cs``.
+  ``dF/dbeta_c = sum_s g_cs``, formed right away.
+
+The pieces formed right away (BN, biases) are narrow; they share one ``(n, o, p_small)``
+tensor, written one output at a time, so the gradients of one output never need to be kept
+once the next backward pass starts.
 
 A module qualifies when it is called exactly once per forward pass, its parameters are not
 shared with another module, and a gradient check on a pilot batch shows that the layer
@@ -29,7 +37,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-__all__ = ["LayerPlan", "Factor", "plan_layers", "structured_chunk"]
+__all__ = ["Chunk", "Deferred", "Factor", "LayerPlan", "plan_layers", "structured_chunk"]
 
 _BN = (nn.BatchNorm1d, nn.BatchNorm2d)
 
@@ -40,20 +48,27 @@ class LayerPlan:
 
     ``modules`` maps module -> kind (``factored``, ``conv``, ``seq-linear``, ``bn``);
     ``param_ids`` are the ids of the trainable parameters they cover; ``n_mat`` the number
-    of materialised Jacobian columns; ``act_per_sample`` the number of activation entries
-    of one sample (sum over all module outputs); ``out_per_sample`` the output entries of
-    the structured layers; ``unfold_max`` the largest unfolded input of one sample.
+    of materialised Jacobian columns (``n_small`` formed right away, the rest deferred);
+    ``act_per_sample`` the number of activation entries of one sample (sum over all module
+    outputs); ``out_per_sample`` the output entries of the structured layers;
+    ``unfold_max`` the largest unfolded input of one sample; ``g_deferred`` and
+    ``u_deferred`` the output and input entries of one sample over the deferred layers;
+    ``p_deferred_max`` the widest deferred layer's Jacobian columns.
     """
 
     modules: dict[nn.Module, str] = field(default_factory=dict)
     param_ids: set[int] = field(default_factory=set)
     unused_ids: set[int] = field(default_factory=set)
     n_mat: int = 0
+    n_small: int = 0
     d_out_factored: int = 0
     d_in_factored: int = 0
     act_per_sample: int = 0
     out_per_sample: int = 0
     unfold_max: int = 0
+    g_deferred: int = 0
+    u_deferred: int = 0
+    p_deferred_max: int = 0
 
 
 @dataclass
@@ -108,32 +123,67 @@ def _unfold(m: nn.Module, u: torch.Tensor) -> torch.Tensor:
     return u.reshape(u.shape[0], -1, u.shape[-1])  # (n, T, d_in)
 
 
-def _layer_jacobian(
-    m: nn.Module, kind: str, u: torch.Tensor, g: torch.Tensor
-) -> list[torch.Tensor]:
-    """Materialised per-sample Jacobian pieces, each (n, o, p), for trainable params of ``m``.
+def _deferred(m: nn.Module, kind: str) -> bool:
+    """Whether the layer's weight Jacobian is deferred (conv and sequence Linear weights)."""
+    return kind in ("conv", "seq-linear") and _trainable(m.weight)
 
-    ``u`` is the layer input (n, ...), ``g`` the output gradient (n, o, *out_shape).
+
+def weight_jacobian(m: nn.Module, kind: str, u: torch.Tensor, g: torch.Tensor) -> torch.Tensor:
+    """Per-sample Jacobian (n, o, p) of the weight of a conv or sequence-Linear layer.
+
+    ``u`` is the layer input (n, ...), ``g`` the output gradients (n, o, *out_shape). One
+    batched GEMM: (n, o*C_out, S) @ (n, S, K), with S output positions and K = C_in * k_h * k_w
+    (conv) or d_in (sequence Linear, S = sequence length).
     """
     n, o = g.shape[:2]
-    pieces = []
-    if kind == "bn":
-        gs = g.reshape(n, o, g.shape[2], -1)  # (n, o, C, S)
-        if _trainable(m.weight):
-            pieces.append((gs * _bn_xhat(m, u)[:, None]).sum(-1))  # (n, o, C)
-        if _trainable(m.bias):
-            pieces.append(gs.sum(-1))
-        return pieces
     if kind == "conv":
         gs = g.reshape(n, o * g.shape[2], -1)  # (n, o*Cout, S)
-    else:  # seq-linear: output (n, *, d_out) -> (n, o*d_out, T)
+    else:  # seq-linear: output (n, o, *, d_out) -> (n, o*d_out, T)
         gs = g.reshape(n, o, -1, g.shape[-1]).transpose(2, 3).reshape(n, o * g.shape[-1], -1)
-    if _trainable(m.weight):
-        jw = torch.bmm(gs, _unfold(m, u))  # (n, o*Cout, K)
-        pieces.append(jw.reshape(n, o, -1))
-    if _trainable(m.bias):
-        pieces.append(gs.sum(-1).reshape(n, o, -1))
-    return pieces
+    return torch.bmm(gs, _unfold(m, u)).reshape(n, o, -1)  # (n, o*Cout, K) -> (n, o, p)
+
+
+def _small_width(m: nn.Module, kind: str) -> int:
+    """Columns of the pieces formed right away: BN weight and bias, conv/Linear bias."""
+    if kind == "bn":
+        return m.num_features * (_trainable(m.weight) + _trainable(m.bias))
+    if kind == "factored" or not _trainable(m.bias):
+        return 0
+    return m.out_channels if kind == "conv" else m.out_features
+
+
+def small_pieces(m: nn.Module, kind: str, xhat: torch.Tensor | None, g: torch.Tensor) -> list:
+    """Jacobian pieces (n, p) formed right away from one output's gradient ``g`` (n, *out).
+
+    BN: ``sum_s g_cs xhat_cs`` (weight) and ``sum_s g_cs`` (bias), with ``xhat`` the
+    normalised input (n, C, S); conv and sequence-Linear layers: the bias, ``sum_s g_cs``.
+    """
+    n = g.shape[0]
+    if kind == "bn":
+        gs = g.reshape(n, g.shape[1], -1)  # (n, C, S)
+        pieces = []
+        if _trainable(m.weight):  # dot products over S (measured faster than bmm, mul-sum)
+            pieces.append(torch.linalg.vecdot(gs, xhat))  # (n, C)
+        if _trainable(m.bias):
+            pieces.append(gs.sum(-1))  # (n, C)
+        return pieces
+    if kind == "factored" or not _trainable(m.bias):
+        return []
+    if kind == "conv":
+        return [g.reshape(n, g.shape[1], -1).sum(-1)]  # (n, Cout)
+    return [g.reshape(n, -1, g.shape[-1]).sum(1)]  # (n, d_out)
+
+
+def _layer_param_grads(
+    m: nn.Module, kind: str, u: torch.Tensor, g: torch.Tensor
+) -> list[torch.Tensor]:
+    """Parameter gradients of ``m`` (weight, then bias) summed over the samples, from the
+    layer formulas; ``g`` (n, *out_shape) is the gradient of a scalar w.r.t. the output."""
+    xhat = _bn_xhat(m, u) if kind == "bn" else None
+    out = []
+    if _deferred(m, kind):
+        out.append(weight_jacobian(m, kind, u, g[:, None]).sum((0, 1)))
+    return out + [p.sum(0) for p in small_pieces(m, kind, xhat, g)]
 
 
 def _param_owner_counts(model: nn.Module) -> Counter[int]:
@@ -246,7 +296,7 @@ def plan_layers(
                 [go2.sum(0)] if _trainable(m.bias) else []
             )
         else:
-            pred = [pc.sum((0, 1)) for pc in _layer_jacobian(m, kind, u, go[:, None])]
+            pred = _layer_param_grads(m, kind, u, go)
         ok = all(
             t is not None and _close(pr.reshape(t.shape), t)
             for pr, t in zip(pred, true, strict=True)
@@ -262,10 +312,42 @@ def plan_layers(
             plan.d_in_factored += u.shape[-1] if _trainable(m.weight) else 0
         else:
             plan.n_mat += sum(p.numel() for p in mine)
-            if kind != "bn":
+            plan.n_small += _small_width(m, kind)
+            if _deferred(m, kind):
                 plan.unfold_max = max(plan.unfold_max, _unfold(m, u[:1]).numel())
+                plan.g_deferred += n_out
+                plan.u_deferred += u[0].numel()
+                plan.p_deferred_max = max(plan.p_deferred_max, m.weight.numel())
     plan.act_per_sample = sum(sum(v) for v in sizes.values()) + 1
     return plan
+
+
+@dataclass
+class Deferred:
+    """A conv or sequence-Linear weight's Jacobian kept as factors: the layer input ``u``
+    (n, ...) and the output gradients ``g`` (n, o, *out_shape); ``materialise()`` forms the
+    (n, o, p) Jacobian."""
+
+    module: nn.Module
+    kind: str
+    u: torch.Tensor
+    g: torch.Tensor
+
+    def materialise(self) -> torch.Tensor:
+        return weight_jacobian(self.module, self.kind, self.u, self.g)
+
+
+@dataclass
+class Chunk:
+    """Structured Jacobian of a chunk of samples and outputs.
+
+    ``small`` (n, o, n_small) holds the columns formed right away (or None); ``deferred``
+    the conv and sequence-Linear weights; ``factors`` the factored Linear layers.
+    """
+
+    small: torch.Tensor | None
+    deferred: list[Deferred]
+    factors: list[Factor]
 
 
 def structured_chunk(
@@ -273,10 +355,12 @@ def structured_chunk(
     forward,
     x: torch.Tensor,
     out_idx: torch.Tensor,
-) -> tuple[list[torch.Tensor], list[Factor]]:
-    """Materialised Jacobian pieces, each (n, o, p_layer), and the factored parts.
+) -> Chunk:
+    """Structured Jacobian of the samples ``x`` (n, ...) and the outputs ``out_idx`` (o,).
 
-    ``out_idx`` (o,) selects the outputs; each takes one backward pass of the whole chunk.
+    One forward pass, then one backward pass of the whole chunk per output. Each backward's
+    gradients are consumed before the next: narrow pieces are written into ``small``, the
+    gradients of deferred and factored layers into their (n, o, ...) stores.
     """
     store: dict[nn.Module, list] = {}
     mods = list(plan.modules)
@@ -289,27 +373,39 @@ def structured_chunk(
             h.remove()
     n, o = f.shape
     outs = [store[m][0][1] for m in mods]
-    grads = [
-        torch.empty((n, o, *t.shape[1:]), dtype=f.dtype, device=f.device) for t in outs
-    ]  # (n, o, *out_shape) per layer
+    inputs = [store[m][0][0] for m in mods]
+    del store
+    kinds = [plan.modules[m] for m in mods]
+    xhats = [
+        _bn_xhat(m, u) if k == "bn" else None for m, k, u in zip(mods, kinds, inputs, strict=True)
+    ]
+    kw = {"dtype": f.dtype, "device": f.device}
+    small = torch.empty((n, o, plan.n_small), **kw) if plan.n_small else None
+    # (n, o, *out_shape) per deferred or factored layer, None for the others
+    keep = [
+        torch.empty((n, o, *t.shape[1:]), **kw) if k == "factored" or _deferred(m, k) else None
+        for m, k, t in zip(mods, kinds, outs, strict=True)
+    ]
     for k in range(o):  # one backward pass per output (measured faster than is_grads_batched)
         cot = torch.zeros_like(f)
         cot[:, k] = 1.0
         per = torch.autograd.grad(
             f, outs, grad_outputs=cot, retain_graph=k < o - 1, allow_unused=True
         )
-        for full, g in zip(grads, per, strict=True):
-            if g is None:
-                full[:, k] = 0.0
-            else:
-                full[:, k] = g
-    factors: list[Factor] = []
-    pieces: list[torch.Tensor] = []
-    for m, g in zip(mods, grads, strict=True):
-        kind = plan.modules[m]
-        u = store[m][0][0]
+        col = 0
+        for i, g in enumerate(per):
+            g = torch.zeros_like(outs[i]) if g is None else g  # (n, *out_shape)
+            if keep[i] is not None:
+                keep[i][:, k] = g
+            for piece in small_pieces(mods[i], kinds[i], xhats[i], g):
+                small[:, k, col : col + piece.shape[1]] = piece
+                col += piece.shape[1]
+        del per, g
+    del f, outs, xhats
+    deferred, factors = [], []
+    for m, kind, u, g in zip(mods, kinds, inputs, keep, strict=True):
         if kind == "factored":
             factors.append(Factor(u if _trainable(m.weight) else None, _trainable(m.bias), g))
-        else:
-            pieces.extend(_layer_jacobian(m, kind, u, g))
-    return pieces, factors
+        elif g is not None:
+            deferred.append(Deferred(m, kind, u, g))
+    return Chunk(small, deferred, factors)

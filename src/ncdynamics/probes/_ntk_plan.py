@@ -19,11 +19,15 @@ SLACK = 32 * 2**20  # bytes: allocator granularity and small temporaries not mod
 class Sizes:
     """Per-sample sizes of a problem.
 
-    ``p_mat``: materialised Jacobian columns (structured conv/BN layers plus generic
-    parameters); ``p_generic``: the generic (``torch.func``) part of them; ``d_out`` and
-    ``d_in``: summed output and input widths of factored Linear layers; ``act``: activation
-    entries of one sample; ``unfold``: largest unfolded layer input of one sample;
-    ``p_total``: all trainable parameters used by the output.
+    ``p_mat``: Jacobian columns stored materialised (BN and bias columns of the structured
+    layers plus generic parameters); ``p_generic``: the generic (``torch.func``) part of
+    them; ``d_out`` and ``d_in``: summed output and input widths of factored Linear layers;
+    ``act``: activation entries of one sample; ``unfold``: largest unfolded layer input of
+    one sample; ``p_total``: all trainable parameters used by the output; ``g_def`` and
+    ``u_def``: output and input entries of one sample over the deferred (conv and
+    sequence-Linear) layers, whose gradients and inputs are stored instead of their
+    Jacobian; ``p_def``: the widest deferred layer's Jacobian columns (formed one layer at a
+    time while contracting).
     """
 
     p_mat: int
@@ -33,6 +37,9 @@ class Sizes:
     act: int
     unfold: int
     p_total: int
+    g_def: int = 0
+    u_def: int = 0
+    p_def: int = 0
 
 
 @dataclass(frozen=True)
@@ -62,19 +69,22 @@ def result_entries(mode: str, n1: int, n2: int, o: int) -> int:
 
 
 def _store(s: Sizes, n: int, o: int) -> int:
-    """A stored Jacobian block: materialised columns, factored gradients and inputs."""
-    return n * o * (s.p_mat + s.d_out) + n * s.d_in
+    """A stored Jacobian block: materialised columns, gradients of factored and deferred
+    layers, and their inputs."""
+    return n * o * (s.p_mat + s.d_out + s.g_def) + n * (s.d_in + s.u_def)
 
 
 def _transient(s: Sizes, n: int, o: int) -> int:
-    """Working memory while one compute chunk is built (graph, batched gradients, GEMMs)."""
-    return (
-        3 * n * s.act
-        + 2 * n * o * s.act
-        + n * s.unfold
-        + 3 * n * o * s.p_generic
-        + n * o * (s.p_mat - s.p_generic)
-    )
+    """Working memory while one compute chunk is built: the graph and saved activations, one
+    backward pass's gradients and temporaries, BN's normalised inputs, the generic
+    Jacobian's vmap temporaries."""
+    return 5 * n * s.act + 3 * n * o * s.p_generic
+
+
+def _contraction(s: Sizes, n: int, o: int) -> int:
+    """Working memory while two blocks are contracted: one deferred layer's Jacobian per
+    block and one unfolded input."""
+    return 2 * n * o * s.p_def + n * s.unfold
 
 
 def plan_jacobian_chunks(
@@ -107,10 +117,11 @@ def plan_jacobian_chunks(
         o_pair = o_b * o_b if mode == "full" else o_b
         # the block pair's kernel, one temporary of its size and the symmetric GEMM's pieces
         block = 5 * min(n_b, n1) * min(n_b, n2v) * o_pair // 2
-        fixed = res + stored + block
+        contract = block + _contraction(s, n_b, o_b)
         for o_c in _halving(o_b):
             for n_c in _halving(n_b):
-                peak = (fixed + _transient(s, n_c, o_c)) * itemsize + SLACK
+                work = max(contract, _transient(s, n_c, o_c))  # building, then contracting
+                peak = (res + stored + work) * itemsize + SLACK
                 if peak <= budget:
                     return ChunkPlan(n_b, o_b, n_c, o_c, store_all, peak)
     return None

@@ -132,15 +132,19 @@ class _Output(nn.Module):
 
 
 class _Block:
-    """Jacobian of a block of samples and outputs: materialised pieces and Linear factors.
+    """Jacobian of a block of samples and outputs: materialised pieces, deferred layers and
+    Linear factors.
 
     ``mats`` holds tensors of shape (n, o, p_k) whose columns together are the materialised
-    part of the Jacobian (conv, BN and generic parameters); ``factors`` the Linear layers.
+    part of the Jacobian (BN, biases and generic parameters); ``deferred`` the conv and
+    sequence-Linear weights, formed one layer at a time when contracted; ``factors`` the
+    factored Linear layers.
     """
 
     def __init__(
         self,
         mats: list[torch.Tensor],
+        deferred: list[_layers.Deferred],
         factors: list[_layers.Factor],
         n: int,
         o: int,
@@ -148,6 +152,7 @@ class _Block:
         device: torch.device,
     ) -> None:
         self.mats = mats
+        self.deferred = deferred
         self.factors = factors
         self.n = n
         self.o = o
@@ -193,6 +198,18 @@ def _gram(
     return out
 
 
+def _add_gram(r: torch.Tensor, ma: torch.Tensor, mb: torch.Tensor, mode: str, same: bool) -> None:
+    """Add the kernel of two Jacobian pieces (na, oa, p) and (nb, ob, p) to ``r`` (in place),
+    ``r`` of shape (na*oa, nb*ob) (full), (na, nb) (trace) or (o, na, nb) (diagonal)."""
+    na, oa, nb, ob = *ma.shape[:2], *mb.shape[:2]
+    if mode == "full":
+        _gram(ma.reshape(na * oa, -1), mb.reshape(nb * ob, -1), same, r)
+    elif mode == "trace":
+        _gram(ma.reshape(na, -1), mb.reshape(nb, -1), same, r)
+    else:
+        r.baddbmm_(ma.transpose(0, 1), mb.transpose(0, 1).transpose(1, 2))  # (o, na, nb)
+
+
 def _contract(a: _Block, b: _Block, mode: str) -> torch.Tensor:
     """Kernel block between two Jacobian blocks, in the layout of ``mode``."""
     na, oa, nb, ob = a.n, a.o, b.n, b.o
@@ -201,12 +218,12 @@ def _contract(a: _Block, b: _Block, mode: str) -> torch.Tensor:
     shape = {"full": (na * oa, nb * ob), "trace": (na, nb), "diagonal": (oa, na, nb)}[mode]
     r = torch.zeros(shape, dtype=dtype, device=a.device)
     for ma, mb in zip(a.mats, b.mats, strict=True):
-        if mode == "full":
-            _gram(ma.reshape(na * oa, -1), mb.reshape(nb * ob, -1), same, r)
-        elif mode == "trace":
-            _gram(ma.reshape(na, -1), mb.reshape(nb, -1), same, r)
-        else:
-            r.baddbmm_(ma.transpose(0, 1), mb.transpose(0, 1).transpose(1, 2))  # (o,na,nb)
+        _add_gram(r, ma, mb, mode, same)
+    for da, db in zip(a.deferred, b.deferred, strict=True):
+        ja = da.materialise()  # (na, oa, p_layer): one layer's Jacobian at a time
+        jb = ja if same else db.materialise()
+        _add_gram(r, ja, jb, mode, same)
+        del ja, jb
     if mode == "full":
         r = r.reshape(na, oa, nb, ob)
     for fa, fb in zip(a.factors, b.factors, strict=True):
@@ -230,19 +247,23 @@ def _contract(a: _Block, b: _Block, mode: str) -> torch.Tensor:
     return r.permute(0, 2, 1, 3) if mode == "full" else r
 
 
-def _cat_factors(grid: list[list[list[_layers.Factor]]]) -> list[_layers.Factor]:
-    """Join factors computed on [sample chunk][output chunk] into one list per layer."""
-    if not grid or not grid[0][0]:
-        return []
-    if len(grid) == 1 and len(grid[0]) == 1:
-        return grid[0][0]
-    out = []
-    for li in range(len(grid[0][0])):
-        first = grid[0][0][li]
-        u = None if first.u is None else torch.cat([row[0][li].u for row in grid])
-        g = torch.cat([torch.cat([cell[li].g for cell in row], dim=1) for row in grid])
-        out.append(_layers.Factor(u, first.bias, g))
+def _flat(c: _layers.Chunk) -> list[tuple[torch.Tensor | None, bool]]:
+    """The tensors of a chunk, each with whether it has an output axis (axis 1)."""
+    out: list[tuple[torch.Tensor | None, bool]] = [(c.small, True)]
+    for d in c.deferred:
+        out += [(d.u, False), (d.g, True)]
+    for fac in c.factors:
+        out += [(fac.u, False), (fac.g, True)]
     return out
+
+
+def _unflat(c: _layers.Chunk, ts: list[torch.Tensor | None]) -> _layers.Chunk:
+    """A chunk like ``c`` holding the tensors ``ts`` (in the order of ``_flat``)."""
+    it = iter(ts)
+    small = next(it)
+    deferred = [_layers.Deferred(d.module, d.kind, next(it), next(it)) for d in c.deferred]
+    factors = [_layers.Factor(next(it), fac.bias, next(it)) for fac in c.factors]
+    return _layers.Chunk(small, deferred, factors)
 
 
 class _Engine:
@@ -260,7 +281,6 @@ class _Engine:
         self.consts = {k: p.detach() for k, p in named.items() if k not in self.generic}
         self.consts.update(dict(wrapped.named_buffers()))
         self.p_generic = sum(p.numel() for p in self.generic.values())
-        self.p_mat = plan.n_mat + self.p_generic
 
     def _generic_jac(self, x: torch.Tensor, out_idx: torch.Tensor) -> list[torch.Tensor]:
         """Per-sample Jacobian pieces (n, o, p) of the generic parameters (torch.func)."""
@@ -272,58 +292,74 @@ class _Engine:
         jac = vmap(jacrev(f1), in_dims=(None, 0))(self.generic, x)  # name -> (n, o, *shape)
         return [j.reshape(j.shape[0], j.shape[1], -1) for j in jac.values()]
 
-    def _chunk(
-        self,
-        x: torch.Tensor,
-        idx: torch.Tensor,
-    ) -> tuple[list[torch.Tensor], list[_layers.Factor]]:
-        pieces: list[torch.Tensor] = []
-        factors: list[_layers.Factor] = []
+    def _chunk(self, x: torch.Tensor, idx: torch.Tensor) -> tuple[_layers.Chunk, list]:
+        """Structured part and generic pieces (n, o, p) of samples ``x`` and outputs ``idx``."""
+        chunk = _layers.Chunk(None, [], [])
         if self.plan.modules:
-            pieces, factors = _layers.structured_chunk(self.plan, self.wrapped, x, idx)
-        if self.p_generic:
-            pieces = pieces + self._generic_jac(x, idx)
-        return pieces, factors
+            chunk = _layers.structured_chunk(self.plan, self.wrapped, x, idx)
+        generic = self._generic_jac(x, idx) if self.p_generic else []
+        return chunk, generic
 
     def block(self, x: torch.Tensor, out_idx: torch.Tensor, n_chunk: int, o_chunk: int) -> _Block:
-        """Jacobian block of all of ``x`` (n, ...) and outputs ``out_idx``, in chunks."""
+        """Jacobian block of all of ``x`` (n, ...) and outputs ``out_idx``, in chunks written
+        into tensors allocated once for the whole block (no concatenation)."""
         n, o = x.shape[0], out_idx.numel()
-        if n_chunk >= n and o_chunk >= o:
-            pieces, factors = self._chunk(x, out_idx)
-            return _Block(_merge_small(pieces), factors, n, o, x.dtype, x.device)
-        mats: list[torch.Tensor] = []
-        grid: list[list[list[_layers.Factor]]] = []
+        first = None
         for s in range(0, n, n_chunk):
-            row = []
             for t in range(0, o, o_chunk):
-                pieces, factors = self._chunk(x[s : s + n_chunk], out_idx[t : t + o_chunk])
-                if not mats:
-                    mats = [
-                        torch.empty((n, o, p.shape[2]), dtype=x.dtype, device=x.device)
-                        for p in pieces
+                chunk, generic = self._chunk(x[s : s + n_chunk], out_idx[t : t + o_chunk])
+                parts = _flat(chunk) + [(g, True) for g in generic]
+                if n_chunk >= n and o_chunk >= o:  # one chunk: keep its tensors as they are
+                    full, first = [p for p, _ in parts], chunk
+                    break
+                if first is None:
+                    first = chunk
+                    full = [
+                        None
+                        if p is None
+                        else torch.empty(
+                            (n, o, *p.shape[2:]) if has_o else (n, *p.shape[1:]),
+                            dtype=p.dtype,
+                            device=p.device,
+                        )
+                        for p, has_o in parts
                     ]
-                for full, piece in zip(mats, pieces, strict=True):
-                    full[s : s + n_chunk, t : t + o_chunk] = piece
-                row.append(factors)
-            grid.append(row)
-        return _Block(_merge_small(mats), _cat_factors(grid), n, o, x.dtype, x.device)
+                for dst, (p, has_o) in zip(full, parts, strict=True):
+                    if p is not None:
+                        if has_o:
+                            dst[s : s + n_chunk, t : t + o_chunk] = p
+                        else:
+                            dst[s : s + n_chunk] = p
+                del chunk, generic, parts
+        n_struct = len(_flat(first))
+        blk = _unflat(first, full[:n_struct])
+        mats = ([blk.small] if blk.small is not None else []) + full[n_struct:]
+        return _Block(_merge_small(mats), blk.deferred, blk.factors, n, o, x.dtype, x.device)
 
     def sizes(self) -> Sizes:
-        p_total = self.p_mat + sum(
-            int(p.numel())
-            for m in self.plan.modules
-            if self.plan.modules[m] == "factored"
-            for p in (m.weight, m.bias)
-            if p is not None and p.requires_grad
+        pl = self.plan
+        p_total = (
+            pl.n_mat
+            + self.p_generic
+            + sum(
+                int(p.numel())
+                for m in pl.modules
+                if pl.modules[m] == "factored"
+                for p in (m.weight, m.bias)
+                if p is not None and p.requires_grad
+            )
         )
         return Sizes(
-            self.p_mat,
+            pl.n_small + self.p_generic,
             self.p_generic,
-            self.plan.d_out_factored,
-            self.plan.d_in_factored,
-            self.plan.act_per_sample,
-            self.plan.unfold_max,
+            pl.d_out_factored,
+            pl.d_in_factored,
+            pl.act_per_sample,
+            pl.unfold_max,
             p_total,
+            g_def=pl.g_deferred,
+            u_def=pl.u_deferred,
+            p_def=pl.p_deferred_max,
         )
 
 
@@ -590,7 +626,7 @@ def _raise_budget(
     name: str, budget: int, s: Sizes, mode: str, n1: int, n2: int | None, n_out: int, itemsize: int
 ) -> None:
     res = result_entries(mode, n1, n1 if n2 is None else n2, n_out) * itemsize
-    one = (s.p_mat + s.d_out + s.d_in + 3 * s.act + s.unfold) * itemsize
+    one = (s.p_mat + s.g_def + s.d_out + s.d_in + s.u_def + 5 * s.act + s.unfold) * itemsize
     raise ValueError(
         f"`memory_budget` == {budget} bytes cannot hold one chunk of method {name!r}: the "
         f"result needs {res} bytes and one sample x one output about {one} more. Raise "
