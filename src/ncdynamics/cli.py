@@ -363,6 +363,8 @@ def _cmd_forecast(args: argparse.Namespace) -> int:
 
 
 def _cell(v: Any) -> str:
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(_cell(x) for x in v) + "]"
     return f"{v:.4g}" if isinstance(v, float) else str(v)
 
 

@@ -15,7 +15,7 @@ from ncdynamics.theories.alignment.confront import CONFRONTATION as ALIGNMENT
 from ncdynamics.theories.alignment.estimate import simulate
 from ncdynamics.theories.alignment.model import AlignmentParams
 from ncdynamics.theories.hadamard.confront import CONFRONTATION as HADAMARD
-from ncdynamics.theories.hadamard.confront import centred_singular_values
+from ncdynamics.theories.hadamard.confront import centred_singular_values, offdiagonal_fraction
 from ncdynamics.theories.hadamard.metrics import reduced_basis
 from ncdynamics.theories.hadamard.model import solve_reduced
 from ncdynamics.theories.lesde.confront import CONFRONTATION as LESDE
@@ -88,7 +88,15 @@ def test_hadamard_recovers_time_scale_of_reduced_flow(tmp_path):
     fit = HADAMARD.fit(Stream(run))
     assert fit.params["time_scale"] == pytest.approx(c, rel=1e-3)
     assert fit.goodness["r2_log_singular_values"] > 0.999999
-    assert fit.predictions["hadamard_residual_last"] < 1e-12
+    assert fit.goodness["offdiagonal_fraction_last"] < 1e-12
+
+
+def test_offdiagonal_fraction_sees_a_rotated_logit_matrix(rng):
+    U, V = reduced_basis(4)
+    Z = U @ np.diag([3.0, 2.0, 1.0]) @ V.T
+    assert offdiagonal_fraction(Z.T) < 1e-14
+    Q, _ = np.linalg.qr(rng.standard_normal((3, 3)))
+    assert offdiagonal_fraction((U @ Q @ np.diag([3.0, 2.0, 1.0]) @ V.T).T) > 0.1
 
 
 def test_hadamard_is_not_applicable_unless_K_is_a_power_of_two(tmp_path):

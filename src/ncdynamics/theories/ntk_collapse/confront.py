@@ -16,7 +16,9 @@ with ``S(0) = H H^T`` (``H`` of rank ``r``) and ``H^ = V^T H``,
 flow time ``tau`` per recorded step (SGD with momentum, weight decay and a changing kernel is not
 the gradient flow of the theory). It is fitted so that each record, carried forward with its own
 ``E~`` over the gap to the next record, predicts that record's ``tr S_W``: a one-record-ahead fit
-in ``log tr S_W``. Beyond the last fitted record the prediction starts from that record.
+in ``log tr S_W``. The flow describes the terminal phase of training, so the fit uses the later
+half of the records it is given (at least three), as the power-law baseline of ``ncdyn
+forecast`` does. Beyond the last fitted record the prediction starts from that record.
 
 Observable: ``within_scatter`` = ``tr S_W`` on the probe's class-ordered NTK sample.
 """
@@ -134,7 +136,10 @@ def _fit(stream: Stream) -> TheoryFit:
     trace = np.trace(rec["within_scatter"], axis1=1, axis2=2)
     if np.any(trace <= 0):
         raise ValueError("the within-class scatter is zero at some record; log undefined.")
-    states = [_state(rec, i) for i in range(steps.size)]
+    # the flow (44) describes the terminal phase: fit the later half of the records seen
+    first = min(steps.size // 2, steps.size - 3)
+    steps, trace = steps[first:], trace[first:]
+    states = [_state(rec, i) for i in range(first, first + steps.size)]
     gaps = np.diff(steps)
     target = np.log(trace[1:])
 
