@@ -31,6 +31,11 @@ def tree(tmp_path_factory):
     report.write_sweep_report(root / "sweeps" / "lr")
     lone = experiments.run("demo", "smoke", root / "lone", progress=False, **SMALL)
     report.write_report(lone)
+    from ncdynamics.experiments import confront
+
+    report.write_compare_report(confront.compare(lone), lone.path, lone.path / "compare")
+    entries = confront.forecast(lone, 0.5)
+    report.write_forecast_report(entries, lone.path, lone.path / "forecast-0.5", 0.5)
     old = runs.create(root / "old", config={"a": 1}, experiment="demo", preset="smoke")
     status = old.status
     status.pop("format_version")
@@ -59,6 +64,7 @@ def test_index_lists_everything_and_every_target_exists(tree):
     )
     hrefs = _local_targets(index, "href")
     assert "sweeps/lr/report.html" in hrefs and "lone/report.html" in hrefs
+    assert {"lone/compare/report.html", "lone/forecast-0.5/report.html"} <= set(hrefs)
     assert "sweeps/lr/lr=0.05_seed=0/report.html" in _local_targets(
         root / "sweeps" / "lr" / "report.html", "href"
     ) or "lr=0.05_seed=0/report.html" in _local_targets(root / "sweeps/lr/report.html", "href")

@@ -38,6 +38,8 @@ class IndexEntry:
         Its ``report.html`` (relative), when written.
     figures : tuple of Path
         Thumbnails shown (relative).
+    confront : tuple of Path
+        Reports of ``ncdyn compare`` / ``ncdyn forecast`` inside the run (relative).
     """
 
     kind: str
@@ -48,6 +50,12 @@ class IndexEntry:
     sweep: Path | None
     report: Path | None
     figures: tuple[Path, ...]
+    confront: tuple[Path, ...] = ()
+
+
+def _confront_reports(root: Path, d: Path) -> tuple[Path, ...]:
+    found = [d / "compare" / "report.html", *sorted(d.glob("forecast-*/report.html"))]
+    return tuple(p.relative_to(root) for p in found if p.is_file())
 
 
 def _run_entry(root: Path, d: Path, sweep: Path | None) -> IndexEntry:
@@ -69,6 +77,7 @@ def _run_entry(root: Path, d: Path, sweep: Path | None) -> IndexEntry:
         sweep,
         report,
         figs,
+        _confront_reports(root, d),
     )
 
 
@@ -149,6 +158,7 @@ def write_index(directory: str | os.PathLike[str]) -> Path:
         f"<td><span class='state-{html.escape(e.state.split(':')[0])}'>"
         f"{html.escape(e.state)}</span></td>"
         f"<td>{html.escape(e.sweep.as_posix()) if e.sweep else ''}</td>"
+        f"<td>{' '.join(_link(p, p.parent.name) for p in e.confront)}</td>"
         f"<td>{_thumbs(e.figures)}</td></tr>"
         for e in run_entries
     )
@@ -163,7 +173,8 @@ def write_index(directory: str | os.PathLike[str]) -> Path:
         f"<th>{c}</th>" for c in ("sweep", "experiment", "preset", "runs", "table", "figures")
     )
     run_head = "".join(
-        f"<th>{c}</th>" for c in ("run", "experiment", "preset", "state", "sweep", "figure")
+        f"<th>{c}</th>"
+        for c in ("run", "experiment", "preset", "state", "sweep", "theory", "figure")
     )
     sweep_table = f"<table><tr>{sweep_head}</tr>{sweep_rows}</table>" if sweeps else "<p>None.</p>"
     run_table = f"<table><tr>{run_head}</tr>{run_rows}</table>" if run_entries else "<p>None.</p>"
