@@ -12,6 +12,7 @@ def test_demo_smoke_prints_table_and_writes_report(tmp_path, capsys):
     assert "nc/nc1" in out and "cross-entropy" in out and "mse" in out
     assert (tmp_path / "d" / "report.html").exists()
     assert list((tmp_path / "d" / "figures").glob("metrics-*.png"))
+    assert "theory against run" in out and (tmp_path / "d" / "compare" / "report.html").exists()
 
 
 def test_list_names_prints_one_per_line(capsys):

@@ -54,7 +54,7 @@ def _build_parser() -> argparse.ArgumentParser:
         help="train an MLP on digits (MSE and CE) and write a report",
         description="Train a small MLP on scikit-learn's digits with MSE and "
         "with cross-entropy, record NC1-NC4 every epoch, print a table and "
-        "write an HTML report.",
+        "write an HTML report; then fit the theories to the run (`ncdyn compare`).",
     )
     demo.add_argument(
         "--preset",
@@ -433,7 +433,9 @@ def _dispatch(args: argparse.Namespace) -> int:
         return _cmd_list(args)
     if args.command == "demo":
         out = args.out if args.out is not None else Path("runs/demo")
-        return _run_and_report("demo", args.preset, out, args, {})
+        code = _run_and_report("demo", args.preset, out, args, {})
+        print("\ntheory against run (ncdyn compare):")
+        return code or _cmd_compare(argparse.Namespace(run_dir=out, out=None))
     if args.command == "run":
         overrides = _parse_overrides(args.overrides, args.config)
         return _run_and_report(args.experiment, args.preset, args.out, args, overrides)
