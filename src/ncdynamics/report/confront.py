@@ -165,49 +165,46 @@ def _page(title: str, intro: str, table: pd.DataFrame, figures: list[str]) -> st
 """
 
 
-def write_compare_report(entries: list[CompareEntry], run_dir: Path, out: Path) -> Path:
-    """Write the compare table, figures and ``report.html`` into ``out``."""
-    table = compare_table(entries)
+def _write(
+    out: Path, entries: list[Any], table: pd.DataFrame, draw: Any, verb: str, head: tuple[str, str]
+) -> Path:
+    """Figures of the fitted entries (``draw(entry)``), ``table.csv`` and ``report.html``."""
 
     def fill(tmp: Path) -> None:
         figures = []
         for e in entries:
             if e.fit is not None and e.observed:
                 png = tmp / "figures" / f"{_safe(e.theory)}-{_safe(e.stream)}.png"
-                _save(_compare_figure(e), png)
-                figures.append(_img(png, f"{e.theory} fitted to {e.stream}"))
+                _save(draw(e), png)
+                figures.append(_img(png, f"{e.theory} {verb} {e.stream}"))
         table.to_csv(tmp / "table.csv", index=False)
-        intro = (
-            f"<p>Every theory fitted to the whole of run <code>{html.escape(str(run_dir))}</code>: "
-            "fitted parameters, goodness of fit on the recorded trajectory, and what each "
-            "predicts beyond it.</p>"
-        )
-        (tmp / "report.html").write_text(_page("compare", intro, table, figures))
+        (tmp / "report.html").write_text(_page(head[0], head[1], table, figures))
 
     return _write_dir(out, fill)
+
+
+def write_compare_report(entries: list[CompareEntry], run_dir: Path, out: Path) -> Path:
+    """Write the compare table, figures and ``report.html`` into ``out``."""
+    intro = (
+        f"<p>Every theory fitted to the whole of run <code>{html.escape(str(run_dir))}</code>: "
+        "fitted parameters, goodness of fit on the recorded trajectory, and what each "
+        "predicts beyond it.</p>"
+    )
+    table = compare_table(entries)
+    return _write(out, entries, table, _compare_figure, "fitted to", ("compare", intro))
 
 
 def write_forecast_report(
     entries: list[ForecastEntry], run_dir: Path, out: Path, at: float
 ) -> Path:
     """Write the forecast table, figures and ``report.html`` into ``out``."""
+    intro = (
+        f"<p>Each theory fitted to the first {at:g} of run "
+        f"<code>{html.escape(str(run_dir))}</code> and asked for the last record. "
+        "<code>decades_off</code> is |log10(predicted / actual)|; the baselines are the "
+        "last value carried forward and a power law fitted to the later half of the "
+        "records the theory saw.</p>"
+    )
     table = forecast_table(entries)
-
-    def fill(tmp: Path) -> None:
-        figures = []
-        for e in entries:
-            if e.fit is not None and e.observed:
-                png = tmp / "figures" / f"{_safe(e.theory)}-{_safe(e.stream)}.png"
-                _save(_forecast_figure(e), png)
-                figures.append(_img(png, f"{e.theory} forecast on {e.stream}"))
-        table.to_csv(tmp / "table.csv", index=False)
-        intro = (
-            f"<p>Each theory fitted to the first {at:g} of run "
-            f"<code>{html.escape(str(run_dir))}</code> and asked for the last record. "
-            "<code>decades_off</code> is |log10(predicted / actual)|; the baselines are the "
-            "last value carried forward and a power law fitted to the later half of the "
-            "records the theory saw.</p>"
-        )
-        (tmp / "report.html").write_text(_page(f"forecast at {at:g}", intro, table, figures))
-
-    return _write_dir(out, fill)
+    head = (f"forecast at {at:g}", intro)
+    return _write(out, entries, table, _forecast_figure, "forecast on", head)
