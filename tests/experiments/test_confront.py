@@ -141,3 +141,20 @@ def test_failed_report_leaves_previous_output_untouched(tmp_path, monkeypatch):
         write_compare_report(confront.compare(run), run.path, out)
     assert (out / "report.html").read_text() == before
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+
+
+def test_a_theory_that_raises_is_reported_failed_and_others_still_fit(tmp_path, monkeypatch):
+    import dataclasses
+
+    confs = confront.confrontations()
+    lesde = next(c for c in confs if c.theory == "lesde")
+
+    def broken(stream):
+        raise IndexError("index 3 is out of bounds")
+
+    patched = [dataclasses.replace(c, fit=broken) if c is lesde else c for c in confs]
+    monkeypatch.setattr(confront, "_CACHE", patched)
+    entries = confront.compare(_lesde_run(tmp_path / "r", prefixes=("a/",)))
+    by = {e.theory: e for e in entries}
+    assert by["lesde"].status == "failed" and "IndexError: index 3" in by["lesde"].message
+    assert by["hadamard"].status == "fitted"

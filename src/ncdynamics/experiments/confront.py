@@ -138,8 +138,9 @@ def _fit_entry(conf: Confrontation, stream: Stream) -> CompareEntry:
         fit = conf.fit(stream)
     except NotApplicable as exc:
         return CompareEntry(conf.theory, label, "not applicable", str(exc))
-    except (ValueError, np.linalg.LinAlgError, FloatingPointError) as exc:
-        return CompareEntry(conf.theory, label, "failed", f"{type(exc).__name__}: {exc}")
+    except Exception as exc:  # one theory failing on one stream must not stop the others
+        msg = str(exc).splitlines()[0] if str(exc) else ""
+        return CompareEntry(conf.theory, label, "failed", f"{type(exc).__name__}: {msg}")
     return CompareEntry(conf.theory, label, "fitted", "; ".join(fit.notes), fit, observed)
 
 
