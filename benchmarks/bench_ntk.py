@@ -11,7 +11,12 @@ on an idle 2-core machine. One intra-op thread by default (``--threads``): on a 
 2-core machine a second thread made every method several times slower in CPU time.
 
 For each case it prints the time of the baseline (full), ours in full, trace and diagonal
-modes, "ours full, then traced", and the ratios. Times are the best of ``--repeat`` runs
+modes, "ours full, then traced", and the ratios. It also times the *reverse-pass floor*: one
+forward pass and O reverse passes of the whole batch to the input (one per output), with no
+parameter gradient, Jacobian or contraction. Every exact method built on reverse mode
+needs at least these O passes (a kernel entry is a sum over outputs of products of
+per-output gradients), so "full-then-trace / floor" bounds what any trace mode of that kind
+can gain over full-then-trace. Times are the best of ``--repeat`` runs
 after one warm-up on 2 samples (first calls of some kernels pay a one-off setup cost).
 
 Memory: with ``--memory`` every (case, method) runs again in its own subprocess, which
@@ -89,6 +94,17 @@ def baseline(
     t2, c2 = time.perf_counter(), time.process_time()
     GEMM_CPU[0] = c2 - c1
     return k, t1 - t0, t2 - t1
+
+
+def reverse_floor(model: torch.nn.Module, x: torch.Tensor) -> torch.Tensor:
+    """One forward pass and one reverse pass per output, to the input only (the floor)."""
+    xg = x.clone().requires_grad_(True)
+    f = model(xg)  # (N, O)
+    for k in range(f.shape[1]):
+        cot = torch.zeros_like(f)
+        cot[:, k] = 1.0
+        (gx,) = torch.autograd.grad(f, xg, grad_outputs=cot, retain_graph=k < f.shape[1] - 1)
+    return gx
 
 
 def n_params(model: torch.nn.Module) -> int:
@@ -179,11 +195,14 @@ def run_case(case: str, n: int, args: argparse.Namespace) -> None:
     then = Timing(
         lambda: torch.einsum("ijaa->ij", empirical_ntk(model, x, memory_budget=BUDGET)), 1
     )
+    floor = Timing(lambda: reverse_floor(model, x), args.repeat)
     print(f"ours full              {full}")
     print(f"ours trace             {trace}   full-then-trace {then}")
     print(f"ours diagonal          {diag}")
+    print(f"reverse-pass floor     {floor}   (forward + O reverse passes to the input)")
     print(f"  ratio full-then-trace / trace     {ratio(then, trace)}")
     print(f"  ratio full-then-trace / diagonal  {ratio(then, diag)}")
+    print(f"  ratio full-then-trace / floor     {ratio(then, floor)}   (ceiling of the two above)")
     if not args.skip_generic:
         _generic(model, x)
     est = baseline_bytes(model, n)
