@@ -7,6 +7,11 @@ Compares, in one process:
 - a straightforward implementation: a Python loop over classes with np.cov per class,
   trace(Sw @ pinv(Sb)), and NC4 from broadcast (N, C, d) distances.
 
+The machine is shared, so the functions are timed in interleaved rounds (each round runs
+every function once, in rotating order) and each gets its minimum over the rounds; the
+per-round ratios (ours / X^T X in the same round) are printed as median [min, max] to show the
+spread.
+
 Usage: python benchmarks/bench_collapse.py [--quick]
 """
 
@@ -14,10 +19,12 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
+from collections.abc import Callable
 
 import numpy as np
 import torch
-from _timing import best_of, report
+from _timing import report
 
 from ncdynamics.probes import CollapseAccumulator, collapse_metrics
 
@@ -41,12 +48,32 @@ def naive_metrics(h: np.ndarray, y: np.ndarray, w: np.ndarray, b: np.ndarray) ->
     return {"nc1": nc1, "nc2_equinorm": norms.std() / norms.mean(), "nc4": nc4}
 
 
+def interleaved(fns: dict[str, Callable[[], object]], rounds: int) -> dict[str, list[float]]:
+    """Wall times of each function over ``rounds`` rounds, one call each per round (after one
+    warm-up call each), in an order that rotates between rounds."""
+    names = list(fns)
+    for name in names:
+        fns[name]()
+    times: dict[str, list[float]] = {name: [] for name in names}
+    for r in range(rounds):
+        for name in names[r % len(names) :] + names[: r % len(names)]:
+            t0 = time.perf_counter()
+            fns[name]()
+            times[name].append(time.perf_counter() - t0)
+    return times
+
+
+def spread(num: list[float], den: list[float]) -> str:
+    """Median [min, max] of the per-round ratios num / den."""
+    r = np.array(num) / np.array(den)
+    return f"per-round {np.median(r):.2f}x [{r.min():.2f}, {r.max():.2f}]"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--quick", action="store_true", help="20,000 samples, 3 repeats")
+    parser.add_argument("--quick", action="store_true", help="20,000 samples, 3 rounds")
     args = parser.parse_args()
     n, d, C = (20_000 if args.quick else 60_000), 512, 10
-    repeat = 3 if args.quick else 5
     rng = np.random.default_rng(0)
     y = rng.integers(0, C, n)
     mu = 3 * rng.standard_normal((C, d))
@@ -66,13 +93,22 @@ def main() -> None:
                 acc.update_nc4(h[s : s + 4096], y[s : s + 4096])
         return acc.compute()
 
-    t_gram = best_of(lambda: h.T @ h, repeat)
-    t_ours = best_of(lambda: streamed(False), repeat)
-    t_ours4 = best_of(lambda: streamed(True), repeat)
-    t_naive = best_of(lambda: naive_metrics(h, y, w, b), max(1, repeat // 2))
+    rounds = 3 if args.quick else 7
+    times = interleaved(
+        {
+            "gram": lambda: h.T @ h,
+            "ours": lambda: streamed(False),
+            "ours4": lambda: streamed(True),
+            "naive": lambda: naive_metrics(h, y, w, b),
+        },
+        rounds,
+    )
+    t_gram, t_ours, t_ours4, t_naive = (min(times[k]) for k in ("gram", "ours", "ours4", "naive"))
     report("streamed NC1-NC3 (one pass) vs X^T X once", t_ours, t_gram, "X^T X")
+    print(f"    ours / X^T X: {spread(times['ours'], times['gram'])}")
     report("streamed NC1-NC4 (two passes) vs X^T X once", t_ours4, t_gram, "X^T X")
     report("streamed NC1-NC4 vs straightforward class loop", t_ours4, t_naive, "naive")
+    print(f"    naive / ours: {spread(times['naive'], times['ours4'])}")
     ours, naive = collapse_metrics(h, y, w, b), naive_metrics(h, y, w, b)
     print("agreement: " + ", ".join(f"{k} {ours[k]:.6g} vs {naive[k]:.6g}" for k in naive))
     print(

@@ -36,6 +36,7 @@ import torch
 
 from .._validation import check_array, check_int, check_labels
 from ._base import ProbeInput, ProbeOutput, register_probe
+from ._collapse_batch import ClassScatter, nc4_mismatches
 
 __all__ = ["CollapseAccumulator", "collapse_metrics"]
 
@@ -75,6 +76,13 @@ class CollapseAccumulator:
     etf_normalize_means : bool, default=False
         Column-normalise the centred means before comparing their Gram matrix with the ETF.
 
+    Attributes
+    ----------
+    count : ndarray of shape (num_classes,)
+        Samples seen per class.
+    mean, m2 : ndarray of shape (num_classes, n_features)
+        Running class means and per-class per-feature scatter (float64).
+
     Notes
     -----
     Call :meth:`update` on every batch, then optionally :meth:`update_nc4` on every batch
@@ -108,9 +116,10 @@ class CollapseAccumulator:
         self.count = np.zeros(num_classes)  # (C,)
         self.mean: np.ndarray | None = None  # (C, d) running class means
         self.m2: np.ndarray | None = None  # (C, d) per-class per-feature scatter
-        self.scatter: np.ndarray | None = None  # (d, d) pooled within-class scatter
         self.nc4_mismatch = 0
         self.nc4_count = 0
+        self._scatters: dict[np.dtype, ClassScatter] = {}  # pooled scatter, one per dtype
+        self._nc4_proj: tuple[np.ndarray, np.ndarray] | None = None
 
     def _init(self, d: int) -> None:
         self.dim = d
@@ -121,7 +130,6 @@ class CollapseAccumulator:
             )
         self.mean = np.zeros((self.num_classes, d))
         self.m2 = np.zeros((self.num_classes, d))
-        self.scatter = np.zeros((d, d))
 
     def _check_batch(self, features: Any, labels: Any) -> tuple[np.ndarray, np.ndarray]:
         h = _as_array(features, "features", 2, finite=False)
@@ -139,39 +147,39 @@ class CollapseAccumulator:
         h, y = self._check_batch(features, labels)
         if self.dim is None:
             self._init(h.shape[1])
+        self._nc4_proj = None
+        if h.dtype not in self._scatters:
+            self._scatters[h.dtype] = ClassScatter(h.shape[1], _BATCH, h.dtype)
         for start in range(0, h.shape[0], _BATCH):
             self._update_block(h[start : start + _BATCH], y[start : start + _BATCH], start)
         return self
 
     def _update_block(self, h: np.ndarray, y: np.ndarray, start: int) -> None:
         C = self.num_classes
-        order = np.argsort(y, kind="stable")
-        xs = h[order]  # (B, d) copy, sorted by class so that each class is one slice
-        n_b = np.bincount(y, minlength=C).astype(np.float64)  # (C,)
-        ends = np.cumsum(n_b).astype(int)
-        mean_b = np.zeros((C, h.shape[1]))  # (C, d)
-        m2_b = np.zeros((C, h.shape[1]))  # (C, d)
-        for c in np.flatnonzero(n_b):
-            block = xs[ends[c] - int(n_b[c]) : ends[c]]  # (n_c, d) view
-            mean_b[c] = block.sum(0, dtype=np.float64) / n_b[c]
-            if not np.isfinite(mean_b[c]).all():
-                raise ValueError(
-                    f"`features` must be finite; rows {start}..{start + h.shape[0] - 1} hold "
-                    "NaN or Inf entries (or values so large that their sum overflows)."
-                )
-            block -= mean_b[c].astype(block.dtype)  # centre in place on the copy
-            m2_b[c] = np.einsum("ij,ij->j", block, block)
-        self.scatter += xs.T @ xs  # class-centred within the batch; GEMM in the input dtype
+        part = self._scatters[h.dtype]
+        try:
+            n_b, mean_b, m2_b = part.add_block(h, y, C)
+        except FloatingPointError:
+            raise ValueError(
+                f"`features` must be finite; rows {start}..{start + h.shape[0] - 1} hold "
+                "NaN or Inf entries (or values so large that their sum overflows)."
+            ) from None
         # Pairwise merge of (count, mean, M2) per class (Chan, Golub, LeVeque 1979).
         n = self.count + n_b
         present = n_b > 0
         delta = np.where(present[:, None], mean_b - self.mean, 0.0)  # (C, d)
         w = np.divide(self.count * n_b, n, out=np.zeros(C), where=present)  # (C,)
         self.m2 += m2_b + w[:, None] * delta**2
-        root = np.sqrt(w)[:, None] * delta  # (C, d)
-        self.scatter += root.T @ root
+        part.add_outer(np.sqrt(w)[:, None] * delta)  # (C, d): between old and new means
         self.mean += delta * np.divide(n_b, n, out=np.zeros(C), where=present)[:, None]
         self.count = n
+
+    @property
+    def scatter(self) -> np.ndarray:
+        """Pooled within-class scatter about the running class means, shape (d, d)."""
+        if self.dim is None:
+            raise ValueError("no features were added; call `update` with at least one batch.")
+        return sum(part.scatter() for part in self._scatters.values())
 
     def update_nc4(self, features: Any, labels: Any) -> CollapseAccumulator:
         """Second pass: count disagreements of the classifier and the nearest class mean."""
@@ -180,16 +188,19 @@ class CollapseAccumulator:
         if self.dim is None:
             raise ValueError("call `update` on every batch before `update_nc4`.")
         h, _ = self._check_batch(features, labels)
-        C = self.num_classes
-        # One GEMM against [W; mu] gives the logits and the nearest-mean scores together.
-        proj = np.concatenate([self.weight, self.mean]).T.astype(h.dtype)  # (d, 2C)
-        b = np.zeros(C) if self.bias is None else self.bias
-        offset = np.concatenate([b, -0.5 * (self.mean**2).sum(1)]).astype(h.dtype)  # (2C,)
-        scores = h @ proj + offset  # (n, 2C); small, so no blocking is needed
-        # argmax of h.mu - |mu|^2/2 is the argmin of ||h - mu||
-        mismatch = scores[:, :C].argmax(1) != scores[:, C:].argmax(1)
-        self.nc4_mismatch += int(mismatch.sum())
-        self.nc4_count += scores.shape[0]
+        if self._nc4_proj is None:
+            # One GEMM against [W; mu] gives the logits and the nearest-mean scores together:
+            # argmax of h.mu - |mu|^2/2 is the argmin of ||h - mu||.
+            proj = np.ascontiguousarray(np.concatenate([self.weight, self.mean]).T)  # (d, 2C)
+            b = np.zeros(self.num_classes) if self.bias is None else self.bias
+            offset = np.concatenate([b, -0.5 * (self.mean**2).sum(1)])  # (2C,)
+            self._nc4_proj = (proj, offset)
+        proj, offset = self._nc4_proj
+        p_h, o_h = proj.astype(h.dtype), offset.astype(h.dtype)
+        for start in range(0, h.shape[0], _BATCH):
+            hb = h[start : start + _BATCH]  # (B, d)
+            self.nc4_mismatch += nc4_mismatches(hb, p_h, o_h, self.num_classes, (proj, offset))
+            self.nc4_count += hb.shape[0]
         return self
 
     def compute(self) -> dict[str, float]:

@@ -1,0 +1,175 @@
+"""Per-block kernels of the streaming collapse metrics (used by ``collapse.py``).
+
+:class:`ClassScatter` turns a block of features into per-class statistics with one pass over
+memory: it gathers one class at a time into a scratch buffer small enough to stay in the CPU
+cache, centres it there, and adds its scatter to a running Gram with an in-place symmetric
+rank-k update (BLAS ``syrk``, ``beta=1``). Centring before the GEMM keeps NC1 accurate near
+collapse, where class means are orders of magnitude larger than the spread and a raw second
+moment would cancel; doing it class by class in cache makes it almost free
+(``docs/metrics.md``, "Numerics and streaming").
+
+:func:`nc4_mismatches` scores a block against the classifier and the class means with one
+GEMM and re-scores near-ties in float64.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.linalg import blas
+
+__all__ = ["ClassScatter", "nc4_mismatches"]
+
+# Rows of float32 scatter accumulated before it is added to the float64 total: the float32
+# sum of at most this many centred outer products keeps a relative error near 1e-6.
+_FLUSH_ROWS = 1 << 16
+
+
+class ClassScatter:
+    """Class-centred block statistics and a running within-class scatter in one dtype.
+
+    Parameters
+    ----------
+    n_features : int
+    block_rows : int
+        The most rows a block passed to :meth:`add_block` may have.
+    dtype : numpy dtype, float32 or float64
+        Precision of the gathers and of the GEMM.
+
+    Notes
+    -----
+    The scatter is kept as the strict upper triangle of a Fortran-ordered (d, d) array (what
+    ``syrk`` writes), flushed into a float64 total every ``_FLUSH_ROWS`` rows; its diagonal
+    is moved to float64 after every update.
+    """
+
+    def __init__(self, n_features: int, block_rows: int, dtype: np.dtype) -> None:
+        d = n_features
+        self.dtype = np.dtype(dtype)
+        self._buf = np.empty((block_rows, d), self.dtype)  # one class of one block
+        self._ones = np.ones(block_rows, self.dtype)
+        self._gram = np.zeros((d, d), self.dtype, order="F")  # strict upper triangle
+        self._gram_diag = self._gram.ravel(order="F")[:: d + 1]  # (d,) view of its diagonal
+        self._backup = np.empty_like(self._gram)
+        self._total = np.zeros((d, d))  # strict upper triangle, float64
+        self._diag = np.zeros(d)  # diagonal, float64
+        self._rows = 0
+        self._syrk = blas.ssyrk if self.dtype == np.float32 else blas.dsyrk
+
+    def _syrk_diag(self, alpha: float, rows: np.ndarray) -> np.ndarray:
+        """Add ``alpha * rows.T @ rows`` (rows (k, d), C-contiguous) to the scatter and
+        return the diagonal of that update in float64 (also added to ``_diag``)."""
+        self._syrk(alpha, rows.T, beta=1.0, c=self._gram, overwrite_c=1)
+        diag = self._gram_diag.astype(np.float64)  # (d,) this update only
+        self._gram_diag[:] = 0.0
+        self._diag += diag
+        return diag
+
+    def add_block(
+        self, h: np.ndarray, y: np.ndarray, num_classes: int
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Add the block's within-class scatter about its own class means.
+
+        Each class is gathered into the cache-sized buffer, centred on its mean in the input
+        precision (``first``), and added with ``syrk``; the mean ``r`` of the centred rows
+        (what rounding left) is added to the mean and ``n r r^T`` taken off the scatter, so
+        the result is exact up to the rounding of the GEMM. The per-feature scatter comes
+        from the diagonal of each class's update, which is zeroed after it is read.
+
+        Parameters
+        ----------
+        h : ndarray of shape (n, d), dtype ``self.dtype``
+        y : ndarray of shape (n,), int64 in ``[0, num_classes)``
+
+        Returns
+        -------
+        counts : ndarray of shape (C,), float64
+        mean : ndarray of shape (C, d), float64 class means of the block (zero if absent)
+        m2 : ndarray of shape (C, d), float64 per-class per-feature scatter about ``mean``
+
+        Raises
+        ------
+        FloatingPointError
+            If a class's sum is not finite (NaN or Inf in ``h``, or an overflow); the
+            scatter is then restored to its state before the block.
+        """
+        C, d = num_classes, h.shape[1]
+        order = np.argsort(y, kind="stable")  # (n,)
+        counts = np.bincount(y, minlength=C)  # (C,)
+        ends = np.cumsum(counts)
+        first = np.zeros((C, d), self.dtype)  # class means in the input precision
+        rest = np.zeros((C, d), self.dtype)  # sums of the centred rows
+        m2 = np.zeros((C, d))
+        np.copyto(self._backup, self._gram)  # to undo the block if it is not finite
+        diag_before = self._diag.copy()
+        for c in np.flatnonzero(counts):
+            k = int(counts[c])
+            block = self._buf[:k]  # (k, d), stays in cache
+            np.take(h, order[ends[c] - k : ends[c]], axis=0, out=block, mode="clip")
+            np.matmul(self._ones[:k], block, out=first[c])
+            first[c] /= k
+            if not np.isfinite(first[c]).all():
+                np.copyto(self._gram, self._backup)
+                self._diag = diag_before
+                raise FloatingPointError(int(c))
+            block -= first[c]  # centre in place
+            np.matmul(self._ones[:k], block, out=rest[c])
+            m2[c] = self._syrk_diag(1.0, block)
+        r = rest.astype(np.float64) / np.maximum(counts, 1)[:, None]  # (C, d)
+        m2 -= counts[:, None] * r**2
+        # the rows were centred on `first`, not on `first + r`: remove sum_c n_c r_c r_c^T
+        self.add_outer(np.sqrt(counts)[:, None] * r, sign=-1.0)
+        self._rows += h.shape[0]
+        if self._rows >= _FLUSH_ROWS:
+            self.flush()
+        return counts.astype(np.float64), first.astype(np.float64) + r, m2
+
+    def add_outer(self, rows: np.ndarray, *, sign: float = 1.0) -> None:
+        """Add ``sign * rows.T @ rows`` to the scatter (rows of shape (k, d), k small)."""
+        self._syrk_diag(sign, np.ascontiguousarray(rows, dtype=self.dtype))
+
+    def flush(self) -> None:
+        """Move the off-diagonal scatter accumulated in ``self.dtype`` into float64."""
+        if self._rows:
+            self._total += self._gram
+            self._gram.fill(0.0)
+            self._rows = 0
+
+    def scatter(self) -> np.ndarray:
+        """The full symmetric float64 scatter added so far, shape (d, d)."""
+        self.flush()
+        full = self._total + self._total.T  # the strict lower triangle of _total is zero
+        np.fill_diagonal(full, self._diag)
+        return full
+
+
+def nc4_mismatches(
+    h: np.ndarray, proj: np.ndarray, offset: np.ndarray, num_classes: int, exact: tuple
+) -> int:
+    """Rows where the classifier's argmax differs from the nearest class mean.
+
+    ``scores = h @ proj + offset`` holds the logits ``W h + b`` in its first C columns and
+    ``h . mu_c - |mu_c|^2 / 2`` (largest for the nearest mean) in the last C, computed in the
+    input precision. For float32 input, rows whose top two scores in either half are closer
+    than a bound on the float32 rounding (``4 (d + 4) u (|h| max_c |v_c| + max_c |o_c|)``,
+    ``u = 2^-24``) are scored again in float64 with ``exact = (proj64, offset64)``, so that
+    float32 rounding never flips a near-tie.
+    """
+    C = num_classes
+    n, d = h.shape
+    scores = h @ proj  # (n, 2C)
+    scores += offset
+    halves = scores.reshape(n, 2, C)  # (n, 2, C): logits, nearest-mean scores
+    winner = halves.argmax(2)  # (n, 2)
+    if h.dtype == np.float32:
+        u = 2.0**-24
+        vmax = np.linalg.norm(exact[0], axis=0).reshape(2, C).max(1)  # (2,)
+        omax = np.abs(exact[1]).reshape(2, C).max(1)  # (2,)
+        norm = np.sqrt(np.einsum("ij,ij->i", h, h))  # (n,) float32, rounding far below 4x
+        tol = (4 * (d + 4) * u) * (norm[:, None] * vmax + omax).astype(np.float32)  # (n, 2)
+        top = np.take_along_axis(halves, winner[:, :, None], 2)  # (n, 2, 1)
+        close = np.count_nonzero(halves >= top - tol[..., None], axis=2) > 1  # (n, 2)
+        rows = np.flatnonzero(close.any(1))
+        if rows.size:
+            again = h[rows].astype(np.float64) @ exact[0] + exact[1]  # (r, 2C)
+            winner[rows] = again.reshape(rows.size, 2, C).argmax(2)
+    return int(np.count_nonzero(winner[:, 0] != winner[:, 1]))
