@@ -219,9 +219,17 @@ def _contract(a: _Block, b: _Block, mode: str) -> torch.Tensor:
     r = torch.zeros(shape, dtype=dtype, device=a.device)
     for ma, mb in zip(a.mats, b.mats, strict=True):
         _add_gram(r, ma, mb, mode, same)
+    if a.deferred:  # one workspace per side, reused by every layer
+        size = max(d.numel() for d in a.deferred)
+        work_a = torch.empty(size, dtype=dtype, device=a.device)
+        work_b = (
+            work_a
+            if same
+            else torch.empty(max(d.numel() for d in b.deferred), dtype=dtype, device=a.device)
+        )
     for da, db in zip(a.deferred, b.deferred, strict=True):
-        ja = da.materialise()  # (na, oa, p_layer): one layer's Jacobian at a time
-        jb = ja if same else db.materialise()
+        ja = da.materialise(work_a)  # (na, oa, p_layer): one layer's Jacobian at a time
+        jb = ja if same else db.materialise(work_b)
         _add_gram(r, ja, jb, mode, same)
         del ja, jb
     if mode == "full":
