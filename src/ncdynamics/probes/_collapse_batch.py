@@ -8,8 +8,8 @@ collapse, where class means are orders of magnitude larger than the spread and a
 moment would cancel; doing it class by class in cache makes it almost free
 (``docs/metrics.md``, "Numerics and streaming").
 
-:func:`nc4_mismatches` scores a block against the classifier and the class means with one
-GEMM and re-scores near-ties in float64.
+:class:`NearestMeanScorer` scores a block against the classifier and the centred class
+means with one GEMM.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.linalg import blas
 
-__all__ = ["ClassScatter", "nc4_mismatches"]
+__all__ = ["ClassScatter", "NearestMeanScorer"]
 
 # Rows of float32 scatter accumulated before it is added to the float64 total: the float32
 # sum of at most this many centred outer products keeps a relative error near 1e-6.
@@ -142,34 +142,41 @@ class ClassScatter:
         return full
 
 
-def nc4_mismatches(
-    h: np.ndarray, proj: np.ndarray, offset: np.ndarray, num_classes: int, exact: tuple
-) -> int:
-    """Rows where the classifier's argmax differs from the nearest class mean.
+class NearestMeanScorer:
+    """Counts rows where the classifier's argmax differs from the nearest class mean.
 
-    ``scores = h @ proj + offset`` holds the logits ``W h + b`` in its first C columns and
-    ``h . mu_c - |mu_c|^2 / 2`` (largest for the nearest mean) in the last C, computed in the
-    input precision. For float32 input, rows whose top two scores in either half are closer
-    than a bound on the float32 rounding (``4 (d + 4) u (|h| max_c |v_c| + max_c |o_c|)``,
-    ``u = 2^-24``) are scored again in float64 with ``exact = (proj64, offset64)``, so that
-    float32 rounding never flips a near-tie.
+    One GEMM per block, in the input precision, gives ``scores = h @ proj + offset``: the
+    logits ``W h + b`` in the first C columns and ``h . v_c - (|v_c|^2 / 2 + mu_G . v_c)``
+    in the last C, with ``v_c = mu_c - mu_G`` the class means centred on the global mean.
+    The second half equals ``-(|h - mu_c|^2 - |h - mu_G|^2) / 2``, largest for the nearest
+    mean. Centring matters in float32: the rounding of ``h . v_c`` scales with ``|v_c|``,
+    which for uncentred means includes any offset the features share (after a ReLU it can
+    dwarf the distances between the means) and could flip the nearest mean.
+
+    Parameters
+    ----------
+    weight : ndarray of shape (C, d), float64
+    bias : ndarray of shape (C,), float64
+    mean : ndarray of shape (C, d), float64 class means
+    counts : ndarray of shape (C,), float64 class counts
     """
-    C = num_classes
-    n, d = h.shape
-    scores = h @ proj  # (n, 2C)
-    scores += offset
-    halves = scores.reshape(n, 2, C)  # (n, 2, C): logits, nearest-mean scores
-    winner = halves.argmax(2)  # (n, 2)
-    if h.dtype == np.float32:
-        u = 2.0**-24
-        vmax = np.linalg.norm(exact[0], axis=0).reshape(2, C).max(1)  # (2,)
-        omax = np.abs(exact[1]).reshape(2, C).max(1)  # (2,)
-        norm = np.sqrt(np.einsum("ij,ij->i", h, h))  # (n,) float32, rounding far below 4x
-        tol = (4 * (d + 4) * u) * (norm[:, None] * vmax + omax).astype(np.float32)  # (n, 2)
-        top = np.take_along_axis(halves, winner[:, :, None], 2)  # (n, 2, 1)
-        close = np.count_nonzero(halves >= top - tol[..., None], axis=2) > 1  # (n, 2)
-        rows = np.flatnonzero(close.any(1))
-        if rows.size:
-            again = h[rows].astype(np.float64) @ exact[0] + exact[1]  # (r, 2C)
-            winner[rows] = again.reshape(rows.size, 2, C).argmax(2)
-    return int(np.count_nonzero(winner[:, 0] != winner[:, 1]))
+
+    def __init__(
+        self, weight: np.ndarray, bias: np.ndarray, mean: np.ndarray, counts: np.ndarray
+    ) -> None:
+        self.num_classes = weight.shape[0]
+        mu_g = counts @ mean / counts.sum()  # (d,)
+        v = mean - mu_g  # (C, d)
+        self.proj = np.ascontiguousarray(np.concatenate([weight, v]).T)  # (d, 2C)
+        self.offset = np.concatenate([bias, -(0.5 * (v**2).sum(1) + v @ mu_g)])  # (2C,)
+        self._cast: dict[np.dtype, tuple[np.ndarray, np.ndarray]] = {}
+
+    def mismatches(self, h: np.ndarray) -> int:
+        """Disagreements among the rows of ``h`` (shape (n, d), float32 or float64)."""
+        if h.dtype not in self._cast:
+            self._cast[h.dtype] = (self.proj.astype(h.dtype), self.offset.astype(h.dtype))
+        proj, offset = self._cast[h.dtype]
+        scores = h @ proj  # (n, 2C)
+        scores += offset
+        winner = scores.reshape(h.shape[0], 2, self.num_classes).argmax(2)  # (n, 2)
+        return int(np.count_nonzero(winner[:, 0] != winner[:, 1]))

@@ -36,7 +36,7 @@ import torch
 
 from .._validation import check_array, check_int, check_labels
 from ._base import ProbeInput, ProbeOutput, register_probe
-from ._collapse_batch import ClassScatter, nc4_mismatches
+from ._collapse_batch import ClassScatter, NearestMeanScorer
 
 __all__ = ["CollapseAccumulator", "collapse_metrics"]
 
@@ -119,7 +119,7 @@ class CollapseAccumulator:
         self.nc4_mismatch = 0
         self.nc4_count = 0
         self._scatters: dict[np.dtype, ClassScatter] = {}  # pooled scatter, one per dtype
-        self._nc4_proj: tuple[np.ndarray, np.ndarray] | None = None
+        self._nc4: NearestMeanScorer | None = None  # built from the final means
 
     def _init(self, d: int) -> None:
         self.dim = d
@@ -147,7 +147,7 @@ class CollapseAccumulator:
         h, y = self._check_batch(features, labels)
         if self.dim is None:
             self._init(h.shape[1])
-        self._nc4_proj = None
+        self._nc4 = None
         if h.dtype not in self._scatters:
             self._scatters[h.dtype] = ClassScatter(h.shape[1], _BATCH, h.dtype)
         for start in range(0, h.shape[0], _BATCH):
@@ -188,18 +188,12 @@ class CollapseAccumulator:
         if self.dim is None:
             raise ValueError("call `update` on every batch before `update_nc4`.")
         h, _ = self._check_batch(features, labels)
-        if self._nc4_proj is None:
-            # One GEMM against [W; mu] gives the logits and the nearest-mean scores together:
-            # argmax of h.mu - |mu|^2/2 is the argmin of ||h - mu||.
-            proj = np.ascontiguousarray(np.concatenate([self.weight, self.mean]).T)  # (d, 2C)
+        if self._nc4 is None:
             b = np.zeros(self.num_classes) if self.bias is None else self.bias
-            offset = np.concatenate([b, -0.5 * (self.mean**2).sum(1)])  # (2C,)
-            self._nc4_proj = (proj, offset)
-        proj, offset = self._nc4_proj
-        p_h, o_h = proj.astype(h.dtype), offset.astype(h.dtype)
+            self._nc4 = NearestMeanScorer(self.weight, b, self.mean, self.count)
         for start in range(0, h.shape[0], _BATCH):
             hb = h[start : start + _BATCH]  # (B, d)
-            self.nc4_mismatch += nc4_mismatches(hb, p_h, o_h, self.num_classes, (proj, offset))
+            self.nc4_mismatch += self._nc4.mismatches(hb)
             self.nc4_count += hb.shape[0]
         return self
 
