@@ -4,13 +4,68 @@ import numpy as np
 import pytest
 import torch
 
+from ncdynamics.models.lenet import LeNet
+from ncdynamics.theories.lesde._lenet_step import LeNetSGD
 from ncdynamics.theories.lesde.trials import BatchedTrainer, merge_records, train_trials
+
+
+def tie_images(gen, n, channels, size):
+    """Random images with a zero band and a constant square: many 2x2 pooling windows of
+    the first convolution then hold equal maxima, so tie-breaking is exercised."""
+    x = torch.rand(n, channels, size, size, generator=gen, dtype=torch.float64)
+    x[:, :, : size // 2] = 0.0
+    x[:, :, -7:, -7:] = 1.0
+    return x
+
+
+@pytest.mark.parametrize(
+    "size, channels, delay, n_steps",
+    [(32, 1, 3, 8), (33, 1, 16, 5), (17, 3, 2, 5)],
+)
+def test_hand_written_step_matches_autograd_loop(size, channels, delay, n_steps, float64_torch):
+    """LeNetSGD (hand-written backward, delayed linear updates) against nn.Module copies
+    trained by autograd + torch.optim.SGD, in float64 to 1e-10: pre-update logits and
+    losses at every step, all parameters at the end (odd sizes: floor-mode pooling)."""
+    r, lr, k = 4, 0.05, 3
+    gen = torch.Generator().manual_seed(3)
+    nets = [LeNet(channels, k, input_size=size, generator=gen) for _ in range(r)]
+    params = {
+        name: torch.stack([dict(n.named_parameters())[name].detach() for n in nets]).clone()
+        for name, _ in nets[0].named_parameters()
+    }
+    opts = [torch.optim.SGD(n.parameters(), lr=lr) for n in nets]
+    stepper = LeNetSGD(params, lr=lr, delay=delay)
+    data = torch.Generator().manual_seed(4)
+    with torch.no_grad():
+        c1 = torch.relu(nets[0].body[0](tie_images(data, 1, channels, size)))
+    windows = (
+        c1[..., : c1.shape[-2] // 2 * 2, : c1.shape[-1] // 2 * 2].unfold(2, 2, 2).unfold(3, 2, 2)
+    )
+    top = windows.flatten(-2)
+    ties = ((top == top.amax(-1, keepdim=True)).sum(-1) > 1) & (top.amax(-1) > 0)
+    assert ties.any()  # the data does exercise tie-breaking
+    for _ in range(n_steps):
+        x = tie_images(data, r, channels, size)
+        y = torch.randint(0, k, (r,), generator=data)
+        logits, loss = stepper.step(x, y)
+        for i, (net, opt) in enumerate(zip(nets, opts, strict=True)):
+            opt.zero_grad()
+            out = net(x[i : i + 1])
+            ref = torch.nn.functional.cross_entropy(out, y[i : i + 1])
+            torch.testing.assert_close(logits[i], out[0].detach(), rtol=1e-10, atol=1e-10)
+            torch.testing.assert_close(loss[i], ref.detach(), rtol=1e-10, atol=1e-10)
+            ref.backward()
+            opt.step()
+    stepper.flush()
+    for name, value in params.items():
+        expected = torch.stack([dict(n.named_parameters())[name].detach() for n in nets])
+        torch.testing.assert_close(value, expected, rtol=1e-10, atol=1e-12)
 
 
 @pytest.mark.parametrize("method", ["fused", "vmap"])
 def test_batched_step_matches_module_loop(method, float64_torch):
     gen = torch.Generator().manual_seed(0)
-    r, steps = 3, 4
+    r, steps = 3, 4 if method == "vmap" else 20  # past one flush of the delayed updates
     trainer = BatchedTrainer(
         r, in_channels=1, num_classes=3, lr=0.05, generator=gen, method=method, dtype=torch.float64
     )

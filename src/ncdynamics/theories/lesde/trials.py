@@ -9,9 +9,9 @@ iterations (after the update).
 Two batched implementations of the same step (both checked against a loop over
 ``nn.Module`` copies in ``tests/theories/test_lesde_trials.py``):
 
-- ``"fused"`` (default): the R networks' convolutions as one grouped convolution, the
-  linear layers as batched matrix products, a hand-written backward pass and in-place
-  updates (the linear layers' weight gradients are never materialised);
+- ``"fused"`` (default): every layer of the R networks as one batched matrix product
+  (convolutions through im2col, since each network sees one image), a hand-written
+  backward pass and in-place updates, without autograd (:mod:`._lenet_step`);
 - ``"vmap"``: ``torch.func.stack_module_state`` + ``vmap(grad(functional_call))``.
 """
 
@@ -28,6 +28,7 @@ from numpy.typing import NDArray
 
 from ..._validation import check_array, check_int, check_labels, check_option, check_scalar
 from ...models.lenet import LeNet
+from ._lenet_step import LeNetSGD
 
 __all__ = ["BatchedTrainer", "TrialRecords", "merge_records", "train_trials"]
 
@@ -107,101 +108,6 @@ def lenet_forward_batched(params: dict[str, torch.Tensor], x: torch.Tensor) -> t
     return _linear(h, params["classifier.weight"], params["classifier.bias"])
 
 
-def _pool_relu(c: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """relu then 2x2 max-pool, computed as pool then relu (they commute), with indices."""
-    pooled, idx = F.max_pool2d(c, 2, return_indices=True)
-    return F.relu(pooled), idx
-
-
-def _unpool(
-    grad: torch.Tensor, idx: torch.Tensor, pooled: torch.Tensor, pre: torch.Tensor
-) -> torch.Tensor:
-    """Backward of :func:`_pool_relu`: route ``grad`` to the argmax positions of ``pre``.
-
-    The relu derivative at the argmax is ``pooled > 0``; pooling windows do not overlap,
-    so every position of ``pre`` receives at most one value.
-    """
-    out = torch.zeros_like(pre).flatten(2)  # (1, R*O, h*w)
-    out.scatter_(2, idx.flatten(2), (grad * (pooled > 0)).flatten(2))
-    return out.view_as(pre)
-
-
-def _fused_sgd_step(
-    p: dict[str, torch.Tensor], x: torch.Tensor, y: torch.Tensor, lr: float
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Forward, hand-written backward and in-place SGD update of R LeNets (batch size 1).
-
-    x (R, C, H, W), y (R,) -> pre-update logits (R, K) and losses (R,). The weight updates
-    of the linear layers are fused outer products (``baddbmm_``), so their gradients are
-    never materialised; each layer's input gradient is taken before its update.
-    """
-    r = x.shape[0]
-    # forward; activations kept for the backward pass
-    x1 = x.reshape(1, -1, *x.shape[2:])  # (1, R*C, H, W)
-    c1 = _conv(x1, p["body.0.weight"], p["body.0.bias"])  # (1, R*6, H-4, W-4)
-    p1, i1 = _pool_relu(c1)
-    c2 = _conv(p1, p["body.3.weight"], p["body.3.bias"])  # (1, R*16, ., .)
-    p2, i2 = _pool_relu(c2)
-    h0 = p2.view(r, 1, -1)  # (R, 1, 400)
-    z1 = _linear(h0, p["body.7.weight"], p["body.7.bias"])
-    h1 = F.relu(z1)  # (R, 1, 120)
-    z2 = _linear(h1, p["body.9.weight"], p["body.9.bias"])
-    h2 = F.relu(z2)  # (R, 1, 84)
-    z3 = _linear(h2, p["classifier.weight"], p["classifier.bias"])  # (R, 1, K)
-    logits = z3[:, 0].clone()
-    loss = F.cross_entropy(logits, y, reduction="none")
-    # backward of the softmax cross-entropy: softmax - onehot
-    d3 = torch.softmax(z3, dim=-1)
-    d3[torch.arange(r), 0, y] -= 1.0  # (R, 1, K)
-    layers = [("classifier", h2, z2), ("body.9", h1, z1), ("body.7", h0, None)]
-    d = d3
-    for name, inp, pre in layers:
-        w, b = p[f"{name}.weight"], p[f"{name}.bias"]
-        d_in = torch.bmm(d, w)  # (R, 1, in), with the pre-update weight
-        w.baddbmm_(d.transpose(1, 2), inp, alpha=-lr)  # W -= lr d^T inp
-        b.sub_(lr * d[:, 0])
-        d = d_in * (pre > 0) if pre is not None else d_in
-    g2 = _unpool(d.reshape(p2.shape), i2, p2, c2)
-    gi = _grouped_conv_sgd(g2, p1, p["body.3.weight"], p["body.3.bias"], r, lr, need_input=True)
-    g1 = _unpool(gi, i1, p1, c1)
-    _grouped_conv_sgd(g1, x1, p["body.0.weight"], p["body.0.bias"], r, lr, need_input=False)
-    return logits, loss
-
-
-def _grouped_conv_sgd(
-    grad_out: torch.Tensor,
-    inp: torch.Tensor,
-    weight: torch.Tensor,
-    bias: torch.Tensor,
-    groups: int,
-    lr: float,
-    *,
-    need_input: bool,
-) -> torch.Tensor | None:
-    """Backward of a stride-1, unpadded grouped convolution (one group per network) and an
-    in-place SGD step on its weight (R, out, in, k, k) and bias (R, out).
-
-    Returns the gradient with respect to ``inp`` when ``need_input``, computed with the
-    pre-update weight.
-    """
-    grad_in, grad_w, grad_b = torch.ops.aten.convolution_backward(
-        grad_out,
-        inp,
-        weight.flatten(0, 1),
-        [grad_out.shape[1]],
-        [1, 1],
-        [0, 0],
-        [1, 1],
-        False,
-        [0, 0],
-        groups,
-        [need_input, True, True],
-    )
-    weight.sub_(lr * grad_w.view_as(weight))
-    bias.sub_(lr * grad_b.view(groups, -1))
-    return grad_in
-
-
 class BatchedTrainer:
     """R LeNets with stacked parameters, stepped together by plain SGD at batch size 1.
 
@@ -240,11 +146,20 @@ class BatchedTrainer:
             for _ in range(self.n_trials)
         ]
         params, _ = stack_module_state(nets)
-        self.params = {k: v.detach().clone() for k, v in params.items()}
+        self._params = {k: v.detach().clone() for k, v in params.items()}
         self._template = copy.deepcopy(nets[0])
         self.dtype = dtype
         if method == "vmap":
             self._vmap_grad = self._build_vmap()
+        else:
+            self._fused = LeNetSGD(self._params, lr=self.lr)
+
+    @property
+    def params(self) -> dict[str, torch.Tensor]:
+        """Stacked parameters (leading axis R), with every SGD step so far applied."""
+        if self.method == "fused":
+            self._fused.flush()
+        return self._params
 
     def _build_vmap(self) -> Any:
         from torch.func import functional_call, grad, vmap
@@ -274,10 +189,10 @@ class BatchedTrainer:
         x = x.to(self.dtype)
         with torch.no_grad():
             if self.method == "fused":
-                return _fused_sgd_step(self.params, x, y, self.lr)
-        grads, (loss, logits) = self._vmap_grad(self.params, x, y)
+                return self._fused.step(x, y)
+        grads, (loss, logits) = self._vmap_grad(self._params, x, y)
         with torch.no_grad():
-            for k, v in self.params.items():
+            for k, v in self._params.items():
                 v.add_(grads[k], alpha=-self.lr)
         return logits, loss
 
