@@ -20,11 +20,14 @@ within-class covariance ``Sigma_W`` (normalised by N) and between-class covarian
 - ``nc4``            fraction of samples where argmax(W h + b) != argmin_c ||h - mu_c||
 
 Streaming: :class:`CollapseAccumulator` merges per-batch class statistics with the pairwise
-(Chan et al.) update, so the within-class scatter is accumulated from class-centred batches
-and stays accurate near collapse, when class means are far larger than the spread. Batch
-GEMMs run in the input precision (float32 features use float32 GEMMs) and are accumulated
-in float64. Each batch is sorted by class so that centring is a contiguous slice operation,
-and the within-class scatter is one symmetric GEMM per batch (``docs/performance.md``).
+(Chan et al.) update, so the within-class scatter is accumulated from class-centred rows
+and stays accurate near collapse, when class means are far larger than the spread. Each
+block of up to 4096 rows is handled one class at a time: the class's rows are gathered into
+a buffer that stays in the CPU cache, centred there, and added to a running scatter with an
+in-place symmetric rank-k update (``syrk``) in the input precision (float32 features use
+float32 GEMMs), moved to float64 every 65,536 rows (``_collapse_batch.ClassScatter``).
+NC4 takes a second pass with one GEMM per block against the classifier and the centred
+class means (``_collapse_batch.NearestMeanScorer``).
 """
 
 from __future__ import annotations

@@ -1,0 +1,158 @@
+"""The fast streaming path of the collapse metrics against a slow, independent reference."""
+
+import numpy as np
+import pytest
+import torch
+
+from ncdynamics.probes import CollapseAccumulator, _collapse_batch, collapse_metrics
+
+
+def reference_metrics(h, y, w, b):
+    """Straightforward float64 implementation: a loop over classes, np.cov, direct distances."""
+    h = np.asarray(h, dtype=np.float64)
+    C = w.shape[0]
+    n, d = h.shape
+    mu = np.array([h[y == c].mean(0) for c in range(C)])  # (C, d)
+    mu_g = h.mean(0)
+    sw = sum(np.cov(h[y == c], rowvar=False, bias=True) * (y == c).sum() for c in range(C)) / n
+    m = (mu - mu_g).T  # (d, C)
+    u, s, vh = np.linalg.svd(m, full_matrices=False)
+    pinv_sb = C * (u[:, : C - 1] / s[: C - 1] ** 2) @ u[:, : C - 1].T  # pinv(M M^T / C)
+    std = np.array([h[y == c].std(0) for c in range(C)])  # (C, d)
+    v = np.array([((h[y == c] - mu[c]) ** 2).sum(1).mean() for c in range(C)])
+    pairs = [(i, j) for i in range(C) for j in range(i + 1, C)]
+    cdnv = np.mean([(v[i] + v[j]) / (2 * np.sum((mu[i] - mu[j]) ** 2)) for i, j in pairs])
+    norms = np.linalg.norm(m, axis=0)
+    dist = ((h[:, None, :] - mu[None]) ** 2).sum(-1)  # (n, C)
+    nc4 = np.mean((h @ w.T + b).argmax(1) != dist.argmin(1))
+    nc3 = np.linalg.norm(m / np.linalg.norm(m) - w.T / np.linalg.norm(w))
+    return {
+        "nc1": np.trace(sw @ pinv_sb) / C,
+        "within_trace": np.trace(sw),
+        "nc1_std": std.mean(),
+        "cdnv": cdnv,
+        "nc2_equinorm": norms.std() / norms.mean(),
+        "nc3": nc3,
+        "nc4": nc4,
+    }
+
+
+def features(rng, n=3000, d=24, C=5, sigma=0.7, offset=0.0):
+    y = rng.integers(0, C, n)
+    mu = 2.0 * rng.standard_normal((C, d)) + offset
+    return mu[y] + sigma * rng.standard_normal((n, d)), y, mu
+
+
+def stream(h, y, w, b, sizes, rng):
+    acc = CollapseAccumulator(w.shape[0], weight=w, bias=b)
+    order = rng.permutation(y.size)
+    cuts = np.cumsum(sizes)[:-1]
+    for idx in np.split(order, cuts):
+        acc.update(h[idx], y[idx])
+    for idx in np.split(order, cuts):
+        acc.update_nc4(h[idx], y[idx])
+    return acc.compute()
+
+
+@pytest.mark.parametrize("sizes", [[3000], [1, 2, 997, 2000], [600] * 5])
+def test_float64_stream_matches_the_reference(rng, sizes):
+    h, y, mu = features(rng)
+    w, b = mu + 0.5 * rng.standard_normal(mu.shape), rng.standard_normal(5)
+    ours, ref = stream(h, y, w, b, sizes, rng), reference_metrics(h, y, w, b)
+    for key, value in ref.items():
+        assert ours[key] == pytest.approx(value, rel=1e-10, abs=1e-14), key
+
+
+def test_blocks_beyond_the_float32_flush_match_the_reference(rng, monkeypatch):
+    # three flushes of the float32 scatter into float64 within one update
+    monkeypatch.setattr(_collapse_batch, "_FLUSH_ROWS", 1000)
+    h, y, mu = features(rng, n=9000, d=16, offset=3.0)
+    w, b = mu, np.zeros(5)
+    ours = collapse_metrics(h.astype(np.float32), y, w, b)
+    ref = reference_metrics(h.astype(np.float32), y, w, b)
+    for key in ("nc1", "within_trace", "nc1_std", "cdnv", "nc2_equinorm", "nc3"):
+        assert ours[key] == pytest.approx(ref[key], rel=1e-5), key
+    assert ours["nc4"] == ref["nc4"]
+
+
+def test_float32_stream_matches_the_float64_reference(rng):
+    h, y, mu = features(rng, n=20000, d=64, C=10, sigma=1.0)
+    w, b = mu + 0.5 * rng.standard_normal(mu.shape), rng.standard_normal(10)
+    h32 = h.astype(np.float32)
+    ours = stream(h32, y, w, b, [4096, 5000, 10904], rng)
+    ref = reference_metrics(h32, y, w, b)
+    for key in ("nc1", "within_trace", "nc1_std", "cdnv", "nc2_equinorm", "nc3"):
+        assert ours[key] == pytest.approx(ref[key], rel=1e-5), key
+    assert ours["nc4"] == pytest.approx(ref["nc4"], abs=2 / y.size)
+
+
+def test_float32_nc4_is_exact_with_a_large_common_offset(rng):
+    # features far from the origin (as after a ReLU): the offset dwarfs the spacing of the
+    # means, so float32 scores against uncentred means flip the nearest mean
+    C, d, n = 3, 256, 3000
+    y = rng.integers(0, C, n)
+    mu = 100.0 + 0.05 * rng.standard_normal((C, d))
+    h32 = (mu[y] + 0.05 * rng.standard_normal((n, d))).astype(np.float32)
+    w = rng.standard_normal((C, d))
+    ref = reference_metrics(h32, y, w, np.zeros(C))
+    ours = collapse_metrics(h32, y, w, np.zeros(C))
+    assert ours["nc4"] == pytest.approx(ref["nc4"], abs=2 / n)
+    # the uncentred float32 scores this guards against disagree on many rows
+    m = np.array([h32[y == c].astype(np.float64).mean(0) for c in range(C)])
+    raw = h32 @ m.T.astype(np.float32) - (0.5 * (m**2).sum(1)).astype(np.float32)
+    exact = ((h32[:, None, :].astype(np.float64) - m) ** 2).sum(-1).argmin(1)
+    assert np.mean(raw.argmax(1) != exact) > 0.01
+
+
+def test_float32_stays_accurate_at_extreme_collapse(rng):
+    # spread 1e-5 around unit ETF means shifted by 5: raw second moments exceed the
+    # within-class variance ~1e11 times. The float32 class mean is itself off by more than
+    # the spread, so the mean of the centred rows must be put back (without that, nc1 is
+    # off by more than 100%).
+    C, d, n = 4, 8, 3000
+    m = np.eye(C) - 1.0 / C
+    mu = (
+        m
+        / np.linalg.norm(m, axis=1, keepdims=True)
+        @ np.linalg.qr(rng.standard_normal((d, d)))[0][:C]
+    )
+    y = np.repeat(np.arange(C), n)
+    h32 = (mu[y] + 1e-5 * rng.standard_normal((y.size, d)) + 5.0).astype(np.float32)
+    ours, ref = collapse_metrics(h32, y, mu), reference_metrics(h32, y, mu, np.zeros(C))
+    for key in ("nc1", "within_trace", "nc1_std", "cdnv", "nc2_equinorm", "nc3"):
+        assert ours[key] == pytest.approx(ref[key], rel=1e-4), key
+
+
+def test_mixed_float32_and_float64_batches(rng):
+    h, y, mu = features(rng)
+    ref = reference_metrics(h, y, mu, np.zeros(5))
+    acc = CollapseAccumulator(5)
+    acc.update(h[:1500].astype(np.float32), y[:1500])
+    acc.update(h[1500:], y[1500:])
+    ours = acc.compute()
+    for key in ("nc1", "within_trace", "nc1_std", "cdnv", "nc2_equinorm"):
+        assert ours[key] == pytest.approx(ref[key], rel=1e-5), key
+
+
+def test_strided_and_torch_inputs_give_the_same_numbers(rng):
+    h, y, mu = features(rng, n=500)
+    base = collapse_metrics(h, y, mu)
+    wide = np.zeros((h.shape[0], 2 * h.shape[1]))
+    wide[:, ::2] = h
+    assert collapse_metrics(wide[:, ::2], y, mu) == pytest.approx(base, rel=1e-12)
+    assert collapse_metrics(np.asfortranarray(h), y, mu) == pytest.approx(base, rel=1e-12)
+    t = torch.from_numpy(wide)[:, ::2]
+    assert collapse_metrics(t, torch.from_numpy(y), mu) == pytest.approx(base, rel=1e-12)
+
+
+def test_a_non_finite_batch_leaves_the_accumulator_as_it_was(rng):
+    h, y, mu = features(rng, n=400)
+    expected = CollapseAccumulator(5, weight=mu).update(h[:300], y[:300]).update(h[300:], y[300:])
+    acc = CollapseAccumulator(5, weight=mu).update(h[:300], y[:300])
+    bad = h[300:].copy()
+    bad[np.flatnonzero(y[300:] == 4)[0], 3] = np.nan  # the last class gathered: after 0..3
+    with pytest.raises(ValueError, match="finite; rows 0..99"):
+        acc.update(bad, y[300:])
+    after = acc.update(h[300:], y[300:]).compute()
+    for key, value in expected.compute().items():
+        assert after[key] == pytest.approx(value, rel=1e-12, abs=1e-15), key
