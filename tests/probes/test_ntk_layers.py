@@ -137,3 +137,33 @@ def test_resnet_budget_chunks_equal_unchunked_float64(float64_torch, extra):
                 model, x, second, mode=mode, method="layerwise", memory_budget=SLACK + extra
             )
             torch.testing.assert_close(k, ref, rtol=1e-10, atol=1e-10)
+
+
+class Branches(nn.Module):
+    """Parallel branches: the layers of the second branch are not upstream of the first
+    layer called, so the backward pass must ask for them explicitly; a third branch feeds
+    nothing into the output and a BN layer is never called (zero contributions)."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Linear(4, 3)
+        self.unused = nn.Linear(4, 2)
+        self.b = nn.Conv2d(1, 2, 2)  # on the input viewed as (n, 1, 2, 2)
+        self.bn = nn.BatchNorm1d(8)
+        self.head = nn.Linear(5, 3)
+
+    def forward(self, x):
+        ha = torch.tanh(self.a(x))  # called first
+        self.unused(x)
+        hb = torch.tanh(self.b(x.reshape(len(x), 1, 2, 2))).flatten(1)  # (n, 2)
+        return self.head(torch.cat([ha, hb], 1))
+
+
+def test_branches_not_upstream_of_the_first_layer_are_reached(float64_torch):
+    torch.manual_seed(2)
+    model = Branches()
+    x, x2 = torch.randn(4, 4), torch.randn(3, 4)
+    ref = slow_ntk(model, x, x2)
+    for mode in MODES:
+        k = empirical_ntk(model, x, x2, mode=mode, method="layerwise")
+        torch.testing.assert_close(k, as_mode(ref, mode), rtol=1e-10, atol=1e-10)

@@ -334,6 +334,12 @@ def plan_layers(
     return plan
 
 
+def _grad(f: torch.Tensor, wrt: list[torch.Tensor], cot: torch.Tensor) -> None:
+    """A backward pass from ``f`` with cotangent ``cot``, reaching ``wrt``; the results are
+    dropped (the tensor hooks consume the gradients)."""
+    torch.autograd.grad(f, wrt, grad_outputs=cot, retain_graph=True, allow_unused=True)
+
+
 @dataclass
 class Deferred:
     """A conv or sequence-Linear weight's Jacobian kept as factors: the layer input ``u``
@@ -390,6 +396,7 @@ def structured_chunk(
     n, o = f.shape
     outs = [store[m][0][1] for m in mods]
     inputs = [store[m][0][0] for m in mods]
+    first = next(iter(store))  # the structured layer called first in the forward pass
     del store
     kinds = [plan.modules[m] for m in mods]
     xhats = [
@@ -402,22 +409,50 @@ def structured_chunk(
         torch.empty((n, o, *t.shape[1:]), **kw) if k == "factored" or _deferred(m, k) else None
         for m, k, t in zip(mods, kinds, outs, strict=True)
     ]
-    for k in range(o):  # one backward pass per output (measured faster than is_grads_batched)
-        cot = torch.zeros_like(f)
-        cot[:, k] = 1.0
-        per = torch.autograd.grad(
-            f, outs, grad_outputs=cot, retain_graph=k < o - 1, allow_unused=True
-        )
-        col = 0
-        for i, g in enumerate(per):
-            g = torch.zeros_like(outs[i]) if g is None else g  # (n, *out_shape)
-            if keep[i] is not None:
-                keep[i][:, k] = g
-            for piece in small_pieces(mods[i], kinds[i], xhats[i], g):
-                small[:, k, col : col + piece.shape[1]] = piece
-                col += piece.shape[1]
-        del per, g
-    del f, outs, xhats
+    cols = [0]
+    for m, kind in zip(mods, kinds, strict=True):
+        cols.append(cols[-1] + _small_width(m, kind))
+    current = [0]  # the output whose backward pass is running
+    seen: set[int] = set()
+
+    def consume(i: int, g: torch.Tensor) -> None:
+        if i in seen:
+            return
+        seen.add(i)
+        k = current[0]
+        if keep[i] is not None:
+            keep[i][:, k] = g
+        col = cols[i]
+        for piece in small_pieces(mods[i], kinds[i], xhats[i], g):
+            small[:, k, col : col + piece.shape[1]] = piece
+            col += piece.shape[1]
+
+    # Each layer's gradient is consumed by a tensor hook as soon as the backward pass
+    # produces it (while it is in cache) and then dropped: asking autograd.grad for every
+    # layer output would hold all of them until the pass ends, which on a ResNet doubled
+    # the memory touched per pass. The pass is driven to the output of the first layer
+    # called; layers it does not reach are asked for explicitly (found on the first pass).
+    handles = [t.register_hook(lambda g, i=i: consume(i, g)) for i, t in enumerate(outs)]
+    ask = [mods.index(first)]
+    try:
+        for k in range(o):  # one backward pass per output (faster than is_grads_batched)
+            current[0] = k
+            seen.clear()
+            cot = torch.zeros_like(f)
+            cot[:, k] = 1.0
+            _grad(f, [outs[i] for i in ask], cot)
+            missing = [i for i in range(len(outs)) if i not in seen]
+            if missing:  # not upstream of the asked outputs: ask for them too
+                _grad(f, [outs[i] for i in missing], cot)
+                ask += [i for i in missing if i in seen]
+            for i in range(len(outs)):
+                if i not in seen:  # output k does not depend on layer i
+                    consume(i, torch.zeros_like(outs[i]))
+    finally:
+        for h in handles:
+            h.remove()
+    del f, outs
+    xhats.clear()  # free the normalised BN inputs before the caller contracts
     deferred, factors = [], []
     for m, kind, u, g in zip(mods, kinds, inputs, keep, strict=True):
         if kind == "factored":
