@@ -167,3 +167,16 @@ def test_branches_not_upstream_of_the_first_layer_are_reached(float64_torch):
     for mode in MODES:
         k = empirical_ntk(model, x, x2, mode=mode, method="layerwise")
         torch.testing.assert_close(k, as_mode(ref, mode), rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize(
+    ("kernel", "dilation", "padding", "stride"),
+    [(3, 1, 1, 1), ((3, 2), (2, 1), (2, 0), (2, 3)), (1, 1, 0, 2), (5, (1, 2), (0, 3), (1, 2))],
+)
+def test_unfold_into_workspace_equals_f_unfold(float64_torch, kernel, dilation, padding, stride):
+    conv = nn.Conv2d(2, 3, kernel, stride=stride, padding=padding, dilation=dilation)
+    u = torch.randn(3, 2, 10, 11)
+    ref = torch.nn.functional.unfold(u, kernel, dilation=dilation, padding=padding, stride=stride)
+    work = torch.full((ref.numel() + 7,), float("nan"))  # larger than needed, stale content
+    cols = _ntk_layers._unfold(conv, u, work)  # (n, S, K)
+    assert torch.equal(cols, ref.transpose(1, 2))

@@ -219,17 +219,14 @@ def _contract(a: _Block, b: _Block, mode: str) -> torch.Tensor:
     r = torch.zeros(shape, dtype=dtype, device=a.device)
     for ma, mb in zip(a.mats, b.mats, strict=True):
         _add_gram(r, ma, mb, mode, same)
-    if a.deferred:  # one workspace per side, reused by every layer
-        size = max(d.numel() for d in a.deferred)
-        work_a = torch.empty(size, dtype=dtype, device=a.device)
-        work_b = (
-            work_a
-            if same
-            else torch.empty(max(d.numel() for d in b.deferred), dtype=dtype, device=a.device)
-        )
+    if a.deferred:  # workspaces reused by every layer: one Jacobian per side, one unfold
+        kw = {"dtype": dtype, "device": a.device}
+        work_a = torch.empty(max(d.numel() for d in a.deferred), **kw)
+        work_b = work_a if same else torch.empty(max(d.numel() for d in b.deferred), **kw)
+        cols = torch.empty(max(d.unfold_numel() for d in a.deferred + b.deferred), **kw)
     for da, db in zip(a.deferred, b.deferred, strict=True):
-        ja = da.materialise(work_a)  # (na, oa, p_layer): one layer's Jacobian at a time
-        jb = ja if same else db.materialise(work_b)
+        ja = da.materialise(work_a, cols)  # (na, oa, p_layer): one layer at a time
+        jb = ja if same else db.materialise(work_b, cols)
         _add_gram(r, ja, jb, mode, same)
         del ja, jb
     if mode == "full":
