@@ -8,8 +8,9 @@ over R on an im2col matrix. How that matrix is laid out decides the speed:
   the max-pool and its backward pass are elementwise operations on four contiguous blocks;
   the matrix is copied from shifted windows of the input's four parity planes;
 - conv2 (:func:`_im2col`): "wide" rows (each column block a contiguous run of the input,
-  a few filler columns per row), so the copy is fast and the input gradient (the adjoint,
-  :func:`_col2im`) is k^2 contiguous additions instead of ``F.fold``;
+  a few filler columns per row), so the copy is fast and the input gradient
+  (:func:`_conv_input_grad`) is k^2 contiguous additions instead of ``F.fold``, done one
+  kernel row at a time while the partial products are in cache;
 - no autograd graph; the linear layers' weight updates are delayed rank-1 factors
   (:class:`LeNetSGD`); the large activations live in buffers kept from step to step.
 
@@ -50,7 +51,7 @@ def _im2col(x: torch.Tensor, k: int, ws: _Workspace, name: str) -> torch.Tensor:
     (O, C, k, k) weight. Column ``i S + j`` holds the patch of output (i, j) for ``j < o``;
     the columns ``j >= o`` run over into the next row (finite filler whose outputs are
     never used). Each row of the result is then one contiguous run of the input, so the
-    copy is fast and its adjoint (:func:`_col2im`) is k^2 contiguous additions.
+    copy is fast and its adjoint (in :func:`_conv_input_grad`) is k^2 contiguous additions.
     """
     r, c, s, _ = x.shape
     n, o = x.numel(), s - k + 1
@@ -62,24 +63,29 @@ def _im2col(x: torch.Tensor, k: int, ws: _Workspace, name: str) -> torch.Tensor:
     return out
 
 
-def _col2im(
-    cols: torch.Tensor, channels: int, side: int, k: int, ws: _Workspace, name: str
+def _conv_input_grad(
+    w: torch.Tensor, g: torch.Tensor, side: int, ws: _Workspace, name: str
 ) -> torch.Tensor:
-    """Adjoint of :func:`_im2col`: cols (R, C k k, o S) -> (R, C, S, S).
+    """Gradient of a wide-layout convolution with respect to its input.
 
-    The filler columns (``j >= o``) of ``cols`` must be zero.
+    w (R, O, C, k, k), g (R, O, o S) (zero filler columns) -> (R, C, S, S): the product
+    ``w^T g`` is taken one kernel row ``u`` at a time, (R, C k, o S) each, and its columns
+    are added into place (the adjoint of :func:`_im2col`; filler columns of ``g`` are zero)
+    while it is still in cache, instead of materialising the whole (R, C k k, o S) matrix.
     """
-    r, o = cols.shape[0], side - k + 1
-    n = r * channels * side * side
-    flat = ws(name, (n + k - 1,), cols).zero_()
-    parts = cols.view(r, channels, k, k, o * side)
+    r, o_ch, c, k, _ = w.shape
+    o = side - k + 1
+    n = r * c * side * side
+    wt = ws(f"{name}.w", (r, k, c * k, o_ch), w)  # (R, u, (c, v), O)
+    wt.view(r, k, c, k, o_ch).copy_(w.permute(0, 3, 2, 4, 1))
+    part = ws(f"{name}.part", (r, c * k, g.shape[-1]), g)
+    flat = ws(name, (n + k - 1,), g).zero_()
     for u in range(k):
+        rows = torch.bmm(wt[:, u], g, out=part).view(r, c, k, -1)  # (R, C, v, o S)
         for v in range(k):
-            dst = flat.as_strided(
-                (r, channels, o * side), (channels * side * side, side * side, 1), u * side + v
-            )
-            dst += parts[:, :, u, v]  # input (i + u, j + v) gets output (i, j)
-    return flat[:n].view(r, channels, side, side)
+            dst = flat.as_strided((r, c, o * side), (c * side * side, side * side, 1), u * side + v)
+            dst += rows[:, :, v]  # input (i + u, j + v) gets output (i, j)
+    return flat[:n].view(r, c, side, side)
 
 
 def _conv_map(wide: torch.Tensor, o: int) -> torch.Tensor:
@@ -322,13 +328,13 @@ def _step(
     # second convolution: d is the gradient w.r.t. h2, already through its relu
     g2 = ws("g2", (r, o2, q2 * s2), x)  # zero where _unpool never writes
     _unpool(d.view(r, o2, *miss2[0].shape[-2:]), miss2, _subgrids(_conv_map(g2, q2)), ws, "g2")
-    gx2 = torch.bmm(w2m.transpose(1, 2), g2, out=ws("gx2", tuple(x2.shape), x))  # old weight
+    gh1_in = _conv_input_grad(w2, g2, s2, ws, "gh1")  # (R, 6, P1, P1), pre-update weight
     w2m.baddbmm_(g2, x2.transpose(1, 2), alpha=-lr)
     b2.sub_(g2.sum(-1), alpha=lr)
     gh1w = ws("gh1w", tuple(h1w.shape), x)  # (R, 6, L1), zero filler columns
     gh1 = gh1w.view(h1.shape[0], o1, p1, w1w)[..., :p1]
     relu_mask = torch.sign(h1, out=ws("h1.sign", tuple(h1.shape), x))
-    torch.mul(_col2im(gx2, o1, s2, k2, ws, "gh1"), relu_mask, out=gh1)  # through the relu
+    torch.mul(gh1_in, relu_mask, out=gh1)  # through the relu
     # first convolution
     g1 = ws("g1", tuple(c1.shape), x)  # (R, 6, 4 L1)
     _unpool(gh1w, miss1, list(g1.view(r, o1, 4, -1).unbind(2)), ws, "g1")
