@@ -100,20 +100,22 @@ class ClassScatter:
         rest = np.zeros((C, d), self.dtype)  # sums of the centred rows
         m2 = np.zeros((C, d))
         np.copyto(self._backup, self._gram)  # to undo the block if it is not finite
-        diag_before = self._diag.copy()
-        for c in np.flatnonzero(counts):
-            k = int(counts[c])
-            block = self._buf[:k]  # (k, d), stays in cache
-            np.take(h, order[ends[c] - k : ends[c]], axis=0, out=block, mode="clip")
-            np.matmul(self._ones[:k], block, out=first[c])
-            first[c] /= k
-            if not np.isfinite(first[c]).all():
-                np.copyto(self._gram, self._backup)
-                self._diag = diag_before
-                raise FloatingPointError(int(c))
-            block -= first[c]  # centre in place
-            np.matmul(self._ones[:k], block, out=rest[c])
-            m2[c] = self._syrk_diag(1.0, block)
+        with np.errstate(invalid="ignore", over="ignore"):  # non-finite input: see below
+            for c in np.flatnonzero(counts):
+                k = int(counts[c])
+                block = self._buf[:k]  # (k, d), stays in cache
+                np.take(h, order[ends[c] - k : ends[c]], axis=0, out=block, mode="clip")
+                np.matmul(self._ones[:k], block, out=first[c])
+                first[c] /= k
+                block -= first[c]  # centre in place
+                np.matmul(self._ones[:k], block, out=rest[c])
+                self._syrk(1.0, block.T, beta=1.0, c=self._gram, overwrite_c=1)
+                m2[c] = self._gram_diag  # this class's update only (float64 copy)
+                self._gram_diag[:] = 0.0
+        if not np.isfinite(first).all():
+            np.copyto(self._gram, self._backup)
+            raise FloatingPointError
+        self._diag += m2.sum(0)
         r = rest.astype(np.float64) / np.maximum(counts, 1)[:, None]  # (C, d)
         m2 -= counts[:, None] * r**2
         # the rows were centred on `first`, not on `first + r`: remove sum_c n_c r_c r_c^T
