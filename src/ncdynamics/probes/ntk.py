@@ -271,6 +271,19 @@ def _unflat(c: _layers.Chunk, ts: list[torch.Tensor | None]) -> _layers.Chunk:
     return _layers.Chunk(small, deferred, factors)
 
 
+def _allocate(parts: list[tuple[torch.Tensor | None, bool]], n: int, o: int) -> list:
+    """Empty tensors for a whole block of ``n`` samples and ``o`` outputs, shaped like the
+    chunk tensors ``parts`` (with or without an output axis)."""
+    return [
+        None
+        if p is None
+        else torch.empty(
+            (n, o, *p.shape[2:]) if has_o else (n, *p.shape[1:]), dtype=p.dtype, device=p.device
+        )
+        for p, has_o in parts
+    ]
+
+
 class _Engine:
     """Shared state of one call: wrapped model, parameter split, per-chunk Jacobians."""
 
@@ -309,33 +322,23 @@ class _Engine:
         """Jacobian block of all of ``x`` (n, ...) and outputs ``out_idx``, in chunks written
         into tensors allocated once for the whole block (no concatenation)."""
         n, o = x.shape[0], out_idx.numel()
-        first = None
-        for s in range(0, n, n_chunk):
-            for t in range(0, o, o_chunk):
-                chunk, generic = self._chunk(x[s : s + n_chunk], out_idx[t : t + o_chunk])
-                parts = _flat(chunk) + [(g, True) for g in generic]
-                if n_chunk >= n and o_chunk >= o:  # one chunk: keep its tensors as they are
-                    full, first = [p for p, _ in parts], chunk
-                    break
-                if first is None:
-                    first = chunk
-                    full = [
-                        None
-                        if p is None
-                        else torch.empty(
-                            (n, o, *p.shape[2:]) if has_o else (n, *p.shape[1:]),
-                            dtype=p.dtype,
-                            device=p.device,
-                        )
-                        for p, has_o in parts
-                    ]
-                for dst, (p, has_o) in zip(full, parts, strict=True):
-                    if p is not None:
-                        if has_o:
+        if n_chunk >= n and o_chunk >= o:  # one chunk: its tensors as they are
+            first, generic = self._chunk(x, out_idx)
+            full = [p for p, _ in _flat(first)] + generic
+        else:
+            first, full = None, []
+            for s in range(0, n, n_chunk):
+                for t in range(0, o, o_chunk):
+                    chunk, generic = self._chunk(x[s : s + n_chunk], out_idx[t : t + o_chunk])
+                    parts = _flat(chunk) + [(g, True) for g in generic]
+                    if first is None:
+                        first, full = chunk, _allocate(parts, n, o)
+                    for dst, (p, has_o) in zip(full, parts, strict=True):
+                        if p is not None and has_o:
                             dst[s : s + n_chunk, t : t + o_chunk] = p
-                        else:
+                        elif p is not None:
                             dst[s : s + n_chunk] = p
-                del chunk, generic, parts
+                    del chunk, generic, parts
         n_struct = len(_flat(first))
         blk = _unflat(first, full[:n_struct])
         mats = ([blk.small] if blk.small is not None else []) + full[n_struct:]
