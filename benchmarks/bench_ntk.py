@@ -193,7 +193,8 @@ def run_case(case: str, n: int, args: argparse.Namespace) -> None:
         lambda: empirical_ntk(model, x, mode="diagonal", memory_budget=BUDGET), args.repeat
     )
     then = Timing(
-        lambda: torch.einsum("ijaa->ij", empirical_ntk(model, x, memory_budget=BUDGET)), 1
+        lambda: torch.einsum("ijaa->ij", empirical_ntk(model, x, memory_budget=BUDGET)),
+        args.repeat,
     )
     floor = Timing(lambda: reverse_floor(model, x), args.repeat)
     print(f"ours full              {full}")
