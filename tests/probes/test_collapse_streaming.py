@@ -63,6 +63,20 @@ def test_float64_stream_matches_the_reference(rng, sizes):
         assert ours[key] == pytest.approx(value, rel=1e-10, abs=1e-14), key
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_many_small_classes_share_a_gemm_and_match_the_reference(rng, dtype):
+    # 60 classes of ~70 rows: groups of classes go through one syrk, per-class scatter
+    # then comes from the centred rows instead of the diagonal of the update
+    h, y, mu = features(rng, n=4200, d=12, C=60)
+    h = h.astype(dtype)
+    w, b = mu, np.zeros(60)
+    ours, ref = stream(h, y, w, b, [4200], rng), reference_metrics(h, y, w, b)
+    tol = 1e-10 if dtype == np.float64 else 1e-5
+    for key in ("nc1", "within_trace", "nc1_std", "cdnv", "nc2_equinorm", "nc3"):
+        assert ours[key] == pytest.approx(ref[key], rel=tol), key
+    assert ours["nc4"] == pytest.approx(ref["nc4"], abs=2 / y.size)
+
+
 def test_blocks_beyond_the_float32_flush_match_the_reference(rng, monkeypatch):
     # three flushes of the float32 scatter into float64 within one update
     monkeypatch.setattr(_collapse_batch, "_FLUSH_ROWS", 1000)

@@ -22,6 +22,25 @@ __all__ = ["ClassScatter", "NearestMeanScorer"]
 # Rows of float32 scatter accumulated before it is added to the float64 total: the float32
 # sum of at most this many centred outer products keeps a relative error near 1e-6.
 _FLUSH_ROWS = 1 << 16
+# Fewest rows per syrk call (classes are grouped until they reach it).
+_GROUP_ROWS = 256
+
+
+def _groups(counts: np.ndarray) -> list[list[int]]:
+    """Consecutive present classes grouped until each group has ``_GROUP_ROWS`` rows.
+
+    One ``syrk`` per group: with many small classes (C = 100 gives about 40 rows per class
+    in a block of 4096) a call per class would spend its time on the (d, d) output.
+    """
+    groups: list[list[int]] = [[]]
+    rows = 0
+    for c in np.flatnonzero(counts):
+        if rows >= _GROUP_ROWS:
+            groups.append([])
+            rows = 0
+        groups[-1].append(int(c))
+        rows += int(counts[c])
+    return groups if groups[0] else []
 
 
 class ClassScatter:
@@ -69,11 +88,12 @@ class ClassScatter:
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Add the block's within-class scatter about its own class means.
 
-        Each class is gathered into the cache-sized buffer, centred on its mean in the input
-        precision (``first``), and added with ``syrk``; the mean ``r`` of the centred rows
-        (what rounding left) is added to the mean and ``n r r^T`` taken off the scatter, so
-        the result is exact up to the rounding of the GEMM. The per-feature scatter comes
-        from the diagonal of each class's update, which is zeroed after it is read.
+        Each class (or group of small classes) is gathered into the cache-sized buffer,
+        centred on its mean in the input precision (``first``), and added with ``syrk``;
+        the mean ``r`` of the centred rows (what rounding left) is added to the mean and
+        ``n r r^T`` taken off the scatter, so the result is exact up to the rounding of the
+        GEMM. The per-feature scatter of a class comes from the diagonal of its update
+        (zeroed after it is read and kept in float64), or from the centred rows in a group.
 
         Parameters
         ----------
@@ -101,16 +121,22 @@ class ClassScatter:
         m2 = np.zeros((C, d))
         np.copyto(self._backup, self._gram)  # to undo the block if it is not finite
         with np.errstate(invalid="ignore", over="ignore"):  # non-finite input: see below
-            for c in np.flatnonzero(counts):
-                k = int(counts[c])
-                block = self._buf[:k]  # (k, d), stays in cache
-                np.take(h, order[ends[c] - k : ends[c]], axis=0, out=block, mode="clip")
-                np.matmul(self._ones[:k], block, out=first[c])
-                first[c] /= k
-                block -= first[c]  # centre in place
-                np.matmul(self._ones[:k], block, out=rest[c])
-                self._syrk(1.0, block.T, beta=1.0, c=self._gram, overwrite_c=1)
-                m2[c] = self._gram_diag  # this class's update only (float64 copy)
+            for group in _groups(counts):
+                lo, hi = ends[group[0]] - counts[group[0]], ends[group[-1]]
+                rows = self._buf[: hi - lo]  # (k, d), stays in cache
+                np.take(h, order[lo:hi], axis=0, out=rows, mode="clip")
+                for c in group:
+                    k = int(counts[c])
+                    block = rows[ends[c] - k - lo : ends[c] - lo]  # (n_c, d) view
+                    np.matmul(self._ones[:k], block, out=first[c])
+                    first[c] /= k
+                    block -= first[c]  # centre in place
+                    np.matmul(self._ones[:k], block, out=rest[c])
+                    if len(group) > 1:
+                        m2[c] = np.einsum("ij,ij->j", block, block)
+                self._syrk(1.0, rows.T, beta=1.0, c=self._gram, overwrite_c=1)
+                if len(group) == 1:
+                    m2[group[0]] = self._gram_diag  # this class's update only
                 self._gram_diag[:] = 0.0
         if not np.isfinite(first).all():
             np.copyto(self._gram, self._backup)
