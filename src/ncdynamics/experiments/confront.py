@@ -173,18 +173,21 @@ def decades_off(predicted: float, actual: float) -> float:
     return abs(math.log10(predicted / actual))
 
 
-def power_law_extrapolation(steps: Any, values: Any, at: float, *, origin: float) -> float:
+def power_law_extrapolation(steps: Any, values: Any, at: Any, *, origin: float) -> Any:
     """``|v| = c (step - origin + 1)^p`` fitted in log-log to the later half of the records,
-    evaluated at ``at`` with the sign of the last value; NaN with fewer than 2 usable points."""
+    evaluated at ``at`` (a step or an array of steps) with the sign of the last value; NaN
+    with fewer than 2 usable points."""
     s, v = np.asarray(steps, np.float64), np.asarray(values, np.float64)
     half = s.size // 2
     s, v = s[half:], v[half:]
     ok = v != 0
+    at_ = np.asarray(at, dtype=np.float64)
     if ok.sum() < 2 or np.unique(s[ok]).size < 2:
-        return math.nan
-    x = np.log(s[ok] - origin + 1.0)
-    p, c = np.polyfit(x, np.log(np.abs(v[ok])), 1)
-    return float(np.sign(v[-1]) * np.exp(c + p * np.log(at - origin + 1.0)))
+        out = np.full(at_.shape, np.nan)
+    else:
+        p, c = np.polyfit(np.log(s[ok] - origin + 1.0), np.log(np.abs(v[ok])), 1)
+        out = np.sign(v[-1]) * np.exp(c + p * np.log(at_ - origin + 1.0))
+    return float(out) if out.ndim == 0 else out
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ from ..experiments.confront import (
     ForecastEntry,
     compare_table,
     forecast_table,
+    power_law_extrapolation,
     theories_without_confrontation,
 )
 from .html import _CSS, _cell
@@ -82,6 +83,13 @@ def _forecast_figure(e: ForecastEntry) -> Any:
                 ("plot", (after, pred), {"color": "C3", "lw": 2, "label": "theory (forecast)"})
             )
         seen = values[steps <= e.fit.fit_until]
+        if after.size and seen.size:
+            power = power_law_extrapolation(
+                steps[steps <= e.fit.fit_until], seen, after, origin=steps[0]
+            )
+            extra.append(
+                ("plot", (after, power), {"color": "C1", "ls": "-.", "label": "power law"})
+            )
         if seen.size:
             extra.append(
                 (
