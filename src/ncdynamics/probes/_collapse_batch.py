@@ -56,9 +56,11 @@ class ClassScatter:
 
     Notes
     -----
-    The scatter is kept as the strict upper triangle of a Fortran-ordered (d, d) array (what
-    ``syrk`` writes), flushed into a float64 total every ``_FLUSH_ROWS`` rows; its diagonal
-    is moved to float64 after every update.
+    The blocks' scatter is kept as the strict upper triangle of a Fortran-ordered (d, d)
+    array (what ``syrk`` writes) in the input dtype, moved into a float64 total every
+    ``_FLUSH_ROWS`` rows; its diagonal is moved to float64 after every update. Small rank-k
+    corrections (:meth:`add_outer`) wait for the next flush and go into the total with one
+    float64 ``syrk``.
     """
 
     def __init__(self, n_features: int, block_rows: int, dtype: np.dtype) -> None:
@@ -69,19 +71,11 @@ class ClassScatter:
         self._gram = np.zeros((d, d), self.dtype, order="F")  # strict upper triangle
         self._gram_diag = self._gram.ravel(order="F")[:: d + 1]  # (d,) view of its diagonal
         self._backup = np.empty_like(self._gram)
-        self._total = np.zeros((d, d))  # strict upper triangle, float64
-        self._diag = np.zeros(d)  # diagonal, float64
+        self._total = np.zeros((d, d), order="F")  # upper triangle, float64
+        self._diag = np.zeros(d)  # diagonal of the blocks' updates, float64
+        self._pending: list[tuple[float, np.ndarray]] = []  # (sign, rows) for add_outer
         self._rows = 0
         self._syrk = blas.ssyrk if self.dtype == np.float32 else blas.dsyrk
-
-    def _syrk_diag(self, alpha: float, rows: np.ndarray) -> np.ndarray:
-        """Add ``alpha * rows.T @ rows`` (rows (k, d), C-contiguous) to the scatter and
-        return the diagonal of that update in float64 (also added to ``_diag``)."""
-        self._syrk(alpha, rows.T, beta=1.0, c=self._gram, overwrite_c=1)
-        diag = self._gram_diag.astype(np.float64)  # (d,) this update only
-        self._gram_diag[:] = 0.0
-        self._diag += diag
-        return diag
 
     def add_block(
         self, h: np.ndarray, y: np.ndarray, num_classes: int
@@ -152,13 +146,23 @@ class ClassScatter:
         return counts.astype(np.float64), first.astype(np.float64) + r, m2
 
     def add_outer(self, rows: np.ndarray, *, sign: float = 1.0) -> None:
-        """Add ``sign * rows.T @ rows`` to the scatter (rows of shape (k, d), k small)."""
-        self._syrk_diag(sign, np.ascontiguousarray(rows, dtype=self.dtype))
+        """Add ``sign * rows.T @ rows`` to the scatter (rows (k, d), k small, float64).
+
+        The rows are kept and added in float64 at the next :meth:`flush`, all at once.
+        """
+        self._pending.append((sign, rows))
 
     def flush(self) -> None:
-        """Move the off-diagonal scatter accumulated in ``self.dtype`` into float64."""
+        """Move the scatter accumulated in ``self.dtype`` and the pending rank-k terms into
+        the float64 total."""
+        for sign in (1.0, -1.0):
+            rows = [r for s, r in self._pending if s == sign]
+            if rows:
+                stacked = np.concatenate(rows)  # (k, d)
+                blas.dsyrk(sign, stacked.T, beta=1.0, c=self._total, overwrite_c=1)
+        self._pending = []
         if self._rows:
-            self._total += self._gram
+            self._total += self._gram  # the diagonal of _gram is always zero
             self._gram.fill(0.0)
             self._rows = 0
 
@@ -166,7 +170,7 @@ class ClassScatter:
         """The full symmetric float64 scatter added so far, shape (d, d)."""
         self.flush()
         full = self._total + self._total.T  # the strict lower triangle of _total is zero
-        np.fill_diagonal(full, self._diag)
+        np.fill_diagonal(full, self._diag + np.diagonal(self._total))
         return full
 
 
