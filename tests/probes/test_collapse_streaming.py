@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from ncdynamics.probes import CollapseAccumulator, _collapse_batch, collapse_metrics
+from ncdynamics.probes import CollapseAccumulator, _collapse_batch, _syrk, collapse_metrics
 
 
 def reference_metrics(h, y, w, b):
@@ -170,3 +170,25 @@ def test_a_non_finite_batch_leaves_the_accumulator_as_it_was(rng):
     after = acc.update(h[300:], y[300:]).compute()
     for key, value in expected.compute().items():
         assert after[key] == pytest.approx(value, rel=1e-12, abs=1e-15), key
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_both_syrk_bindings_update_the_upper_triangle(rng, dtype):
+    a = rng.standard_normal((37, 11)).astype(dtype)  # (k, d), C-contiguous
+    lower = np.tril(rng.standard_normal((11, 11)), -1)
+    for update in (_syrk.syrk_update(np.dtype(dtype)), _syrk._scipy_update(np.dtype(dtype))):
+        c = np.asfortranarray((np.eye(11) + lower).astype(dtype))
+        update(-0.5, a, c)
+        expected = np.eye(11) - 0.5 * a.astype(np.float64).T @ a
+        assert np.allclose(np.triu(c), np.triu(expected), rtol=1e-5, atol=1e-5)
+        assert np.array_equal(np.tril(c, -1), lower.astype(dtype))  # left alone
+
+
+def test_metrics_do_not_depend_on_which_blas_runs_the_update(rng, monkeypatch):
+    h, y, mu = features(rng, n=5000, d=32)
+    h32 = h.astype(np.float32)
+    fast = collapse_metrics(h32, y, mu)
+    monkeypatch.setattr(_collapse_batch, "syrk_update", _syrk._scipy_update)
+    slow = collapse_metrics(h32, y, mu)
+    for key, value in fast.items():
+        assert slow[key] == pytest.approx(value, rel=1e-5, abs=1e-9), key

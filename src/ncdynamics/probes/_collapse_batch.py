@@ -14,11 +14,9 @@ means with one GEMM.
 
 from __future__ import annotations
 
-from functools import cache
-
 import numpy as np
-from scipy.linalg import blas
-from threadpoolctl import ThreadpoolController
+
+from ._syrk import blas_controller, syrk_update
 
 __all__ = ["ClassScatter", "NearestMeanScorer"]
 
@@ -27,18 +25,6 @@ __all__ = ["ClassScatter", "NearestMeanScorer"]
 _FLUSH_ROWS = 1 << 16
 # Fewest rows per syrk call (classes are grouped until they reach it).
 _GROUP_ROWS = 256
-
-
-@cache
-def _blas_threads() -> ThreadpoolController:
-    """The BLAS libraries loaded (NumPy's and SciPy's), to run our GEMMs on one thread.
-
-    ``scipy.linalg.blas`` brings its own OpenBLAS with its own thread pool. On a machine
-    with few cores that pool and NumPy's (and torch's) spin against each other: on 2 cores,
-    NC metrics of 1797 x 128 features took 8 ms with the default threads and 2 ms with one.
-    The per-class GEMMs here are small, so one thread loses little.
-    """
-    return ThreadpoolController()
 
 
 def _groups(counts: np.ndarray) -> list[list[int]]:
@@ -90,7 +76,7 @@ class ClassScatter:
         self._diag = np.zeros(d)  # diagonal of the blocks' updates, float64
         self._pending: list[tuple[float, np.ndarray]] = []  # (sign, rows) for add_outer
         self._rows = 0
-        self._syrk = blas.ssyrk if self.dtype == np.float32 else blas.dsyrk
+        self._syrk = syrk_update(self.dtype)
 
     def add_block(
         self, h: np.ndarray, y: np.ndarray, num_classes: int
@@ -131,7 +117,7 @@ class ClassScatter:
         np.copyto(self._backup, self._gram)  # to undo the block if it is not finite
         with (
             np.errstate(invalid="ignore", over="ignore"),  # non-finite input: see below
-            _blas_threads().limit(limits=1, user_api="blas"),
+            blas_controller().limit(limits=1, user_api="blas"),
         ):
             for group in _groups(counts):
                 lo, hi = ends[group[0]] - counts[group[0]], ends[group[-1]]
@@ -146,7 +132,7 @@ class ClassScatter:
                     np.matmul(self._ones[:k], block, out=rest[c])
                     if len(group) > 1:
                         m2[c] = np.einsum("ij,ij->j", block, block)
-                self._syrk(1.0, rows.T, beta=1.0, c=self._gram, overwrite_c=1)
+                self._syrk(1.0, rows, self._gram)
                 if len(group) == 1:
                     m2[group[0]] = self._gram_diag  # this class's update only
                 self._gram_diag[:] = 0.0
@@ -177,8 +163,8 @@ class ClassScatter:
             rows = [r for s, r in self._pending if s == sign]
             if rows:
                 stacked = np.concatenate(rows)  # (k, d)
-                with _blas_threads().limit(limits=1, user_api="blas"):
-                    blas.dsyrk(sign, stacked.T, beta=1.0, c=self._total, overwrite_c=1)
+                with blas_controller().limit(limits=1, user_api="blas"):
+                    syrk_update(np.dtype(np.float64))(sign, stacked, self._total)
         self._pending = []
         if self._rows:
             self._total += self._gram  # the diagonal of _gram is always zero
