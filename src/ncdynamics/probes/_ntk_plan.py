@@ -76,9 +76,10 @@ def _store(s: Sizes, n: int, o: int) -> int:
 
 def _transient(s: Sizes, n: int, o: int) -> int:
     """Working memory while one compute chunk is built: the graph and saved activations, one
-    backward pass's gradients and temporaries, BN's normalised inputs, the generic
-    Jacobian's vmap temporaries."""
-    return 5 * n * s.act + 3 * n * o * s.p_generic
+    backward pass's gradients and temporaries, BN's normalised inputs; for generic
+    parameters, the vmapped backward passes of all o outputs at once and their Jacobian."""
+    generic = 2 * n * o * s.act + 3 * n * o * s.p_generic if s.p_generic else 0
+    return 5 * n * s.act + generic
 
 
 def _contraction(s: Sizes, n: int, o: int) -> int:
