@@ -58,12 +58,14 @@ class Method(StrEnum):
 
     With N samples, O outputs, P parameters, A activations per sample:
 
-    - ``LAYERWISE``: one forward pass and one batched backward pass per output give each
-      layer's input ``u`` and output gradient ``g``. Linear layers contribute
+    - ``LAYERWISE``: one forward pass and one backward pass of the whole chunk per output
+      give each layer's input ``u`` and output gradient ``g``. Linear layers contribute
       ``(u_i.u_j + 1)(g_ia.g_jb)`` without forming their Jacobian (cost N^2 O^2 d_out
-      instead of N^2 O^2 d_in d_out); Conv2d (via unfold) and eval-mode BatchNorm Jacobians
-      are assembled with one GEMM per layer; other parameters fall back to ``JACOBIAN``.
-      Memory N O (P_conv + sum d_out). Fastest on MLPs and CNNs.
+      instead of N^2 O^2 d_in d_out); Conv2d weights (via unfold) keep ``u`` and ``g`` and
+      form their Jacobian one layer at a time while contracting (one batched GEMM per
+      layer); eval-mode BatchNorm and bias columns are formed per output; other parameters
+      fall back to ``JACOBIAN``. Memory N O (P_small + sum_conv out + sum d_out) plus one
+      layer's N O P_layer. Fastest on MLPs and CNNs.
     - ``JACOBIAN``: per-sample Jacobians with ``vmap(jacrev(functional_call))``, chunked over
       samples and outputs, contracted with one GEMM per block pair. Cost about N O backward
       passes plus 2 N^2 O^2 P flops (full) or 2 N^2 O P (diagonal, trace); memory N O P.
