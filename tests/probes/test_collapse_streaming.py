@@ -192,3 +192,28 @@ def test_metrics_do_not_depend_on_which_blas_runs_the_update(rng, monkeypatch):
     slow = collapse_metrics(h32, y, mu)
     for key, value in fast.items():
         assert slow[key] == pytest.approx(value, rel=1e-5, abs=1e-9), key
+
+
+@pytest.mark.parametrize(("sigma", "dtype"), [(0.7, np.float64), (1e-5, np.float32)])
+def test_dense_one_shot_path_matches_reference_and_stream(rng, sigma, dtype):
+    """collapse_metrics takes one dense float64 pass on small input; the stream must agree."""
+    from ncdynamics.probes import collapse as collapse_module
+
+    h, y, mu = features(rng, n=600, sigma=sigma)
+    h = h.astype(dtype)
+    w, b = mu + 0.5 * rng.standard_normal(mu.shape), rng.standard_normal(5)
+    assert h.size <= collapse_module._DENSE_MAX
+    dense = collapse_metrics(h, y, w, b)
+    ref = reference_metrics(h, y, w, b)
+    streamed = stream(h, y, w, b, [600], rng)
+    for k in ref:
+        assert dense[k] == pytest.approx(ref[k], rel=1e-9, abs=1e-12), k
+        assert dense[k] == pytest.approx(streamed[k], rel=1e-6, abs=1e-12), k
+
+
+def test_dense_path_rejects_non_finite_rows(rng):
+    h, y, _ = features(rng, n=50)
+    h[7, 3] = np.nan
+    h[9, 0] = np.inf
+    with pytest.raises(ValueError, match="finite; rows 7..9"):
+        collapse_metrics(h, y)

@@ -44,6 +44,9 @@ from ._collapse_batch import ClassScatter, NearestMeanScorer
 __all__ = ["CollapseAccumulator", "collapse_metrics"]
 
 _BATCH = 4096
+#: Up to this many feature entries, ``collapse_metrics`` takes one dense float64 pass (a copy,
+#: one GEMM), which costs less than the streaming machinery on a Recorder's probe set.
+_DENSE_MAX = 1 << 20
 
 
 def _as_array(x: Any, name: str, ndim: int, *, finite: bool = True) -> np.ndarray:
@@ -123,6 +126,7 @@ class CollapseAccumulator:
         self.nc4_count = 0
         self._scatters: dict[np.dtype, ClassScatter] = {}  # pooled scatter, one per dtype
         self._nc4: NearestMeanScorer | None = None  # built from the final means
+        self._dense_centred: np.ndarray | None = None  # set by collapse_metrics on small input
 
     def _init(self, d: int) -> None:
         self.dim = d
@@ -177,12 +181,36 @@ class CollapseAccumulator:
         self.mean += delta * np.divide(n_b, n, out=np.zeros(C), where=present)[:, None]
         self.count = n
 
+    def _update_dense(self, features: Any, labels: Any) -> None:
+        """The statistics of one small (n, d) array in one float64 pass: exact class means,
+        centred copy, one GEMM for the scatter. Same result as :meth:`update`."""
+        h, y = self._check_batch(features, labels)
+        x = h.astype(np.float64)  # (n, d), a copy
+        if not np.isfinite(x).all():
+            bad = np.flatnonzero(~np.isfinite(x).all(axis=1))
+            raise ValueError(
+                f"`features` must be finite; rows {bad[0]}..{bad[-1]} hold NaN or Inf entries."
+            )
+        self._init(x.shape[1])
+        C = self.num_classes
+        onehot = np.zeros((C, y.size))
+        onehot[y, np.arange(y.size)] = 1.0
+        self.count = onehot.sum(axis=1)
+        self.mean = np.divide(onehot @ x, self.count[:, None], out=np.zeros_like(self.mean),
+                              where=self.count[:, None] > 0)  # fmt: skip
+        x -= self.mean[y]
+        self.m2 = onehot @ (x * x)
+        self._dense_centred = x  # (n, d): NC1 needs only x @ P^T, never the (d, d) scatter
+
     @property
     def scatter(self) -> np.ndarray:
         """Pooled within-class scatter about the running class means, shape (d, d)."""
         if self.dim is None:
             raise ValueError("no features were added; call `update` with at least one batch.")
-        return sum(part.scatter() for part in self._scatters.values())
+        parts = [part.scatter() for part in self._scatters.values()]
+        if self._dense_centred is not None:
+            parts.append(self._dense_centred.T @ self._dense_centred)
+        return sum(parts)
 
     def update_nc4(self, features: Any, labels: Any) -> CollapseAccumulator:
         """Second pass: count disagreements of the classifier and the nearest class mean."""
@@ -251,13 +279,18 @@ def _metrics_from_stats_unchecked(acc: CollapseAccumulator) -> dict[str, float]:
     n_total = float(counts.sum())
     mu_g = counts @ mu / n_total  # (d,)
     M = (mu - mu_g).T  # (d, C) centred class means
-    sigma_w = acc.scatter / n_total  # (d, d)
     # Tr(Sigma_W Sigma_B^+) with Sigma_B = M M^T / C: pinv(M M^T) = pinv(M)^T pinv(M).
     p = _pinv_centred_means(M)  # (C, d)
-    nc1 = C * float(np.einsum("ij,ij->", p @ sigma_w, p))
+    if acc._dense_centred is not None:  # Tr(P X^T X P^T) = |X P^T|^2, no (d, d) product
+        x = acc._dense_centred
+        proj, within = float(np.sum((x @ p.T) ** 2)), float(np.einsum("ij,ij->", x, x))
+    else:
+        scatter = acc.scatter
+        proj, within = float(np.einsum("ij,ij->", p @ scatter, p)), float(np.trace(scatter))
+    nc1 = C * proj / n_total
     out: dict[str, float] = {
         "nc1": nc1 / C if acc.nc1_divide_by_classes else nc1,
-        "within_trace": float(np.trace(sigma_w)),
+        "within_trace": within / n_total,
         "between_trace": float((M * M).sum() / C),
     }
     var = acc.m2 / counts[:, None]  # (C, d) population variances
@@ -340,7 +373,10 @@ def collapse_metrics(
         nc1_divide_by_classes=nc1_divide_by_classes,
         etf_normalize_means=etf_normalize_means,
     )
-    acc.update(features, labels)
+    if int(np.prod(np.shape(features))) <= _DENSE_MAX:
+        acc._update_dense(features, labels)
+    else:
+        acc.update(features, labels)
     if weight is not None:
         acc.update_nc4(features, labels)
     return acc.compute()
