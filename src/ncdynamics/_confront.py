@@ -75,7 +75,6 @@ class Stream:
         self.prefix = prefix
         self.until = float(until)
         self._wide = run.metrics_wide()
-        self._array_names = set(run.array_names())
 
     @property
     def config(self) -> Mapping[str, Any]:
@@ -89,12 +88,6 @@ class Stream:
 
     def _array_name(self, name: str) -> str:
         return f"{self.prefix}{name}".replace("/", ".")
-
-    def has(self, need: Need) -> bool:
-        if need.kind == "scalar":
-            col = f"{self.prefix}{need.name}"
-            return col in self._wide.columns and bool(self._wide[col].notna().any())
-        return self._array_name(need.name) in self._array_names
 
     def scalar(self, name: str) -> Series:
         """Finite values of metric ``prefix + name`` at steps ``<= until``."""
@@ -112,14 +105,6 @@ class Stream:
         if steps.size == 0:
             return steps, np.empty((0,))
         return steps, np.stack([np.asarray(series[int(s)], np.float64) for s in steps])
-
-    def last_step(self, needs: tuple[Need, ...]) -> float:
-        """The last step at which every needed record exists (before the cut)."""
-        last = math.inf
-        for need in needs:
-            steps = (self.scalar if need.kind == "scalar" else self.array)(need.name)[0]
-            last = min(last, float(steps[-1]) if steps.size else -math.inf)
-        return last
 
 
 @dataclass(frozen=True)
@@ -165,12 +150,10 @@ class Confrontation:
         One line: what is fitted to what.
     needs : tuple of Need
     observe : callable
-        ``observe(stream) -> {observable: (steps, values)}``, positive values.
+        ``observe(stream) -> {observable: (steps, values)}``.
     fit : callable
         ``fit(stream) -> TheoryFit``; raises :class:`NotApplicable` when the records exist
         but the theory's assumptions do not hold, ``ValueError`` when too few records.
-    min_records : int
-        Fewest records a fit needs.
     """
 
     theory: str
@@ -178,11 +161,6 @@ class Confrontation:
     needs: tuple[Need, ...]
     observe: Callable[[Stream], dict[str, Series]]
     fit: Callable[[Stream], TheoryFit]
-    min_records: int = 3
-
-    def missing(self, stream: Stream) -> list[Need]:
-        """The needs that ``stream`` lacks."""
-        return [n for n in self.needs if not stream.has(n)]
 
 
 def r_squared(observed: Any, fitted: Any) -> float:

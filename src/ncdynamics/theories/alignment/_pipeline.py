@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from ..._confront import r_squared
 from ...data import load
 from .closed_form import final_distance
 from .estimate import fit_output_rate, fit_rates
@@ -105,12 +106,6 @@ class HistoryFit:
     @property
     def rho(self) -> float:
         return self.inv_tau_h / self.inv_tau_y
-
-
-def r_squared(obs: NDArray[np.float64], th: NDArray[np.float64]) -> float:
-    """``1 - SS_res / SS_tot`` of one recorded variable against its theory curve."""
-    tot = float(np.sum((obs - obs.mean()) ** 2))
-    return float(1.0 - np.sum((obs - th) ** 2) / tot) if tot > 0 else float("nan")
 
 
 def fit_history(
