@@ -79,26 +79,24 @@ def _prefixes(names: list[str], suffix: str) -> set[str]:
     return out
 
 
+def _normal(prefix: str) -> str:
+    """Array names spell a metric prefix with ``.`` for ``/`` (the run store's rule)."""
+    return prefix.replace("/", ".")
+
+
 def find_streams(conf: Confrontation, run: runs.Run) -> list[str]:
-    """Prefixes of ``run`` under which every record ``conf`` needs exists, sorted."""
+    """Prefixes of ``run`` under which every record ``conf`` needs exists, sorted.
+
+    A prefix is given in its metric spelling (``mse/``) where the run has metrics under it.
+    """
     metric_names = list(run.metrics["name"].unique())
-    array_names = run.array_names()
-    keys: set[str] | None = None
-    display: dict[str, str] = {}
-    for need in conf.needs:
-        pool = metric_names if need.kind == "scalar" else array_names
-        found = _prefixes(pool, need.name)
-        for p in found:
-            if need.kind == "scalar" or p.replace("/", ".") not in display:
-                display[p.replace("/", ".")] = p
-        normal = {p.replace("/", ".") for p in found}
-        keys = normal if keys is None else keys & normal
-    # an array-only stream takes the metric spelling of its prefix where there is one
-    metric_prefixes = {n[: i + 1] for n in metric_names for i, c in enumerate(n) if c == "/"}
-    for p in metric_prefixes:
-        if p.replace("/", ".") in display:
-            display[p.replace("/", ".")] = p
-    return sorted(display[k] for k in keys or ())
+    pools = {"scalar": metric_names, "array": run.array_names()}
+    keys = set.intersection(
+        *({_normal(p) for p in _prefixes(pools[n.kind], n.name)} for n in conf.needs)
+    )
+    spelled = {n[: i + 1] for n in metric_names for i, c in enumerate(n) if c == "/"}
+    spelling = {_normal(p): p for p in spelled} | {"": ""}
+    return sorted(spelling.get(k, k) for k in keys)
 
 
 @dataclass(frozen=True)
