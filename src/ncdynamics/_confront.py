@@ -68,13 +68,17 @@ class Stream:
         Metric-name prefix, e.g. ``"mse/"``; array names use it with ``/`` replaced by ``.``.
     until : float, default=inf
         Records after this step are invisible.
+    wide : pandas.DataFrame, optional
+        ``run.metrics_wide()``, when the caller has it already (it reads every Parquet part).
     """
 
-    def __init__(self, run: Any, prefix: str = "", *, until: float = math.inf) -> None:
+    def __init__(
+        self, run: Any, prefix: str = "", *, until: float = math.inf, wide: Any = None
+    ) -> None:
         self.run = run
         self.prefix = prefix
         self.until = float(until)
-        self._wide = run.metrics_wide()
+        self._wide = run.metrics_wide() if wide is None else wide
 
     @property
     def config(self) -> Mapping[str, Any]:
@@ -84,7 +88,7 @@ class Stream:
 
     def cut(self, until: float) -> Stream:
         """The same stream, seeing only records at steps ``<= until``."""
-        return Stream(self.run, self.prefix, until=min(until, self.until))
+        return Stream(self.run, self.prefix, until=min(until, self.until), wide=self._wide)
 
     def _array_name(self, name: str) -> str:
         return f"{self.prefix}{name}".replace("/", ".")

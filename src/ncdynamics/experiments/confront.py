@@ -84,12 +84,16 @@ def _normal(prefix: str) -> str:
     return prefix.replace("/", ".")
 
 
-def find_streams(conf: Confrontation, run: runs.Run) -> list[str]:
+def find_streams(
+    conf: Confrontation, run: runs.Run, metric_names: list[str] | None = None
+) -> list[str]:
     """Prefixes of ``run`` under which every record ``conf`` needs exists, sorted.
 
     A prefix is given in its metric spelling (``mse/``) where the run has metrics under it.
+    ``metric_names`` saves reading them again when the caller has them.
     """
-    metric_names = list(run.metrics["name"].unique())
+    if metric_names is None:
+        metric_names = list(run.metrics["name"].unique())
     pools = {"scalar": metric_names, "array": run.array_names()}
     keys = set.intersection(
         *({_normal(p) for p in _prefixes(pools[n.kind], n.name)} for n in conf.needs)
@@ -153,13 +157,14 @@ def compare(run: runs.Run | str | os.PathLike[str]) -> list[CompareEntry]:
     A theory with no such stream gets one ``"missing"`` entry naming what it needs.
     """
     run = _open(run)
+    wide = run.metrics_wide()  # read once, shared by every stream
     entries = []
     for conf in confrontations():
-        prefixes = find_streams(conf, run)
+        prefixes = find_streams(conf, run, list(wide.columns))
         if not prefixes:
             entries.append(_missing_entry(conf))
         for p in prefixes:
-            entries.append(_fit_entry(conf, Stream(run, p)))
+            entries.append(_fit_entry(conf, Stream(run, p, wide=wide)))
     return entries
 
 
@@ -262,14 +267,15 @@ def forecast(run: runs.Run | str | os.PathLike[str], at: float) -> list[Forecast
     """
     at = check_scalar(at, "at", low=0.0, high=1.0, closed="neither")
     run = _open(run)
+    wide = run.metrics_wide()  # read once, shared by every stream
     entries = []
     for conf in confrontations():
-        prefixes = find_streams(conf, run)
+        prefixes = find_streams(conf, run, list(wide.columns))
         if not prefixes:
             m = _missing_entry(conf)
             entries.append(ForecastEntry(m.theory, m.stream, m.status, m.message))
         for p in prefixes:
-            entries.append(_forecast_entry(conf, Stream(run, p), at))
+            entries.append(_forecast_entry(conf, Stream(run, p, wide=wide), at))
     return entries
 
 
