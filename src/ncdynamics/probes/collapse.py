@@ -32,6 +32,7 @@ class means (``_collapse_batch.NearestMeanScorer``).
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -181,26 +182,30 @@ class CollapseAccumulator:
         self.mean += delta * np.divide(n_b, n, out=np.zeros(C), where=present)[:, None]
         self.count = n
 
-    def _update_dense(self, features: Any, labels: Any) -> None:
+    def _update_dense(self, features: Any, labels: Any) -> np.ndarray:
         """The statistics of one small (n, d) array in one float64 pass: exact class means,
-        centred copy, one GEMM for the scatter. Same result as :meth:`update`."""
+        centred copy, one GEMM for the scatter. Same result as :meth:`update`; returns the
+        checked features."""
         h, y = self._check_batch(features, labels)
         x = h.astype(np.float64)  # (n, d), a copy
-        if not np.isfinite(x).all():
-            bad = np.flatnonzero(~np.isfinite(x).all(axis=1))
-            raise ValueError(
-                f"`features` must be finite; rows {bad[0]}..{bad[-1]} hold NaN or Inf entries."
-            )
         self._init(x.shape[1])
         C = self.num_classes
         onehot = np.zeros((C, y.size))
         onehot[y, np.arange(y.size)] = 1.0
         self.count = onehot.sum(axis=1)
-        self.mean = np.divide(onehot @ x, self.count[:, None], out=np.zeros_like(self.mean),
+        with np.errstate(invalid="ignore"):  # 0 * inf: any NaN or Inf in x makes its column NaN
+            sums = onehot @ x  # (C, d)
+        if not np.isfinite(sums).all():
+            bad = np.flatnonzero(~np.isfinite(x).all(axis=1))
+            raise ValueError(
+                f"`features` must be finite; rows {bad[0]}..{bad[-1]} hold NaN or Inf entries."
+            )
+        self.mean = np.divide(sums, self.count[:, None], out=np.zeros_like(sums),
                               where=self.count[:, None] > 0)  # fmt: skip
-        x -= self.mean[y]
-        self.m2 = onehot @ (x * x)
+        x -= onehot.T @ self.mean  # a GEMM gathers the means faster than fancy indexing
+        self.m2 = onehot @ np.square(x)
         self._dense_centred = x  # (n, d): NC1 needs only x @ P^T, never the (d, d) scatter
+        return h
 
     @property
     def scatter(self) -> np.ndarray:
@@ -219,6 +224,10 @@ class CollapseAccumulator:
         if self.dim is None:
             raise ValueError("call `update` on every batch before `update_nc4`.")
         h, _ = self._check_batch(features, labels)
+        self._score_nc4(h)
+        return self
+
+    def _score_nc4(self, h: np.ndarray) -> None:
         if self._nc4 is None:
             b = np.zeros(self.num_classes) if self.bias is None else self.bias
             self._nc4 = NearestMeanScorer(self.weight, b, self.mean, self.count)
@@ -226,7 +235,6 @@ class CollapseAccumulator:
             hb = h[start : start + _BATCH]  # (B, d)
             self.nc4_mismatch += self._nc4.mismatches(hb)
             self.nc4_count += hb.shape[0]
-        return self
 
     def compute(self) -> dict[str, float]:
         """The metrics accumulated so far (see the module docstring for the keys).
@@ -248,18 +256,30 @@ class CollapseAccumulator:
         return _metrics_from_stats(self)
 
 
-def _pinv_centred_means(M: np.ndarray, rtol: float = 1e-8) -> np.ndarray:
-    """Pseudo-inverse of the centred means M (d x C), of rank at most C - 1.
+def _mean_subspace(M: np.ndarray, rtol: float = 1e-8) -> tuple[np.ndarray, np.ndarray]:
+    """Orthonormal basis and singular values of the centred means M (d x C), rank <= C - 1.
 
-    The count-weighted columns of M sum to zero, so one singular value is zero in exact
-    arithmetic; rounding makes it tiny but non-zero, and a plain ``pinv`` would invert it
-    (a common offset of the features then blows NC1 up). Keep the top C - 1 singular values
-    and drop any below ``rtol`` times the largest.
+    Returns ``(basis, s)``, basis of shape (d, k) and the k kept singular values, so that
+    Tr(A pinv(M M^T)) = sum over kept i of (b_i^T A b_i) / s_i^2. The count-weighted columns
+    of M sum to zero, so one singular value is zero in exact arithmetic; rounding makes it
+    tiny but non-zero, and a plain ``pinv`` would invert it (a common offset of the features
+    then blows NC1 up). Keep the top C - 1 singular values and drop any below ``rtol`` times
+    the largest.
     """
-    u, s, vh = np.linalg.svd(M, full_matrices=False)  # (d, k), (k,), (k, C)
-    keep = (np.arange(s.size) < M.shape[1] - 1) & (s > rtol * s.max())
-    inv = np.divide(1.0, s, out=np.zeros_like(s), where=keep)
-    return (vh.T * inv) @ u.T
+    u, s, _ = np.linalg.svd(M, full_matrices=False)  # (d, C), (C,)
+    k = min(M.shape[1] - 1, int(np.count_nonzero(s > rtol * s[0])))
+    return u[:, :k], s[:k]
+
+
+@functools.lru_cache(maxsize=8)
+def _class_pair_constants(C: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Row and column indices of the class pairs c < c', the off-diagonal mask, the ETF Gram."""
+    i, j = np.triu_indices(C, 1)
+    etf = (np.eye(C) - 1.0 / C) / np.sqrt(C - 1)
+    off = ~np.eye(C, dtype=bool)
+    for a in (i, j, off, etf):
+        a.flags.writeable = False
+    return i, j, off, etf
 
 
 def _metrics_from_stats(acc: CollapseAccumulator) -> dict[str, float]:
@@ -279,39 +299,37 @@ def _metrics_from_stats_unchecked(acc: CollapseAccumulator) -> dict[str, float]:
     n_total = float(counts.sum())
     mu_g = counts @ mu / n_total  # (d,)
     M = (mu - mu_g).T  # (d, C) centred class means
-    # Tr(Sigma_W Sigma_B^+) with Sigma_B = M M^T / C: pinv(M M^T) = pinv(M)^T pinv(M).
-    p = _pinv_centred_means(M)  # (C, d)
-    if acc._dense_centred is not None:  # Tr(P X^T X P^T) = |X P^T|^2, no (d, d) product
-        x = acc._dense_centred
-        proj, within = float(np.sum((x @ p.T) ** 2)), float(np.einsum("ij,ij->", x, x))
+    # Tr(Sigma_W Sigma_B^+) with Sigma_B = M M^T / C, through the SVD of M.
+    basis, s = _mean_subspace(M)
+    if acc._dense_centred is not None:  # X^T X is never formed: |X b_i|^2
+        proj = np.square(acc._dense_centred @ basis).sum(0)
     else:
-        scatter = acc.scatter
-        proj, within = float(np.einsum("ij,ij->", p @ scatter, p)), float(np.trace(scatter))
-    nc1 = C * proj / n_total
+        proj = np.einsum("ij,ij->j", basis, acc.scatter @ basis)
+    nc1 = C * float((proj / s**2).sum()) / n_total
+    gram = M.T @ M  # (C, C) Gram of the centred means
+    sq_norms = np.diag(gram)
     out: dict[str, float] = {
         "nc1": nc1 / C if acc.nc1_divide_by_classes else nc1,
-        "within_trace": within / n_total,
-        "between_trace": float((M * M).sum() / C),
+        "within_trace": float(acc.m2.sum()) / n_total,
+        "between_trace": float(sq_norms.sum() / C),
     }
     var = acc.m2 / counts[:, None]  # (C, d) population variances
     out["nc1_std"] = float(np.sqrt(np.clip(var, 0.0, None)).mean())
     v_c = var.sum(1)  # (C,) mean squared distance to the class mean
-    i, j = np.triu_indices(C, 1)
-    d2_pairs = ((mu[i] - mu[j]) ** 2).sum(1)  # squared distances of class-mean pairs
+    i, j, off_diagonal, etf = _class_pair_constants(C)
+    d2_pairs = np.square(mu[i] - mu[j]).sum(1)  # squared distances of class-mean pairs
     out["cdnv"] = float(((v_c[i] + v_c[j]) / (2.0 * d2_pairs)).mean())
-    norms = np.linalg.norm(M, axis=0)  # (C,)
+    norms = np.sqrt(sq_norms)  # (C,)
     out["nc2_equinorm"] = float(norms.std() / norms.mean())
-    unit = M / norms
-    cos = (unit.T @ unit)[~np.eye(C, dtype=bool)]
+    cos_matrix = gram / np.outer(norms, norms)
+    cos = cos_matrix[off_diagonal]
     out["nc2_equiangular"] = float(cos.std())
     out["nc2_maxangle"] = float(np.abs(cos + 1.0 / (C - 1)).mean())
-    base = unit if acc.etf_normalize_means else M
-    gram = base.T @ base  # (C, C)
-    etf = (np.eye(C) - 1.0 / C) / np.sqrt(C - 1)
-    out["nc2_etf"] = float(np.linalg.norm(gram / np.linalg.norm(gram) - etf))
+    base = cos_matrix if acc.etf_normalize_means else gram
+    out["nc2_etf"] = float(np.linalg.norm(base / np.linalg.norm(base) - etf))
     if acc.weight is not None:
         w = acc.weight
-        dist = float(np.linalg.norm(M / np.linalg.norm(M) - w.T / np.linalg.norm(w)))
+        dist = float(np.linalg.norm(M / np.sqrt(sq_norms.sum()) - w.T / np.linalg.norm(w)))
         out["nc3"] = dist
         out["nc3_papyan"] = dist**2
     if acc.nc4_count:
@@ -374,11 +392,13 @@ def collapse_metrics(
         etf_normalize_means=etf_normalize_means,
     )
     if int(np.prod(np.shape(features))) <= _DENSE_MAX:
-        acc._update_dense(features, labels)
+        h = acc._update_dense(features, labels)
+        if weight is not None:
+            acc._score_nc4(h)
     else:
         acc.update(features, labels)
-    if weight is not None:
-        acc.update_nc4(features, labels)
+        if weight is not None:
+            acc.update_nc4(features, labels)
     return acc.compute()
 
 

@@ -136,13 +136,24 @@ class Run:
         """Write buffered metrics as a new Parquet part (atomically)."""
         if not self._buffer:
             return
-        df = pd.DataFrame(self._buffer, columns=["step", "name", "value"])
-        df = df.astype({"step": "int64", "name": "string", "value": "float64"})
+        # pyarrow directly: a pandas round trip costs several times the write on the
+        # Recorder's small parts (benchmarks/bench_recorder.py).
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        steps, names, values = zip(*self._buffer, strict=True)
+        table = pa.table(
+            {
+                "step": pa.array(steps, pa.int64()),
+                "name": pa.array(names, pa.string()),
+                "value": pa.array(values, pa.float64()),
+            }
+        )
         parts = self.path / "metrics"
         parts.mkdir(exist_ok=True)
         existing = sorted(parts.glob("part-*.parquet"))
         index = int(existing[-1].stem.split("-")[1]) + 1 if existing else 0
-        atomic_write(parts / f"part-{index:06d}.parquet", lambda p: df.to_parquet(p, index=False))
+        atomic_write(parts / f"part-{index:06d}.parquet", lambda p: pq.write_table(table, p))
         self._buffer.clear()
 
     def _read_metric_frames(self) -> list[pd.DataFrame]:
