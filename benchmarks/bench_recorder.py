@@ -93,5 +93,6 @@ def main() -> None:
             " (target <= 10%)"
         )
 
+
 if __name__ == "__main__":
     main()
