@@ -41,3 +41,5 @@ def test_training_smoke_writes_summary_and_figures(short, tmp_path):
     pred = predictions_over_time(r, prefix, n_per_class=3)
     assert len(pred) == len(blocks)
     assert np.all(pred["residual_fraction"] >= 0)
+    # class means of the logits are recorded, so the logit theories can be confronted too
+    assert f"{prefix.replace('/', '.')}class_means_logits" in r.array_names()

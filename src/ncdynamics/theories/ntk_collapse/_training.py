@@ -193,6 +193,7 @@ def train_one(
     probes = [
         _Timed(make_probe("collapse")),
         _Timed(make_probe("performance")),
+        _Timed(make_probe("class_means")),  # for the logit theories in `ncdyn compare`
         _Timed(
             _Every(InvariantProbe(per_class=cfg.kernel_per_class), cfg.kernel_every, cfg.epochs)
         ),
