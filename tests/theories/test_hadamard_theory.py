@@ -90,6 +90,20 @@ def test_fit_flags_a_wrong_learning_rate(rng):
     assert free.params.time_scale == pytest.approx(2 * eta, rel=1e-2)
 
 
+def test_fit_without_learning_rate_starts_from_the_best_candidate_scale(rng):
+    K, eta = 4, 0.01
+    W, H = hd.hadamard_init(np.sqrt([[0.02, 0.05, 0.1]]), d=K)
+    steps = np.unique(np.geomspace(1, 1500, 30).astype(int))
+    sigma = hd.top_singular_values(hd.run_gd(W, H, steps=steps, learning_rate=eta).Z[:, 0])
+    fit = hd.fit_reduced(steps, sigma, learning_rate=None, start_scales=[1e-4, 1e-2, 1.0])
+    assert fit.params.time_scale == pytest.approx(2 * eta, rel=1e-2)
+    assert np.isnan(fit.extra["time_scale_theory"])
+    with pytest.raises(ValueError, match="learning_rate"):
+        hd.fit_reduced(steps, sigma, learning_rate=None)
+    with pytest.raises(ValueError, match="start_scales"):
+        hd.fit_reduced(steps, sigma, learning_rate=None, start_scales=[0.1, -1.0])
+
+
 def test_fit_rejects_bad_input():
     with pytest.raises(ValueError, match="power of 2"):
         hd.fit_reduced([0, 1, 2], np.ones((3, 4)), learning_rate=0.1)

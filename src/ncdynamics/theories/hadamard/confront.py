@@ -27,7 +27,6 @@ from ..._confront import Confrontation, Need, NotApplicable, Series, Stream, The
 from .._integrate import ConvergenceWarning
 from .estimate import fit_reduced
 from .metrics import reduced_basis
-from .model import solve_reduced
 
 __all__ = ["CONFRONTATION", "centred_singular_values", "offdiagonal_fraction"]
 
@@ -85,15 +84,6 @@ def _observe(stream: Stream) -> dict[str, Series]:
     return {k: (steps, v) for k, v in _summaries(centred_singular_values(means)).items()}
 
 
-def _start_error(steps: NDArray[np.float64], sigma: NDArray[np.float64], c: float) -> float:
-    """Squared log error of the reduced flow from the first record with time scale ``c``."""
-    k = sigma.shape[1] + 1
-    traj = solve_reduced(sigma[0] / k, c * (steps - steps[0]), K=k, rtol=1e-6, atol=1e-9)
-    if not traj.success:
-        return np.inf
-    return float(np.mean((np.log(-np.sort(-traj.ys * k, axis=1)) - np.log(sigma)) ** 2))
-
-
 def _fit(stream: Stream) -> TheoryFit:
     steps, means = stream.array("class_means_logits")
     if means.ndim != 3 or means.shape[1] != means.shape[2]:
@@ -106,10 +96,9 @@ def _fit(stream: Stream) -> TheoryFit:
     sigma = centred_singular_values(means)
     if np.any(sigma <= 0):
         raise ValueError("a centred class-mean logit singular value is zero; log undefined.")
-    c0 = min(_START_SCALES, key=lambda c: _start_error(steps, sigma, c))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        best = fit_reduced(steps, sigma, learning_rate=c0 / 2)
+        best = fit_reduced(steps, sigma, learning_rate=None, start_scales=_START_SCALES)
     reduced = best.params
     pred_sigma = reduced.predict(steps)
     offdiag = offdiagonal_fraction(means[-1])

@@ -15,6 +15,7 @@ Two steps:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -96,8 +97,9 @@ def fit_reduced(
     sigma: Any,
     *,
     n: int = 1,
-    learning_rate: float,
+    learning_rate: float | None,
     fit_time_scale: bool = True,
+    start_scales: Sequence[float] | None = None,
 ) -> FitResult:
     """Fit the reduced ODE (9) of [1] to recorded logit singular values.
 
@@ -112,16 +114,21 @@ def fit_reduced(
     sigma : array_like of shape (n_log, K-1)
         Top ``K - 1`` singular values of ``Z`` at ``steps``; ``K`` must be a power of two.
     n : int, default=1
-    learning_rate : float
-        GD step size of the run (sets the initial time scale).
+    learning_rate : float or None
+        GD step size of the run (sets the initial time scale). ``None`` when it is not
+        known (a run of another optimiser); then ``start_scales`` is required.
     fit_time_scale : bool, default=True
         Fit ``c``; otherwise keep ``c = 2 √n η``.
+    start_scales : sequence of float, optional
+        Candidate starting values of ``c``, in place of ``2 √n η``: the fit starts from the
+        one whose flow from the first record fits best (each solved once, loosely).
 
     Returns
     -------
     FitResult
         ``params`` is a :class:`ReducedFit`; ``loss`` the mean squared log error;
-        ``extra["time_scale_theory"]`` the theory's ``2 √n η``.
+        ``extra["time_scale_theory"]`` the theory's ``2 √n η`` (NaN without
+        ``learning_rate``).
     """
     from scipy.optimize import least_squares
 
@@ -131,29 +138,47 @@ def fit_reduced(
     sigma = check_array(sigma, "sigma", ndim=2, shape=(steps.size, None), dtype=np.float64)
     K = check_power_of_two(sigma.shape[1] + 1, "sigma.shape[1] + 1")
     n = check_int(n, "n", low=1)
-    lr = check_scalar(learning_rate, "learning_rate", low=0, closed="neither")
+    if learning_rate is None:
+        if start_scales is None or not fit_time_scale:
+            raise ValueError(
+                "`learning_rate` is required unless `start_scales` is given and "
+                "`fit_time_scale` is true; got learning_rate=None."
+            )
+        c_theory = float("nan")
+    else:
+        lr = check_scalar(learning_rate, "learning_rate", low=0, closed="neither")
+        c_theory = float(iterations_to_time(1, learning_rate=lr, n=n))
     if np.any(sigma <= 0):
         raise ValueError("`sigma` must be strictly positive.")
     target = np.log(-np.sort(-sigma, axis=1))
-    c_theory = float(iterations_to_time(1, learning_rate=lr, n=n))
     k0 = steps[0]
     sigma0 = -np.sort(-sigma[0])
     x0 = np.log(to_reduced(sigma0, K=K, n=n))
-    if fit_time_scale:
-        x0 = np.concatenate([x0, [np.log(c_theory)]])
 
     def unpack(x: NDArray[np.float64]) -> tuple[NDArray[np.float64], float]:
         c = float(np.exp(x[-1])) if fit_time_scale else c_theory
         return np.exp(x[: K - 1]), c
 
-    def residuals(x: NDArray[np.float64]) -> NDArray[np.float64]:
+    def residuals(x: NDArray[np.float64], rtol: float = 1e-8) -> NDArray[np.float64]:
         a0, c = unpack(x)
         ts = c * (steps - k0)
-        traj = solve_reduced(a0, ts, K=K, rtol=1e-8, atol=1e-10)
+        traj = solve_reduced(a0, ts, K=K, rtol=rtol, atol=rtol * 1e-2)
         if not traj.success:
             return np.full(target.size, 1e3)
         pred = np.log(-np.sort(-traj.ys * K * np.sqrt(n), axis=1))
         return (pred - target).ravel()
+
+    if fit_time_scale:
+        c0 = c_theory
+        if start_scales is not None:
+            scales = check_array(start_scales, "start_scales", ndim=1, min_size=1)
+            if np.any(scales <= 0):
+                raise ValueError(f"`start_scales` must be positive; got {list(scales)}.")
+            c0 = min(
+                scales,
+                key=lambda c: float(np.sum(residuals(np.append(x0, np.log(c)), rtol=1e-6) ** 2)),
+            )
+        x0 = np.append(x0, np.log(c0))
 
     # diff_step well above the solver tolerance, so the finite-difference Jacobian is clean
     res = least_squares(residuals, x0, method="trf", x_scale="jac", diff_step=1e-4, max_nfev=200)
