@@ -3,7 +3,7 @@ output, chunks written in place (issue 3, performance round)."""
 
 import pytest
 import torch
-from test_ntk import MODES, as_mode, make, slow_ntk
+from ntk_helpers import MODES, as_mode, make, slow_ntk
 from torch import nn
 
 from ncdynamics.probes import _ntk_layers
