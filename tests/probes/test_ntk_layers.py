@@ -7,8 +7,9 @@ from ntk_helpers import MODES, as_mode, make, slow_ntk
 from torch import nn
 
 from ncdynamics.probes import _ntk_layers
+from ncdynamics.probes._ntk_contract import contract
 from ncdynamics.probes._ntk_plan import SLACK
-from ncdynamics.probes.ntk import _contract, _Engine, _Output, empirical_ntk
+from ncdynamics.probes.ntk import _Engine, _Output, empirical_ntk
 
 
 class ConvVariety(nn.Module):
@@ -110,7 +111,7 @@ def test_chunked_blocks_equal_one_chunk_on_resnet(float64_torch, n_chunk, o_chun
     assert len(whole.deferred) == len(parts.deferred) > 0
     for mode in MODES:
         torch.testing.assert_close(
-            _contract(parts, parts, mode), _contract(whole, whole, mode), rtol=1e-12, atol=1e-12
+            contract(parts, parts, mode), contract(whole, whole, mode), rtol=1e-12, atol=1e-12
         )
 
 

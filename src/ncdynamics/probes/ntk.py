@@ -43,6 +43,7 @@ from torch.func import functional_call, jacrev, vmap
 from .._validation import check_finite_tensor, check_int, check_option
 from ..models.features import find_classifier
 from . import _ntk_layers as _layers
+from ._ntk_contract import Block, contract, merge_small
 from ._ntk_plan import Sizes, plan_jacobian_chunks, plan_vp_chunks, result_entries
 from ._ntk_vp import vp_kernel
 
@@ -133,127 +134,6 @@ class _Output(nn.Module):
         return out
 
 
-class _Block:
-    """Jacobian of a block of samples and outputs: materialised pieces, deferred layers and
-    Linear factors.
-
-    ``mats`` holds tensors of shape (n, o, p_k) whose columns together are the materialised
-    part of the Jacobian (BN, biases and generic parameters); ``deferred`` the conv and
-    sequence-Linear weights, formed one layer at a time when contracted; ``factors`` the
-    factored Linear layers.
-    """
-
-    def __init__(
-        self,
-        mats: list[torch.Tensor],
-        deferred: list[_layers.Deferred],
-        factors: list[_layers.Factor],
-        n: int,
-        o: int,
-        dtype: torch.dtype,
-        device: torch.device,
-    ) -> None:
-        self.mats = mats
-        self.deferred = deferred
-        self.factors = factors
-        self.n = n
-        self.o = o
-        self.dtype = dtype
-        self.device = device
-
-
-def _merge_small(mats: list[torch.Tensor], min_cols: int = 2048) -> list[torch.Tensor]:
-    """Concatenate pieces narrower than ``min_cols`` so that every GEMM has a long inner
-    dimension; wide pieces are kept as they are (no copy)."""
-    small = [m for m in mats if m.shape[2] < min_cols]
-    big = [m for m in mats if m.shape[2] >= min_cols]
-    if len(small) > 1:
-        big.append(torch.cat(small, dim=2))
-    elif small:
-        big.append(small[0])
-    return big
-
-
-def _gram(
-    u: torch.Tensor,
-    v: torch.Tensor,
-    same: bool,
-    out: torch.Tensor | None = None,
-) -> torch.Tensor:
-    """``out + u @ v.T`` (or ``u @ v.T``) for (m, p) and (m2, p) matrices.
-
-    When ``u is v`` only the upper row blocks are multiplied and mirrored, about 60% of the
-    flops of the plain product.
-    """
-    m = u.shape[0]
-    if not same or m < 512:
-        return u @ v.T if out is None else out.addmm_(u, v.T)
-    if out is None:
-        out = torch.zeros((m, m), dtype=u.dtype, device=u.device)
-    n_blk = 4
-    edges = [m * k // n_blk for k in range(n_blk + 1)]
-    for bi in range(n_blk):
-        lo, hi = edges[bi], edges[bi + 1]
-        blk = u[lo:hi] @ u[lo:].T  # (hi - lo, m - lo): rows lo:hi, columns >= lo
-        out[lo:hi, lo:] += blk
-        out[hi:, lo:hi] += blk[:, hi - lo :].T
-    return out
-
-
-def _add_gram(r: torch.Tensor, ma: torch.Tensor, mb: torch.Tensor, mode: str, same: bool) -> None:
-    """Add the kernel of two Jacobian pieces (na, oa, p) and (nb, ob, p) to ``r`` (in place),
-    ``r`` of shape (na*oa, nb*ob) (full), (na, nb) (trace) or (o, na, nb) (diagonal)."""
-    na, oa, nb, ob = *ma.shape[:2], *mb.shape[:2]
-    if mode == "full":
-        _gram(ma.reshape(na * oa, -1), mb.reshape(nb * ob, -1), same, r)
-    elif mode == "trace":
-        _gram(ma.reshape(na, -1), mb.reshape(nb, -1), same, r)
-    else:
-        r.baddbmm_(ma.transpose(0, 1), mb.transpose(0, 1).transpose(1, 2))  # (o, na, nb)
-
-
-def _contract(a: _Block, b: _Block, mode: str) -> torch.Tensor:
-    """Kernel block between two Jacobian blocks, in the layout of ``mode``."""
-    na, oa, nb, ob = a.n, a.o, b.n, b.o
-    same = a is b
-    dtype = a.dtype
-    shape = {"full": (na * oa, nb * ob), "trace": (na, nb), "diagonal": (oa, na, nb)}[mode]
-    r = torch.zeros(shape, dtype=dtype, device=a.device)
-    for ma, mb in zip(a.mats, b.mats, strict=True):
-        _add_gram(r, ma, mb, mode, same)
-    if a.deferred:  # workspaces reused by every layer: one Jacobian per side, one unfold
-        kw = {"dtype": dtype, "device": a.device}
-        work_a = torch.empty(max(d.numel() for d in a.deferred), **kw)
-        work_b = work_a if same else torch.empty(max(d.numel() for d in b.deferred), **kw)
-        cols = torch.empty(max(d.unfold_numel() for d in a.deferred + b.deferred), **kw)
-    for da, db in zip(a.deferred, b.deferred, strict=True):
-        ja = da.materialise(work_a, cols)  # (na, oa, p_layer): one layer at a time
-        jb = ja if same else db.materialise(work_b, cols)
-        _add_gram(r, ja, jb, mode, same)
-        del ja, jb
-    if mode == "full":
-        r = r.reshape(na, oa, nb, ob)
-    for fa, fb in zip(a.factors, b.factors, strict=True):
-        s = (
-            fa.u @ fb.u.T
-            if fa.u is not None
-            else torch.zeros((na, nb), dtype=r.dtype, device=r.device)
-        )
-        if fa.bias:
-            s = s + 1.0  # (na, nb): u_i.u_j + 1
-        if mode == "full":  # products in place: one temporary of the block's size
-            gg = _gram(fa.g.reshape(na * oa, -1), fb.g.reshape(nb * ob, -1), same)
-            r += gg.reshape(na, oa, nb, ob).mul_(s[:, None, :, None])
-        elif mode == "trace":
-            gg = _gram(fa.g.reshape(na, -1), fb.g.reshape(nb, -1), same)
-            r += gg.mul_(s)
-        else:
-            gg = torch.bmm(fa.g.transpose(0, 1), fb.g.transpose(0, 1).transpose(1, 2))
-            r += gg.mul_(s)
-        del gg  # before the next layer's temporary exists
-    return r.permute(0, 2, 1, 3) if mode == "full" else r
-
-
 def _flat(c: _layers.Chunk) -> list[tuple[torch.Tensor | None, bool]]:
     """The tensors of a chunk, each with whether it has an output axis (axis 1)."""
     out: list[tuple[torch.Tensor | None, bool]] = [(c.small, True)]
@@ -320,7 +200,7 @@ class _Engine:
         generic = self._generic_jac(x, idx) if self.p_generic else []
         return chunk, generic
 
-    def block(self, x: torch.Tensor, out_idx: torch.Tensor, n_chunk: int, o_chunk: int) -> _Block:
+    def block(self, x: torch.Tensor, out_idx: torch.Tensor, n_chunk: int, o_chunk: int) -> Block:
         """Jacobian block of all of ``x`` (n, ...) and outputs ``out_idx``, in chunks written
         into tensors allocated once for the whole block (no concatenation)."""
         n, o = x.shape[0], out_idx.numel()
@@ -344,7 +224,7 @@ class _Engine:
         n_struct = len(_flat(first))
         blk = _unflat(first, full[:n_struct])
         mats = ([blk.small] if blk.small is not None else []) + full[n_struct:]
-        return _Block(_merge_small(mats), blk.deferred, blk.factors, n, o, x.dtype, x.device)
+        return Block(merge_small(mats), blk.deferred, blk.factors, n, o, x.dtype, x.device)
 
     def sizes(self) -> Sizes:
         pl = self.plan
@@ -411,9 +291,9 @@ def _jacobian_kernel(
     res = torch.zeros(shape[mode], dtype=x.dtype, device=x.device)
     outs = [torch.arange(s.start, s.stop, device=x.device) for s in _slices(n_out, plan.o_block)]
     rows, cols = _slices(n1, plan.n_block), _slices(n2, plan.n_block)
-    cache: dict[tuple[int, int, int], _Block] = {}
+    cache: dict[tuple[int, int, int], Block] = {}
 
-    def get(side: int, sl: slice, k: int) -> _Block:
+    def get(side: int, sl: slice, k: int) -> Block:
         key = (side, sl.start, k)
         if key in cache:
             return cache[key]
@@ -436,7 +316,7 @@ def _jacobian_kernel(
                         continue
                     b = get(side2, j, kb)
                     with torch.no_grad():
-                        blk = _contract(a, b, mode)
+                        blk = contract(a, b, mode)
                         sa, sb = (
                             slice(int(oa[0]), int(oa[-1]) + 1),
                             slice(int(ob[0]), int(ob[-1]) + 1),
