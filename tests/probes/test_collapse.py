@@ -129,6 +129,7 @@ def test_nc4_counts_disagreement_with_nearest_class_mean(rng):
     [
         ((np.full((6, 2), np.nan), np.array([0, 0, 0, 1, 1, 1])), {}, ValueError, "finite"),
         ((np.full((6, 2), np.inf), np.array([0, 0, 0, 1, 1, 1])), {}, ValueError, "finite"),
+        ((np.full((6, 2), 1e308), np.array([0, 0, 0, 1, 1, 1])), {}, ValueError, "overflow"),
         (
             (np.ones((6, 2)), np.array([0, 0, 0, 1, 1, 7])),
             {"num_classes": 2},

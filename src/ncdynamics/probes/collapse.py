@@ -193,18 +193,21 @@ class CollapseAccumulator:
         onehot = np.zeros((C, y.size))
         onehot[y, np.arange(y.size)] = 1.0
         self.count = onehot.sum(axis=1)
-        with np.errstate(invalid="ignore"):  # 0 * inf: any NaN or Inf in x makes its column NaN
-            sums = onehot @ x  # (C, d)
+        with np.errstate(invalid="ignore", over="ignore"):  # checked just below
+            sums = onehot @ x  # (C, d); NaN or Inf in x (0 * inf is NaN) or an overflow shows here
         if not np.isfinite(sums).all():
             bad = np.flatnonzero(~np.isfinite(x).all(axis=1))
-            raise ValueError(
-                f"`features` must be finite; rows {bad[0]}..{bad[-1]} hold NaN or Inf entries."
+            where = (
+                f"rows {bad[0]}..{bad[-1]} hold NaN or Inf entries"
+                if bad.size
+                else ("values so large that their class sums overflow")
             )
+            raise ValueError(f"`features` must be finite; {where}.")
         self.mean = np.divide(sums, self.count[:, None], out=np.zeros_like(sums),
                               where=self.count[:, None] > 0)  # fmt: skip
         x -= onehot.T @ self.mean  # a GEMM gathers the means faster than fancy indexing
         self.m2 = onehot @ np.square(x)
-        self._dense_centred = x  # (n, d): NC1 needs only x @ P^T, never the (d, d) scatter
+        self._dense_centred = x  # (n, d): NC1 needs only x @ basis, never the (d, d) scatter
         return h
 
     @property
