@@ -217,7 +217,7 @@ def run_gd(
     s = np.empty((R, K * n, 1))  # column sums of exp(Z), then η / sums
     dW, dH = np.empty_like(W), np.empty_like(H)
     # the entries of Z^T where Y^T is 1, (k n + i, k) for class k and sample i, as a view:
-    # subtracting there is a tenth of the work of subtracting the whole (Kn, K) label matrix
+    # subtracting there touches 1/K of the entries that subtracting the whole Y^T would
     item = ZT.itemsize
     label_entries = np.lib.stride_tricks.as_strided(
         ZT, shape=(R, K, n), strides=(ZT.strides[0], (n * K + 1) * item, K * item), writeable=True
