@@ -173,3 +173,22 @@ def test_degenerate_geometry_gives_inf_or_nan_without_warnings():
         m = collapse_metrics(h, y, weight=np.zeros((3, 3)))
     assert not np.isfinite(m["cdnv"]) and not np.isfinite(m["nc3"])
     assert m["nc1_std"] == 0.0
+
+
+def test_collapse_probe_reuses_labels_only_while_they_are_equal(rng):
+    from ncdynamics.probes import ProbeInput, make_probe
+
+    h, y, mu = noisy_features(rng, C=4, d=12, n=30, sigma=0.3)
+    probe = make_probe("collapse")
+    labels = torch.from_numpy(y.copy())
+
+    def record():
+        inp = ProbeInput(model=None, x=None, y=labels, features=torch.from_numpy(h),
+                         logits=None, classifier=None, num_classes=4)  # fmt: skip
+        return probe(inp).scalars["nc/nc1"]
+
+    assert record() == pytest.approx(collapse_metrics(h, y)["nc1"], rel=1e-12)
+    labels[:10] = 3  # in place: the cached labels must not be used
+    expected = collapse_metrics(h, labels.numpy())["nc1"]
+    assert record() == pytest.approx(expected, rel=1e-12)
+    assert expected != pytest.approx(collapse_metrics(h, y)["nc1"], rel=1e-3)

@@ -206,9 +206,60 @@ def test_dense_one_shot_path_matches_reference_and_stream(rng, sigma, dtype):
     dense = collapse_metrics(h, y, w, b)
     ref = reference_metrics(h, y, w, b)
     streamed = stream(h, y, w, b, [600], rng)
+    # float32 stays float32 in the dense pass (compensated centring): float32-level accuracy
+    tol = 1e-9 if dtype == np.float64 else 1e-6
     for k in ref:
-        assert dense[k] == pytest.approx(ref[k], rel=1e-9, abs=1e-12), k
+        assert dense[k] == pytest.approx(ref[k], rel=tol, abs=1e-12), k
         assert dense[k] == pytest.approx(streamed[k], rel=1e-6, abs=1e-12), k
+
+
+@pytest.mark.parametrize("offset", [0.0, 50.0])
+def test_dense_float32_pass_keeps_float32_accuracy_far_from_the_origin(rng, offset):
+    # a Recorder-sized probe set; a large common offset (as after a ReLU) and a spread 1e-3
+    # of the mean spacing: the float32 class means are off by more than the spread allows
+    h, y, mu = features(rng, n=300, d=256, C=10, sigma=2e-3, offset=offset)
+    h32 = h.astype(np.float32)
+    w, b = mu + 0.5 * rng.standard_normal(mu.shape), rng.standard_normal(10)
+    ours, ref = collapse_metrics(h32, y, w, b), reference_metrics(h32, y, w, b)
+    for key in ("nc1", "within_trace", "nc1_std", "cdnv", "nc2_equinorm", "nc3"):
+        assert ours[key] == pytest.approx(ref[key], rel=1e-6), key
+    assert ours["nc4"] == ref["nc4"]
+
+
+def test_dense_scatter_and_means_match_a_float64_reference(rng):
+    h, y, _ = features(rng, n=400, d=16, offset=5.0)
+    for dtype, tol in ((np.float64, 1e-12), (np.float32, 1e-6)):
+        x = h.astype(dtype).astype(np.float64)
+        mu = np.array([x[y == c].mean(0) for c in range(5)])
+        centred = x - mu[y]
+        dense = CollapseAccumulator(5)
+        dense._update_dense(h.astype(dtype), y)
+        scale = np.abs(centred.T @ centred).max()
+        np.testing.assert_allclose(dense.scatter, centred.T @ centred, rtol=0, atol=tol * scale)
+        # float32: the means are right to float32 precision of the spread, not of the means
+        np.testing.assert_allclose(dense.mean, mu, rtol=0, atol=tol * np.abs(centred).max())
+
+
+@pytest.mark.parametrize("second_smallest", [1.0, 1e-3, 1e-7])
+def test_mean_subspace_gram_route_matches_the_svd(rng, monkeypatch, second_smallest):
+    # singular values 1, ..., second_smallest and the structural zero; the Gram route is
+    # taken for the first two, the SVD for the ill-conditioned third
+    from ncdynamics.probes import collapse as collapse_module
+
+    C, d = 6, 40
+    q, _ = np.linalg.qr(rng.standard_normal((d, C)))
+    v, _ = np.linalg.qr(np.ones((C, 1)) - np.eye(C, 1), mode="complete")  # v[:, 0] ~ ones
+    s = np.geomspace(1.0, second_smallest, C - 1)
+    m = q[:, : C - 1] * s @ v[:, 1:].T  # (d, C), columns sum to zero
+    basis, sv = collapse_module._mean_subspace(m, m.T @ m)
+    monkeypatch.setattr(collapse_module, "_GRAM_MIN_RATIO", np.inf)  # always the SVD
+    basis_svd, sv_svd = collapse_module._mean_subspace(m, m.T @ m)
+    np.testing.assert_allclose(sv, sv_svd, rtol=1e-9)
+    a = rng.standard_normal((d, d))
+    a = a @ a.T
+    nc1 = np.einsum("ij,ij->j", basis, a @ basis) / sv**2
+    nc1_svd = np.einsum("ij,ij->j", basis_svd, a @ basis_svd) / sv_svd**2
+    assert nc1.sum() == pytest.approx(nc1_svd.sum(), rel=1e-9)
 
 
 def test_dense_path_rejects_non_finite_rows(rng):

@@ -33,6 +33,7 @@ class means (``_collapse_batch.NearestMeanScorer``).
 from __future__ import annotations
 
 import functools
+import math
 from typing import Any
 
 import numpy as np
@@ -45,8 +46,9 @@ from ._collapse_batch import ClassScatter, NearestMeanScorer
 __all__ = ["CollapseAccumulator", "collapse_metrics"]
 
 _BATCH = 4096
-#: Up to this many feature entries, ``collapse_metrics`` takes one dense float64 pass (a copy,
-#: one GEMM), which costs less than the streaming machinery on a Recorder's probe set.
+#: Up to this many feature entries, ``collapse_metrics`` takes one dense pass (a few GEMMs
+#: against the one-hot labels), which costs less than the streaming machinery on a
+#: Recorder's probe set.
 _DENSE_MAX = 1 << 20
 
 
@@ -67,6 +69,54 @@ def _as_array(x: Any, name: str, ndim: int, *, finite: bool = True) -> np.ndarra
     if arr.dtype not in (np.float32, np.float64):
         arr = arr.astype(np.float64)
     return arr
+
+
+class _Labels:
+    """Checked labels of a dense pass and what depends on them alone (counts, one-hot
+    matrix), so that a Recorder's fixed probe set builds them once (see CollapseProbe)."""
+
+    def __init__(self, y: np.ndarray, num_classes: int) -> None:
+        self.y = y  # (n,), checked, in [0, num_classes)
+        self.count = np.bincount(y, minlength=num_classes).astype(np.float64)  # (C,)
+        self._onehot: dict[np.dtype, np.ndarray] = {}
+
+    def onehot(self, dtype: np.dtype) -> np.ndarray:
+        """(C, n) indicator matrix in ``dtype``: the GEMMs against it gather per class."""
+        if dtype not in self._onehot:
+            out = np.zeros((self.count.size, self.y.size), dtype=dtype)
+            out[self.y, np.arange(self.y.size)] = 1.0
+            out.flags.writeable = False
+            self._onehot[dtype] = out
+        return self._onehot[dtype]
+
+
+class _DenseResidual:
+    """The within-class residuals of a dense pass, kept so that NC1 never forms the (d, d)
+    scatter: it needs only ``|X b|^2`` for the few directions ``b`` of the mean subspace.
+
+    The centred rows are ``residual - shift[labels]``; ``shift`` is ``None`` when the
+    residuals are already centred (float64 input).
+    """
+
+    def __init__(
+        self, residual: np.ndarray, shift: np.ndarray | None, labels: np.ndarray, counts: np.ndarray
+    ) -> None:
+        self.residual, self.shift, self.labels, self.counts = residual, shift, labels, counts
+
+    def projected_sq(self, basis: np.ndarray) -> np.ndarray:
+        """Column sums of (X basis)^2 for the centred rows X, shape (k,)."""
+        proj = (self.residual @ basis.astype(self.residual.dtype)).astype(np.float64)  # (n, k)
+        if self.shift is not None:
+            proj -= (self.shift @ basis)[self.labels]
+        return np.square(proj).sum(0)
+
+    def scatter(self) -> np.ndarray:
+        """X^T X, shape (d, d), float64."""
+        r = self.residual.astype(np.float64)
+        out = r.T @ r
+        if self.shift is not None:  # the rows of class c sum to count_c * shift_c
+            out -= (self.shift.T * self.counts) @ self.shift
+        return out
 
 
 class CollapseAccumulator:
@@ -127,7 +177,7 @@ class CollapseAccumulator:
         self.nc4_count = 0
         self._scatters: dict[np.dtype, ClassScatter] = {}  # pooled scatter, one per dtype
         self._nc4: NearestMeanScorer | None = None  # built from the final means
-        self._dense_centred: np.ndarray | None = None  # set by collapse_metrics on small input
+        self._dense: _DenseResidual | None = None  # set by collapse_metrics on small input
 
     def _init(self, d: int) -> None:
         self.dim = d
@@ -141,9 +191,18 @@ class CollapseAccumulator:
 
     def _check_batch(self, features: Any, labels: Any) -> tuple[np.ndarray, np.ndarray]:
         h = _as_array(features, "features", 2, finite=False)
-        if isinstance(labels, torch.Tensor):
-            labels = labels.detach().cpu().numpy()
-        y = check_labels(labels, "labels", n_samples=h.shape[0], num_classes=self.num_classes)
+        if isinstance(labels, _Labels):  # checked already; only the length can differ
+            labels = labels.y
+            if labels.size != h.shape[0]:
+                raise ValueError(
+                    f"`labels` must have length {h.shape[0]} (one label per sample); "
+                    f"got {labels.size}."
+                )
+            y = labels
+        else:
+            if isinstance(labels, torch.Tensor):
+                labels = labels.detach().cpu().numpy()
+            y = check_labels(labels, "labels", n_samples=h.shape[0], num_classes=self.num_classes)
         if self.dim is not None and h.shape[1] != self.dim:
             raise ValueError(
                 f"`features` must have {self.dim} columns like earlier batches; got {h.shape[1]}."
@@ -183,31 +242,47 @@ class CollapseAccumulator:
         self.count = n
 
     def _update_dense(self, features: Any, labels: Any) -> np.ndarray:
-        """The statistics of one small (n, d) array in one float64 pass: exact class means,
-        centred copy, one GEMM for the scatter. Same result as :meth:`update`; returns the
-        checked features."""
+        """The statistics of one small (n, d) array, dense: a few GEMMs against the one-hot
+        label matrix instead of the streaming machinery. Same result as :meth:`update` (to
+        the input precision); returns the checked features.
+
+        Float64 features are centred in float64. Float32 features stay in float32 (half the
+        memory traffic, which is what the Recorder pays for), with compensated centring:
+        rows are centred on the float32 class means ``a``, which leaves each residual
+        ``r = h - a`` correct to float32 precision *of r* however large the means are; the
+        residuals' own class means ``c`` put the exact mean ``a + c`` back in float64, and
+        the scatter about it is ``sum r^2 - n c^2``.
+        """
         h, y = self._check_batch(features, labels)
-        x = h.astype(np.float64)  # (n, d), a copy
-        self._init(x.shape[1])
-        C = self.num_classes
-        onehot = np.zeros((C, y.size))
-        onehot[y, np.arange(y.size)] = 1.0
-        self.count = onehot.sum(axis=1)
+        plan = labels if isinstance(labels, _Labels) else _Labels(y, self.num_classes)
+        self._init(h.shape[1])
+        self.count = plan.count
+        onehot = plan.onehot(h.dtype)
+        safe = np.maximum(self.count, 1.0)[:, None]  # (C, 1): empty classes keep zero means
         with np.errstate(invalid="ignore", over="ignore"):  # checked just below
-            sums = onehot @ x  # (C, d); NaN or Inf in x (0 * inf is NaN) or an overflow shows here
+            sums = onehot @ h  # (C, d); NaN or Inf in h (0 * inf is NaN) or an overflow shows here
         if not np.isfinite(sums).all():
-            bad = np.flatnonzero(~np.isfinite(x).all(axis=1))
+            bad = np.flatnonzero(~np.isfinite(h).all(axis=1))
             where = (
                 f"rows {bad[0]}..{bad[-1]} hold NaN or Inf entries"
                 if bad.size
-                else ("values so large that their class sums overflow")
+                else "values so large that their class sums overflow"
             )
             raise ValueError(f"`features` must be finite; {where}.")
-        self.mean = np.divide(sums, self.count[:, None], out=np.zeros_like(sums),
-                              where=self.count[:, None] > 0)  # fmt: skip
-        x -= onehot.T @ self.mean  # a GEMM gathers the means faster than fancy indexing
-        self.m2 = onehot @ np.square(x)
-        self._dense_centred = x  # (n, d): NC1 needs only x @ basis, never the (d, d) scatter
+        approx = (sums / safe).astype(h.dtype)  # (C, d)
+        # The one-hot GEMM gathers a[y] exactly (one non-zero term per row) and faster than
+        # fancy indexing; the subtraction then rounds once.
+        residual = h - onehot.T @ approx  # (n, d)
+        if h.dtype == np.float64:
+            shift = None
+            self.mean = approx
+            self.m2 = onehot @ np.square(residual)
+        else:
+            shift = (onehot @ residual).astype(np.float64) / safe  # (C, d), tiny
+            self.mean = approx.astype(np.float64) + shift
+            m2 = (onehot @ np.square(residual)).astype(np.float64) - self.count[:, None] * shift**2
+            self.m2 = np.maximum(m2, 0.0)
+        self._dense = _DenseResidual(residual, shift, y, self.count)
         return h
 
     @property
@@ -216,8 +291,8 @@ class CollapseAccumulator:
         if self.dim is None:
             raise ValueError("no features were added; call `update` with at least one batch.")
         parts = [part.scatter() for part in self._scatters.values()]
-        if self._dense_centred is not None:
-            parts.append(self._dense_centred.T @ self._dense_centred)
+        if self._dense is not None:
+            parts.append(self._dense.scatter())
         return sum(parts)
 
     def update_nc4(self, features: Any, labels: Any) -> CollapseAccumulator:
@@ -259,7 +334,14 @@ class CollapseAccumulator:
         return _metrics_from_stats(self)
 
 
-def _mean_subspace(M: np.ndarray, rtol: float = 1e-8) -> tuple[np.ndarray, np.ndarray]:
+#: The Gram route of :func:`_mean_subspace` is taken when the smallest kept eigenvalue is at
+#: least this fraction of the largest; its rounding error is then below ~1e-11 relative.
+_GRAM_MIN_RATIO = 1e-4
+
+
+def _mean_subspace(
+    M: np.ndarray, gram: np.ndarray, rtol: float = 1e-8
+) -> tuple[np.ndarray, np.ndarray]:
     """Orthonormal basis and singular values of the centred means M (d x C), rank <= C - 1.
 
     Returns ``(basis, s)``, basis of shape (d, k) and the k kept singular values, so that
@@ -268,9 +350,19 @@ def _mean_subspace(M: np.ndarray, rtol: float = 1e-8) -> tuple[np.ndarray, np.nd
     tiny but non-zero, and a plain ``pinv`` would invert it (a common offset of the features
     then blows NC1 up). Keep the top C - 1 singular values and drop any below ``rtol`` times
     the largest.
+
+    The eigendecomposition of the C x C Gram ``M^T M`` gives the same factors for a fraction
+    of the cost of an SVD of M; it squares the condition number, so it is used only when the
+    kept part is well conditioned (``_GRAM_MIN_RATIO``), and the SVD otherwise.
     """
+    k = M.shape[1] - 1
+    lam, v = np.linalg.eigh(gram)  # ascending
+    top, kept = lam[-1], lam[-k:][::-1]
+    if top > 0.0 and kept[-1] >= _GRAM_MIN_RATIO * top:
+        s = np.sqrt(kept)
+        return (M @ v[:, -k:][:, ::-1]) / s, s
     u, s, _ = np.linalg.svd(M, full_matrices=False)  # (d, C), (C,)
-    k = min(M.shape[1] - 1, int(np.count_nonzero(s > rtol * s[0])))
+    k = min(k, int(np.count_nonzero(s > rtol * s[0])))
     return u[:, :k], s[:k]
 
 
@@ -302,14 +394,14 @@ def _metrics_from_stats_unchecked(acc: CollapseAccumulator) -> dict[str, float]:
     n_total = float(counts.sum())
     mu_g = counts @ mu / n_total  # (d,)
     M = (mu - mu_g).T  # (d, C) centred class means
-    # Tr(Sigma_W Sigma_B^+) with Sigma_B = M M^T / C, through the SVD of M.
-    basis, s = _mean_subspace(M)
-    if acc._dense_centred is not None:  # X^T X is never formed: |X b_i|^2
-        proj = np.square(acc._dense_centred @ basis).sum(0)
+    gram = M.T @ M  # (C, C) Gram of the centred means
+    # Tr(Sigma_W Sigma_B^+) with Sigma_B = M M^T / C, through the singular factors of M.
+    basis, s = _mean_subspace(M, gram)
+    if acc._dense is not None:  # X^T X is never formed: |X b_i|^2
+        proj = acc._dense.projected_sq(basis)
     else:
         proj = np.einsum("ij,ij->j", basis, acc.scatter @ basis)
     nc1 = C * float((proj / s**2).sum()) / n_total
-    gram = M.T @ M  # (C, C) Gram of the centred means
     sq_norms = np.diag(gram)
     out: dict[str, float] = {
         "nc1": nc1 / C if acc.nc1_divide_by_classes else nc1,
@@ -394,13 +486,21 @@ def collapse_metrics(
         nc1_divide_by_classes=nc1_divide_by_classes,
         etf_normalize_means=etf_normalize_means,
     )
-    if int(np.prod(np.shape(features))) <= _DENSE_MAX:
+    return _one_shot(acc, features, labels)
+
+
+def _one_shot(acc: CollapseAccumulator, features: Any, labels: Any) -> dict[str, float]:
+    """Fill a fresh accumulator from one feature array and compute the metrics."""
+    shape = features.shape if hasattr(features, "shape") else np.shape(features)
+    if math.prod(shape) <= _DENSE_MAX:
         h = acc._update_dense(features, labels)
-        if weight is not None:
+        if acc.weight is not None:
             acc._score_nc4(h)
     else:
+        if isinstance(labels, _Labels):
+            labels = labels.y
         acc.update(features, labels)
-        if weight is not None:
+        if acc.weight is not None:
             acc.update_nc4(features, labels)
     return acc.compute()
 
@@ -415,6 +515,20 @@ class CollapseProbe:
             "nc1_divide_by_classes": nc1_divide_by_classes,
             "etf_normalize_means": etf_normalize_means,
         }
+        self._labels: _Labels | None = None  # the last probe set's, reused while it is equal
+
+    def _checked_labels(self, y: Any, num_classes: int) -> _Labels:
+        y_np = y.detach().cpu().numpy() if isinstance(y, torch.Tensor) else np.asarray(y)
+        last = self._labels
+        if (
+            last is None
+            or last.count.size != num_classes
+            or last.y.shape != y_np.shape
+            or not np.array_equal(last.y, y_np)
+        ):
+            checked = check_labels(y_np, "labels", num_classes=num_classes)
+            self._labels = last = _Labels(checked.copy(), num_classes)
+        return last
 
     def __call__(self, inp: ProbeInput) -> ProbeOutput:
         clf = inp.classifier
@@ -422,9 +536,8 @@ class CollapseProbe:
         bias = None if clf is None or clf.bias is None else clf.bias.detach()
         if weight is not None and weight.shape != (inp.num_classes, inp.features.shape[1]):
             weight = bias = None
-        metrics = collapse_metrics(
-            inp.features, inp.y, weight, bias, num_classes=inp.num_classes, **self.options
-        )
+        acc = CollapseAccumulator(inp.num_classes, weight=weight, bias=bias, **self.options)
+        metrics = _one_shot(acc, inp.features, self._checked_labels(inp.y, inp.num_classes))
         return ProbeOutput(scalars={f"nc/{k}": v for k, v in metrics.items()})
 
 

@@ -145,6 +145,8 @@ class Recorder:
             h, out = self.extract(model, xs[s : s + self.batch_size])
             feats.append(h)
             logits.append(out)
+        if len(feats) == 1:  # the usual probe set: no copy
+            return xs, feats[0], logits[0]
         return xs, torch.cat(feats), torch.cat(logits)
 
     def record(self, model: nn.Module, step: int, **extra: float) -> dict[str, float]:
