@@ -1,10 +1,17 @@
 """Recorder overhead in the demo configuration.
 
-Trains the demo MLP on digits for a few epochs with and without a Recorder that evaluates
-the collapse and performance probes on the demo's probe set (a class-balanced subset of
-the training set) every epoch, plus the test-set evaluation every ``test_every`` epochs,
-and prints the overhead as a fraction of the training time without it. Both runs write
-checkpoints the same way, so the difference is the Recorder alone.
+Trains the demo MLP on digits with and without a Recorder that evaluates the collapse and
+performance probes on the demo's probe set (a class-balanced subset of the training set)
+every epoch, plus the test-set evaluation every ``test_every`` epochs, and prints the
+overhead as a fraction of the training time without it. Both trainings write checkpoints
+the same way, so the difference is the Recorder alone.
+
+On a shared machine the speed drifts from one second to the next, by more than the effect
+measured here. So the two trainings run in one process, in two threads that take turns one
+epoch at a time (only one runs at any moment): both see the machine in the same state, and
+each is charged only for its own turns (wall time) and its own thread's CPU time. The turn
+is handed over at the start of every epoch, through a wrapper around the training loop's
+batch sampler.
 
 Usage: python benchmarks/bench_recorder.py [--quick]
 """
@@ -13,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import tempfile
+import threading
 import time
 
 import numpy as np
@@ -22,12 +30,55 @@ from threadpoolctl import threadpool_limits
 from ncdynamics import data, runs
 from ncdynamics.experiments.demo import DemoConfig
 from ncdynamics.models import MLP
-from ncdynamics.training import Recorder, train
+from ncdynamics.training import Recorder, loop, train
 
 
-def once(ds, cfg: DemoConfig, epochs: int, with_recorder: bool) -> tuple[float, float]:
-    """Wall and CPU seconds of one training (CPU time is immune to other tenants taking the
-    core; with one thread it is the cost)."""
+class Turns:
+    """Two threads run alternately; each accumulates the wall and CPU time of its turns."""
+
+    def __init__(self) -> None:
+        self.cond = threading.Condition()
+        self.turn = 0
+        self.done = [False, False]
+        self.wall = [0.0, 0.0]
+        self.cpu = [0.0, 0.0]
+        self.local = threading.local()
+
+    def _start(self, me: int) -> None:
+        self.local.t0 = (time.perf_counter(), time.thread_time())
+
+    def _stop(self, me: int) -> None:
+        w0, c0 = self.local.t0
+        self.wall[me] += time.perf_counter() - w0
+        self.cpu[me] += time.thread_time() - c0
+
+    def begin(self, me: int) -> None:
+        self.local.me = me
+        with self.cond:
+            self.cond.wait_for(lambda: self.turn == me)
+        self._start(me)
+
+    def switch(self) -> None:
+        me = self.local.me
+        self._stop(me)
+        with self.cond:
+            if not self.done[1 - me]:
+                self.turn = 1 - me
+                self.cond.notify_all()
+                self.cond.wait_for(lambda: self.turn == me)
+        self._start(me)
+
+    def end(self) -> None:
+        me = self.local.me
+        self._stop(me)
+        with self.cond:
+            self.done[me] = True
+            self.turn = 1 - me
+            self.cond.notify_all()
+
+
+def training(ds, cfg: DemoConfig, epochs: int, with_recorder: bool) -> None:
+    """One demo training (the recorded one also evaluates the test set, as the demo does)."""
     model = MLP(
         64, 10, depth=cfg.depth, width=cfg.width, generator=torch.Generator().manual_seed(0)
     )
@@ -39,7 +90,6 @@ def once(ds, cfg: DemoConfig, epochs: int, with_recorder: bool) -> tuple[float, 
             if with_recorder
             else None
         )
-        t0, c0 = time.perf_counter(), time.process_time()
         train(
             model,
             ds,
@@ -58,7 +108,35 @@ def once(ds, cfg: DemoConfig, epochs: int, with_recorder: bool) -> tuple[float, 
         )
         if rec is not None:
             rec.close()
-        return time.perf_counter() - t0, time.process_time() - c0
+
+
+def paired(ds, cfg: DemoConfig, epochs: int, first: int) -> tuple[list[float], list[float]]:
+    """Wall and CPU seconds of (plain, recorded), trained in alternating epochs."""
+    turns = Turns()
+    sampler = loop._batches
+
+    def batches(*args, **kwargs):
+        turns.switch()
+        return sampler(*args, **kwargs)
+
+    def worker(me: int) -> None:
+        turns.begin(me)
+        try:
+            training(ds, cfg, epochs, with_recorder=me == 1)
+        finally:
+            turns.end()
+
+    turns.turn = first
+    loop._batches = batches
+    try:
+        threads = [threading.Thread(target=worker, args=(me,)) for me in (0, 1)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        loop._batches = sampler
+    return turns.wall, turns.cpu
 
 
 def main() -> None:
@@ -69,26 +147,25 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     threadpool_limits(args.threads)
     epochs = 10 if args.quick else 40
-    repeat = 3 if args.quick else 7
+    repeat = 3 if args.quick else 8
     cfg = DemoConfig()
     ds = data.load("digits")
-    once(ds, cfg, 2, True)  # warm-up
-    # Alternate the two variants so that drifting machine load hits both alike; report the
-    # overhead of each round (recorded after plain), in CPU time and in wall time.
-    plain, recorded = [], []
-    for _ in range(repeat):
-        plain.append(once(ds, cfg, epochs, False))
-        recorded.append(once(ds, cfg, epochs, True))
+    paired(ds, cfg, 2, 0)  # warm-up
+    walls, cpus = [], []
+    for r in range(repeat):
+        wall, cpu = paired(ds, cfg, epochs, first=r % 2)  # who starts alternates too
+        walls.append(wall)
+        cpus.append(cpu)
     print(
         f"demo MLP {cfg.depth}x{cfg.width} on digits, {epochs} epochs, torch threads "
-        f"{torch.get_num_threads()}, {repeat} alternating rounds"
+        f"{torch.get_num_threads()}, {repeat} rounds of paired trainings in alternating epochs"
     )
-    for k, clock in enumerate(("CPU", "wall")):
-        p, r = np.array([t[k] for t in plain]), np.array([t[k] for t in recorded])
-        rounds = r / p - 1.0
+    for clock, times in (("CPU", cpus), ("wall", walls)):
+        t = np.array(times)  # (repeat, 2): plain, recorded
+        rounds = t[:, 1] / t[:, 0] - 1.0
         print(
-            f"{clock:4s} time: training without recorder {np.median(p):.3f} s, with "
-            f"{np.median(r):.3f} s (medians); recorder overhead rounds median "
+            f"{clock:4s} time: training without recorder {np.median(t[:, 0]):.3f} s, with "
+            f"{np.median(t[:, 1]):.3f} s (medians); recorder overhead rounds median "
             f"{100 * np.median(rounds):.1f}% [{100 * rounds.min():.1f}, {100 * rounds.max():.1f}]"
             " (target <= 10%)"
         )
