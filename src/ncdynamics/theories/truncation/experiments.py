@@ -21,14 +21,8 @@ from __future__ import annotations
 
 from ..._spec import ExperimentSpec
 from ._exp_checks import GradientCheckConfig, StaircaseConfig, run_gradient_check, run_staircase
-from ._exp_flow import (
-    CoupledFlowConfig,
-    PaperOmegaConfig,
-    Prop42Config,
-    run_coupled_flow,
-    run_paper_omega,
-    run_prop42,
-)
+from ._exp_effective import PaperOmegaConfig, Prop42Config, run_paper_omega, run_prop42
+from ._exp_flow import CoupledFlowConfig, run_coupled_flow
 from ._exp_layers import LayerGDConfig, run_layer_gd
 from ._exp_standard import CollapsedConfig, UntruncatedConfig, run_collapsed, run_untruncated
 
