@@ -66,38 +66,27 @@ def _im2col(x: torch.Tensor, k: int, ws: _Workspace, name: str) -> torch.Tensor:
 
 
 def _conv_input_grad(
-    w: torch.Tensor, gpad: torch.Tensor, side: int, ws: _Workspace, name: str
+    w: torch.Tensor, g: torch.Tensor, side: int, ws: _Workspace, name: str
 ) -> torch.Tensor:
     """Gradient of a wide-layout convolution with respect to its input.
 
-    w (R, O, C, k, k); gpad (R, O, o S + 2 (k - 1)): the output gradient g in the wide
-    layout (zero filler columns) between k - 1 zeros on each side -> (R, C, S, S).
-    Input p = i S + j of the flat grid gets the sum over (o, u, v) of
-    ``w[o, c, u, v] g[o, p - u S - v]`` (the adjoint of :func:`_im2col`). The sum over
-    (o, v) is one product with the k shifted copies of g stacked (inner dimension O k),
-    ``T[u, c, m] = sum w[o, c, u, v] g[o, m - v]``, for every kernel row u at once; then k
-    additions put row u in place at offset u S. (A product per kernel row with inner
-    dimension O followed by k^2 additions cost 20% more.)
+    w (R, O, C, k, k), g (R, O, o S) (zero filler columns) -> (R, C, S, S): the product
+    ``w^T g`` is taken one kernel row ``u`` at a time, (R, C k, o S) each, and its columns
+    are added into place (the adjoint of :func:`_im2col`; filler columns of ``g`` are zero)
+    while it is still in cache, instead of materialising the whole (R, C k k, o S) matrix.
     """
     r, o_ch, c, k, _ = w.shape
     o = side - k + 1
-    length = o * side + k - 1  # m runs over [0, o S + k - 1)
-    shifted = ws(f"{name}.g", (r, o_ch, k, length), w)  # row (o, v) holds g[o, m - v]
-    for v in range(k):  # k contiguous copies (torch.flip of the weight instead cost more)
-        shifted[:, :, v].copy_(gpad[:, :, k - 1 - v : k - 1 - v + length])
-    wt = ws(f"{name}.w", (r, k, c, o_ch, k), w)  # wt[u, c, o, v] = w[o, c, u, v]
-    wt.copy_(w.permute(0, 3, 2, 1, 4))
-    t = torch.bmm(
-        wt.view(r, k * c, o_ch * k),
-        shifted.view(r, o_ch * k, length),
-        out=ws(f"{name}.t", (r, k * c, length), w),
-    ).view(r, k, c, length)
     n = r * c * side * side
-    # the last k - 2 columns of row u = k - 1 run past a channel's grid into the next one;
-    # they come from g's filler and padding, so they add zeros
-    flat = ws(name, (n + k * side,), w).zero_()
+    wt = ws(f"{name}.w", (r, k, c * k, o_ch), w)  # (R, u, (c, v), O)
+    wt.view(r, k, c, k, o_ch).copy_(w.permute(0, 3, 2, 4, 1))
+    part = ws(f"{name}.part", (r, c * k, g.shape[-1]), g)
+    flat = ws(name, (n + k - 1,), g).zero_()
     for u in range(k):
-        flat.as_strided((r, c, length), (c * side * side, side * side, 1), u * side).add_(t[:, u])
+        rows = torch.bmm(wt[:, u], g, out=part).view(r, c, k, -1)  # (R, C, v, o S)
+        for v in range(k):
+            dst = flat.as_strided((r, c, o * side), (c * side * side, side * side, 1), u * side + v)
+            dst += rows[:, :, v]  # input (i + u, j + v) gets output (i, j)
     return flat[:n].view(r, c, side, side)
 
 
@@ -376,12 +365,9 @@ def _step(
         b.sub_(d[:, 0], alpha=lr)
         d = _relu_grad(d_in, acts[i])
     # second convolution: d is the gradient w.r.t. h2, already through its relu
-    # g2 (R, 16, q2 s2) lives between k2 - 1 zeros on each side (for _conv_input_grad);
-    # zero wherever _unpool never writes
-    g2pad = ws("g2", (r, o2, q2 * s2 + 2 * (k2 - 1)), x)
-    g2 = g2pad[:, :, k2 - 1 : k2 - 1 + q2 * s2]
+    g2 = ws("g2", (r, o2, q2 * s2), x)  # zero where _unpool never writes
     _unpool(d.view(r, o2, *miss2[0].shape[-2:]), miss2, _subgrids(_conv_map(g2, q2)), ws, "g2")
-    gh1_in = _conv_input_grad(w2, g2pad, s2, ws, "gh1")  # (R, 6, P1, P1), pre-update weight
+    gh1_in = _conv_input_grad(w2, g2, s2, ws, "gh1")  # (R, 6, P1, P1), pre-update weight
     w2m.baddbmm_(g2, x2.transpose(1, 2), alpha=-lr)
     b2.sub_(g2.sum(-1), alpha=lr)
     gh1w = ws("gh1w", tuple(h1w.shape), x)  # (R, 6, L1), zero filler columns
