@@ -268,3 +268,26 @@ def test_dense_path_rejects_non_finite_rows(rng):
     h[9, 0] = np.inf
     with pytest.raises(ValueError, match="finite; rows 7..9"):
         collapse_metrics(h, y)
+
+
+def test_float32_features_whose_squares_overflow_are_redone_in_float64(rng):
+    # a spread of 1e20 (a diverging network): float32 sums are fine, squares are not
+    h, y, mu = features(rng, n=600, d=6, C=3, sigma=1.0)
+    h32 = (h * 1e20).astype(np.float32)
+    w, b = rng.standard_normal((3, 6)), rng.standard_normal(3)
+    ref = collapse_metrics(h32.astype(np.float64), y, w, b)
+    assert 0.0 < ref["nc4"] < 1.0
+    dense = collapse_metrics(h32, y, w, b)
+    streamed = stream(h32, y, w, b, [256, 344], rng)
+    for key, value in ref.items():
+        assert dense[key] == pytest.approx(value, rel=1e-6), key
+        assert streamed[key] == pytest.approx(value, rel=1e-6), key
+
+
+def test_float64_features_whose_squares_overflow_are_refused(rng):
+    h, y, _ = features(rng, n=300, d=4, C=3)
+    h *= 1e160
+    with pytest.raises(ValueError, match="squares overflow"):
+        collapse_metrics(h, y)
+    with pytest.raises(ValueError, match="squares overflow"):
+        CollapseAccumulator(3).update(h, y)

@@ -18,13 +18,18 @@ import numpy as np
 
 from ._syrk import blas_controller, syrk_update
 
-__all__ = ["ClassScatter", "NearestMeanScorer"]
+__all__ = ["ClassScatter", "NearestMeanScorer", "SquaresOverflow"]
 
 # Rows of float32 scatter accumulated before it is added to the float64 total: the float32
 # sum of at most this many centred outer products keeps a relative error near 1e-6.
 _FLUSH_ROWS = 1 << 16
 # Fewest rows per syrk call (classes are grouped until they reach it).
 _GROUP_ROWS = 256
+
+
+class SquaresOverflow(ArithmeticError):
+    """A block's squares left its dtype's range (float32 features with a spread beyond
+    ~1e19); the scatter is as before the block, which can be redone in float64."""
 
 
 def _groups(counts: np.ndarray) -> list[list[int]]:
@@ -106,6 +111,8 @@ class ClassScatter:
         FloatingPointError
             If a class's sum is not finite (NaN or Inf in ``h``, or an overflow); the
             scatter is then restored to its state before the block.
+        SquaresOverflow
+            If the sums are finite but the squares overflow; the scatter is restored too.
         """
         C, d = num_classes, h.shape[1]
         order = np.argsort(y, kind="stable")  # (n,)
@@ -139,6 +146,9 @@ class ClassScatter:
         if not np.isfinite(first).all():
             np.copyto(self._gram, self._backup)
             raise FloatingPointError
+        if not np.isfinite(m2).all():  # the diagonal bounds every entry of the update
+            np.copyto(self._gram, self._backup)
+            raise SquaresOverflow
         self._diag += m2.sum(0)
         r = rest.astype(np.float64) / np.maximum(counts, 1)[:, None]  # (C, d)
         m2 -= counts[:, None] * r**2
@@ -211,9 +221,16 @@ class NearestMeanScorer:
     def mismatches(self, h: np.ndarray) -> int:
         """Disagreements among the rows of ``h`` (shape (n, d), float32 or float64)."""
         if h.dtype not in self._cast:
-            self._cast[h.dtype] = (self.proj.astype(h.dtype), self.offset.astype(h.dtype))
-        proj, offset = self._cast[h.dtype]
-        scores = h @ proj  # (n, 2C)
-        scores += offset
+            with np.errstate(over="ignore"):
+                cast = (self.proj.astype(h.dtype), self.offset.astype(h.dtype))
+            self._cast[h.dtype] = cast if all(np.isfinite(a).all() for a in cast) else None
+        cast = self._cast[h.dtype]
+        scores = None
+        if cast is not None:
+            with np.errstate(over="ignore", invalid="ignore"):
+                scores = h @ cast[0]  # (n, 2C)
+                scores += cast[1]
+        if scores is None or not np.isfinite(scores).all():  # past float32's range
+            scores = h.astype(np.float64) @ self.proj + self.offset
         winner = scores.reshape(h.shape[0], 2, self.num_classes).argmax(2)  # (n, 2)
         return int(np.count_nonzero(winner[:, 0] != winner[:, 1]))

@@ -41,7 +41,7 @@ import torch
 
 from .._validation import check_array, check_int, check_labels
 from ._base import ProbeInput, ProbeOutput, register_probe
-from ._collapse_batch import ClassScatter, NearestMeanScorer
+from ._collapse_batch import ClassScatter, NearestMeanScorer, SquaresOverflow
 
 __all__ = ["CollapseAccumulator", "collapse_metrics"]
 
@@ -225,11 +225,18 @@ class CollapseAccumulator:
         C = self.num_classes
         part = self._scatters[h.dtype]
         try:
-            n_b, mean_b, m2_b = part.add_block(h, y, C)
-        except FloatingPointError:
+            try:
+                n_b, mean_b, m2_b = part.add_block(h, y, C)
+            except SquaresOverflow:
+                if h.dtype == np.float64:
+                    raise
+                h = h.astype(np.float64)  # float32 squares past its range: this block wider
+                part = self._scatters.setdefault(h.dtype, ClassScatter(h.shape[1], _BATCH, h.dtype))
+                n_b, mean_b, m2_b = part.add_block(h, y, C)
+        except (FloatingPointError, SquaresOverflow):
             raise ValueError(
                 f"`features` must be finite; rows {start}..{start + h.shape[0] - 1} hold "
-                "NaN or Inf entries (or values so large that their sum overflows)."
+                "NaN or Inf entries (or values so large that their sums or squares overflow)."
             ) from None
         # Pairwise merge of (count, mean, M2) per class (Chan, Golub, LeVeque 1979).
         n = self.count + n_b
@@ -251,39 +258,54 @@ class CollapseAccumulator:
         rows are centred on the float32 class means ``a``, which leaves each residual
         ``r = h - a`` correct to float32 precision *of r* however large the means are; the
         residuals' own class means ``c`` put the exact mean ``a + c`` back in float64, and
-        the scatter about it is ``sum r^2 - n c^2``.
+        the scatter about it is ``sum r^2 - n c^2``. Float32 features whose squares leave
+        float32's range (spread beyond ~1e19) are redone in float64.
         """
         h, y = self._check_batch(features, labels)
         plan = labels if isinstance(labels, _Labels) else _Labels(y, self.num_classes)
         self._init(h.shape[1])
         self.count = plan.count
+        if h.dtype == np.float32 and self._dense_pass(h, plan):
+            return h
+        self._dense_pass(h.astype(np.float64, copy=False), plan)
+        return h
+
+    def _dense_pass(self, h: np.ndarray, plan: _Labels) -> bool:
+        """Means, per-feature scatter and residuals of ``h`` in its own dtype; ``False``
+        (nothing set) if float32 squares overflow."""
         onehot = plan.onehot(h.dtype)
         safe = np.maximum(self.count, 1.0)[:, None]  # (C, 1): empty classes keep zero means
-        with np.errstate(invalid="ignore", over="ignore"):  # checked just below
+        with np.errstate(invalid="ignore", over="ignore"):  # checked below
             sums = onehot @ h  # (C, d); NaN or Inf in h (0 * inf is NaN) or an overflow shows here
-        if not np.isfinite(sums).all():
-            bad = np.flatnonzero(~np.isfinite(h).all(axis=1))
-            where = (
-                f"rows {bad[0]}..{bad[-1]} hold NaN or Inf entries"
-                if bad.size
-                else "values so large that their class sums overflow"
+            if not np.isfinite(sums).all():
+                bad = np.flatnonzero(~np.isfinite(h).all(axis=1))
+                where = (
+                    f"rows {bad[0]}..{bad[-1]} hold NaN or Inf entries"
+                    if bad.size
+                    else "values so large that their class sums overflow"
+                )
+                raise ValueError(f"`features` must be finite; {where}.")
+            approx = (sums / safe).astype(h.dtype)  # (C, d)
+            # The one-hot GEMM gathers a[y] exactly (one non-zero term per row) and faster
+            # than fancy indexing; the subtraction then rounds once.
+            residual = h - onehot.T @ approx  # (n, d)
+            squares = onehot @ np.square(residual)  # (C, d)
+        if not np.isfinite(squares).all():
+            if h.dtype == np.float32:
+                return False
+            raise ValueError(
+                "`features` must be finite; their spread is so large that its squares overflow."
             )
-            raise ValueError(f"`features` must be finite; {where}.")
-        approx = (sums / safe).astype(h.dtype)  # (C, d)
-        # The one-hot GEMM gathers a[y] exactly (one non-zero term per row) and faster than
-        # fancy indexing; the subtraction then rounds once.
-        residual = h - onehot.T @ approx  # (n, d)
         if h.dtype == np.float64:
             shift = None
-            self.mean = approx
-            self.m2 = onehot @ np.square(residual)
+            self.mean, self.m2 = approx, squares
         else:
             shift = (onehot @ residual).astype(np.float64) / safe  # (C, d), tiny
             self.mean = approx.astype(np.float64) + shift
-            m2 = (onehot @ np.square(residual)).astype(np.float64) - self.count[:, None] * shift**2
+            m2 = squares.astype(np.float64) - self.count[:, None] * shift**2
             self.m2 = np.maximum(m2, 0.0)
-        self._dense = _DenseResidual(residual, shift, y, self.count)
-        return h
+        self._dense = _DenseResidual(residual, shift, plan.y, self.count)
+        return True
 
     @property
     def scatter(self) -> np.ndarray:
