@@ -7,9 +7,11 @@
 2. Training trials: R = 100 LeNets on 32x32 inputs, batch size 1, one SGD step: the two
    batched trainers of :mod:`ncdynamics.theories.lesde.trials` (hand-written "fused" step
    and torch.func "vmap") against a Python loop over the nets with torch.optim.SGD,
-   timed in alternating chunks.
+   timed in alternating chunks, first with one torch thread for every variant (what one
+   core does) and then with two (the machine's cores; the loop's ops are too small to
+   use a second thread, the batched step's are not). ``--threads N`` times only N.
 
-Usage: ``.venv/bin/python benchmarks/bench_lesde.py [--quick]``.
+Usage: ``.venv/bin/python benchmarks/bench_lesde.py [--quick] [--threads N]``.
 """
 
 from __future__ import annotations
@@ -82,7 +84,7 @@ def bench_sde(n_steps: int) -> None:
     )
 
 
-def bench_trials(n_iter: int, r: int, rounds: int) -> None:
+def bench_trials(n_iter: int, r: int, rounds: int, threads: int) -> None:
     """Per-step time of the batched trainers and of a loop over ``r`` separate LeNets.
 
     The timings alternate in short chunks (``rounds`` rounds of ``n_iter`` steps each), so
@@ -93,13 +95,13 @@ def bench_trials(n_iter: int, r: int, rounds: int) -> None:
     from ncdynamics.models.lenet import LeNet
     from ncdynamics.theories.lesde.trials import BatchedTrainer
 
-    torch.set_num_threads(1)
+    torch.set_num_threads(threads)
     gen = torch.Generator().manual_seed(0)
     x = torch.rand(200, 1, 32, 32, generator=gen)
     y = torch.randint(0, 3, (200,), generator=gen)
     print(
-        f"[trials] R={r} LeNets, 32x32, batch size 1, float32, 1 thread; "
-        f"{rounds} rounds of {n_iter} SGD steps per variant"
+        f"[trials] R={r} LeNets, 32x32, batch size 1, float32, {threads} torch thread(s) for "
+        f"every variant; {rounds} rounds of {n_iter} SGD steps per variant"
     )
     idx = torch.randint(0, 200, (n_iter, r), generator=gen)
     trainers = {
@@ -150,11 +152,14 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="fewer steps (under a minute)")
     ap.add_argument("--skip-trials", action="store_true")
     ap.add_argument("--skip-sde", action="store_true")
+    ap.add_argument("--threads", type=int, help="time the trials with this many threads only")
     args = ap.parse_args()
     if not args.skip_sde:
         bench_sde(200 if args.quick else 10_000)
     if not args.skip_trials:
-        bench_trials(3 if args.quick else 10, 100, rounds=3 if args.quick else 6)
+        n_iter, rounds = (3, 3) if args.quick else (10, 6)
+        for threads in [args.threads] if args.threads else [1, 2]:
+            bench_trials(n_iter, 100, rounds=rounds, threads=threads)
 
 
 if __name__ == "__main__":
