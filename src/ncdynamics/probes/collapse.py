@@ -215,15 +215,19 @@ class CollapseAccumulator:
         if self.dim is None:
             self._init(h.shape[1])
         self._nc4 = None
-        if h.dtype not in self._scatters:
-            self._scatters[h.dtype] = ClassScatter(h.shape[1], _BATCH, h.dtype)
         for start in range(0, h.shape[0], _BATCH):
             self._update_block(h[start : start + _BATCH], y[start : start + _BATCH], start)
         return self
 
+    def _scatter(self, dtype: np.dtype) -> ClassScatter:
+        """The pooled scatter that takes blocks of ``dtype`` (made on first use)."""
+        if dtype not in self._scatters:
+            self._scatters[dtype] = ClassScatter(self.dim, _BATCH, dtype)
+        return self._scatters[dtype]
+
     def _update_block(self, h: np.ndarray, y: np.ndarray, start: int) -> None:
         C = self.num_classes
-        part = self._scatters[h.dtype]
+        part = self._scatter(h.dtype)
         try:
             try:
                 n_b, mean_b, m2_b = part.add_block(h, y, C)
@@ -231,7 +235,7 @@ class CollapseAccumulator:
                 if h.dtype == np.float64:
                     raise
                 h = h.astype(np.float64)  # float32 squares past its range: this block wider
-                part = self._scatters.setdefault(h.dtype, ClassScatter(h.shape[1], _BATCH, h.dtype))
+                part = self._scatter(h.dtype)
                 n_b, mean_b, m2_b = part.add_block(h, y, C)
         except (FloatingPointError, SquaresOverflow):
             raise ValueError(
