@@ -214,12 +214,12 @@ class LeNetSGD:
     rounding. The large activations live in buffers kept from step to step.
 
     The nets are stepped in groups of at most ``group`` (each group's whole forward and
-    backward pass before the next group's): the working set of 100 nets (about 45 MB, the
-    largest part the first linear layer's weights) does not stay in the cache through a
-    step, while that of 50 does, and the groups share one set of buffers. On the
-    development machine one step took 118.7 µs per net at R = 50 and 152.8 µs per net at
-    R = 100 in one group (``benchmarks/bench_lesde.py``). The nets are independent, so the
-    grouping changes no number.
+    backward pass before the next group's), and the groups share one set of buffers: the
+    working set of 100 nets (about 45 MB by our count, 19 MB of it the first linear layer's
+    weights) is more than the cache keeps through a step. On the development machine one
+    step took 118.7 µs per net at R = 50 against 152.8 µs at R = 100 in one group, and
+    groups of 50 were the fastest split of 100 (``docs/theories/lesde.md``). The nets are
+    independent, so the grouping changes no number.
 
     Parameters
     ----------
@@ -230,7 +230,7 @@ class LeNetSGD:
     lr : float
     delay : int, default=16
     group : int, default=50
-        Most nets stepped together; R is split into equal groups no larger than this.
+        Most nets stepped together; R is split into near-equal groups no larger than this.
     """
 
     def __init__(
