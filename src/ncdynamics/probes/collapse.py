@@ -192,13 +192,12 @@ class CollapseAccumulator:
     def _check_batch(self, features: Any, labels: Any) -> tuple[np.ndarray, np.ndarray]:
         h = _as_array(features, "features", 2, finite=False)
         if isinstance(labels, _Labels):  # checked already; only the length can differ
-            labels = labels.y
-            if labels.size != h.shape[0]:
+            y = labels.y
+            if y.size != h.shape[0]:
                 raise ValueError(
                     f"`labels` must have length {h.shape[0]} (one label per sample); "
-                    f"got {labels.size}."
+                    f"got {y.size}."
                 )
-            y = labels
         else:
             if isinstance(labels, torch.Tensor):
                 labels = labels.detach().cpu().numpy()

@@ -46,12 +46,11 @@ class PerformanceProbe:
         logits = inp.logits.detach().cpu().numpy().astype(np.float64)  # (n, C), a copy
         y = inp.y.detach().cpu().numpy()
         rows = np.arange(y.size)
-        picked = logits[rows, y]  # (n,) logit of the true class
         acc = float(np.count_nonzero(logits.argmax(1) == y)) / y.size
         if self.loss == "cross-entropy":
             top = logits.max(1)
             lse = top + np.log(np.exp(logits - top[:, None]).sum(1))
-            value = float((lse - picked).mean())
+            value = float((lse - logits[rows, y]).mean())
         else:
             logits[rows, y] -= 1.0  # logits - onehot, in place on our float64 copy
             value = 0.5 * float(np.square(logits).sum() / y.size)
