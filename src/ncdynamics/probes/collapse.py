@@ -195,8 +195,7 @@ class CollapseAccumulator:
             y = labels.y
             if y.size != h.shape[0]:
                 raise ValueError(
-                    f"`labels` must have length {h.shape[0]} (one label per sample); "
-                    f"got {y.size}."
+                    f"`labels` must have length {h.shape[0]} (one label per sample); got {y.size}."
                 )
         else:
             if isinstance(labels, torch.Tensor):
