@@ -262,6 +262,43 @@ def test_mean_subspace_gram_route_matches_the_svd(rng, monkeypatch, second_small
     assert nc1.sum() == pytest.approx(nc1_svd.sum(), rel=1e-9)
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("with_bias", [True, False])
+def test_dense_nc4_matches_the_streamed_scorer_and_direct_distances(rng, dtype, with_bias):
+    # overlapping classes far from the origin: many rows where the classifier and the
+    # nearest mean disagree. The dense pass scores through products of the residuals, the
+    # stream scores the rows against the centred means; both must give the direct count.
+    h, y, mu = features(rng, n=900, d=16, C=6, sigma=2.0, offset=20.0)
+    h = h.astype(dtype)
+    w = mu - mu.mean(0) + rng.standard_normal(mu.shape)
+    b = rng.standard_normal(6) if with_bias else None
+    x = h.astype(np.float64)
+    means = np.array([x[y == c].mean(0) for c in range(6)])
+    logits = x @ w.T + (0.0 if b is None else b)
+    exact = np.mean(logits.argmax(1) != ((x[:, None] - means) ** 2).sum(-1).argmin(1))
+    assert 0.05 < exact < 0.95
+    dense = collapse_metrics(h, y, w, b)["nc4"]
+    streamed = stream(h, y, w, b, [400, 500], rng)["nc4"]
+    tol = 0 if dtype == np.float64 else 2 / y.size  # float32: a near tie may flip
+    assert dense == pytest.approx(exact, abs=tol)
+    assert streamed == pytest.approx(exact, abs=tol)
+
+
+def test_dense_products_past_float32_range_are_redone_in_float64(rng):
+    # classifier weights ~1e36 with features ~1e3: W x overflows float32, not float64.
+    # NC4 does not change when W and b are scaled together.
+    h, y, mu = features(rng, n=600, d=8, C=4, sigma=1.5)
+    h32 = (1e3 * h).astype(np.float32)
+    w, b = rng.standard_normal((4, 8)), rng.standard_normal(4)
+    base = collapse_metrics(h32, y, w, b)
+    huge = collapse_metrics(h32, y, 1e36 * w, 1e36 * b)
+    assert 0.0 < base["nc4"] < 1.0
+    assert huge["nc4"] == pytest.approx(base["nc4"], abs=2 / y.size)
+    assert huge["nc1"] == pytest.approx(base["nc1"], rel=1e-6)  # redone in float64
+    # float64 products past float64's range: NC4 is undefined, and says so
+    assert np.isnan(collapse_metrics(1e3 * h, y, 1e306 * w, b)["nc4"])
+
+
 def test_dense_path_rejects_non_finite_rows(rng):
     h, y, _ = features(rng, n=50)
     h[7, 3] = np.nan

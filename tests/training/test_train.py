@@ -5,6 +5,7 @@ from torch import nn
 
 from ncdynamics import data, runs
 from ncdynamics.models import MLP
+from ncdynamics.probes import collapse_metrics
 from ncdynamics.training import Recorder, Schedule, param_groups, train
 
 
@@ -90,6 +91,30 @@ def test_recorder_works_in_a_user_loop_with_any_module(tmp_path):
     run.mark_completed()
     df = runs.open(tmp_path / "mine").metrics
     assert set(df["step"]) == {0, 1, 2} and "nc/nc3" in set(df["name"])
+
+
+@pytest.mark.parametrize("batch_size", [1024, 7])
+def test_recorder_feeds_the_model_its_own_dtype_and_matches_direct_metrics(tmp_path, batch_size):
+    # a float64 model gets float64 probe inputs (converted once), in one batch or in chunks
+    ds = small_data()
+    model = make_model().double().eval()
+    rec = Recorder(
+        runs.create(tmp_path / "r"),
+        ds.x_train,
+        ds.y_train,
+        probes=["collapse"],
+        batch_size=batch_size,
+    )
+    first = rec.record(model, 0)
+    again = rec.record(model, 1)
+    assert list(rec._inputs) == [(torch.device("cpu"), torch.float64)]
+    with torch.no_grad():
+        h = model.features(torch.from_numpy(ds.x_train).double())
+    w, b = model.classifier.weight.detach(), model.classifier.bias.detach()
+    direct = collapse_metrics(h.numpy(), ds.y_train, w.numpy(), b.numpy())
+    for key, value in direct.items():
+        assert first[f"nc/{key}"] == pytest.approx(value, rel=1e-12, abs=1e-15), key
+    assert again == first
 
 
 def test_recorder_rejects_empty_probe_set_and_bad_sink(tmp_path):

@@ -28,6 +28,11 @@ in-place symmetric rank-k update (``syrk``) in the input precision (float32 feat
 float32 GEMMs), moved to float64 every 65,536 rows (``_collapse_batch.ClassScatter``).
 NC4 takes a second pass with one GEMM per block against the classifier and the centred
 class means (``_collapse_batch.NearestMeanScorer``).
+
+One-shot on small input (a Recorder's probe set), :func:`collapse_metrics` takes one dense
+pass instead (``_collapse_dense``): a few GEMMs against the one-hot labels give the class
+statistics and the within-class residuals, and one GEMM of the residuals against the mean
+subspace and the classifier gives both NC1's projections and NC4.
 """
 
 from __future__ import annotations
@@ -42,6 +47,7 @@ import torch
 from .._validation import check_array, check_int, check_labels
 from ._base import ProbeInput, ProbeOutput, register_probe
 from ._collapse_batch import ClassScatter, NearestMeanScorer, SquaresOverflow
+from ._collapse_dense import DenseStats, LabelPlan, dense_stats
 
 __all__ = ["CollapseAccumulator", "collapse_metrics"]
 
@@ -69,54 +75,6 @@ def _as_array(x: Any, name: str, ndim: int, *, finite: bool = True) -> np.ndarra
     if arr.dtype not in (np.float32, np.float64):
         arr = arr.astype(np.float64)
     return arr
-
-
-class _Labels:
-    """Checked labels of a dense pass and what depends on them alone (counts, one-hot
-    matrix), so that a Recorder's fixed probe set builds them once (see CollapseProbe)."""
-
-    def __init__(self, y: np.ndarray, num_classes: int) -> None:
-        self.y = y  # (n,), checked, in [0, num_classes)
-        self.count = np.bincount(y, minlength=num_classes).astype(np.float64)  # (C,)
-        self._onehot: dict[np.dtype, np.ndarray] = {}
-
-    def onehot(self, dtype: np.dtype) -> np.ndarray:
-        """(C, n) indicator matrix in ``dtype``: the GEMMs against it gather per class."""
-        if dtype not in self._onehot:
-            out = np.zeros((self.count.size, self.y.size), dtype=dtype)
-            out[self.y, np.arange(self.y.size)] = 1.0
-            out.flags.writeable = False
-            self._onehot[dtype] = out
-        return self._onehot[dtype]
-
-
-class _DenseResidual:
-    """The within-class residuals of a dense pass, kept so that NC1 never forms the (d, d)
-    scatter: it needs only ``|X b|^2`` for the few directions ``b`` of the mean subspace.
-
-    The centred rows are ``residual - shift[labels]``; ``shift`` is ``None`` when the
-    residuals are already centred (float64 input).
-    """
-
-    def __init__(
-        self, residual: np.ndarray, shift: np.ndarray | None, labels: np.ndarray, counts: np.ndarray
-    ) -> None:
-        self.residual, self.shift, self.labels, self.counts = residual, shift, labels, counts
-
-    def projected_sq(self, basis: np.ndarray) -> np.ndarray:
-        """Column sums of (X basis)^2 for the centred rows X, shape (k,)."""
-        proj = (self.residual @ basis.astype(self.residual.dtype)).astype(np.float64)  # (n, k)
-        if self.shift is not None:
-            proj -= (self.shift @ basis)[self.labels]
-        return np.square(proj).sum(0)
-
-    def scatter(self) -> np.ndarray:
-        """X^T X, shape (d, d), float64."""
-        r = self.residual.astype(np.float64)
-        out = r.T @ r
-        if self.shift is not None:  # the rows of class c sum to count_c * shift_c
-            out -= (self.shift.T * self.counts) @ self.shift
-        return out
 
 
 class CollapseAccumulator:
@@ -177,7 +135,7 @@ class CollapseAccumulator:
         self.nc4_count = 0
         self._scatters: dict[np.dtype, ClassScatter] = {}  # pooled scatter, one per dtype
         self._nc4: NearestMeanScorer | None = None  # built from the final means
-        self._dense: _DenseResidual | None = None  # set by collapse_metrics on small input
+        self._dense: DenseStats | None = None  # set by collapse_metrics on small input
 
     def _init(self, d: int) -> None:
         self.dim = d
@@ -191,7 +149,7 @@ class CollapseAccumulator:
 
     def _check_batch(self, features: Any, labels: Any) -> tuple[np.ndarray, np.ndarray]:
         h = _as_array(features, "features", 2, finite=False)
-        if isinstance(labels, _Labels):  # checked already; only the length can differ
+        if isinstance(labels, LabelPlan):  # checked already; only the length can differ
             y = labels.y
             if y.size != h.shape[0]:
                 raise ValueError(
@@ -250,64 +208,15 @@ class CollapseAccumulator:
         self.mean += delta * np.divide(n_b, n, out=np.zeros(C), where=present)[:, None]
         self.count = n
 
-    def _update_dense(self, features: Any, labels: Any) -> np.ndarray:
-        """The statistics of one small (n, d) array, dense: a few GEMMs against the one-hot
-        label matrix instead of the streaming machinery. Same result as :meth:`update` (to
-        the input precision); returns the checked features.
-
-        Float64 features are centred in float64. Float32 features stay in float32 (half the
-        memory traffic, which is what the Recorder pays for), with compensated centring:
-        rows are centred on the float32 class means ``a``, which leaves each residual
-        ``r = h - a`` correct to float32 precision *of r* however large the means are; the
-        residuals' own class means ``c`` put the exact mean ``a + c`` back in float64, and
-        the scatter about it is ``sum r^2 - n c^2``. Float32 features whose squares leave
-        float32's range (spread beyond ~1e19) are redone in float64.
-        """
+    def _update_dense(self, features: Any, labels: Any) -> None:
+        """The statistics of one small (n, d) array in one dense pass (``_collapse_dense``)
+        instead of the streaming machinery; NC4 then comes with :meth:`compute`. Same result
+        as :meth:`update` and :meth:`update_nc4` (to the input precision)."""
         h, y = self._check_batch(features, labels)
-        plan = labels if isinstance(labels, _Labels) else _Labels(y, self.num_classes)
+        plan = labels if isinstance(labels, LabelPlan) else LabelPlan(y, self.num_classes)
         self._init(h.shape[1])
-        self.count = plan.count
-        if h.dtype == np.float32 and self._dense_pass(h, plan):
-            return h
-        self._dense_pass(h.astype(np.float64, copy=False), plan)
-        return h
-
-    def _dense_pass(self, h: np.ndarray, plan: _Labels) -> bool:
-        """Means, per-feature scatter and residuals of ``h`` in its own dtype; ``False``
-        (nothing set) if float32 squares overflow."""
-        onehot = plan.onehot(h.dtype)
-        safe = np.maximum(self.count, 1.0)[:, None]  # (C, 1): empty classes keep zero means
-        with np.errstate(invalid="ignore", over="ignore"):  # checked below
-            sums = onehot @ h  # (C, d); NaN or Inf in h (0 * inf is NaN) or an overflow shows here
-            if not np.isfinite(sums).all():
-                bad = np.flatnonzero(~np.isfinite(h).all(axis=1))
-                where = (
-                    f"rows {bad[0]}..{bad[-1]} hold NaN or Inf entries"
-                    if bad.size
-                    else "values so large that their class sums overflow"
-                )
-                raise ValueError(f"`features` must be finite; {where}.")
-            approx = (sums / safe).astype(h.dtype)  # (C, d)
-            # The one-hot GEMM gathers a[y] exactly (one non-zero term per row) and faster
-            # than fancy indexing; the subtraction then rounds once.
-            residual = h - onehot.T @ approx  # (n, d)
-            squares = onehot @ np.square(residual)  # (C, d)
-        if not np.isfinite(squares).all():
-            if h.dtype == np.float32:
-                return False
-            raise ValueError(
-                "`features` must be finite; their spread is so large that its squares overflow."
-            )
-        if h.dtype == np.float64:
-            shift = None
-            self.mean, self.m2 = approx, squares
-        else:
-            shift = (onehot @ residual).astype(np.float64) / safe  # (C, d), tiny
-            self.mean = approx.astype(np.float64) + shift
-            m2 = squares.astype(np.float64) - self.count[:, None] * shift**2
-            self.m2 = np.maximum(m2, 0.0)
-        self._dense = _DenseResidual(residual, shift, plan.y, self.count)
-        return True
+        self._dense = dense_stats(h, plan)
+        self.count, self.mean, self.m2 = self._dense.count, self._dense.mean, self._dense.m2
 
     @property
     def scatter(self) -> np.ndarray:
@@ -406,37 +315,47 @@ def _metrics_from_stats(acc: CollapseAccumulator) -> dict[str, float]:
 
     Degenerate geometry (two equal class means, a zero classifier) gives ``inf`` or ``nan``
     for the metrics that divide by it, by design: the value says the metric is undefined.
+    So do products past float64's range (``nc4`` is then ``nan``).
     """
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         return _metrics_from_stats_unchecked(acc)
 
 
 def _metrics_from_stats_unchecked(acc: CollapseAccumulator) -> dict[str, float]:
-    # The statistics are small (C x d, d x d): NumPy has less per-call overhead than torch.
+    # The statistics are small (C x d, C x C): NumPy has less per-call overhead than torch.
     C = acc.num_classes
     counts, mu = acc.count, acc.mean  # (C,), (C, d)
     n_total = float(counts.sum())
-    mu_g = counts @ mu / n_total  # (d,)
-    M = (mu - mu_g).T  # (d, C) centred class means
+    M = (mu - counts @ mu / n_total).T  # (d, C) centred class means
     gram = M.T @ M  # (C, C) Gram of the centred means
     # Tr(Sigma_W Sigma_B^+) with Sigma_B = M M^T / C, through the singular factors of M.
     basis, s = _mean_subspace(M, gram)
-    if acc._dense is not None:  # X^T X is never formed: |X b_i|^2
-        proj = acc._dense.projected_sq(basis)
+    nc4 = None
+    if acc._dense is not None:
+        # X^T X is never formed: |X b_i|^2, and NC4's scores from the same GEMM
+        k = basis.shape[1]
+        cols = basis if acc.weight is None else np.concatenate((basis, acc.weight.T, M), axis=1)
+        prod = acc._dense.centred_product(cols)  # (n, k [+ 2C])
+        proj = np.square(prod[:, :k]).sum(0)
+        if acc.weight is not None:
+            nc4 = _dense_nc4(acc, prod[:, k:], gram)
     else:
         proj = np.einsum("ij,ij->j", basis, acc.scatter @ basis)
+        if acc.nc4_count:
+            nc4 = acc.nc4_mismatch / acc.nc4_count
     nc1 = C * float((proj / s**2).sum()) / n_total
-    sq_norms = np.diag(gram)
+    sq_norms = gram.diagonal()
     out: dict[str, float] = {
         "nc1": nc1 / C if acc.nc1_divide_by_classes else nc1,
         "within_trace": float(acc.m2.sum()) / n_total,
         "between_trace": float(sq_norms.sum() / C),
     }
-    var = acc.m2 / counts[:, None]  # (C, d) population variances
-    out["nc1_std"] = float(np.sqrt(np.clip(var, 0.0, None)).mean())
+    var = np.maximum(acc.m2 / counts[:, None], 0.0)  # (C, d) population variances
+    out["nc1_std"] = float(np.sqrt(var).mean())
     v_c = var.sum(1)  # (C,) mean squared distance to the class mean
     i, j, off_diagonal, etf = _class_pair_constants(C)
-    d2_pairs = np.square(mu[i] - mu[j]).sum(1)  # squared distances of class-mean pairs
+    # squared distances of class-mean pairs, from the Gram (differences of centred means)
+    d2_pairs = sq_norms[i] + sq_norms[j] - 2.0 * gram[i, j]
     out["cdnv"] = float(((v_c[i] + v_c[j]) / (2.0 * d2_pairs)).mean())
     norms = np.sqrt(sq_norms)  # (C,)
     out["nc2_equinorm"] = float(norms.std() / norms.mean())
@@ -451,9 +370,29 @@ def _metrics_from_stats_unchecked(acc: CollapseAccumulator) -> dict[str, float]:
         dist = float(np.linalg.norm(M / np.sqrt(sq_norms.sum()) - w.T / np.linalg.norm(w)))
         out["nc3"] = dist
         out["nc3_papyan"] = dist**2
-    if acc.nc4_count:
-        out["nc4"] = acc.nc4_mismatch / acc.nc4_count
+    if nc4 is not None:
+        out["nc4"] = nc4
     return out
+
+
+def _dense_nc4(acc: CollapseAccumulator, centred: np.ndarray, gram: np.ndarray) -> float:
+    """NC4 of the dense pass from the products ``centred`` (n, 2C) of the centred rows
+    ``x = h - mu_y`` with the classifier rows and the centred class means ``v_c``.
+
+    The logits are ``W x + (W mu_y + b)``, and the nearest class mean maximises
+    ``x . v_c + v_y . v_c - |v_c|^2 / 2`` (since ``h - mu_G = x + v_y``): both are the products
+    plus a (C, 2C) table indexed by the label. Products of the small residuals keep float32
+    rounding far below that of ``h`` itself (``_collapse_batch.NearestMeanScorer`` streams the
+    same test on the rows).
+    """
+    y = acc._dense.labels
+    b = 0.0 if acc.bias is None else acc.bias
+    table = np.concatenate((acc.mean @ acc.weight.T + b, gram - 0.5 * gram.diagonal()), axis=1)
+    scores = centred + table[y]  # (n, 2C): logits, then nearness to each class mean
+    if not np.isfinite(scores).all():
+        return float("nan")
+    winner = scores.reshape(y.size, 2, -1).argmax(2)  # (n, 2)
+    return float(np.count_nonzero(winner[:, 0] != winner[:, 1])) / y.size
 
 
 def collapse_metrics(
@@ -517,11 +456,9 @@ def _one_shot(acc: CollapseAccumulator, features: Any, labels: Any) -> dict[str,
     """Fill a fresh accumulator from one feature array and compute the metrics."""
     shape = features.shape if hasattr(features, "shape") else np.shape(features)
     if math.prod(shape) <= _DENSE_MAX:
-        h = acc._update_dense(features, labels)
-        if acc.weight is not None:
-            acc._score_nc4(h)
+        acc._update_dense(features, labels)  # NC4 comes with compute()
     else:
-        if isinstance(labels, _Labels):
+        if isinstance(labels, LabelPlan):
             labels = labels.y
         acc.update(features, labels)
         if acc.weight is not None:
@@ -539,9 +476,9 @@ class CollapseProbe:
             "nc1_divide_by_classes": nc1_divide_by_classes,
             "etf_normalize_means": etf_normalize_means,
         }
-        self._labels: _Labels | None = None  # the last probe set's, reused while it is equal
+        self._labels: LabelPlan | None = None  # the last probe set's, reused while it is equal
 
-    def _checked_labels(self, y: Any, num_classes: int) -> _Labels:
+    def _checked_labels(self, y: Any, num_classes: int) -> LabelPlan:
         y_np = y.detach().cpu().numpy() if isinstance(y, torch.Tensor) else np.asarray(y)
         last = self._labels
         if (
@@ -551,7 +488,7 @@ class CollapseProbe:
             or not np.array_equal(last.y, y_np)
         ):
             checked = check_labels(y_np, "labels", num_classes=num_classes)
-            self._labels = last = _Labels(checked.copy(), num_classes)
+            self._labels = last = LabelPlan(checked.copy(), num_classes)
         return last
 
     def __call__(self, inp: ProbeInput) -> ProbeOutput:

@@ -134,20 +134,28 @@ class Recorder:
                 )
         self.run = run
         self.last: dict[str, float] = {}
+        self._inputs: dict[tuple[torch.device, torch.dtype], torch.Tensor] = {}
 
-    @torch.no_grad()
     def _forward(self, model: nn.Module) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        device = next((p.device for p in model.parameters()), torch.device("cpu"))
-        dtype = next((p.dtype for p in model.parameters() if p.is_floating_point()), torch.float32)
-        xs = self.x.to(device=device, dtype=dtype)
-        feats, logits = [], []
-        for s in range(0, xs.shape[0], self.batch_size):
-            h, out = self.extract(model, xs[s : s + self.batch_size])
-            feats.append(h)
-            logits.append(out)
-        if len(feats) == 1:  # the usual probe set: no copy
-            return xs, feats[0], logits[0]
-        return xs, torch.cat(feats), torch.cat(logits)
+        first = next(model.parameters(), None)
+        device = first.device if first is not None else torch.device("cpu")
+        if first is not None and first.is_floating_point():
+            dtype = first.dtype
+        else:
+            floats = (p.dtype for p in model.parameters() if p.is_floating_point())
+            dtype = next(floats, torch.float32)
+        xs = self._inputs.get((device, dtype))
+        if xs is None:  # converted once per device and dtype
+            xs = self._inputs[device, dtype] = self.x.to(device=device, dtype=dtype)
+        with torch.no_grad():
+            if xs.shape[0] <= self.batch_size:  # the usual probe set: one batch, no copy
+                return (xs, *self.extract(model, xs))
+            feats, logits = [], []
+            for s in range(0, xs.shape[0], self.batch_size):
+                h, out = self.extract(model, xs[s : s + self.batch_size])
+                feats.append(h)
+                logits.append(out)
+            return xs, torch.cat(feats), torch.cat(logits)
 
     def record(self, model: nn.Module, step: int, **extra: float) -> dict[str, float]:
         """Evaluate every probe now (model in eval mode) and store the results.
