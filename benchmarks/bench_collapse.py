@@ -12,7 +12,12 @@ every function once, in rotating order) and each gets its minimum over the round
 per-round ratios (ours / X^T X in the same round) are printed as median [min, max] to show the
 spread.
 
-Usage: python benchmarks/bench_collapse.py [--quick]
+Every function gets the same threads: ``--threads`` (default 1, the CLI's default) for torch
+and for NumPy's BLAS. The accumulator runs its BLAS calls on one thread whatever the setting
+(``probes/_syrk.py``), so with ``--threads 2`` the X^T X it is compared with runs on two
+cores and it does not (``docs/performance.md`` has both figures).
+
+Usage: python benchmarks/bench_collapse.py [--quick] [--threads N]
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from collections.abc import Callable
 import numpy as np
 import torch
 from _timing import report
+from threadpoolctl import threadpool_limits
 
 from ncdynamics.probes import CollapseAccumulator, collapse_metrics
 
@@ -72,7 +78,10 @@ def spread(num: list[float], den: list[float]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true", help="20,000 samples, 3 rounds")
+    parser.add_argument("--threads", type=int, default=1, help="torch and BLAS threads")
     args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    threadpool_limits(args.threads)
     n, d, C = (20_000 if args.quick else 60_000), 512, 10
     rng = np.random.default_rng(0)
     y = rng.integers(0, C, n)
@@ -81,7 +90,8 @@ def main() -> None:
     w = rng.standard_normal((C, d))
     b = rng.standard_normal(C)
     print(
-        f"collapse metrics, N={n}, d={d}, C={C}, float32; torch threads {torch.get_num_threads()}"
+        f"collapse metrics, N={n}, d={d}, C={C}, float32; torch and BLAS threads "
+        f"{torch.get_num_threads()}"
     )
 
     def streamed(with_nc4: bool) -> dict:
