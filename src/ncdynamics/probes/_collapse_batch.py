@@ -14,6 +14,10 @@ means with one GEMM.
 
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
+from typing import NamedTuple
+
 import numpy as np
 
 from ._syrk import blas_controller, syrk_update
@@ -49,6 +53,66 @@ def _groups(counts: np.ndarray) -> list[list[int]]:
     return groups if groups[0] else []
 
 
+def _share(groups: list[list[int]], counts: np.ndarray, lanes: int) -> list[list[list[int]]]:
+    """The groups dealt to ``lanes`` lanes, each to the lane with the fewest rows so far
+    (ties to the lowest lane): deterministic, and balanced when the classes are."""
+    shares: list[list[list[int]]] = [[] for _ in range(lanes)]
+    rows = [0] * lanes
+    for group in groups:
+        lane = rows.index(min(rows))
+        shares[lane].append(group)
+        rows[lane] += int(counts[group].sum())
+    return shares
+
+
+class _Block(NamedTuple):
+    """One block's input and the per-class outputs that the lanes fill (disjoint rows)."""
+
+    h: np.ndarray
+    order: np.ndarray
+    counts: np.ndarray
+    ends: np.ndarray
+    first: np.ndarray
+    rest: np.ndarray
+    m2: np.ndarray
+
+
+def _blas_threads() -> int:
+    """Threads the BLAS libraries may use now (what ``threadpoolctl`` limits set)."""
+    libs = [lib for lib in blas_controller().lib_controllers if lib.user_api == "blas"]
+    return max((lib.num_threads for lib in libs), default=1)
+
+
+_POOL: ThreadPoolExecutor | None = None
+
+
+def _pool() -> ThreadPoolExecutor:
+    """The process's worker threads for the lanes (made on first use)."""
+    global _POOL
+    if _POOL is None:
+        _POOL = ThreadPoolExecutor(max_workers=os.cpu_count() or 1, thread_name_prefix="nc")
+    return _POOL
+
+
+def _forget_pool() -> None:
+    global _POOL
+    _POOL = None  # a forked child has none of the parent's threads
+
+
+os.register_at_fork(after_in_child=_forget_pool)
+
+
+class _Lane:
+    """One worker thread's share of :class:`ClassScatter`: a scratch buffer for the classes
+    it gathers and its own running scatter (strict upper triangle, Fortran order)."""
+
+    def __init__(self, d: int, block_rows: int, dtype: np.dtype) -> None:
+        self.buf = np.empty((block_rows, d), dtype)
+        self.gram = np.zeros((d, d), dtype, order="F")
+        self.gram_diag = self.gram.ravel(order="F")[:: d + 1]  # (d,) view of its diagonal
+        self.backup = np.empty_like(self.gram)  # the gram before the current block
+
+
 class ClassScatter:
     """Class-centred block statistics and a running within-class scatter in one dtype.
 
@@ -67,28 +131,39 @@ class ClassScatter:
     ``_FLUSH_ROWS`` rows; its diagonal is moved to float64 after every update. Small rank-k
     corrections (:meth:`add_outer`) wait for the next flush and go into the total with one
     float64 ``syrk``.
+
+    A block's classes are shared between as many worker threads ("lanes") as the caller
+    allows BLAS threads (``threadpoolctl``; one under ``ncdyn``'s default ``--threads 1``).
+    Each lane gathers, centres and adds its classes into its own scatter with BLAS on one
+    thread, so the copies and the centring run in parallel too, not only the GEMM. Which
+    classes go to which lane depends only on the class counts, so results do not depend on
+    thread timing.
     """
 
     def __init__(self, n_features: int, block_rows: int, dtype: np.dtype) -> None:
-        d = n_features
         self.dtype = np.dtype(dtype)
-        self._buf = np.empty((block_rows, d), self.dtype)  # one class of one block
+        self._shape = (n_features, block_rows)
+        self._lanes: list[_Lane] = []
         self._ones = np.ones(block_rows, self.dtype)
-        self._gram = np.zeros((d, d), self.dtype, order="F")  # strict upper triangle
-        self._gram_diag = self._gram.ravel(order="F")[:: d + 1]  # (d,) view of its diagonal
-        self._backup = np.empty_like(self._gram)
-        self._total = np.zeros((d, d), order="F")  # upper triangle, float64
-        self._diag = np.zeros(d)  # diagonal of the blocks' updates, float64
+        self._total = np.zeros((n_features, n_features), order="F")  # upper triangle, float64
+        self._diag = np.zeros(n_features)  # diagonal of the blocks' updates, float64
         self._pending: list[tuple[float, np.ndarray]] = []  # (sign, rows) for add_outer
         self._rows = 0
         self._syrk = syrk_update(self.dtype)
+
+    def _lanes_for(self, groups: list[list[int]]) -> list[_Lane]:
+        n = max(1, min(len(groups), _blas_threads()))
+        d, block_rows = self._shape
+        while len(self._lanes) < n:
+            self._lanes.append(_Lane(d, block_rows, self.dtype))
+        return self._lanes[:n]
 
     def add_block(
         self, h: np.ndarray, y: np.ndarray, num_classes: int
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Add the block's within-class scatter about its own class means.
 
-        Each class (or group of small classes) is gathered into the cache-sized buffer,
+        Each class (or group of small classes) is gathered into a cache-sized buffer,
         centred on its mean in the input precision (``first``), and added with ``syrk``;
         the mean ``r`` of the centred rows (what rounding left) is added to the mean and
         ``n r r^T`` taken off the scatter, so the result is exact up to the rounding of the
@@ -121,33 +196,25 @@ class ClassScatter:
         first = np.zeros((C, d), self.dtype)  # class means in the input precision
         rest = np.zeros((C, d), self.dtype)  # sums of the centred rows
         m2 = np.zeros((C, d))
-        np.copyto(self._backup, self._gram)  # to undo the block if it is not finite
-        with (
-            np.errstate(invalid="ignore", over="ignore"),  # non-finite input: see below
-            blas_controller().limit(limits=1, user_api="blas"),
-        ):
-            for group in _groups(counts):
-                lo, hi = ends[group[0]] - counts[group[0]], ends[group[-1]]
-                rows = self._buf[: hi - lo]  # (k, d), stays in cache
-                np.take(h, order[lo:hi], axis=0, out=rows, mode="clip")
-                for c in group:
-                    k = int(counts[c])
-                    block = rows[ends[c] - k - lo : ends[c] - lo]  # (n_c, d) view
-                    np.matmul(self._ones[:k], block, out=first[c])
-                    first[c] /= k
-                    block -= first[c]  # centre in place
-                    np.matmul(self._ones[:k], block, out=rest[c])
-                    if len(group) > 1:
-                        m2[c] = np.einsum("ij,ij->j", block, block)
-                self._syrk(1.0, rows, self._gram)
-                if len(group) == 1:
-                    m2[group[0]] = self._gram_diag  # this class's update only
-                self._gram_diag[:] = 0.0
+        groups = _groups(counts)
+        lanes = self._lanes_for(groups)
+        shares = _share(groups, counts, len(lanes))
+        for lane in lanes:
+            np.copyto(lane.backup, lane.gram)  # to undo the block if it is not finite
+        block = _Block(h, order, counts, ends, first, rest, m2)
+        with blas_controller().limit(limits=1, user_api="blas"):
+            others = zip(lanes[1:], shares[1:], strict=True)
+            jobs = [_pool().submit(self._run, lane, share, block) for lane, share in others]
+            try:
+                self._run(lanes[0], shares[0], block)  # the first lane in this thread
+            finally:
+                for job in jobs:
+                    job.result()
         if not np.isfinite(first).all():
-            np.copyto(self._gram, self._backup)
+            self._restore(lanes)
             raise FloatingPointError
         if not np.isfinite(m2).all():  # the diagonal bounds every entry of the update
-            np.copyto(self._gram, self._backup)
+            self._restore(lanes)
             raise SquaresOverflow
         self._diag += m2.sum(0)
         r = rest.astype(np.float64) / np.maximum(counts, 1)[:, None]  # (C, d)
@@ -158,6 +225,33 @@ class ClassScatter:
         if self._rows >= _FLUSH_ROWS:
             self.flush()
         return counts.astype(np.float64), first.astype(np.float64) + r, m2
+
+    def _run(self, lane: _Lane, groups: list[list[int]], block: _Block) -> None:
+        """Gather, centre and add the classes of ``groups`` into ``lane`` (one thread)."""
+        h, order, counts, ends = block.h, block.order, block.counts, block.ends
+        with np.errstate(invalid="ignore", over="ignore"):  # non-finite input: checked after
+            for group in groups:
+                lo, hi = ends[group[0]] - counts[group[0]], ends[group[-1]]
+                rows = lane.buf[: hi - lo]  # (k, d), stays in cache
+                np.take(h, order[lo:hi], axis=0, out=rows, mode="clip")
+                for c in group:
+                    k = int(counts[c])
+                    part = rows[ends[c] - k - lo : ends[c] - lo]  # (n_c, d) view
+                    np.matmul(self._ones[:k], part, out=block.first[c])
+                    block.first[c] /= k
+                    part -= block.first[c]  # centre in place
+                    np.matmul(self._ones[:k], part, out=block.rest[c])
+                    if len(group) > 1:
+                        block.m2[c] = np.einsum("ij,ij->j", part, part)
+                self._syrk(1.0, rows, lane.gram)
+                if len(group) == 1:
+                    block.m2[group[0]] = lane.gram_diag  # this class's update only
+                lane.gram_diag[:] = 0.0
+
+    @staticmethod
+    def _restore(lanes: list[_Lane]) -> None:
+        for lane in lanes:
+            np.copyto(lane.gram, lane.backup)
 
     def add_outer(self, rows: np.ndarray, *, sign: float = 1.0) -> None:
         """Add ``sign * rows.T @ rows`` to the scatter (rows (k, d), k small, float64).
@@ -177,8 +271,9 @@ class ClassScatter:
                     syrk_update(np.dtype(np.float64))(sign, stacked, self._total)
         self._pending = []
         if self._rows:
-            self._total += self._gram  # the diagonal of _gram is always zero
-            self._gram.fill(0.0)
+            for lane in self._lanes:
+                self._total += lane.gram  # the diagonal of a lane's gram is always zero
+                lane.gram.fill(0.0)
             self._rows = 0
 
     def scatter(self) -> np.ndarray:
