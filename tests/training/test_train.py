@@ -5,8 +5,8 @@ from torch import nn
 
 from ncdynamics import data, runs
 from ncdynamics.models import MLP
-from ncdynamics.probes import collapse_metrics
-from ncdynamics.training import Recorder, Schedule, param_groups, train
+from ncdynamics.probes import classification_loss, collapse_metrics
+from ncdynamics.training import Recorder, Schedule, loop, param_groups, train
 
 
 def small_data():
@@ -115,6 +115,24 @@ def test_recorder_feeds_the_model_its_own_dtype_and_matches_direct_metrics(tmp_p
     for key, value in direct.items():
         assert first[f"nc/{key}"] == pytest.approx(value, rel=1e-12, abs=1e-15), key
     assert again == first
+
+
+@pytest.mark.parametrize("loss", ["mse", "cross-entropy"])
+def test_evaluation_matches_the_training_loss_in_one_batch_or_many(loss):
+    ds = small_data()
+    model = make_model().train()
+    x, y = torch.from_numpy(ds.x_train), torch.from_numpy(ds.y_train)
+    with torch.no_grad():
+        out = model(x)
+    expected = (
+        float(classification_loss(out, y, loss)),
+        float((out.argmax(1) == y).double().mean()),
+    )
+    one = loop._evaluate(model, x, y, loss)
+    many = loop._evaluate(model, x, y, loss, batch_size=7)
+    assert one == pytest.approx(expected, rel=1e-6)  # NumPy float64 against torch float32
+    assert many == pytest.approx(one, rel=1e-6)  # float32 logits of other GEMM shapes
+    assert model.training  # the mode is restored
 
 
 def test_recorder_rejects_empty_probe_set_and_bad_sink(tmp_path):

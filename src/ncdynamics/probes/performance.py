@@ -11,7 +11,7 @@ import torch.nn.functional as F
 from .._validation import check_option
 from ._base import ProbeInput, ProbeOutput, register_probe
 
-__all__ = ["PerformanceProbe", "classification_loss"]
+__all__ = ["PerformanceProbe", "classification_loss", "loss_and_accuracy"]
 
 LOSSES = ("mse", "cross-entropy")
 
@@ -30,6 +30,28 @@ def classification_loss(logits: torch.Tensor, y: torch.Tensor, loss: str) -> tor
     return 0.5 * ((logits - target) ** 2).sum(1).mean()
 
 
+def loss_and_accuracy(logits: Any, y: Any, loss: str) -> tuple[float, float]:
+    """Mean loss and accuracy of ``logits`` (n, C) against integer labels ``y`` (n,).
+
+    The conventions of :func:`classification_loss`, evaluated in NumPy float64: on the
+    (n, C) logits of a probe or test set a handful of NumPy calls cost a fraction of the
+    torch ops, and the Recorder pays this at every record. Tensors are moved to the CPU.
+    """
+    if isinstance(logits, torch.Tensor):
+        logits = logits.detach().cpu().numpy()
+    if isinstance(y, torch.Tensor):
+        y = y.detach().cpu().numpy()
+    z = np.asarray(logits, dtype=np.float64).copy()  # (n, C), our own copy
+    rows = np.arange(y.size)
+    accuracy = float(np.count_nonzero(z.argmax(1) == y)) / y.size
+    if loss == "cross-entropy":
+        top = z.max(1)
+        lse = top + np.log(np.exp(z - top[:, None]).sum(1))
+        return float((lse - z[rows, y]).mean()), accuracy
+    z[rows, y] -= 1.0  # logits - onehot, in place
+    return 0.5 * float(np.square(z).sum() / y.size), accuracy
+
+
 class PerformanceProbe:
     """Scalars ``loss`` and ``accuracy`` of the probe set (prefixed by ``prefix``)."""
 
@@ -40,20 +62,7 @@ class PerformanceProbe:
         self.prefix = prefix
 
     def __call__(self, inp: ProbeInput) -> ProbeOutput:
-        # NumPy in float64: on a probe set's (n, C) logits a handful of NumPy calls cost a
-        # fraction of the torch ops of classification_loss, and the Recorder pays this
-        # every record. Same conventions as classification_loss.
-        logits = inp.logits.detach().cpu().numpy().astype(np.float64)  # (n, C), a copy
-        y = inp.y.detach().cpu().numpy()
-        rows = np.arange(y.size)
-        acc = float(np.count_nonzero(logits.argmax(1) == y)) / y.size
-        if self.loss == "cross-entropy":
-            top = logits.max(1)
-            lse = top + np.log(np.exp(logits - top[:, None]).sum(1))
-            value = float((lse - logits[rows, y]).mean())
-        else:
-            logits[rows, y] -= 1.0  # logits - onehot, in place on our float64 copy
-            value = 0.5 * float(np.square(logits).sum() / y.size)
+        value, acc = loss_and_accuracy(inp.logits, inp.y, self.loss)
         return ProbeOutput(scalars={f"{self.prefix}/loss": value, f"{self.prefix}/accuracy": acc})
 
 

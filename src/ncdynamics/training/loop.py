@@ -19,7 +19,7 @@ from torch import nn
 
 from .._validation import check_int, check_option, check_scalar
 from ..data import Dataset, class_balanced_batches
-from ..probes.performance import LOSSES, classification_loss
+from ..probes.performance import LOSSES, classification_loss, loss_and_accuracy
 from .recorder import Recorder
 
 __all__ = ["TrainResult", "default_device", "param_groups", "train"]
@@ -83,16 +83,21 @@ def _batches(
 def _evaluate(
     model: nn.Module, x: torch.Tensor, y: torch.Tensor, loss: str, batch_size: int = 2048
 ) -> tuple[float, float]:
+    """Mean loss and accuracy of the model on (x, y), in eval mode, in batches."""
     was = model.training
     model.eval()
-    total_loss, correct = 0.0, 0
-    for s in range(0, x.shape[0], batch_size):
-        out = model(x[s : s + batch_size])
-        total_loss += float(classification_loss(out, y[s : s + batch_size], loss)) * out.shape[0]
-        correct += int((out.argmax(1) == y[s : s + batch_size]).sum())
-    model.train(was)
-    n = max(1, x.shape[0])
-    return total_loss / n, correct / n
+    try:
+        if x.shape[0] <= batch_size:
+            return loss_and_accuracy(model(x), y, loss)
+        total_loss, correct = 0.0, 0.0
+        for s in range(0, x.shape[0], batch_size):
+            out = model(x[s : s + batch_size])
+            value, accuracy = loss_and_accuracy(out, y[s : s + batch_size], loss)
+            total_loss += value * out.shape[0]
+            correct += accuracy * out.shape[0]
+        return total_loss / x.shape[0], correct / x.shape[0]
+    finally:
+        model.train(was)
 
 
 def train(
