@@ -54,15 +54,23 @@ def naive_metrics(h: np.ndarray, y: np.ndarray, w: np.ndarray, b: np.ndarray) ->
     return {"nc1": nc1, "nc2_equinorm": norms.std() / norms.mean(), "nc4": nc4}
 
 
+_PAUSE = 0.5  # seconds before each timed call
+
+
 def interleaved(fns: dict[str, Callable[[], object]], rounds: int) -> dict[str, list[float]]:
     """Wall times of each function over ``rounds`` rounds, one call each per round (after one
-    warm-up call each), in an order that rotates between rounds."""
+    warm-up call each), in an order that rotates between rounds.
+
+    A pause before each call lets the BLAS worker threads of the call before go idle: after a
+    multi-threaded call they keep spinning for a while, and whichever function comes next
+    would pay for it."""
     names = list(fns)
     for name in names:
         fns[name]()
     times: dict[str, list[float]] = {name: [] for name in names}
     for r in range(rounds):
         for name in names[r % len(names) :] + names[: r % len(names)]:
+            time.sleep(_PAUSE)
             t0 = time.perf_counter()
             fns[name]()
             times[name].append(time.perf_counter() - t0)

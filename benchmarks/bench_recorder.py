@@ -16,7 +16,7 @@ batch sampler.
 Usage: python benchmarks/bench_recorder.py [--quick]
 
 ``--quick`` trains 10 epochs, where the one-off costs weigh twenty times more than in the
-demo (it printed 16-18% where the full run prints 9-11%): it checks that the script runs.
+demo (it printed 16-18% when the full run printed 9-11%): it checks that the script runs.
 """
 
 from __future__ import annotations
