@@ -83,6 +83,28 @@ class DenseStats:
             out -= (self.shift @ cols)[self.labels]
         return out
 
+    def nc4(
+        self, products: np.ndarray, weight: np.ndarray, bias: np.ndarray | None, gram: np.ndarray
+    ) -> float:
+        """NC4 from :meth:`centred_product` with the columns ``[W^T, M]`` (d, 2C): the
+        products (n, 2C) of the centred rows ``x = h - mu_y`` with the classifier rows and
+        with the centred class means ``v_c`` (columns of ``M``, Gram ``gram``).
+
+        The logits are ``W x + (W mu_y + b)``, and the nearest class mean maximises
+        ``x . v_c + v_y . v_c - |v_c|^2 / 2`` (since ``h - mu_G = x + v_y``): both are the
+        products plus a (C, 2C) table indexed by the label. Products of the small residuals
+        keep float32 rounding far below that of ``h`` itself (``_collapse_batch``'s
+        ``NearestMeanScorer`` streams the same test on the rows). ``nan`` if a score is not
+        finite.
+        """
+        b = 0.0 if bias is None else bias
+        table = np.concatenate((self.mean @ weight.T + b, gram - 0.5 * gram.diagonal()), axis=1)
+        scores = products + table[self.labels]  # (n, 2C): logits, then nearness to each mean
+        if not np.isfinite(scores).all():
+            return float("nan")
+        winner = scores.reshape(self.labels.size, 2, -1).argmax(2)  # (n, 2)
+        return float(np.count_nonzero(winner[:, 0] != winner[:, 1])) / self.labels.size
+
     def scatter(self) -> np.ndarray:
         """Pooled within-class scatter, shape (d, d), float64."""
         r = self.residual.astype(np.float64)

@@ -338,7 +338,7 @@ def _metrics_from_stats_unchecked(acc: CollapseAccumulator) -> dict[str, float]:
         prod = acc._dense.centred_product(cols)  # (n, k [+ 2C])
         proj = np.square(prod[:, :k]).sum(0)
         if acc.weight is not None:
-            nc4 = _dense_nc4(acc, prod[:, k:], gram)
+            nc4 = acc._dense.nc4(prod[:, k:], acc.weight, acc.bias, gram)
     else:
         proj = np.einsum("ij,ij->j", basis, acc.scatter @ basis)
         if acc.nc4_count:
@@ -373,26 +373,6 @@ def _metrics_from_stats_unchecked(acc: CollapseAccumulator) -> dict[str, float]:
     if nc4 is not None:
         out["nc4"] = nc4
     return out
-
-
-def _dense_nc4(acc: CollapseAccumulator, centred: np.ndarray, gram: np.ndarray) -> float:
-    """NC4 of the dense pass from the products ``centred`` (n, 2C) of the centred rows
-    ``x = h - mu_y`` with the classifier rows and the centred class means ``v_c``.
-
-    The logits are ``W x + (W mu_y + b)``, and the nearest class mean maximises
-    ``x . v_c + v_y . v_c - |v_c|^2 / 2`` (since ``h - mu_G = x + v_y``): both are the products
-    plus a (C, 2C) table indexed by the label. Products of the small residuals keep float32
-    rounding far below that of ``h`` itself (``_collapse_batch.NearestMeanScorer`` streams the
-    same test on the rows).
-    """
-    y = acc._dense.labels
-    b = 0.0 if acc.bias is None else acc.bias
-    table = np.concatenate((acc.mean @ acc.weight.T + b, gram - 0.5 * gram.diagonal()), axis=1)
-    scores = centred + table[y]  # (n, 2C): logits, then nearness to each class mean
-    if not np.isfinite(scores).all():
-        return float("nan")
-    winner = scores.reshape(y.size, 2, -1).argmax(2)  # (n, 2)
-    return float(np.count_nonzero(winner[:, 0] != winner[:, 1])) / y.size
 
 
 def collapse_metrics(
