@@ -4,6 +4,7 @@ import pytest
 import torch
 
 from ncdynamics.probes import PerformanceProbe, ProbeInput, classification_loss
+from ncdynamics.probes.performance import loss_and_accuracy
 
 
 def probe_input(logits, y):
@@ -29,3 +30,12 @@ def test_probe_leaves_the_logits_alone():
     out = PerformanceProbe(loss="mse")(probe_input(logits, y)).scalars
     assert out["probe/loss"] == 0.0 and out["probe/accuracy"] == 1.0
     assert torch.equal(logits, torch.eye(3))
+
+
+def test_loss_and_accuracy_takes_numpy_and_refuses_an_unknown_loss():
+    logits, y = torch.eye(3) * 2.0, torch.tensor([0, 1, 1])
+    from_numpy = loss_and_accuracy(logits.numpy(), y.numpy(), "cross-entropy")
+    assert from_numpy == loss_and_accuracy(logits, y, "cross-entropy")
+    assert from_numpy[1] == pytest.approx(2 / 3)
+    with pytest.raises(ValueError, match="`loss` must be one of"):
+        loss_and_accuracy(logits, y, "hinge")

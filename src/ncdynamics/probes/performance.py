@@ -37,6 +37,7 @@ def loss_and_accuracy(logits: Any, y: Any, loss: str) -> tuple[float, float]:
     (n, C) logits of a probe or test set a handful of NumPy calls cost a fraction of the
     torch ops, and the Recorder pays this at every record. Tensors are moved to the CPU.
     """
+    check_option(loss, "loss", LOSSES)
     if isinstance(logits, torch.Tensor):
         logits = logits.detach().cpu().numpy()
     if isinstance(y, torch.Tensor):
