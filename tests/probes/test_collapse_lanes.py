@@ -71,3 +71,17 @@ def test_lanes_work_in_a_forked_child(rng):
     proc.join(timeout=60)
     assert proc.exitcode == 0
     assert child == parent
+
+
+def test_wide_features_use_fewer_lanes(rng, monkeypatch):
+    from ncdynamics.probes import _collapse_batch
+
+    h, y, mu = features(rng, n=3000)
+    monkeypatch.setattr(_collapse_batch, "_LANE_MEMORY", 1)  # less than one lane's worth
+    capped, lanes = streamed(h, y, mu, threads=2)
+    assert lanes == 1
+    monkeypatch.undo()
+    free, lanes = streamed(h, y, mu, threads=2)
+    assert lanes == 2
+    for key, value in free.items():
+        assert capped[key] == pytest.approx(value, rel=1e-6, abs=1e-12), key

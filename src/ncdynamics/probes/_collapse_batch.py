@@ -29,6 +29,9 @@ __all__ = ["ClassScatter", "NearestMeanScorer", "SquaresOverflow"]
 _FLUSH_ROWS = 1 << 16
 # Fewest rows per syrk call (classes are grouped until they reach it).
 _GROUP_ROWS = 256
+# Memory all lanes of one scatter may take: with many cores and wide features (d = 4096 in
+# float32 needs 200 MB a lane) fewer lanes are used, down to one.
+_LANE_MEMORY = 1 << 29
 
 
 class SquaresOverflow(ArithmeticError):
@@ -152,8 +155,9 @@ class ClassScatter:
         self._syrk = syrk_update(self.dtype)
 
     def _lanes_for(self, groups: list[list[int]]) -> list[_Lane]:
-        n = max(1, min(len(groups), _blas_threads()))
         d, block_rows = self._shape
+        lane_bytes = (2 * d * d + block_rows * d) * self.dtype.itemsize  # grams and buffer
+        n = max(1, min(len(groups), _blas_threads(), _LANE_MEMORY // lane_bytes))
         while len(self._lanes) < n:
             self._lanes.append(_Lane(d, block_rows, self.dtype))
         return self._lanes[:n]
