@@ -9,6 +9,7 @@ from .init import initialize as initialize
 from .lenet import LeNet as LeNet
 from .mlp import ACTIVATIONS as ACTIVATIONS
 from .mlp import MLP as MLP
+from .modes import eval_mode as eval_mode
 from .resnet import ResNet20 as ResNet20
 from .table1 import Table1Net as Table1Net
 from .vgg import VGG as VGG
@@ -24,6 +25,7 @@ __all__ = [
     "SmallCNN",
     "Table1Net",
     "VGG",
+    "eval_mode",
     "find_classifier",
     "initialize",
 ]

@@ -24,6 +24,7 @@ from numpy.typing import NDArray
 from torch import nn
 
 from .._validation import check_array, check_int
+from ..models.modes import eval_mode
 from ._base import ProbeInput, ProbeOutput, register_probe
 
 __all__ = [
@@ -152,12 +153,8 @@ def pair_observables(
     """
     if x_pair.shape[0] != 2:
         raise ValueError(f"`x_pair` must hold 2 inputs; got shape {tuple(x_pair.shape)}.")
-    was_training = model.training
-    model.eval()
-    try:
+    with eval_mode(model):
         h, out = hidden_and_output(model, x_pair, layer=layer, pre_activation=pre_activation)
-    finally:
-        model.train(was_training)
     return pair_observables_from(h, out, targets)
 
 

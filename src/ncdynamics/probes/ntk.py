@@ -42,6 +42,7 @@ from torch.func import functional_call, jacrev, vmap
 
 from .._validation import check_finite_tensor, check_int, check_option
 from ..models.features import find_classifier
+from ..models.modes import eval_mode
 from . import _ntk_layers as _layers
 from ._ntk_contract import Block, contract, merge_small
 from ._ntk_plan import Sizes, plan_jacobian_chunks, plan_vp_chunks, result_entries
@@ -444,12 +445,8 @@ def empirical_ntk(
     if average and mode != "trace":
         raise ValueError(f"`average`=True applies only to mode='trace'; got mode={mode!r}.")
     wrapped = _Output(model, output, layer)
-    was_training = model.training
-    model.eval()
-    try:
+    with eval_mode(model):
         return _compute(wrapped, x, x2, mode, method, budget, average)
-    finally:
-        model.train(was_training)
 
 
 def _compute(

@@ -19,6 +19,7 @@ from torch import nn
 
 from .._validation import check_int, check_option, check_scalar
 from ..data import Dataset, class_balanced_batches
+from ..models.modes import eval_mode
 from ..probes.performance import LOSSES, classification_loss, loss_and_accuracy
 from .recorder import Recorder
 
@@ -84,9 +85,7 @@ def _evaluate(
     model: nn.Module, x: torch.Tensor, y: torch.Tensor, loss: str, batch_size: int = 2048
 ) -> tuple[float, float]:
     """Mean loss and accuracy of the model on (x, y), in eval mode, in batches."""
-    was = model.training
-    model.eval()
-    try:
+    with eval_mode(model):
         if x.shape[0] <= batch_size:
             return loss_and_accuracy(model(x), y, loss)
         total_loss, correct = 0.0, 0.0
@@ -96,8 +95,6 @@ def _evaluate(
             total_loss += value * out.shape[0]
             correct += accuracy * out.shape[0]
         return total_loss / x.shape[0], correct / x.shape[0]
-    finally:
-        model.train(was)
 
 
 def train(

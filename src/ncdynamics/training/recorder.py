@@ -26,6 +26,7 @@ from torch import nn
 
 from .._validation import check_array, check_int, check_labels
 from ..models.features import FeatureExtractor, find_classifier
+from ..models.modes import eval_mode
 from ..probes import Probe, ProbeInput, make_probe
 
 __all__ = ["Recorder", "Schedule", "Sink"]
@@ -162,9 +163,7 @@ class Recorder:
 
         ``extra`` scalars (e.g. the training loss) are stored with them.
         """
-        was_training = model.training
-        model.eval()
-        try:
+        with eval_mode(model):
             xs, features, logits = self._forward(model)
             classifier = find_classifier(model, self.layer)
             inp = ProbeInput(
@@ -184,8 +183,6 @@ class Recorder:
                 scalars.update({f"{self.prefix}{k}": v for k, v in out.scalars.items()})
                 for name, arr in out.arrays.items():
                     self.run.save_array(f"{self.prefix}{name}".replace("/", "."), step, arr)
-        finally:
-            model.train(was_training)
         self.run.log(step, scalars)
         self.last = scalars
         return scalars
