@@ -85,3 +85,28 @@ def test_wide_features_use_fewer_lanes(rng, monkeypatch):
     assert lanes == 2
     for key, value in free.items():
         assert capped[key] == pytest.approx(value, rel=1e-6, abs=1e-12), key
+
+
+def test_an_error_inside_a_lane_rolls_every_lane_back(rng, monkeypatch):
+    from ncdynamics.probes import _collapse_batch
+
+    h, y, mu = features(rng, n=3000, dtype=np.float64)
+    with threadpool_limits(2):
+        expected = CollapseAccumulator(6).update(h[:1500], y[:1500]).update(h[1500:], y[1500:])
+        acc = CollapseAccumulator(6).update(h[:1500], y[:1500])
+        run = _collapse_batch.ClassScatter._run
+        calls = []
+
+        def failing(self, lane, groups, block):
+            calls.append(lane)
+            if len(calls) == 2:  # the second lane of the block fails half-way
+                raise MemoryError("no room")
+            return run(self, lane, groups, block)
+
+        monkeypatch.setattr(_collapse_batch.ClassScatter, "_run", failing)
+        with pytest.raises(MemoryError):
+            acc.update(h[1500:], y[1500:])
+        monkeypatch.undo()
+        after = acc.update(h[1500:], y[1500:]).compute()
+    for key, value in expected.compute().items():
+        assert after[key] == pytest.approx(value, rel=1e-12, abs=1e-15), key

@@ -15,7 +15,7 @@ means with one GEMM.
 from __future__ import annotations
 
 import os
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from typing import NamedTuple
 
 import numpy as np
@@ -206,14 +206,19 @@ class ClassScatter:
         for lane in lanes:
             np.copyto(lane.backup, lane.gram)  # to undo the block if it is not finite
         block = _Block(h, order, counts, ends, first, rest, m2)
-        with blas_controller().limit(limits=1, user_api="blas"):
-            others = zip(lanes[1:], shares[1:], strict=True)
-            jobs = [_pool().submit(self._run, lane, share, block) for lane, share in others]
-            try:
-                self._run(lanes[0], shares[0], block)  # the first lane in this thread
-            finally:
+        try:
+            with blas_controller().limit(limits=1, user_api="blas"):
+                others = zip(lanes[1:], shares[1:], strict=True)
+                jobs = [_pool().submit(self._run, lane, share, block) for lane, share in others]
+                try:
+                    self._run(lanes[0], shares[0], block)  # the first lane in this thread
+                finally:
+                    wait(jobs)  # every lane is done before a gram is read or restored
                 for job in jobs:
-                    job.result()
+                    job.result()  # a lane's own error, raised here
+        except BaseException:
+            self._restore(lanes)
+            raise
         if not np.isfinite(first).all():
             self._restore(lanes)
             raise FloatingPointError
