@@ -60,7 +60,7 @@ SWEEP = [
     "--grid",
     "lr=0.05,0.1",
     "--set",
-    "epochs=3",
+    "epochs=40",  # runs of a few seconds: long enough to be caught mid-run on a busy machine
     "--set",
     "depth=1",
     "--set",
@@ -86,6 +86,7 @@ def test_sweep_interrupted_with_ctrl_c_resumes(tmp_path):
         if status.is_file() and json.loads(status.read_text()).get("state") == "running":
             break
         time.sleep(0.02)
+    assert proc.poll() is None, "the sweep finished before it could be interrupted"
     os.killpg(proc.pid, signal.SIGINT)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
