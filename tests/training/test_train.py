@@ -1,3 +1,5 @@
+import dataclasses
+
 import numpy as np
 import pytest
 import torch
@@ -151,6 +153,13 @@ def test_divergence_is_reported_not_hidden():
     ds = small_data()
     with pytest.raises(FloatingPointError, match="diverged"):
         train(make_model(), ds, epochs=5, lr=1e6, loss="mse", progress=False)
+
+
+def test_an_empty_training_set_is_refused():
+    ds = small_data()
+    empty = dataclasses.replace(ds, x_train=ds.x_train[:0], y_train=ds.y_train[:0])
+    with pytest.raises(ValueError, match="at least one training sample"):
+        train(make_model(), empty, epochs=1, progress=False)
 
 
 def test_log_spaced_schedule_includes_ends():

@@ -175,6 +175,10 @@ def train(
     batch_size = check_int(batch_size, "batch_size", low=1)
     checkpoint_every = check_int(checkpoint_every, "checkpoint_every", low=1)
     test_every = check_int(test_every, "test_every", low=1)
+    if len(data.y_train) == 0:
+        raise ValueError(
+            "`data` must hold at least one training sample; got an empty training set."
+        )
     if per_class is not None:
         per_class = check_int(per_class, "per_class", low=1)
     device = torch.device(device) if device is not None else default_device()
