@@ -328,3 +328,16 @@ def test_float64_features_whose_squares_overflow_are_refused(rng):
         collapse_metrics(h, y)
     with pytest.raises(ValueError, match="squares overflow"):
         CollapseAccumulator(3).update(h, y)
+
+
+def test_cdnv_stays_accurate_when_two_class_means_nearly_coincide(rng):
+    # two of five means 1e-6 apart, the others about 4 away: the pair's squared distance
+    # taken as |v_i|^2 + |v_j|^2 - 2 v_i.v_j would lose four digits to cancellation
+    C, d = 5, 16
+    mu = rng.standard_normal((C, d))
+    mu[1] = mu[0] + 1e-6 * rng.standard_normal(d)
+    y = np.repeat(np.arange(C), 200)
+    h = mu[y] + 1e-9 * rng.standard_normal((y.size, d))
+    ref = reference_metrics(h, y, mu, np.zeros(C))["cdnv"]
+    assert collapse_metrics(h, y)["cdnv"] == pytest.approx(ref, rel=1e-9)
+    assert stream(h, y, mu, np.zeros(C), [300, 700], rng)["cdnv"] == pytest.approx(ref, rel=1e-9)

@@ -354,8 +354,9 @@ def _metrics_from_stats_unchecked(acc: CollapseAccumulator) -> dict[str, float]:
     out["nc1_std"] = float(np.sqrt(var).mean())
     v_c = var.sum(1)  # (C,) mean squared distance to the class mean
     i, j, off_diagonal, etf = _class_pair_constants(C)
-    # squared distances of class-mean pairs, from the Gram (differences of centred means)
-    d2_pairs = sq_norms[i] + sq_norms[j] - 2.0 * gram[i, j]
+    # squared distances of class-mean pairs, from the differences themselves: through the
+    # Gram they would cancel when two means are far closer to each other than to the rest
+    d2_pairs = np.square(mu[i] - mu[j]).sum(1)
     out["cdnv"] = float(((v_c[i] + v_c[j]) / (2.0 * d2_pairs)).mean())
     norms = np.sqrt(sq_norms)  # (C,)
     out["nc2_equinorm"] = float(norms.std() / norms.mean())
