@@ -57,7 +57,7 @@ class FeatureExtractor:
             and callable(model.features)
         ):
             h = model.features(x)
-            return (h if h.dim() == 2 else h.flatten(1)), model.classifier(h)
+            return h.flatten(1), model.classifier(h)
         clf = find_classifier(model, self.layer)
         store: dict[str, torch.Tensor] = {}
 

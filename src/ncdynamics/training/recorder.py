@@ -138,13 +138,8 @@ class Recorder:
         self._inputs: dict[tuple[torch.device, torch.dtype], torch.Tensor] = {}
 
     def _forward(self, model: nn.Module) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        first = next(model.parameters(), None)
-        device = first.device if first is not None else torch.device("cpu")
-        if first is not None and first.is_floating_point():
-            dtype = first.dtype
-        else:
-            floats = (p.dtype for p in model.parameters() if p.is_floating_point())
-            dtype = next(floats, torch.float32)
+        device = next((p.device for p in model.parameters()), torch.device("cpu"))
+        dtype = next((p.dtype for p in model.parameters() if p.is_floating_point()), torch.float32)
         xs = self._inputs.get((device, dtype))
         if xs is None:  # converted once per device and dtype
             xs = self._inputs[device, dtype] = self.x.to(device=device, dtype=dtype)
