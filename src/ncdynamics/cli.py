@@ -72,6 +72,11 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     lst.add_argument("--names", action="store_true", help="print only names, one per line")
     lst.add_argument("--theory", default=None, help="only experiments of this theory")
+    lst.add_argument(
+        "--theories",
+        action="store_true",
+        help="list the theories (built-in and installed) instead of experiments",
+    )
 
     run = sub.add_parser(
         "run",
@@ -212,7 +217,7 @@ def _build_parser() -> argparse.ArgumentParser:
 
 
 def _parse_overrides(items: Sequence[str], config_file: Path | None) -> dict[str, Any]:
-    from ._spec import parse_value
+    from .theories.experiment import parse_value
 
     out: dict[str, Any] = {}
     if config_file is not None:
@@ -235,7 +240,7 @@ def _parse_overrides(items: Sequence[str], config_file: Path | None) -> dict[str
 
 
 def _parse_grid(items: Sequence[str]) -> dict[str, Any]:
-    from ._spec import parse_value
+    from .theories.experiment import parse_value
 
     grid: dict[str, Any] = {}
     for item in items:
@@ -412,9 +417,25 @@ def _run_and_report(
     return 0
 
 
+def _cmd_list_theories() -> int:
+    from . import theories
+
+    names = theories.available()
+    width = max(len(n) for n in names) + 2
+    print(f"{'theory':<{width}}{'experiments':<13}{'confronts':<11}title / docs")
+    for name in names:
+        t = theories.get(name)
+        confronts = "yes" if t.confrontation is not None else "no"
+        print(f"{name:<{width}}{len(t.load_experiments()):<13}{confronts:<11}{t.title}")
+        print(f"{'':<{width + 24}}{t.docs}")
+    return 0
+
+
 def _cmd_list(args: argparse.Namespace) -> int:
     from . import experiments
 
+    if args.theories:
+        return _cmd_list_theories()
     specs = experiments.list_experiments()
     if args.theory is not None:
         specs = [s for s in specs if s.theory == args.theory]

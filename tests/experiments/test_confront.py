@@ -7,9 +7,9 @@ import pandas as pd
 import pytest
 
 from ncdynamics import runs
-from ncdynamics._confront import Stream
 from ncdynamics.experiments import confront
 from ncdynamics.report import write_compare_report, write_forecast_report
+from ncdynamics.theories.confrontation import Stream
 from ncdynamics.theories.lesde.model import d_vectors
 
 
@@ -153,7 +153,7 @@ def test_a_theory_that_raises_is_reported_failed_and_others_still_fit(tmp_path, 
         raise IndexError("index 3 is out of bounds")
 
     patched = [dataclasses.replace(c, fit=broken) if c is lesde else c for c in confs]
-    monkeypatch.setattr(confront, "_CACHE", patched)
+    monkeypatch.setattr(confront, "confrontations", lambda: patched)
     entries = confront.compare(_lesde_run(tmp_path / "r", prefixes=("a/",)))
     by = {e.theory: e for e in entries}
     assert by["lesde"].status == "failed" and "IndexError: index 3" in by["lesde"].message

@@ -3,7 +3,7 @@ import dataclasses
 import pytest
 
 from ncdynamics import experiments, report, runs
-from ncdynamics._spec import PRESETS, ExperimentSpec
+from ncdynamics.theories.experiment import PRESETS, ExperimentSpec
 
 NAMES = [s.name for s in experiments.list_experiments()]
 

@@ -245,7 +245,7 @@ def test_lazy_rescaling_maps_onto_rescaled_system():
     G = 3.0
     y0 = np.array([0.6, 0.5, 0.2])
     ts = np.linspace(0, 100, 201)
-    from ncdynamics.theories._integrate import Trajectory
+    from ncdynamics.theories.integrate import Trajectory
 
     mapped = cf.lazy_rescale(Trajectory(ts, _solve(y0, ts, p)), G)
     direct = _solve(mapped.ys[0], mapped.ts, cf.lazy_params(p, G))

@@ -10,10 +10,10 @@ import pytest
 from scipy.integrate import solve_ivp
 
 from ncdynamics import runs
-from ncdynamics._confront import NotApplicable, Stream
 from ncdynamics.theories.alignment.confront import CONFRONTATION as ALIGNMENT
 from ncdynamics.theories.alignment.estimate import simulate
 from ncdynamics.theories.alignment.model import AlignmentParams
+from ncdynamics.theories.confrontation import NotApplicable, Stream
 from ncdynamics.theories.hadamard.confront import CONFRONTATION as HADAMARD
 from ncdynamics.theories.hadamard.confront import centred_singular_values, offdiagonal_fraction
 from ncdynamics.theories.hadamard.metrics import reduced_basis

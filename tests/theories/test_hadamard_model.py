@@ -295,7 +295,7 @@ def test_alpha_beta_flow_conserves_differences_and_reduces_to_eq9(rng):
     sp = hd.SingularValueParams(K, n)
     alpha = rng.uniform(0.5, 2.0, size=K - 1)
     beta = alpha * rng.uniform(0.5, 1.5, size=K - 1)
-    from ncdynamics.theories._integrate import solve_ode
+    from ncdynamics.theories.integrate import solve_ode
 
     ts = np.linspace(0, 20, 50)
     traj = solve_ode(hd.drift_alpha_beta, np.stack([alpha, beta]), ts, sp, rtol=1e-11, atol=1e-13)

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from ncdynamics import runs
-from ncdynamics._spec import config_to_dict
+from ncdynamics.theories.experiment import config_to_dict
 from ncdynamics.theories.lesde.experiments import EXPERIMENTS
 
 SPECS = {s.name: s for s in EXPERIMENTS}

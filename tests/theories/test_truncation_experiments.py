@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from ncdynamics import runs
-from ncdynamics._spec import config_to_dict
 from ncdynamics.theories import truncation
+from ncdynamics.theories.experiment import config_to_dict
 from ncdynamics.theories.truncation.experiments import EXPERIMENTS
 
 NAMES = [f"truncation.e{i}" for i in range(1, 9)]

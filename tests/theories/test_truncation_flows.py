@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from ncdynamics.theories import _integrate
+from ncdynamics.theories import integrate
 from ncdynamics.theories import truncation as tr
 
 
@@ -162,7 +162,7 @@ def test_bilinear_flow_conserves_invariant_and_obeys_cost_bound(rng):
     lam0 = np.linalg.eigvalsh(inv0).min()
     assert lam0 > 0
     ts = np.linspace(0, 5, 51)
-    traj = _integrate.solve_ode(
+    traj = integrate.solve_ode(
         tr.bilinear_drift,
         np.stack([W0, B0]),
         ts,
@@ -194,7 +194,7 @@ def test_bilinear_propagators_reproduce_residual(rng):
     W0, B0 = rng.standard_normal((q, q)), rng.standard_normal((q, q)) + 2 * np.eye(q)
     y0 = np.stack([W0, B0, np.eye(q), np.eye(q)])
     ts = np.linspace(0, 1, 11)
-    traj = _integrate.solve_ode(
+    traj = integrate.solve_ode(
         tr.bilinear_propagator_drift,
         y0,
         ts,
@@ -219,7 +219,7 @@ def test_linear_regression_closed_form(rng, weighting):
     par = tr.LinearRegressionParams(X, Y_ext, w)
     W0 = rng.standard_normal((q, q))
     ts = np.linspace(0, 6, 31)
-    traj = _integrate.solve_ode(
+    traj = integrate.solve_ode(
         tr.linreg_drift, W0, ts, par, method="DOP853", rtol=1e-12, atol=1e-14
     )
     np.testing.assert_allclose(tr.linreg_closed_form(W0, ts, par), traj.ys, atol=1e-10)
@@ -243,7 +243,7 @@ def test_paper_propagator_generators_do_not_reproduce_residual(rng):
         return np.concatenate([head, np.stack([-W.T @ W @ UW, -UB @ B @ B.T])])
 
     y0 = np.stack([W0, B0, np.eye(q), np.eye(q)])
-    traj = _integrate.solve_ode(
+    traj = integrate.solve_ode(
         printed, y0, np.array([0.0, 0.5]), par, method="DOP853", rtol=1e-11, atol=1e-13
     )
     w, b, uw, ub = traj.ys[-1]

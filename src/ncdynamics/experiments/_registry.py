@@ -1,56 +1,45 @@
-"""Collects the experiments every theory declares and runs one by name.
+"""The experiments of every theory, by name, and the runner that fills a run directory.
 
-Each ``ncdynamics.theories.<name>.experiments`` module lists its experiments in a module
-constant ``EXPERIMENTS`` (a sequence of :class:`ncdynamics._spec.ExperimentSpec`). They are
-discovered by walking the ``theories`` package, so adding a theory adds its experiments
-without changing this module.
+The experiments come from the theory registry (:func:`ncdynamics.theories.available`): each
+theory's declaration names its experiments. The core ``demo`` is the one experiment that
+belongs to no theory.
 """
 
 from __future__ import annotations
 
-import importlib
 import os
-import pkgutil
 import traceback
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from .. import runs, theories
-from .._spec import PRESETS, ExperimentSpec, config_to_dict
 from .._validation import check_int, check_option
+from ..theories.experiment import PRESETS, ExperimentSpec, config_to_dict
 
 __all__ = ["get", "list_experiments", "run"]
 
-_CORE_MODULES = ("ncdynamics.experiments.demo",)
+
+def _core() -> tuple[ExperimentSpec, ...]:
+    from .demo import EXPERIMENTS
+
+    return EXPERIMENTS
 
 
-def _discover() -> dict[str, ExperimentSpec]:
+def _collect() -> dict[str, ExperimentSpec]:
     found: dict[str, ExperimentSpec] = {}
-    modules = list(_CORE_MODULES)
-    for info in pkgutil.iter_modules(theories.__path__):
-        if info.ispkg:
-            name = f"{theories.__name__}.{info.name}.experiments"
-            if importlib.util.find_spec(name) is not None:
-                modules.append(name)
-    for mod_name in modules:
-        mod = importlib.import_module(mod_name)
-        for spec in getattr(mod, "EXPERIMENTS", ()):
+    declared = [_core(), *(theories.get(n).load_experiments() for n in theories.available())]
+    for specs in declared:
+        for spec in specs:
             if spec.name in found:
                 raise RuntimeError(f"experiment {spec.name!r} is registered twice.")
             found[spec.name] = spec
     return found
 
 
-_CACHE: dict[str, ExperimentSpec] | None = None
-
-
 def list_experiments() -> list[ExperimentSpec]:
     """Every registered experiment, the demo first, then by name."""
-    global _CACHE
-    if _CACHE is None:
-        _CACHE = _discover()
-    return sorted(_CACHE.values(), key=lambda s: (s.name != "demo", s.name))
+    return sorted(_collect().values(), key=lambda s: (s.name != "demo", s.name))
 
 
 def get(name: str) -> ExperimentSpec:

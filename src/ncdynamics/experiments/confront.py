@@ -1,8 +1,9 @@
 """Theory against run: fit every applicable theory to a recorded run, or forecast its end.
 
-Each theory declares what it needs from a run in ``theories/<name>/confront.py``
-(:class:`ncdynamics._confront.Confrontation`); this module finds those declarations, finds the
-streams of a run that carry what each needs, and
+Each theory declares what it needs from a run (:class:`ncdynamics.theories.Confrontation`,
+named by its :class:`~ncdynamics.theories.Theory` declaration); this module gets those
+declarations from the theory registry, finds the streams of a run that carry what each
+needs, and
 
 - :func:`compare` fits each applicable theory to the whole of each stream;
 - :func:`forecast` fits it to the records up to a fraction of the run only, predicts each
@@ -17,10 +18,8 @@ differ or the prediction is not finite.
 
 from __future__ import annotations
 
-import importlib
 import math
 import os
-import pkgutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,8 +28,8 @@ import numpy as np
 import pandas as pd
 
 from .. import runs, theories
-from .._confront import Confrontation, NotApplicable, Series, Stream, TheoryFit
 from .._validation import check_scalar
+from ..theories.confrontation import Confrontation, NotApplicable, Series, Stream, TheoryFit
 
 __all__ = [
     "CompareEntry",
@@ -43,30 +42,16 @@ __all__ = [
     "power_law_extrapolation",
 ]
 
-_CACHE: list[Confrontation] | None = None
-
 
 def confrontations() -> list[Confrontation]:
-    """Every theory's ``CONFRONTATION``, by theory name."""
-    global _CACHE
-    if _CACHE is None:
-        found = []
-        for info in pkgutil.iter_modules(theories.__path__):
-            name = f"{theories.__name__}.{info.name}.confront"
-            if info.ispkg and importlib.util.find_spec(name) is not None:
-                found.append(importlib.import_module(name).CONFRONTATION)
-        _CACHE = sorted(found, key=lambda c: c.theory)
-    return _CACHE
+    """Every theory's confrontation with recorded runs, by theory name."""
+    found = [theories.get(n).load_confrontation() for n in theories.available()]
+    return sorted((c for c in found if c is not None), key=lambda c: c.theory)
 
 
 def theories_without_confrontation() -> list[str]:
-    """Theory subpackages that declare no confrontation with network runs."""
-    declared = {c.theory for c in confrontations()}
-    return sorted(
-        i.name
-        for i in pkgutil.iter_modules(theories.__path__)
-        if i.ispkg and i.name not in declared
-    )
+    """Theories that declare no confrontation with network runs."""
+    return [n for n in theories.available() if theories.get(n).confrontation is None]
 
 
 def _prefixes(names: list[str], suffix: str) -> set[str]:

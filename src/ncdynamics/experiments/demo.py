@@ -16,9 +16,9 @@ import numpy as np
 import torch
 
 from .. import data as nc_data
-from .._spec import ExperimentSpec
 from ..models import MLP
 from ..probes import PairAlignmentProbe, PerformanceProbe
+from ..theories.experiment import ExperimentSpec
 from ..training import Recorder, train
 
 __all__ = ["DemoConfig", "EXPERIMENTS", "run_demo"]

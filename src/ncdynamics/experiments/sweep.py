@@ -32,9 +32,9 @@ from typing import Any
 import pandas as pd
 
 from .. import runs
-from .._spec import PRESETS, config_to_dict
 from .._validation import check_int, check_option
 from ..runs._io import atomic_write, read_json, write_json
+from ..theories.experiment import PRESETS, config_to_dict
 from ._registry import get
 from .executors import Executor, LocalExecutor, Task
 

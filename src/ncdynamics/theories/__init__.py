@@ -1,8 +1,55 @@
-"""Effective theories of collapse dynamics, one subpackage each.
+"""Effective theories of collapse dynamics: the contract, the registry and the shared floor.
 
-``lesde``, ``ntk_collapse``, ``alignment``, ``truncation``, ``hadamard``: every subpackage has
-``model.py`` (the equations), ``estimate.py`` (parameters from a recorded run) and
-``experiments.py`` (the paper's experiments, listed in ``EXPERIMENTS``).
+Each theory is a subpackage (``lesde``, ``ntk_collapse``, ``alignment``, ``truncation``,
+``hadamard``) or an installed package, and declares itself with a :class:`Theory` bound to
+``THEORY`` in its ``__init__``. This package holds what they share:
+
+- the contract: :class:`Theory`, :class:`ExperimentSpec` (with the :class:`RunWriter` an
+  experiment writes to) and :class:`Confrontation` (with :class:`Stream`, :class:`Need`,
+  :class:`TheoryFit`);
+- the registry: :func:`available` and :func:`get`;
+- the floor: :mod:`~ncdynamics.theories.geometry` (simplex ETF),
+  :mod:`~ncdynamics.theories.labels` (label matrices, class-major layout) and
+  :mod:`~ncdynamics.theories.integrate` (the one :class:`Trajectory` type, ODE and SDE
+  integrators, :class:`FitResult`).
+
+How to add a theory is in ``docs/extending.md``.
 """
 
-__all__: list[str] = []
+from .confrontation import Confrontation as Confrontation
+from .confrontation import Need as Need
+from .confrontation import NotApplicable as NotApplicable
+from .confrontation import Stream as Stream
+from .confrontation import TheoryFit as TheoryFit
+from .experiment import PRESETS as PRESETS
+from .experiment import ExperimentSpec as ExperimentSpec
+from .experiment import RunWriter as RunWriter
+from .integrate import ConvergenceWarning as ConvergenceWarning
+from .integrate import FitResult as FitResult
+from .integrate import Trajectory as Trajectory
+from .registry import ENTRY_POINT_GROUP as ENTRY_POINT_GROUP
+from .registry import available as available
+from .registry import get as get
+from .registry import refresh as refresh
+from .theory import Theory as Theory
+from .theory import TheoryDeclarationError as TheoryDeclarationError
+
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "PRESETS",
+    "Confrontation",
+    "ConvergenceWarning",
+    "ExperimentSpec",
+    "FitResult",
+    "Need",
+    "NotApplicable",
+    "RunWriter",
+    "Stream",
+    "Theory",
+    "TheoryDeclarationError",
+    "TheoryFit",
+    "Trajectory",
+    "available",
+    "get",
+    "refresh",
+]

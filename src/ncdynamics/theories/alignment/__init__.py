@@ -50,6 +50,7 @@ from .model import jacobian as jacobian
 from .model import simulate_matrix as simulate_matrix
 
 __all__ = [
+    "THEORY",
     "VARIANTS",
     "AlignmentParams",
     "VectorParams",
@@ -80,3 +81,19 @@ __all__ = [
     "simulate",
     "simulate_matrix",
 ]
+
+from ..theory import Theory as _Theory
+
+THEORY = _Theory(
+    name="alignment",
+    title="Two-point representation alignment: universality of representation dynamics",
+    citation=(
+        'L. van Rossem and A. M. Saxe, "When Representations Align: Universality in '
+        'Representation Learning Dynamics", Proceedings of the 41st International Conference '
+        "on Machine Learning (ICML), PMLR 235, 2024. arXiv:2402.09142."
+    ),
+    package=__name__,
+    experiments="ncdynamics.theories.alignment.experiments:EXPERIMENTS",
+    confrontation="ncdynamics.theories.alignment.confront:CONFRONTATION",
+    docs="docs/theories/alignment.md",
+)

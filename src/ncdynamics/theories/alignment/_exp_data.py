@@ -10,10 +10,10 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ..._spec import ExperimentSpec
 from ...data import load
 from ...probes.geometry import squared_distances, taylor_terms
 from ...training import run_trials
+from ..experiment import ExperimentSpec
 from . import _figures
 from ._pipeline import dataset_trial, fit_history, net_config, two_point_trial
 from .closed_form import exponential_weighting, pairwise_theory

@@ -10,8 +10,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ..._confront import r_squared
 from ...data import load
+from ..confrontation import r_squared
 from .closed_form import final_distance
 from .estimate import fit_output_rate, fit_rates
 from .training import TABLE1, TABLE2, NetConfig, PairHistory, train_recording

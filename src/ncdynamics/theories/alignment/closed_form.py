@@ -14,7 +14,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ..._validation import check_array, check_scalar
-from .._integrate import Trajectory
+from ..integrate import Trajectory
 from .model import AlignmentParams
 
 __all__ = [

@@ -19,8 +19,8 @@ import warnings
 import numpy as np
 from numpy.typing import NDArray
 
-from ..._confront import Confrontation, Need, Series, Stream, TheoryFit, r_squared
-from .._integrate import ConvergenceWarning
+from ..confrontation import Confrontation, Need, Series, Stream, TheoryFit, r_squared
+from ..integrate import ConvergenceWarning
 from .closed_form import final_distance
 from .estimate import fit_rates, simulate
 

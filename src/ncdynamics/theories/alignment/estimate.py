@@ -23,7 +23,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ..._validation import check_array, check_option, check_scalar
-from .._integrate import ConvergenceWarning, FitResult, Trajectory
+from ..integrate import ConvergenceWarning, FitResult, Trajectory
 from .closed_form import loss_curve
 from .model import VARIANTS, AlignmentParams
 

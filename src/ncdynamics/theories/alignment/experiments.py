@@ -19,7 +19,7 @@ processes through :func:`ncdynamics.training.run_trials` (1 thread each).
 
 from __future__ import annotations
 
-from ..._spec import ExperimentSpec
+from ..experiment import ExperimentSpec
 from ._exp_ablations import PAPER_ALT_LOSS as PAPER_ALT_LOSS
 from ._exp_ablations import (
     AdamConfig,

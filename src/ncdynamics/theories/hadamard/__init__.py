@@ -122,6 +122,7 @@ from .ufm import run_logit_gd as run_logit_gd
 from .ufm import solve_gradient_flow as solve_gradient_flow
 
 __all__ = [
+    "THEORY",
     "COUNTEREXAMPLES",
     "FlowResult",
     "GDResult",
@@ -207,3 +208,18 @@ __all__ = [
     "ufm_metrics",
     "xor_permutation",
 ]
+
+from ..theory import Theory as _Theory
+
+THEORY = _Theory(
+    name="hadamard",
+    title="Hadamard-diagonalised cross-entropy dynamics of the unconstrained features model",
+    citation=(
+        'C. Garrod, J. P. Keating and C. Thrampoulidis, "Diagonalizing the Softmax: Hadamard '
+        'Initialization for Tractable Cross-Entropy Dynamics", preprint, 2025.'
+    ),
+    package=__name__,
+    experiments="ncdynamics.theories.hadamard.experiments:EXPERIMENTS",
+    confrontation="ncdynamics.theories.hadamard.confront:CONFRONTATION",
+    docs="docs/theories/hadamard.md",
+)

@@ -23,8 +23,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ..._confront import Confrontation, Need, NotApplicable, Series, Stream, TheoryFit
-from .._integrate import ConvergenceWarning
+from ..confrontation import Confrontation, Need, NotApplicable, Series, Stream, TheoryFit
+from ..integrate import ConvergenceWarning
 from .estimate import fit_reduced
 from .metrics import reduced_basis
 

@@ -23,7 +23,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..._validation import check_array, check_int, check_scalar
-from .._integrate import FitResult
+from ..integrate import FitResult
 from .metrics import mode_values, residual_energy
 from .model import iterations_to_time, solve_reduced, to_reduced
 from .structure import check_power_of_two

@@ -9,7 +9,7 @@ still be overridden. Presets: ``smoke`` (seconds), ``cpu`` (the claims at reduce
 
 from __future__ import annotations
 
-from ..._spec import ExperimentSpec
+from ..experiment import ExperimentSpec
 from ._exp_compare import SCALARS as SCALARS
 from ._exp_compare import CompareConfig, run_compare
 from ._exp_theory import (

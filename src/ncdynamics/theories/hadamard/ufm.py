@@ -24,7 +24,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..._validation import check_array, check_int, check_option, check_scalar
-from .._integrate import solve_ode
+from ..integrate import solve_ode
 from .structure import softmax_columns
 
 __all__ = [

@@ -73,6 +73,7 @@ from .simulate import simulate_sde as simulate_sde
 from .simulate import solve_leode as solve_leode
 
 __all__ = [
+    "THEORY",
     "ParticlePaths",
     "simulate_discrete",
     "simulate_sde",
@@ -117,3 +118,19 @@ __all__ = [
     "le_matrix",
     "v1_v2_k3",
 ]
+
+from ..theory import Theory as _Theory
+
+THEORY = _Theory(
+    name="lesde",
+    title="Locally elastic stochastic differential equations (LE-SDE)",
+    citation=(
+        'J. Zhang, H. Wang and W. J. Su, "Imitating Deep Learning Dynamics via Locally '
+        'Elastic Stochastic Differential Equations", Advances in Neural Information '
+        "Processing Systems 34 (NeurIPS 2021). arXiv:2110.05960."
+    ),
+    package=__name__,
+    experiments="ncdynamics.theories.lesde.experiments:EXPERIMENTS",
+    confrontation="ncdynamics.theories.lesde.confront:CONFRONTATION",
+    docs="docs/theories/lesde.md",
+)

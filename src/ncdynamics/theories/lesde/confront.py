@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ..._confront import Confrontation, Need, Series, Stream, TheoryFit, r_squared
+from ..confrontation import Confrontation, Need, Series, Stream, TheoryFit, r_squared
 from .model import d_vectors
 
 __all__ = ["CONFRONTATION", "margin_projections"]

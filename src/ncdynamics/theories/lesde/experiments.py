@@ -7,7 +7,7 @@ n = 500 per class: the reference code's horizon), ``paper`` (R = 100, T = 10^5 a
 
 from __future__ import annotations
 
-from ..._spec import ExperimentSpec
+from ..experiment import ExperimentSpec
 from ._exp_theory import Thm21Config, Thm31Config, run_thm21, run_thm31
 from ._exp_training import P_STAR as P_STAR
 from ._exp_training import (

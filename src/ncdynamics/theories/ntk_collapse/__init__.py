@@ -56,6 +56,7 @@ from .model import simulate_gd as simulate_gd
 from .relaxed import RelaxedParams as RelaxedParams
 
 __all__ = [
+    "THEORY",
     "BlockParams",
     "DecomposedState",
     "FlowTrajectory",
@@ -72,3 +73,19 @@ __all__ = [
     "simulate_flow",
     "simulate_gd",
 ]
+
+from ..theory import Theory as _Theory
+
+THEORY = _Theory(
+    name="ntk_collapse",
+    title="Neural (tangent kernel) collapse: block-structured NTK gradient flow",
+    citation=(
+        'M. Seleznova, D. Weitzner, R. Giryes, G. Kutyniok and H.-H. Chou, "Neural (Tangent '
+        'Kernel) Collapse", Advances in Neural Information Processing Systems 36 (NeurIPS '
+        "2023). arXiv:2305.16427."
+    ),
+    package=__name__,
+    experiments="ncdynamics.theories.ntk_collapse.experiments:EXPERIMENTS",
+    confrontation="ncdynamics.theories.ntk_collapse.confront:CONFRONTATION",
+    docs="docs/theories/ntk_collapse.md",
+)

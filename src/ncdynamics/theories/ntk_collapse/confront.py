@@ -32,7 +32,7 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy.optimize import minimize_scalar
 
-from ..._confront import Confrontation, Need, Series, Stream, TheoryFit, r_squared
+from ..confrontation import Confrontation, Need, Series, Stream, TheoryFit, r_squared
 from .estimate import predict_collapse
 
 __all__ = ["CONFRONTATION", "RiccatiState", "riccati_trace"]

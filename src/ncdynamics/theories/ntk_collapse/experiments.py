@@ -7,7 +7,7 @@ below when the network measurement stack is available.
 
 from __future__ import annotations
 
-from ..._spec import ExperimentSpec
+from ..experiment import ExperimentSpec
 from ._demos import (
     THEORY_PRESETS,
     TheoryConfig,

@@ -32,7 +32,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..._validation import check_array, check_int, check_option, check_scalar
-from .._integrate import solve_ode
+from ..integrate import solve_ode
 from .blocks import feature_basis
 
 __all__ = [
@@ -445,7 +445,7 @@ def simulate_flow(
     params : BlockParams
     system : str
     method, rtol, atol
-        Passed to :func:`ncdynamics.theories._integrate.solve_ode`.
+        Passed to :func:`ncdynamics.theories.integrate.solve_ode`.
     """
     check_option(system, "system", SYSTEMS)
     s0 = state0.validated(params)

@@ -91,6 +91,7 @@ from .network import (
 )
 
 __all__ = [
+    "THEORY",
     "AdaptedParams",
     "BilinearParams",
     "ClusterData",
@@ -155,3 +156,19 @@ __all__ = [
     "truncate_general",
     "truncation_path",
 ]
+
+from ..theory import Theory as _Theory
+
+THEORY = _Theory(
+    name="truncation",
+    title="Effective gradient flow and dynamical truncation of data in ReLU networks",
+    citation=(
+        'T. Chen, "Derivation of effective gradient flow equations and dynamical truncation '
+        'of training data in deep learning", arXiv preprint (seed 003 of this project; no '
+        "identifier is printed in the text we hold)."
+    ),
+    package=__name__,
+    experiments="ncdynamics.theories.truncation.experiments:EXPERIMENTS",
+    confrontation=None,
+    docs="docs/theories/truncation.md",
+)

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import _integrate
+from .. import integrate
 from . import _figures
 from ._exp_checks import claim
 from .design import separation_margin, simplex_design, simplex_vertices
@@ -74,7 +74,7 @@ def run_collapsed(config: CollapsedConfig, run: Any, *, seed: int, progress: boo
         ev = np.linalg.eigvalsh(inv0)
         lam0 = float(ev.min() if case == "positive" else (-ev.max() if case == "negative" else 0))
         y0 = np.stack([W0, B0, np.eye(q), np.eye(q)])
-        traj = _integrate.solve_ode(
+        traj = integrate.solve_ode(
             bilinear_propagator_drift,
             y0,
             ts,
@@ -243,7 +243,7 @@ def _collapsed_network(config: CollapsedConfig, rng: np.random.Generator) -> dic
             R = expm_antisymmetric(eta * g.omega) @ R
         beta, Wn = beta - eta * g.grad_beta, Wn - eta * g.grad_W_out
     y0 = np.stack([W0, params.beta.T])
-    traj = _integrate.solve_ode(
+    traj = integrate.solve_ode(
         bilinear_drift, y0, s, BilinearParams(Y), method="DOP853", rtol=1e-10, atol=1e-12
     )
     cost_ode = np.array([bilinear_cost(w, b, Y) for w, b in traj.ys])
@@ -289,7 +289,7 @@ def run_untruncated(config: UntruncatedConfig, run: Any, *, seed: int, progress:
     par = LinearRegressionParams(X, Y_ext, np.full(n, 1.0 / n))
     ts = np.linspace(0.0, config.horizon, config.n_times)
     closed = linreg_closed_form(W0, ts, par)
-    ode = _integrate.solve_ode(linreg_drift, W0, ts, par, method="DOP853", rtol=1e-12, atol=1e-14)
+    ode = integrate.solve_ode(linreg_drift, W0, ts, par, method="DOP853", rtol=1e-12, atol=1e-14)
     err_ode = float(np.abs(closed - ode.ys).max())
     w_inf = linreg_limit(par)
     err_limit = float(np.abs(w_inf - np.linalg.lstsq(X.T, Y_ext.T, rcond=None)[0].T).max())

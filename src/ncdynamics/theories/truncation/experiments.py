@@ -19,7 +19,7 @@ Presets: ``smoke`` runs in seconds, ``cpu`` in minutes, ``paper`` uses the spec'
 
 from __future__ import annotations
 
-from ..._spec import ExperimentSpec
+from ..experiment import ExperimentSpec
 from ._exp_checks import GradientCheckConfig, StaircaseConfig, run_gradient_check, run_staircase
 from ._exp_effective import PaperOmegaConfig, Prop42Config, run_paper_omega, run_prop42
 from ._exp_flow import CoupledFlowConfig, run_coupled_flow

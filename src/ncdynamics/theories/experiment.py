@@ -1,14 +1,15 @@
 """Experiment declarations: a typed config, three presets and a function that fills a run.
 
-This module sits at the base of the package (like ``_validation``) so that every theory
-subpackage can declare its experiments without importing the ``experiments`` layer, which
-collects them. An experiment is plain data:
+Part of the theory contract (``ncdynamics.theories``): every theory subpackage declares its
+experiments with it, without importing the ``experiments`` layer that collects and runs them.
+An experiment is plain data:
 
 - ``config``: a frozen dataclass type whose defaults are the experiment's settings;
 - ``presets``: for each of ``smoke``, ``cpu`` and ``paper``, the fields that differ from the
   defaults;
 - ``run``: ``run(config, run, *, seed, progress) -> None``, which writes metrics, arrays,
-  figures and a summary into the run directory (a ``ncdynamics.runs.Run``).
+  figures and a summary into ``run``, a :class:`RunWriter` (in practice a
+  ``ncdynamics.runs.Run``).
 """
 
 from __future__ import annotations
@@ -16,13 +17,73 @@ from __future__ import annotations
 import dataclasses
 import types
 import typing
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import Any, Protocol
 
-__all__ = ["PRESETS", "ExperimentSpec", "build_config", "config_to_dict", "parse_value"]
+from numpy.typing import NDArray
+
+__all__ = [
+    "PRESETS",
+    "ExperimentFn",
+    "ExperimentSpec",
+    "RunWriter",
+    "build_config",
+    "config_to_dict",
+    "parse_value",
+]
 
 PRESETS = ("smoke", "cpu", "paper")
+
+
+class RunWriter(Protocol):
+    """What an experiment writes to: the part of ``ncdynamics.runs.Run`` it may use.
+
+    Experiments receive a run directory opened for writing. They log scalar records, store
+    arrays, figures and a summary, and checkpoint long loops so that a killed run resumes.
+    """
+
+    @property
+    def path(self) -> Path: ...
+
+    def log(self, step: int, values: Mapping[str, float] | None = None, **kw: float) -> None:
+        """Buffer scalar records at ``step``."""
+
+    def flush(self) -> None:
+        """Write the buffered records."""
+
+    def save_array(self, name: str, step: int, array: Any) -> Path:
+        """Store one array of ``name`` at ``step``."""
+        ...
+
+    def arrays(self, name: str) -> dict[int, NDArray[Any]]:
+        """Every stored array of ``name``, by step."""
+        ...
+
+    def save_figure(self, fig: Any, name: str, *, dpi: int = 110) -> Path:
+        """Save a matplotlib figure as a PNG."""
+        ...
+
+    def save_summary(self, summary: Mapping[str, Any]) -> Path:
+        """Merge ``summary`` into the run's ``summary.json``."""
+        ...
+
+    def save_checkpoint(
+        self, step: int, state: Mapping[str, Any], *, tag: str = "main", keep: int = 2
+    ) -> Path:
+        """Save a checkpoint of ``state`` at ``step``."""
+        ...
+
+    def load_checkpoint(self, tag: str = "main") -> dict[str, Any] | None:
+        """The newest checkpoint of ``tag``, or ``None``."""
+        ...
+
+
+class ExperimentFn(Protocol):
+    """``run(config, run, *, seed, progress) -> None``: fills ``run`` for one experiment."""
+
+    def __call__(self, config: Any, run: RunWriter, *, seed: int, progress: bool) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -42,7 +103,7 @@ class ExperimentSpec:
     presets : mapping of str to mapping
         Overrides of ``config`` fields per preset; must have exactly ``smoke``, ``cpu``,
         ``paper``.
-    run : callable
+    run : ExperimentFn
         ``run(config, run, *, seed, progress) -> None``.
     resumable : bool
         Whether ``run`` resumes from the run's last checkpoint; otherwise a resumed run
@@ -54,7 +115,7 @@ class ExperimentSpec:
     summary: str
     config: type
     presets: Mapping[str, Mapping[str, Any]]
-    run: Callable[..., None]
+    run: ExperimentFn
     resumable: bool = False
     tags: tuple[str, ...] = field(default=())
 

@@ -1,7 +1,8 @@
 """The contract between a theory and a recorded run: what it needs, fits and predicts.
 
-A theory confronts a run through a :class:`Confrontation`, declared in
-``ncdynamics/theories/<name>/confront.py`` as the module constant ``CONFRONTATION``:
+A theory confronts a run through a :class:`Confrontation`, which its
+:class:`~ncdynamics.theories.Theory` declaration names (by convention the constant
+``CONFRONTATION`` of ``<package>/confront.py``):
 
 - ``needs``: the scalars and arrays the run must have recorded (and which probe records them);
 - ``observe(stream)``: the measured trajectories of the observables the theory speaks about;
@@ -14,7 +15,7 @@ A *stream* is one set of records in a run that share a name prefix (``"mse/"`` a
 :class:`Stream` can be cut at a step, so that a fit sees only the first part of a run: that
 is how ``ncdyn forecast`` keeps the theory from peeking at what it predicts.
 
-This module sits at the base of the package, beside ``_spec``, so that theories can declare
+This module is part of the theory contract (``ncdynamics.theories``), so that theories declare
 their confrontations without importing the ``experiments`` layer that runs them.
 """
 
