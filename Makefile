@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 export OMP_NUM_THREADS ?= 1
 export MPLBACKEND := Agg
 
-.PHONY: venv demo test test-slow test-all bench lint clean
+.PHONY: venv demo test test-slow test-all doctest bench lint clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -33,9 +33,15 @@ bench: $(STAMP)
 	$(BIN)/pip install -q -c constraints.txt -e '.[bench]'
 	$(BIN)/python benchmarks/run_all.py $(BENCH_ARGS)
 
+# The >>> examples in docstrings and in docs/*.md.
+doctest: $(STAMP)
+	$(BIN)/python -m pytest -q -p no:cacheprovider -o addopts="" \
+		--doctest-modules src/ncdynamics --doctest-glob='*.md' docs
+
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/ruff format --check src tests benchmarks
+	$(BIN)/mypy
 
 clean:
 	rm -rf $(VENV) build dist src/*.egg-info .pytest_cache
