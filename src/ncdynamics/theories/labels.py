@@ -44,5 +44,4 @@ def label_matrix(n_classes: int, n_per_class: int = 1) -> NDArray[np.float64]:
     """
     k = check_int(n_classes, "n_classes", low=2)
     m = check_int(n_per_class, "n_per_class", low=1)
-    out: NDArray[np.float64] = np.kron(np.eye(k), np.ones((1, m)))
-    return out
+    return np.kron(np.eye(k), np.ones((1, m))).astype(np.float64, copy=False)
