@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+import sys
 from importlib.metadata import entry_points
 
 from .theory import Theory, TheoryDeclarationError
@@ -27,13 +28,13 @@ _FOUND: dict[str, Theory] | None = None
 
 
 def _builtin() -> list[Theory]:
-    from .. import theories
-
+    # The subpackages of the package this module belongs to (imported before any submodule).
+    here = sys.modules[__name__.rpartition(".")[0]]
     found = []
-    for info in sorted(pkgutil.iter_modules(theories.__path__), key=lambda i: i.name):
+    for info in sorted(pkgutil.iter_modules(here.__path__), key=lambda i: i.name):
         if not info.ispkg:
             continue
-        package = f"{theories.__name__}.{info.name}"
+        package = f"{here.__name__}.{info.name}"
         theory = getattr(importlib.import_module(package), "THEORY", None)
         if not isinstance(theory, Theory):
             raise TheoryDeclarationError(
