@@ -5,8 +5,10 @@
    the same SDE and step) side by side. ``torchsde`` is optional (``pip install
    .[bench]``); without it that comparison is skipped with a message.
 2. Training trials: R = 100 LeNets on 32x32 inputs, batch size 1, one SGD step: the two
-   batched trainers of :mod:`ncdynamics.theories.lesde.trials` (hand-written "fused" step
-   and torch.func "vmap") against a Python loop over the nets with torch.optim.SGD,
+   batched trainers of :mod:`ncdynamics.theories.lesde.trials` ("fused", the fast path of
+   :mod:`~ncdynamics.theories.lesde.fast_lenet_step`, and "vmap", the torch.func reference
+   of :mod:`~ncdynamics.theories.lesde.reference_lenet_step`) against a Python loop over
+   the nets with torch.optim.SGD,
    timed in alternating chunks, first with one torch thread for every variant (what one
    core does) and then with two (the machine's cores; the loop's ops are too small to
    use a second thread, the batched step's are not). ``--threads N`` times only N.
@@ -105,7 +107,7 @@ def bench_trials(n_iter: int, r: int, rounds: int, threads: int) -> None:
     )
     idx = torch.randint(0, 200, (n_iter, r), generator=gen)
     trainers = {
-        m: BatchedTrainer(r, in_channels=1, num_classes=3, lr=0.005, generator=gen, method=m)
+        m: BatchedTrainer(r, in_channels=1, n_classes=3, lr=0.005, generator=gen, method=m)
         for m in ("fused", "vmap")
     }
     nets = [LeNet(1, 3, generator=gen) for _ in range(r)]

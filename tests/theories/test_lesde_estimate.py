@@ -107,7 +107,7 @@ def test_leode_imitation_real_init_is_euler_of_the_L_model(rng):
     x0 = rng.normal(size=(k, k))
     out = est.leode_imitation(a_hat, b_hat, x0, rng=rng, init="real")
     params = m.LEParams.make(0.03, -0.01, m.h_logits(k))
-    ref = solve_leode(params, x0, np.arange(n, dtype=float), method="euler")
+    ref = solve_leode(params, x0, np.arange(n, dtype=float), method="euler").ys
     np.testing.assert_allclose(out.mean, ref, rtol=1e-12, atol=1e-14)
     rand = est.leode_imitation(a_hat, b_hat, x0, rng=rng, n_runs=50)
     assert rand.mean.shape == (n, k, k) and np.all(rand.sd[1:] > 0)

@@ -5,6 +5,7 @@ import pytest
 from scipy.integrate import solve_ivp
 from scipy.linalg import expm, null_space
 
+from ncdynamics.theories.geometry import simplex_etf
 from ncdynamics.theories.lesde import model as m
 
 
@@ -62,6 +63,26 @@ def test_drift_matrix_blocks_and_paper_kron_form_differs():
     hflat = h.transpose(0, 2, 1, 3).reshape(k * k, k * k)
     paper = np.kron(e, np.eye(k)) * hflat / k
     assert np.max(np.abs(paper - mat)) > 0.05
+
+
+@pytest.mark.parametrize("k, p", [(2, 1), (3, 2), (4, 3)])
+def test_drift_equals_drift_matrix_times_state_for_non_symmetric_h(rng, k, p):
+    # random blocks H_kl with H_kl != H_kl^T (and H_kl != H_lk), non-uniform class
+    # probabilities: the einsum drift must apply each block, not its transpose
+    h = rng.normal(size=(k, k, p, p))
+    if p > 1:
+        assert np.min(np.abs(h - h.transpose(0, 1, 3, 2)).max(axis=(2, 3))) > 0.1
+    probs = rng.dirichlet(np.ones(k))
+    alpha, beta = 0.7, -0.3
+    params = m.LEParams.make(alpha, beta, h, class_probs=probs)
+    mat = m.drift_matrix(alpha, beta, h, class_probs=probs)
+    y = rng.normal(size=(k, p))
+    want = (mat @ y.ravel()).reshape(k, p)  # class-major flattening
+    np.testing.assert_allclose(m.drift(0.0, y, params), want, rtol=1e-12, atol=1e-14)
+    # batch axes in front of (K, p) are carried through
+    ys = rng.normal(size=(5, k, p))
+    want_batch = (ys.reshape(5, k * p) @ mat.T).reshape(5, k, p)
+    np.testing.assert_allclose(m.drift(0.0, ys, params), want_batch, rtol=1e-12, atol=1e-14)
 
 
 def test_v1_v2_identities():
@@ -147,9 +168,10 @@ def test_L_model_constant_rates_match_expm(rng, k):
     np.testing.assert_allclose(m.L_model_means(ts, x0, a, b), ref, rtol=1e-7, atol=1e-10)
 
 
-def test_etf_columns_unit_and_equiangular():
+def test_eq10_etf_of_the_shared_floor_has_unit_equiangular_columns():
+    # eq. (10), S = sqrt(K/(K-1)) Q (I - 11^T/K), is the floor's simplex_etf
     for k, p in [(3, 3), (4, 6), (10, 12)]:
-        s = m.etf(k, p)
+        s = simplex_etf(k, p)
         g = s.T @ s
         np.testing.assert_allclose(np.diag(g), 1.0, atol=1e-12)
         off = g[~np.eye(k, dtype=bool)]
@@ -159,7 +181,7 @@ def test_etf_columns_unit_and_equiangular():
 @pytest.mark.parametrize(
     "call, exc, match",
     [
-        (lambda: m.le_matrix(1.0, 0.0, 1), ValueError, "num_classes"),
+        (lambda: m.le_matrix(1.0, 0.0, 1), ValueError, "n_classes"),
         (lambda: m.drift_matrix(1.0, 0.0, np.ones((2, 3, 1, 1))), ValueError, "h"),
         (
             lambda: m.drift_matrix(1.0, 0.0, np.ones((2, 2, 1, 1)), class_probs=[0.2, 0.2]),

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 from scipy.linalg import expm
 
+from ncdynamics.theories.geometry import simplex_etf
 from ncdynamics.theories.lesde import model as m
 from ncdynamics.theories.lesde import separation as sep
 
@@ -101,7 +102,7 @@ def test_no_neural_collapse_without_B_to_minus_infinity(rng, beta):
 
 
 def test_etf_gram_error_zero_on_etf():
-    assert sep.etf_gram_error(m.etf(4, 6).T) < 1e-12
+    assert sep.etf_gram_error(simplex_etf(4, 6).T) < 1e-12
 
 
 @pytest.mark.parametrize(

@@ -15,7 +15,8 @@ def test_within_class_spread_is_initial_plus_brownian(rng, scheme):
     paths = simulate_sde(
         params, x0, h=h, n_steps=int(t_end / h), rng=rng, record_every=int(t_end / h), scheme=scheme
     )
-    dev = paths.xs[0, -1] - paths.means[0, -1][:, None, :]
+    xs = paths.ys[0, -1]  # (K, n, p)
+    dev = xs - xs.mean(axis=1)[:, None, :]
     want = (1.0 + sigma**2 * t_end) * (1 - 1 / n)
     np.testing.assert_allclose(dev.var(axis=1).ravel(), want, rtol=0.03)
 
@@ -26,9 +27,9 @@ def test_schemes_agree_in_distribution(rng):
     x0 = np.broadcast_to(
         np.array([[1.0, 0.0], [0.0, 1.0], [-1.0, -1.0]])[None, :, None, :], (400, 3, 10, 2)
     ).copy()
-    a = simulate_sde(
-        params, x0, h=0.02, n_steps=100, rng=rng, record_every=100, keep_particles=False
-    ).means[:, -1]
+    a = simulate_sde(params, x0, h=0.02, n_steps=100, rng=rng, record_every=100, record="means")
+    assert a.ys.shape == (400, 2, 3, 2) and a.ts.tolist() == [0.0, 2.0]
+    a = a.ys[:, -1]
     b = simulate_sde(
         params,
         x0,
@@ -37,8 +38,8 @@ def test_schemes_agree_in_distribution(rng):
         rng=rng,
         record_every=100,
         scheme="particles",
-        keep_particles=False,
-    ).means[:, -1]
+        record="means",
+    ).ys[:, -1]
     se = np.sqrt(a.var(axis=0) / 400 + b.var(axis=0) / 400)
     assert np.all(np.abs(a.mean(axis=0) - b.mean(axis=0)) < 4 * se)
     np.testing.assert_allclose(a.std(axis=0), b.std(axis=0), rtol=0.2)
@@ -64,7 +65,7 @@ def test_mean_field_drift_follows_ode_path(rng):
     ode = m.binary_means(np.array([3.0]), 0.4, -0.1, 0.5, -0.5)[0]
     # X_i(t) = xbar_ode(t) - c + X_i(0) without noise (Sec. 2.2)
     want = ode[None, :, None] - c[None, :, :] + x0[..., 0]
-    np.testing.assert_allclose(paths.xs[:, -1, :, :, 0], want, atol=1e-3)  # Euler O(h)
+    np.testing.assert_allclose(paths.ys[:, -1, :, :, 0], want, atol=1e-3)  # Euler O(h)
 
 
 def _discrete_error(h, rng, reps=20):
@@ -80,7 +81,8 @@ def _discrete_error(h, rng, reps=20):
     for r in range(reps):
         c = x0[r].mean(axis=1)[:, 0]
         ref = m.binary_means(np.array([t_end]), alpha, beta, c[0], c[1])[0]
-        errs.append(np.linalg.norm(paths.means[r, -1, :, 0] - ref) / np.linalg.norm(ref))
+        mean = paths.ys[r, -1, :, :, 0].mean(axis=1)  # (K,)
+        errs.append(np.linalg.norm(mean - ref) / np.linalg.norm(ref))
     return float(np.mean(errs))
 
 
@@ -100,7 +102,7 @@ def test_discrete_L_model_uses_column_class_projector(rng):
     el = np.random.default_rng(3).choice(k, size=1, p=params.class_probs)[0]
     e = m.le_matrix(0.7, -0.2, k)
     want = x0[0, :, 0] + 0.1 * e[:, el][:, None] * (m.hbar(k)[el] @ x0[0, el, 0])[None]
-    np.testing.assert_allclose(out.xs[0, -1, :, 0], want, atol=1e-12)
+    np.testing.assert_allclose(out.ys[0, -1, :, 0], want, atol=1e-12)
 
 
 def test_leode_euler_and_rk_match_closed_form(rng):
@@ -109,8 +111,11 @@ def test_leode_euler_and_rk_match_closed_form(rng):
     x0 = rng.normal(size=(k, k))
     ts = np.linspace(0, 10, 2001)
     exact = m.L_model_means(ts, x0, 0.3, -0.1)
-    np.testing.assert_allclose(solve_leode(params, x0, ts), exact, rtol=1e-8, atol=1e-10)
-    euler = solve_leode(params, x0, ts, method="euler")
+    rk = solve_leode(params, x0, ts)
+    assert rk.success and rk.n_evals > 0
+    np.testing.assert_array_equal(rk.ts, ts)
+    np.testing.assert_allclose(rk.ys, exact, rtol=1e-8, atol=1e-10)
+    euler = solve_leode(params, x0, ts, method="euler").ys
     assert np.max(np.abs(euler - exact)) < 1e-2 * np.max(np.abs(exact))
 
 
@@ -122,6 +127,7 @@ def test_leode_euler_and_rk_match_closed_form(rng):
         ({"n_steps": 0}, "n_steps"),
         ({"scheme": "exact"}, "scheme"),
         ({"drift_mode": "ode"}, "drift_mode"),
+        ({"record": "xs"}, "record"),
     ],
 )
 def test_simulate_sde_rejects_bad_input(rng, kw, match):

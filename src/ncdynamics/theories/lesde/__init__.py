@@ -10,22 +10,32 @@ Modules
 -------
 model
     Drift matrix for any K and p (l-model and L-model H), closed forms (3), (7), (9), the
-    exact s-reduction of the L-model, time-varying rates, the neural-collapse ETF (10).
+    exact s-reduction of the L-model, time-varying rates. The neural-collapse ETF (10) is
+    the shared floor's :func:`ncdynamics.theories.geometry.simplex_etf`.
 simulate
     Euler--Maruyama on particles (empirical-mean or mean-field drift), the exact class-mean
-    representation, the LE-ODE (6) and the discrete dynamics (1)/(4).
+    representation, the LE-ODE (6) and the discrete dynamics (1)/(4); each returns a
+    :class:`ncdynamics.theories.Trajectory`.
 separation
     Binary and linear (LP) separability, pairwise separability, the projection direction,
     Monte-Carlo checks of Theorems 2.1 and 3.1, Prop. 3.4 Gram error.
 trials
-    R LeNets trained at once (vmap), batch size 1, recording the logits the LE-SDE models.
+    R LeNets trained at once, batch size 1, recording the logits the LE-SDE models.
+fast_lenet_step, reference_lenet_step
+    The SGD step of R stacked LeNets: the hand-written fast path and its autograd
+    reference.
 estimate
     Class-mean logits, A/B estimators (l-model, L-model, exact projection), rates by
     Savitzky--Golay, tail indices, LE-ODE imitation and its relative distance, and the direct
     drift-matrix estimate from the elasticity probe.
+confront
+    The L-model LE-ODE with constant elasticities confronted with a run.
+experiments
+    One module per figure or theorem of [1], and ``EXPERIMENTS``.
 
-Conventions (see ``docs/theories/lesde.md``): a stack of K per-class p-vectors has shape
-``(..., K, p)`` (class-major when flattened); time is the SGD iteration index in estimators.
+Conventions (see ``docs/theories/lesde.md``): K (``n_classes`` in signatures) classes; a
+stack of K per-class p-vectors has shape ``(..., K, p)`` (class-major when flattened); time
+is the SGD iteration index in estimators.
 """
 
 from .estimate import ABEstimate as ABEstimate
@@ -51,7 +61,6 @@ from .model import binary_means as binary_means
 from .model import d_vectors as d_vectors
 from .model import drift as drift
 from .model import drift_matrix as drift_matrix
-from .model import etf as etf
 from .model import h_isotropic as h_isotropic
 from .model import h_logits as h_logits
 from .model import hbar as hbar
@@ -67,14 +76,12 @@ from .separation import pairwise_separable as pairwise_separable
 from .separation import projection_direction as projection_direction
 from .separation import theorem21_probability as theorem21_probability
 from .separation import theorem31_probability as theorem31_probability
-from .simulate import ParticlePaths as ParticlePaths
 from .simulate import simulate_discrete as simulate_discrete
 from .simulate import simulate_sde as simulate_sde
 from .simulate import solve_leode as solve_leode
 
 __all__ = [
     "THEORY",
-    "ParticlePaths",
     "simulate_discrete",
     "simulate_sde",
     "solve_leode",
@@ -109,7 +116,6 @@ __all__ = [
     "d_vectors",
     "drift",
     "drift_matrix",
-    "etf",
     "h_isotropic",
     "h_logits",
     "hbar",

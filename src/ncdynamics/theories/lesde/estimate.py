@@ -57,7 +57,7 @@ class ABEstimate:
 
 
 def class_means_from_records(
-    logits: Any, labels: Any, num_classes: int, *, fill: Literal["none", "ffill"] = "none"
+    logits: Any, labels: Any, n_classes: int, *, fill: Literal["none", "ffill"] = "none"
 ) -> Array:
     """Xbar^k(m): mean over trials r with label_{r,m} = k of logits_{r,m} (spec §2.1).
 
@@ -65,7 +65,8 @@ def class_means_from_records(
     ----------
     logits : ndarray of shape (T, R, p)
     labels : ndarray of shape (T, R)
-    num_classes : int
+    n_classes : int
+        K in [1].
     fill : {"none", "ffill"}
         Iterations where a class was not drawn are NaN, or carry the last value (the
         first recorded value before a class is first drawn).
@@ -75,7 +76,7 @@ def class_means_from_records(
     ndarray of shape (T, K, p)
     """
     logits = check_array(logits, "logits", ndim=3, dtype=np.float64)
-    k = check_int(num_classes, "num_classes", low=2)
+    k = check_int(n_classes, "n_classes", low=2)
     labels = check_array(labels, "labels", shape=logits.shape[:2])
     check_labels(labels.ravel(), "labels", num_classes=k)
     check_option(fill, "fill", ("none", "ffill"))
@@ -346,7 +347,7 @@ def drift_from_impacts(
     x_source: Any,
     y_source: Any,
     y_probe: Any,
-    num_classes: int,
+    n_classes: int,
     *,
     lr: float,
     model: Literal["l", "L"] = "l",
@@ -366,14 +367,15 @@ def drift_from_impacts(
         Pre-step features of the sources.
     y_source : ndarray of shape (n_sources,)
     y_probe : ndarray of shape (n_probe,)
-    num_classes : int
+    n_classes : int
+        K in [1].
     lr : float
         The training step size (converts "per unit step" to "per iteration").
     """
     imp = check_array(impacts, "impacts", ndim=3, dtype=np.float64)
     n_src, n_probe, p = imp.shape
     xs = check_array(x_source, "x_source", shape=(n_src, p), dtype=np.float64)
-    k = check_int(num_classes, "num_classes", low=2)
+    k = check_int(n_classes, "n_classes", low=2)
     ys = check_labels(y_source, "y_source", n_samples=n_src, num_classes=k)
     yp = check_labels(y_probe, "y_probe", n_samples=n_probe, num_classes=k)
     check_option(model, "model", MODELS)

@@ -17,7 +17,7 @@ Errata implemented here (spec §1, verified in ``tests/theories/test_lesde_model
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -35,7 +35,6 @@ __all__ = [
     "d_vectors",
     "drift",
     "drift_matrix",
-    "etf",
     "h_isotropic",
     "h_logits",
     "hbar",
@@ -46,6 +45,8 @@ __all__ = [
 ]
 
 Array = NDArray[np.float64]
+# exponent of a mode, lambda(A, B), from the integrated rates (scalars or arrays)
+_ModeRate = Callable[[Any, Any], Any]
 
 
 # ----------------------------------------------------------------------------- rates
@@ -142,39 +143,58 @@ def as_rate(r: Any, name: str = "rate", *, times: Any = None) -> Rate:
 
 
 # ----------------------------------------------------------------------------- matrices
-def le_matrix(alpha: float, beta: float, num_classes: int) -> Array:
+def le_matrix(alpha: float, beta: float, n_classes: int) -> Array:
     """LE matrix E = (alpha - beta) I_K + beta 1 1^T ([1], Sec. 2.1).
+
+    Parameters
+    ----------
+    alpha, beta : float
+        Intra- and inter-class elasticity.
+    n_classes : int
+        K in [1].
 
     Returns
     -------
     ndarray of shape (K, K)
     """
-    k = check_int(num_classes, "num_classes", low=2)
+    k = check_int(n_classes, "n_classes", low=2)
     return (alpha - beta) * np.eye(k) + beta * np.ones((k, k))
 
 
-def d_vectors(num_classes: int) -> Array:
-    """Margin directions d_j = e_j - 1_K / K of eq. (8); row j is d_j, shape (K, K)."""
-    k = check_int(num_classes, "num_classes", low=2)
+def d_vectors(n_classes: int) -> Array:
+    """Margin directions d_j = e_j - 1_K / K of eq. (8); row j is d_j, shape (K, K).
+
+    ``n_classes`` is K in [1].
+    """
+    k = check_int(n_classes, "n_classes", low=2)
     return np.eye(k) - np.full((k, k), 1.0 / k)
 
 
-def hbar(num_classes: int) -> Array:
-    """Rank-one projectors Hbar^j = d_j d_j^T / |d_j|^2 of eq. (8), shape (K, K, K)."""
-    d = d_vectors(num_classes)
+def hbar(n_classes: int) -> Array:
+    """Rank-one projectors Hbar^j = d_j d_j^T / |d_j|^2 of eq. (8), shape (K, K, K).
+
+    ``n_classes`` is K in [1].
+    """
+    d = d_vectors(n_classes)
     return np.einsum("ja,jb->jab", d, d) / np.sum(d[0] ** 2)
 
 
-def h_isotropic(num_classes: int, dim: int) -> Array:
-    """H of the l-model (Sec. 3.2.1): every block is I_p; shape (K, K, p, p)."""
-    k = check_int(num_classes, "num_classes", low=2)
+def h_isotropic(n_classes: int, dim: int) -> Array:
+    """H of the l-model (Sec. 3.2.1): every block is I_p; shape (K, K, p, p).
+
+    ``n_classes`` is K and ``dim`` is p in [1].
+    """
+    k = check_int(n_classes, "n_classes", low=2)
     p = check_int(dim, "dim", low=1)
     return np.broadcast_to(np.eye(p), (k, k, p, p)).copy()
 
 
-def h_logits(num_classes: int) -> Array:
-    """H of the L-model, eq. (8): block (i, j) is Hbar^j; shape (K, K, K, K)."""
-    hb = hbar(num_classes)
+def h_logits(n_classes: int) -> Array:
+    """H of the L-model, eq. (8): block (i, j) is Hbar^j; shape (K, K, K, K).
+
+    ``n_classes`` is K in [1].
+    """
+    hb = hbar(n_classes)
     return np.broadcast_to(hb[None], (hb.shape[0], *hb.shape)).copy()
 
 
@@ -219,6 +239,9 @@ def _class_probs(class_probs: Any, k: int) -> Array:
 class LEParams:
     """Parameters of the LE-SDE (5) / LE-ODE (6).
 
+    Build them with :meth:`make`, which validates the inputs and fills the defaults
+    (no noise, uniform class probabilities).
+
     Attributes
     ----------
     alpha, beta : Rate
@@ -234,8 +257,8 @@ class LEParams:
     alpha: Rate
     beta: Rate
     h: Array
-    sigma: float = 0.0
-    class_probs: Array = field(default=None)  # type: ignore[assignment]
+    sigma: float
+    class_probs: Array
 
     @classmethod
     def make(
@@ -252,16 +275,18 @@ class LEParams:
         )
 
     @property
-    def num_classes(self) -> int:
+    def n_classes(self) -> int:
+        """K in [1]."""
         return int(self.h.shape[0])
 
     @property
     def dim(self) -> int:
+        """p in [1]."""
         return int(self.h.shape[2])
 
     def blocks(self, t: float) -> Array:
         """Blocks E_kl(t) H_kl pi_l of M_t, shape (K, K, p, p)."""
-        k = self.num_classes
+        k = self.n_classes
         e = le_matrix(float(self.alpha(t)), float(self.beta(t)), k)
         return (e * self.class_probs[None, :])[:, :, None, None] * self.h
 
@@ -403,10 +428,13 @@ def L_model_means(t: Any, x0: Any, alpha: Any, beta: Any) -> Array:
     s0 = _s_coordinates(x0)
     sbar, b0 = s0.mean(), s0 - s0.mean()
     # integrals I_r,mode(t) = int_0^t r(tau) e^{lambda_mode(tau)} dtau, r in {alpha, beta}
-    lam = {"d": lambda a, b: (a - b) / k, "f": lambda a, b: (a + b / (k - 1)) / k}
+    lam: dict[str, _ModeRate] = {
+        "d": lambda a, b: (a - b) / k,
+        "f": lambda a, b: (a + b / (k - 1)) / k,
+    }
     if ra.constant is not None and rb.constant is not None:
         al, be = ra.constant, rb.constant
-        ints = {}
+        ints: dict[tuple[str, str], Array] = {}
         for mode, f in lam.items():
             rate = f(al, be)
             g = ts if rate == 0 else np.expm1(rate * ts) / rate
@@ -424,7 +452,9 @@ def L_model_means(t: Any, x0: Any, alpha: Any, beta: Any) -> Array:
     return x
 
 
-def _quad_mode_integrals(ts: Array, ra: Rate, rb: Rate, lam: dict) -> dict:
+def _quad_mode_integrals(
+    ts: Array, ra: Rate, rb: Rate, lam: dict[str, _ModeRate]
+) -> dict[tuple[str, str], Array]:
     from scipy.integrate import quad
 
     out = {}
@@ -432,7 +462,7 @@ def _quad_mode_integrals(ts: Array, ra: Rate, rb: Rate, lam: dict) -> dict:
     for rname, r in (("a", ra), ("b", rb)):
         for mode, f in lam.items():
 
-            def integrand(s: float, r=r, f=f) -> float:
+            def integrand(s: float, r: Rate = r, f: _ModeRate = f) -> float:
                 return float(r(s)) * float(np.exp(f(ra.integral(s), rb.integral(s))))
 
             vals = np.empty_like(ts)
@@ -454,29 +484,3 @@ def v1_v2_k3() -> tuple[Array, Array]:
     v1 = np.array([1, -1, -1, -1, 1, -1, -2, -2, 0], dtype=np.float64) / 4
     v2 = np.array([2, -1, -1, -1, 2, -1, 0, 0, 0], dtype=np.float64) / 3
     return v1, v2
-
-
-def etf(num_classes: int, dim: int | None = None, *, q: Any = None) -> Array:
-    """Simplex equiangular tight frame S = sqrt(K/(K-1)) Q (I - 11^T/K), eq. (10).
-
-    Parameters
-    ----------
-    num_classes : int
-    dim : int, optional
-        Ambient dimension p >= K (default K); ignored when ``q`` is given.
-    q : ndarray of shape (p, K), optional
-        Orthonormal columns; default the first K canonical vectors.
-
-    Returns
-    -------
-    ndarray of shape (p, K); columns are unit vectors with pairwise inner product -1/(K-1).
-    """
-    k = check_int(num_classes, "num_classes", low=2)
-    if q is None:
-        p = k if dim is None else check_int(dim, "dim", low=k)
-        q = np.eye(p, k)
-    else:
-        q = check_array(q, "q", ndim=2, dtype=np.float64)
-        if q.shape[1] != k or not np.allclose(q.T @ q, np.eye(k), atol=1e-10):
-            raise ValueError(f"`q` must be (p, {k}) with orthonormal columns; got {q.shape}.")
-    return np.sqrt(k / (k - 1)) * q @ (np.eye(k) - np.full((k, k), 1.0 / k))

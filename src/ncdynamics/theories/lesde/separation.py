@@ -191,7 +191,7 @@ def theorem21_probability(
     x0[:, 1] -= init_mean
     n_steps = int(round(t_end / h))
     paths = simulate_sde(params, x0, h=h, n_steps=n_steps, rng=rng, record_every=n_steps)
-    final = paths.xs[:, -1, :, :, 0]  # (R, 2, n)
+    final = paths.ys[:, -1, :, :, 0]  # (R, 2, n)
     sep = binary_separable(final[:, 0], final[:, 1])
     return SeparationEstimate(float(sep.mean()), n_reps, np.asarray(sep))
 
@@ -201,7 +201,7 @@ def theorem31_probability(
     *,
     t_end: float,
     rng: np.random.Generator,
-    num_classes: int = 3,
+    n_classes: int = 3,
     dim: int = 3,
     n: int = 100,
     sigma: float = 1.0,
@@ -214,9 +214,29 @@ def theorem31_probability(
     g(t) = (1+t)^{-r}, beta = -g/4, alpha = beta + g, so alpha - beta = g and
     alpha + (K-1) beta = g (1 - (K-1)/4) > 0 for K <= 4. r < 1 gives gamma = omega(1/t),
     r > 1 gives gamma = o(1/t). Initial features are N(0, I) with class means e_k.
+
+    Parameters
+    ----------
+    r : float
+        Decay exponent of gamma.
+    t_end : float
+        Time at which separation is tested.
+    rng : numpy.random.Generator
+    n_classes : int, default=3
+        K in [1], at most 4 (so that alpha + (K-1) beta > 0).
+    dim : int, default=3
+        p in [1], at least K.
+    n : int
+        Samples per class.
+    sigma, h : float
+        Noise level and Euler--Maruyama step.
+    n_reps : int
+        Monte-Carlo repetitions.
+    method : {"lp", "meandiff"}
+        Separability test (:func:`pairwise_separable`).
     """
     r = check_scalar(r, "r", low=0.0)
-    k = check_int(num_classes, "num_classes", low=2, high=4)
+    k = check_int(n_classes, "n_classes", low=2, high=4)
     p = check_int(dim, "dim", low=k)
     n_reps = check_int(n_reps, "n_reps", low=1)
 
@@ -232,7 +252,7 @@ def theorem31_probability(
     n_steps = int(round(t_end / h))
     paths = simulate_sde(params, x0, h=h, n_steps=n_steps, rng=rng, record_every=n_steps)
     sep = np.array(
-        [pairwise_separable(paths.xs[i, -1], method=method).all() for i in range(n_reps)]
+        [pairwise_separable(paths.ys[i, -1], method=method).all() for i in range(n_reps)]
     )
     return SeparationEstimate(float(sep.mean()), n_reps, sep)
 

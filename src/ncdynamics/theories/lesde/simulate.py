@@ -1,7 +1,11 @@
 """Simulation of the LE-SDE (5), the LE-ODE (6) and the discrete dynamics (1)/(4) of [1].
 
 Particles are stored as ``(R, K, n, p)``: R independent trials, K classes, n samples per
-class, p feature dimensions; recorded paths are ``(R, n_times, K, n, p)``.
+class, p feature dimensions. Every simulation returns the shared
+:class:`~ncdynamics.theories.Trajectory`, time-first per path: the particle simulations
+record ``ys`` of shape ``(R, n_times, K, n, p)`` (the R trials are the ensemble axis), or
+the class means ``(R, n_times, K, p)`` when asked; the LE-ODE records
+``(n_times, ..., K, p)``.
 
 Two Euler--Maruyama representations of the same scheme are offered:
 
@@ -17,17 +21,16 @@ Two Euler--Maruyama representations of the same scheme are offered:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import NDArray
 
 from ..._validation import check_array, check_int, check_option, check_scalar
+from ..integrate import Trajectory, solve_ode
 from .model import LEParams, drift
 
 __all__ = [
-    "ParticlePaths",
     "simulate_discrete",
     "simulate_sde",
     "solve_leode",
@@ -36,29 +39,12 @@ __all__ = [
 Array = NDArray[np.float64]
 SCHEMES = ("class-means", "particles")
 DRIFTS = ("empirical", "mean-field")
-
-
-@dataclass(frozen=True)
-class ParticlePaths:
-    """Recorded particle paths.
-
-    Attributes
-    ----------
-    ts : ndarray of shape (n_times,)
-    means : ndarray of shape (R, n_times, K, p)
-        Empirical class means.
-    xs : ndarray of shape (R, n_times, K, n, p) or None
-        Particles (None when not requested).
-    """
-
-    ts: Array
-    means: Array
-    xs: Array | None
+RECORDS = ("particles", "means")
 
 
 def _check_x0(x0: Any, params: LEParams) -> Array:
     x0 = check_array(x0, "x0", ndim=4, dtype=np.float64)
-    k, p = params.num_classes, params.dim
+    k, p = params.n_classes, params.dim
     if x0.shape[1] != k or x0.shape[3] != p:
         raise ValueError(f"`x0` must have shape (R, {k}, n, {p}); got {x0.shape}.")
     return x0
@@ -66,11 +52,14 @@ def _check_x0(x0: Any, params: LEParams) -> Array:
 
 def _mode_matrices(params: LEParams) -> tuple[Array, Array]:
     """Flattened (Kp, Kp) matrices with M_t = alpha(t) M_a + beta(t) M_b."""
-    k, p = params.num_classes, params.dim
+    k, p = params.n_classes, params.dim
     eye = np.eye(k)
     blocks_a = (eye * params.class_probs)[:, :, None, None] * params.h
     blocks_b = ((1 - eye) * params.class_probs)[:, :, None, None] * params.h
-    flat = lambda b: b.transpose(0, 2, 1, 3).reshape(k * p, k * p)
+
+    def flat(b: Array) -> Array:
+        return b.transpose(0, 2, 1, 3).reshape(k * p, k * p)
+
     return flat(blocks_a), flat(blocks_b)
 
 
@@ -85,8 +74,8 @@ def simulate_sde(
     drift_mode: Literal["empirical", "mean-field"] = "empirical",
     mean_field_init: Any = None,
     record_every: int = 1,
-    keep_particles: bool = True,
-) -> ParticlePaths:
+    record: Literal["particles", "means"] = "particles",
+) -> Trajectory:
     """Euler--Maruyama for the LE-SDE (5) on particles ([1], eqs. (2), (5)).
 
     dX_i^k = sum_l E_kl(t) H_kl pi_l Xbar^l dt + sigma dW_i^k, with Xbar the empirical class
@@ -109,12 +98,14 @@ def simulate_sde(
         Start of the mean-field path (default: each trial's empirical initial means).
     record_every : int
         Record every this many steps (step 0 is always recorded).
-    keep_particles : bool
-        Return the particles, not only the class means.
+    record : {"particles", "means"}
+        Record the particles, or only the empirical class means (cheaper).
 
     Returns
     -------
-    ParticlePaths
+    Trajectory
+        ``ts`` of shape (n_times,) (``record_every * h`` apart) and ``ys`` of shape
+        (R, n_times, K, n, p) (particles) or (R, n_times, K, p) (class means).
     """
     x0 = _check_x0(x0, params)
     h = check_scalar(h, "h", low=0.0, closed="neither")
@@ -122,6 +113,8 @@ def simulate_sde(
     record_every = check_int(record_every, "record_every", low=1)
     check_option(scheme, "scheme", SCHEMES)
     check_option(drift_mode, "drift_mode", DRIFTS)
+    check_option(record, "record", RECORDS)
+    keep_particles = record == "particles"
     r, k, n, p = x0.shape
     m_a, m_b = _mode_matrices(params)
     t_grid = np.arange(n_steps) * h
@@ -141,8 +134,8 @@ def simulate_sde(
         )
         field = c.reshape(r, k * p).copy()
     sigma = params.sigma
-    means = np.empty((r, rec_steps.size, k, p))
-    xs = np.empty((r, rec_steps.size, k, n, p)) if keep_particles else None
+    # (R, n_times, K, n, p) particles or (R, n_times, K, p) class means
+    out = np.empty((r, rec_steps.size, k, n, p) if keep_particles else (r, rec_steps.size, k, p))
     if scheme == "particles":
         x = x0.copy()
     else:
@@ -152,13 +145,11 @@ def simulate_sde(
     for step in range(n_steps + 1):
         if step == rec_steps[j]:
             if scheme == "particles":
-                means[:, j] = x.mean(axis=2)
-                if xs is not None:
-                    xs[:, j] = x
+                out[:, j] = x if keep_particles else x.mean(axis=2)
+            elif keep_particles:
+                out[:, j] = ybar.reshape(r, k, 1, p) + dev
             else:
-                means[:, j] = ybar.reshape(r, k, p) + dev.mean(axis=2)
-                if xs is not None:
-                    xs[:, j] = ybar.reshape(r, k, 1, p) + dev
+                out[:, j] = ybar.reshape(r, k, p) + dev.mean(axis=2)
             j += 1
             if j == rec_steps.size:
                 break
@@ -180,7 +171,7 @@ def simulate_sde(
                 dev = dev + dw - dw.mean(axis=2, keepdims=True)
         if drift_mode == "mean-field":
             field = field + h * (field @ mt.T)
-    return ParticlePaths(ts, means, xs)
+    return Trajectory(ts.astype(np.float64), out, n_evals=int(rec_steps[-1]))
 
 
 def solve_leode(
@@ -189,7 +180,7 @@ def solve_leode(
     ts: Any,
     *,
     method: Literal["rk", "euler"] = "rk",
-) -> Array:
+) -> Trajectory:
     """Class means of the LE-ODE (6), Xbar' = M_t Xbar ([1], eq. (6)).
 
     Parameters
@@ -198,39 +189,35 @@ def solve_leode(
     x0 : ndarray of shape (..., K, p)
     ts : ndarray of shape (n_times,), increasing, starting at the time of ``x0``
     method : {"rk", "euler"}
-        ``"rk"``: adaptive DOP853 (rtol 1e-10); ``"euler"``: forward Euler on the grid
-        ``ts`` itself (the paper's LE-ODE imitation with step 1, App. D.2).
+        ``"rk"``: adaptive DOP853 (rtol 1e-10, atol 1e-12) through the shared
+        :func:`~ncdynamics.theories.integrate.solve_ode`; ``"euler"``: forward Euler on the
+        grid ``ts`` itself (the paper's LE-ODE imitation with step 1, App. D.2).
 
     Returns
     -------
-    ndarray of shape (n_times, ..., K, p)
+    Trajectory
+        ``ys`` of shape (n_times, ..., K, p).
+
+    Raises
+    ------
+    RuntimeError
+        When the adaptive integration fails.
     """
     x0 = check_array(x0, "x0", dtype=np.float64)
     ts = check_array(ts, "ts", ndim=1, dtype=np.float64, min_size=1)
     check_option(method, "method", ("rk", "euler"))
-    if x0.shape[-2:] != (params.num_classes, params.dim):
-        raise ValueError(f"`x0` must end in ({params.num_classes}, {params.dim}); got {x0.shape}.")
+    if x0.shape[-2:] != (params.n_classes, params.dim):
+        raise ValueError(f"`x0` must end in ({params.n_classes}, {params.dim}); got {x0.shape}.")
     if method == "rk":
-        from scipy.integrate import solve_ivp
-
-        shape = x0.shape
-        sol = solve_ivp(
-            lambda t, y: drift(t, y.reshape(shape), params).ravel(),
-            (ts[0], ts[-1]),
-            x0.ravel(),
-            t_eval=ts,
-            method="DOP853",
-            rtol=1e-10,
-            atol=1e-12,
-        )
-        if not sol.success:
-            raise RuntimeError(f"LE-ODE integration failed: {sol.message}")
-        return sol.y.T.reshape(ts.size, *shape)
+        traj = solve_ode(drift, x0, ts, params, method="DOP853", rtol=1e-10, atol=1e-12)
+        if not traj.success:
+            raise RuntimeError(f"LE-ODE integration failed: {traj.message}")
+        return traj
     out = np.empty((ts.size, *x0.shape))
     out[0] = x0
     for i in range(1, ts.size):
         out[i] = out[i - 1] + (ts[i] - ts[i - 1]) * drift(ts[i - 1], out[i - 1], params)
-    return out
+    return Trajectory(ts, out, n_evals=ts.size - 1)
 
 
 def simulate_discrete(
@@ -241,7 +228,7 @@ def simulate_discrete(
     n_steps: int,
     rng: np.random.Generator,
     record_every: int = 1,
-) -> ParticlePaths:
+) -> Trajectory:
     """Discrete LE dynamics (1)/(4): one drawn sample moves every particle ([1], eq. (4)).
 
     X_i^k(m) = X_i^k(m-1) + h E_{k,L_m}(m) H_{k,L_m} X_{J_m}^{L_m}(m-1) + sqrt(h) sigma zeta,
@@ -254,10 +241,17 @@ def simulate_discrete(
     ----------
     params : LEParams
     x0 : ndarray of shape (R, K, n, p)
+    h : float
+        Step size.
+    n_steps : int
+    rng : numpy.random.Generator
+    record_every : int
+        Record every this many steps (step 0 is always recorded).
 
     Returns
     -------
-    ParticlePaths
+    Trajectory
+        ``ys`` of shape (R, n_times, K, n, p): the particles.
     """
     x0 = _check_x0(x0, params)
     h = check_scalar(h, "h", low=0.0, closed="neither")
@@ -284,4 +278,4 @@ def simulate_discrete(
         if j < rec.size and step == rec[j]:
             xs[:, j] = x
             j += 1
-    return ParticlePaths(rec * h, xs.mean(axis=3), xs)
+    return Trajectory((rec * h).astype(np.float64), xs, n_evals=n_steps)

@@ -9,15 +9,18 @@ iterations (after the update).
 Two batched implementations of the same step (both checked against a loop over
 ``nn.Module`` copies in ``tests/theories/test_lesde_trials.py``):
 
-- ``"fused"`` (default): every layer of the R networks as one batched matrix product
-  (convolutions through im2col, since each network sees one image), a hand-written
-  backward pass and in-place updates, without autograd (:mod:`._lenet_step`);
-- ``"vmap"``: ``torch.func.stack_module_state`` + ``vmap(grad(functional_call))``.
+- ``"fused"`` (default): the fast path :class:`.fast_lenet_step.LeNetSGD`, every layer of
+  the R networks as one batched matrix product (convolutions through im2col, since each
+  network sees one image), a hand-written backward pass and in-place updates, without
+  autograd;
+- ``"vmap"``: the reference :mod:`.reference_lenet_step`,
+  ``torch.func.stack_module_state`` + ``vmap(grad(functional_call))``.
 """
 
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
@@ -28,7 +31,8 @@ from numpy.typing import NDArray
 
 from ..._validation import check_array, check_int, check_labels, check_option, check_scalar
 from ...models.lenet import LeNet
-from ._lenet_step import LeNetSGD
+from .fast_lenet_step import LeNetSGD
+from .reference_lenet_step import stacked_gradients
 
 __all__ = ["BatchedTrainer", "TrialRecords", "merge_records", "train_trials"]
 
@@ -70,7 +74,10 @@ def merge_records(parts: list[TrialRecords]) -> TrialRecords:
     """Concatenate records of disjoint trial groups along the trial axis."""
     if not parts:
         raise ValueError("`parts` must hold at least one TrialRecords.")
-    cat = lambda name, axis: np.concatenate([getattr(p, name) for p in parts], axis=axis)
+
+    def cat(name: str, axis: int) -> Any:
+        return np.concatenate([getattr(p, name) for p in parts], axis=axis)
+
     return replace(
         parts[0],
         logits=cat("logits", 1),
@@ -114,8 +121,8 @@ class BatchedTrainer:
     Parameters
     ----------
     n_trials : int
-    in_channels, num_classes, input_size : int
-        LeNet shape (:class:`ncdynamics.models.lenet.LeNet`).
+    in_channels, n_classes, input_size : int
+        LeNet shape (``n_classes`` is K in [1]) (:class:`ncdynamics.models.lenet.LeNet`).
     lr : float
         Learning rate (0.005 in [1]).
     generator : torch.Generator
@@ -129,7 +136,7 @@ class BatchedTrainer:
         n_trials: int,
         *,
         in_channels: int = 1,
-        num_classes: int = 3,
+        n_classes: int = 3,
         input_size: int = 32,
         lr: float = 0.005,
         generator: torch.Generator,
@@ -142,7 +149,7 @@ class BatchedTrainer:
         self.lr = check_scalar(lr, "lr", low=0.0, closed="neither")
         self.method = check_option(method, "method", METHODS)
         nets = [
-            LeNet(in_channels, num_classes, input_size=input_size, generator=generator).to(dtype)
+            LeNet(in_channels, n_classes, input_size=input_size, generator=generator).to(dtype)
             for _ in range(self.n_trials)
         ]
         params, _ = stack_module_state(nets)
@@ -150,7 +157,7 @@ class BatchedTrainer:
         self._template = copy.deepcopy(nets[0])
         self.dtype = dtype
         if method == "vmap":
-            self._vmap_grad = self._build_vmap()
+            self._vmap_grad = stacked_gradients(copy.deepcopy(self._template).to("meta"))
         else:
             self._fused = LeNetSGD(self._params, lr=self.lr)
 
@@ -160,18 +167,6 @@ class BatchedTrainer:
         if self.method == "fused":
             self._fused.flush()
         return self._params
-
-    def _build_vmap(self) -> Any:
-        from torch.func import functional_call, grad, vmap
-
-        base = copy.deepcopy(self._template).to("meta")
-
-        def loss_fn(p: dict, x: torch.Tensor, y: torch.Tensor) -> Any:
-            out = functional_call(base, p, (x[None],))[0]  # (K,)
-            loss = F.cross_entropy(out[None], y[None])
-            return loss, (loss.detach(), out.detach())
-
-        return vmap(grad(loss_fn, has_aux=True))
 
     def step(self, x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """One SGD step of every net on its own sample.
@@ -199,7 +194,7 @@ class BatchedTrainer:
     @torch.no_grad()
     def evaluate(
         self, x: torch.Tensor, y: torch.Tensor, *, chunk: int = 256
-    ) -> tuple[np.ndarray, np.ndarray]:
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """Mean cross-entropy and accuracy of every net on the same data.
 
         x (N, C, H, W), y (N,) -> loss (R,), accuracy (R,)
@@ -228,6 +223,10 @@ class BatchedTrainer:
         return net
 
 
+TrialCallback = Callable[[BatchedTrainer, int], None]
+"""``callback(trainer, iteration)``, called after each validation."""
+
+
 def train_trials(
     x_train: Any,
     y_train: Any,
@@ -240,10 +239,10 @@ def train_trials(
     lr: float = 0.005,
     eval_every: int = 500,
     val_subset: int | None = 150,
-    num_classes: int | None = None,
+    n_classes: int | None = None,
     method: Literal["fused", "vmap"] = "fused",
     dtype: torch.dtype = torch.float32,
-    callback: Any = None,
+    callback: TrialCallback | None = None,
     progress: bool = False,
     threads: int = 1,
 ) -> TrialRecords:
@@ -262,6 +261,10 @@ def train_trials(
         Seeds the initialisations, the sampling streams and the validation subset.
     eval_every : int
         Validation period in iterations.
+    n_classes : int, optional
+        K in [1]; default one more than the largest training label.
+    method : {"fused", "vmap"}
+        The fast hand-written step or the autograd reference (:class:`BatchedTrainer`).
     callback : callable, optional
         ``callback(trainer, iteration)`` after each validation (e.g. an elasticity probe).
     threads : int, default=1
@@ -286,7 +289,7 @@ def train_trials(
             lr=lr,
             eval_every=eval_every,
             val_subset=val_subset,
-            num_classes=num_classes,
+            n_classes=n_classes,
             method=method,
             dtype=dtype,
             callback=callback,
@@ -308,14 +311,14 @@ def _train_trials(
     lr: float,
     eval_every: int,
     val_subset: int | None,
-    num_classes: int | None,
-    method: str,
+    n_classes: int | None,
+    method: Literal["fused", "vmap"],
     dtype: torch.dtype,
-    callback: Any,
+    callback: TrialCallback | None,
     progress: bool,
 ) -> TrialRecords:
     x_tr = check_array(x_train, "x_train", ndim=4, dtype=np.float32)
-    k = num_classes if num_classes is not None else int(np.max(y_train)) + 1
+    k = n_classes if n_classes is not None else int(np.max(y_train)) + 1
     y_tr = check_labels(y_train, "y_train", n_samples=x_tr.shape[0], num_classes=k)
     x_va = check_array(x_val, "x_val", ndim=4, dtype=np.float32)
     y_va = check_labels(y_val, "y_val", n_samples=x_va.shape[0], num_classes=k)
@@ -330,7 +333,7 @@ def _train_trials(
     trainer = BatchedTrainer(
         n_trials,
         in_channels=x_tr.shape[1],
-        num_classes=k,
+        n_classes=k,
         input_size=x_tr.shape[-1],
         lr=lr,
         generator=gen,
@@ -351,7 +354,7 @@ def _train_trials(
     if callback is not None:
         callback(trainer, 0)
     e = 1
-    it = range(n_iter)
+    it: Iterable[int] = range(n_iter)
     if progress:
         from tqdm import tqdm
 

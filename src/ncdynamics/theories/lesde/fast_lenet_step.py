@@ -1,4 +1,7 @@
-"""Hand-written forward, backward and SGD step of R stacked LeNets at batch size 1.
+"""Fast path: hand-written forward, backward and SGD step of R stacked LeNets at batch size 1.
+
+The reference for the same step is :mod:`.reference_lenet_step` (autograd, ``vmap`` over
+the nets); ``tests/theories/test_lesde_fast_lenet_step.py`` compares the two.
 
 At batch size 1 each network's convolution is one matrix product,
 ``(out, in k k) @ (in k k, positions)``, so the R networks' convolutions are one ``bmm``
@@ -18,7 +21,7 @@ over R on an im2col matrix. How that matrix is laid out decides the speed:
 
 Max-pool ties go to the first window member in row-major order, as in PyTorch's CPU
 kernel, so the step equals a loop over ``nn.Module`` copies trained by
-``torch.optim.SGD`` (checked in float64 in ``tests/theories/test_lesde_trials.py``).
+``torch.optim.SGD`` (checked in float64 in ``tests/theories/test_lesde_fast_lenet_step.py``).
 """
 
 from __future__ import annotations

@@ -1,0 +1,163 @@
+"""Figure 1 of [1]: the logits of R GEOMNIST LeNets separate by class during training.
+
+Left panel: the pre-update logits of the sampled images projected on
+nu = (Xbar^k(T) - Xbar^l(T)) / |.| ((C.24), the normalised difference of two late class
+means) against the iteration, with the class means and the L-model LE-ODE driven by the
+estimated rates (started at the real initial means, rescaled to the real logits). Right
+panel: the class-mean logits in 3-D. Claims: the logits of the last 10% of iterations are
+pairwise linearly separable (LP), and their projections on nu separate classes k and l.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ...experiment import RunWriter
+from ..estimate import (
+    class_means_from_records,
+    estimate_ab_L,
+    leode_imitation,
+    rates_savgol,
+    rescale_to_real,
+)
+from ..separation import binary_separable, pairwise_separable, projection_direction
+from .claims import claim
+from .geomnist_trials import (
+    N_CLASSES,
+    TrialsConfig,
+    log_validation,
+    smooth_window,
+    train,
+    trials_settings,
+)
+from .plotting import Figure, plt, rolling_mean
+
+__all__ = ["Fig1Config", "plot_fig1", "run_fig1"]
+
+MARKERS = ("o", "s", "^")
+NAMES = ("triangle", "rectangle", "ellipse")
+
+
+@dataclass(frozen=True)
+class Fig1Config(TrialsConfig):
+    pair: tuple[int, ...] = (0, 1)
+    n_snapshots: int = 50
+    window: int = 21
+
+
+def run_fig1(config: Fig1Config, run: RunWriter, *, seed: int, progress: bool) -> None:
+    """Separation of logits: 1-D projections on nu (C.24) and 3-D class-mean paths."""
+    rec = train(trials_settings(config), 0.0, seed)
+    log_validation(run, rec)
+    means = class_means_from_records(rec.logits, rec.labels, N_CLASSES, fill="ffill")
+    k, l = config.pair
+    nu = projection_direction(means, k, l)
+    snaps = np.linspace(0, config.n_iter - 1, config.n_snapshots).astype(int)
+    proj = rec.logits[snaps] @ nu  # (S, R)
+    ab = estimate_ab_L(means)
+    w = smooth_window(config.window, config.n_iter)
+    sim = leode_imitation(
+        rates_savgol(ab.A, w),
+        rates_savgol(ab.B, w),
+        means[0],
+        rng=np.random.default_rng(seed),
+        model="L",
+        init="real",
+    ).mean
+    sim = rescale_to_real(sim, means, tail=min(1000, config.n_iter // 2))
+    run.save_array("class_means", 0, means.astype(np.float32))
+    run.save_array("nu", 0, nu)
+    run.save_figure(
+        plot_fig1(snaps, proj, rec.labels[snaps], means, sim, nu, (k, l)), "fig1_separation"
+    )
+    last = slice(int(0.9 * config.n_iter), config.n_iter)
+    pts, lab = rec.logits[last].reshape(-1, 3), rec.labels[last].ravel()
+    groups = [pts[lab == c] for c in range(3)]
+    n_min = min(len(g) for g in groups)
+    sep = (
+        pairwise_separable(np.stack([g[:n_min] for g in groups]), method="lp")
+        if n_min > 0
+        else np.zeros((3, 3), dtype=bool)
+    )
+    one_d = bool(
+        len(groups[k]) and len(groups[l]) and binary_separable(groups[k] @ nu, groups[l] @ nu)
+    )
+    train_acc = float(np.mean(rec.logits[last].argmax(-1) == rec.labels[last]))
+    run.save_summary(
+        {
+            "final_val_acc": float(rec.val_acc[-1].mean()),
+            "train_acc_last_10pct": train_acc,
+            "claims": [
+                claim(
+                    "logits of the last 10% of iterations are pairwise linearly separable "
+                    "by label (LP)",
+                    sep[np.triu_indices(3, 1)].tolist(),
+                    sep.all(),
+                ),
+                claim(
+                    f"projections on nu separate classes {k} and {l} (last 10% of iterations)",
+                    one_d,
+                    one_d,
+                ),
+            ],
+        }
+    )
+
+
+def plot_fig1(
+    snaps: NDArray[np.int64],
+    proj: NDArray[np.float32],
+    labels: NDArray[np.int64],
+    means: NDArray[np.float64],
+    sim: NDArray[np.float64],
+    nu: NDArray[np.float64],
+    pair: tuple[int, int],
+) -> Figure:
+    """(left) logits projected on nu against iteration; (right) 3-D class-mean paths.
+
+    Parameters
+    ----------
+    snaps : ndarray of shape (S,)
+        Iterations shown in the left panel.
+    proj : ndarray of shape (S, R)
+        Logits of the sampled images at ``snaps`` projected on ``nu``.
+    labels : ndarray of shape (S, R)
+    means : ndarray of shape (T, K, K)
+        Class-mean logits.
+    sim : ndarray of shape (T, K, K)
+        LE-ODE imitation, rescaled to the real logits.
+    nu : ndarray of shape (K,)
+    pair : (int, int)
+        The classes that define ``nu``.
+    """
+    fig = plt.figure(figsize=(11, 4.5))
+    ax = fig.add_subplot(1, 2, 1)
+    for c in range(3):
+        sel = labels == c
+        ax.scatter(
+            proj[sel],
+            np.broadcast_to(snaps[:, None], proj.shape)[sel],
+            s=6,
+            marker=MARKERS[c],
+            alpha=0.5,
+            label=NAMES[c],
+        )
+        ax.plot(rolling_mean(means[:, c] @ nu, 50), np.arange(means.shape[0]), lw=1.5, color="k")
+        ax.plot(sim[:, c] @ nu, np.arange(sim.shape[0]), ls="--", lw=1.2, color="red")
+    ax.set_xlabel(rf"$\langle\nu, X\rangle$, $\nu$ from classes {pair}")
+    ax.set_ylabel("iteration")
+    ax.set_title("Projected logits; black: class means, red dashed: LE-ODE (L-model)", fontsize=9)
+    ax.legend(fontsize=7)
+    ax3 = fig.add_subplot(1, 2, 2, projection="3d")
+    t = np.arange(means.shape[0])[::5]
+    for c in range(3):
+        ax3.scatter(*means[::5, c].T, c=t, cmap="viridis", s=2, marker=MARKERS[c])
+    for i in np.linspace(0, means.shape[0] - 1, 20).astype(int):
+        tri = np.vstack([means[i], means[i, :1]])
+        ax3.plot(*tri.T, color=plt.cm.viridis(i / max(1, means.shape[0] - 1)), lw=0.6)
+    ax3.set_title("Class-mean logits (colour: iteration)")
+    fig.tight_layout()
+    return fig

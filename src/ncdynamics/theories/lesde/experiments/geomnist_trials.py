@@ -1,0 +1,119 @@
+"""The GEOMNIST training recipe that Figures 1, 3, 4 and 5 of [1] share (spec §3).
+
+R LeNets are trained at once on GEOMNIST (three shape classes) at batch size 1 with plain
+SGD (:func:`~ncdynamics.theories.lesde.trials.train_trials`). This module holds the
+settings every training figure inherits (:class:`TrialsConfig`), loading the data with a
+given label-noise rate, training, logging the validation curves, and the Savitzky--Golay
+window bound; each figure module adds what it measures on the trials.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import torch
+
+from ....data import Dataset, load
+from ...experiment import RunWriter
+from ..trials import TrialCallback, TrialRecords, train_trials
+
+__all__ = [
+    "N_CLASSES",
+    "TrialsConfig",
+    "load_geomnist",
+    "log_validation",
+    "smooth_window",
+    "train",
+    "train_on",
+    "train_worker",
+    "trials_settings",
+]
+
+N_CLASSES = 3
+"""K in [1]: GEOMNIST's three shape classes."""
+
+TrialsSettings = dict[str, Any]
+"""The :class:`TrialsConfig` fields of a figure's config, as a plain (picklable) dict."""
+
+
+@dataclass(frozen=True)
+class TrialsConfig:
+    """GEOMNIST trials shared by the training experiments (spec §3)."""
+
+    n_train_per_class: int = 500
+    n_test_per_class: int = 500
+    image_size: int = 32
+    n_trials: int = 20
+    n_iter: int = 10_000
+    lr: float = 0.005
+    eval_every: int = 500
+    val_subset: int = 150
+
+
+def trials_settings(config: TrialsConfig) -> TrialsSettings:
+    """The :class:`TrialsConfig` fields of ``config`` (a figure's config subclasses it)."""
+    return {k: v for k, v in asdict(config).items() if k in TrialsConfig.__dataclass_fields__}
+
+
+def load_geomnist(cfg: TrialsSettings, p_err: float, seed: int) -> Dataset:
+    """GEOMNIST with ``p_err`` of every class's training labels corrupted."""
+    return load(
+        "geomnist",
+        n_train_per_class=cfg["n_train_per_class"],
+        n_test_per_class=cfg["n_test_per_class"],
+        size=cfg["image_size"],
+        seed=seed,
+        label_noise=p_err,
+    )
+
+
+def train_on(
+    ds: Dataset, cfg: TrialsSettings, seed: int, callback: TrialCallback | None = None
+) -> TrialRecords:
+    """Train ``cfg["n_trials"]`` LeNets on ``ds``, validating on its test split."""
+    return train_trials(
+        ds.x_train,
+        ds.y_train,
+        ds.x_test,
+        ds.y_test,
+        n_trials=cfg["n_trials"],
+        n_iter=cfg["n_iter"],
+        seed=seed,
+        lr=cfg["lr"],
+        eval_every=cfg["eval_every"],
+        val_subset=cfg["val_subset"],
+        n_classes=N_CLASSES,
+        callback=callback,
+    )
+
+
+def train(
+    cfg: TrialsSettings, p_err: float, seed: int, callback: TrialCallback | None = None
+) -> TrialRecords:
+    """Load GEOMNIST with label noise ``p_err`` and train the trials on it."""
+    return train_on(load_geomnist(cfg, p_err, seed), cfg, seed, callback)
+
+
+def train_worker(cfg: TrialsSettings, p_err: float, seed: int) -> TrialRecords:
+    """:func:`train` in a worker process, with one torch thread."""
+    torch.set_num_threads(1)
+    return train(cfg, p_err, seed)
+
+
+def log_validation(run: RunWriter, rec: TrialRecords, prefix: str = "") -> None:
+    """Log the trial-mean validation loss and accuracy at every validation iteration."""
+    for e, it in enumerate(rec.val_iters):
+        run.log(
+            int(it),
+            {
+                f"{prefix}val_loss": float(rec.val_loss[e].mean()),
+                f"{prefix}val_acc": float(rec.val_acc[e].mean()),
+            },
+        )
+    run.flush()
+
+
+def smooth_window(window: int, n: int) -> int:
+    """The Savitzky--Golay window ``window``, bounded to fit a series of length ``n``."""
+    return max(5, min(window, n - 1 if n % 2 == 0 else n))
