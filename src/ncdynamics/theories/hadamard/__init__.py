@@ -54,10 +54,13 @@ References
    Initialization for Tractable Cross-Entropy Dynamics", preprint, 2025.
 """
 
+from .counterexamples import COUNTEREXAMPLES as COUNTEREXAMPLES
+from .counterexamples import embed as embed
 from .estimate import HadamardProjection as HadamardProjection
 from .estimate import ReducedFit as ReducedFit
 from .estimate import fit_reduced as fit_reduced
 from .estimate import project_onto_hadamard as project_onto_hadamard
+from .fast_batched_gd import run_gd as run_gd
 from .init import HadamardInit as HadamardInit
 from .init import Theorem8Init as Theorem8Init
 from .init import haar_orthogonal as haar_orthogonal
@@ -65,6 +68,8 @@ from .init import hadamard_init as hadamard_init
 from .init import matched_hadamard_init as matched_hadamard_init
 from .init import random_init as random_init
 from .init import theorem8_init as theorem8_init
+from .linear_program import MarginLP as MarginLP
+from .linear_program import max_min_margin as max_min_margin
 from .metrics import dfrobenius_dt as dfrobenius_dt
 from .metrics import dkl_dt as dkl_dt
 from .metrics import dkl_dt_closed as dkl_dt_closed
@@ -117,11 +122,6 @@ from .structure import softmax_columns as softmax_columns
 from .structure import softmax_eigenvalues as softmax_eigenvalues
 from .structure import sylvester as sylvester
 from .structure import xor_permutation as xor_permutation
-from .counterexamples import COUNTEREXAMPLES as COUNTEREXAMPLES
-from .counterexamples import embed as embed
-from .fast_batched_gd import run_gd as run_gd
-from .linear_program import MarginLP as MarginLP
-from .linear_program import max_min_margin as max_min_margin
 from .theorem8 import etf_distance as etf_distance
 from .theorem8 import thm8_limit as thm8_limit
 from .theorem8 import thm8_prediction as thm8_prediction

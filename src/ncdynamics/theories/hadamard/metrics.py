@@ -228,9 +228,7 @@ def top_singular_values(Z: Any) -> NDArray[np.float64]:
     return s[..., : Z.shape[-2] - 1]
 
 
-def reduced_basis(
-    n_classes: int, n: int = 1
-) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+def reduced_basis(n_classes: int, n: int = 1) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """``Ũ = Φ[:, 1:]/√K`` of shape (K, K-1) and ``Ṽ = Ũ ⊗ 1_n/√n`` of shape (Kn, K-1).
 
     ``n_classes`` is ``K`` in [1] (a power of two), ``n`` the samples per class.

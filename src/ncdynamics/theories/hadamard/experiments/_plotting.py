@@ -46,7 +46,5 @@ def mean_se(
     """Mean and standard error (ddof=1; zero for a single realisation) along ``axis``."""
     m: NDArray[np.float64] = x.mean(axis=axis)
     r = x.shape[axis]
-    se: NDArray[np.float64] = (
-        x.std(axis=axis, ddof=1) / np.sqrt(r) if r > 1 else np.zeros_like(m)
-    )
+    se: NDArray[np.float64] = x.std(axis=axis, ddof=1) / np.sqrt(r) if r > 1 else np.zeros_like(m)
     return m, se
