@@ -69,7 +69,7 @@ def run_thm8(config: Thm8Config, run: RunWriter, *, seed: int, progress: bool) -
     run.flush()
     run.save_array("etf_distance", 0, etf)
     run.save_array("prediction_error", 0, errors)
-    run.save_figure(thm8_figure(config.widths, etf, config.eps_values, errors, K=K), "thm8")
+    run.save_figure(thm8_figure(config.widths, etf, config.eps_values, errors, n_classes=K), "thm8")
     em, pm = etf.mean(axis=1), errors.mean(axis=1)
     run.save_summary(
         {
@@ -99,12 +99,14 @@ def thm8_figure(
     eps_values: Sequence[float],
     errors: NDArray[np.float64],
     *,
-    K: int,
+    n_classes: int,
 ) -> Figure:
     """Theorem 8 check: ETF distance vs width, prediction error vs ε (mean ± SE).
 
-    ``etf_dist`` has shape (n_widths, R) and ``errors`` (n_eps, R).
+    ``etf_dist`` has shape (n_widths, R) and ``errors`` (n_eps, R); ``n_classes`` is ``K``
+    in [1], for the reference curve ``√(K/d)``.
     """
+    K = n_classes
     plt = pyplot()
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
     m, se = mean_se(np.asarray(etf_dist), axis=1)
