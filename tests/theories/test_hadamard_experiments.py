@@ -66,6 +66,16 @@ def test_fig1_and_fig3_reproduce_reference_numbers(tmp_path):
     np.testing.assert_allclose(r3.summary["lp_ahat"], [0.2, 0.2, 0.2, 0.4, 0, 0, 0], atol=1e-8)
 
 
+def test_fig10_and_thm8_smoke_hold_their_claims(tmp_path):
+    r10 = run("hadamard.fig10", preset="smoke", out=tmp_path / "fig10", progress=False)
+    assert [p.name for p in r10.figures()] == ["fig10.png"]
+    assert all(c["held"] for c in r10.summary["claims"])
+    r8 = run("hadamard.thm8", preset="smoke", out=tmp_path / "thm8", progress=False)
+    assert all(c["held"] for c in r8.summary["claims"])
+    dist = r8.summary["etf_distance_mean"]
+    assert dist["8"] > dist["32"] > 0
+
+
 def test_bad_override_is_rejected(tmp_path):
     with pytest.raises(ValueError, match="unknown option"):
         run("hadamard.fig2", preset="smoke", out=tmp_path / "x", progress=False, width=3)

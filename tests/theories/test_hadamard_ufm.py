@@ -5,6 +5,13 @@ import numpy as np
 import pytest
 
 from ncdynamics.theories import hadamard as hd
+from ncdynamics.theories.geometry import centering_matrix
+
+
+def logits(traj, K):
+    """``Z`` at every record of a GD trajectory, time first: (n_log, [R,] K, K n)."""
+    ys = np.swapaxes(traj.ys, 0, 1) if traj.ys.ndim == 4 else traj.ys
+    return hd.state_matrices(ys, K)[0]
 
 
 def hadamard_pair(rng, K, d, n, scale=1.0, R=1):
@@ -12,20 +19,6 @@ def hadamard_pair(rng, K, d, n, scale=1.0, R=1):
     rot = hd.haar_orthogonal(d, rng=rng, size=R)
     W, H = hd.hadamard_init(alpha, alpha, d=d, n=n, rotation=rot)
     return W, H, alpha, rot
-
-
-@pytest.mark.parametrize("n", [1, 2, 3])
-@pytest.mark.parametrize("K, d", [(4, 4), (8, 8), (8, 40), (4, 3)])
-def test_hadamard_construction_has_prescribed_singular_values(K, d, n, rng):
-    W, H, alpha, _ = hadamard_pair(rng, K, d, n)
-    Z = (W @ H)[0]
-    a = alpha[0] ** 2
-    U = hd.hadamard_basis(K)
-    expected = np.kron(U @ np.diag(np.r_[0.0, a / np.sqrt(n)]) @ U.T, np.ones((1, n)))
-    np.testing.assert_allclose(Z, expected, atol=1e-12)
-    sv = np.linalg.svd(Z, compute_uv=False)[: K - 1]
-    np.testing.assert_allclose(sv, np.sort(a)[::-1], rtol=1e-12)
-    np.testing.assert_allclose(hd.mode_values(Z, n=n), a, rtol=1e-12)
 
 
 @pytest.mark.parametrize("n", [1, 2])
@@ -64,7 +57,7 @@ def test_loss_equals_energy_at_hadamard_points(K, n, rng):
     for scale in (0.01, 1.0, 5.0):
         W, H, alpha, _ = hadamard_pair(rng, K, K + 2, n, scale=scale)
         loss = hd.ce_loss(W, H, n=n)[0]
-        energy = hd.energy_full(alpha[0] ** 2, K=K, n=n)
+        energy = hd.energy_full(alpha[0] ** 2, n_classes=K, n=n)
         np.testing.assert_allclose(loss, energy, rtol=1e-12)
 
 
@@ -81,11 +74,13 @@ def test_full_gd_keeps_singular_vectors_frozen_and_follows_discrete_map(K, n, d_
     W, H, alpha, rot = hadamard_pair(rng, K, d, n, scale=0.5, R=2)
     steps = np.array([0, 500, 3000])
     res = hd.run_gd(W, H, steps=steps, learning_rate=0.01, n=n)
-    assert hd.residual_energy(res.Z, n=n).max() <= 1e-12
+    Z = logits(res, K)
+    assert hd.residual_energy(Z, n=n).max() <= 1e-12
+    W_end, H_end = hd.unpack_state(res.ys[:, -1], K)
     U, V = hd.reduced_basis(K, n)
     for r in range(2):
-        A = U.T @ res.W[r] @ rot[r]  # (K-1, d): should be diag(α) in the first K-1 columns
-        B = rot[r].T @ res.H[r] @ V  # (d, K-1)
+        A = U.T @ W_end[r] @ rot[r]  # (K-1, d): should be diag(α) in the first K-1 columns
+        B = rot[r].T @ H_end[r] @ V  # (d, K-1)
         off_a = A.copy()
         off_a[np.arange(K - 1), np.arange(K - 1)] = 0
         off_b = B.copy()
@@ -96,47 +91,10 @@ def test_full_gd_keeps_singular_vectors_frozen_and_follows_discrete_map(K, n, d_
         assert np.abs(off_b).max() <= 1e-12 * beta_t.max()
         np.testing.assert_allclose(alpha_t, beta_t, rtol=1e-12)
     mapped = hd.discrete_gd_map(
-        hd.to_reduced(alpha**2, K=K, n=n), steps, K=K, n=n, learning_rate=0.01
+        hd.to_reduced(alpha**2, n_classes=K, n=n), steps, n_classes=K, n=n, learning_rate=0.01
     )
-    modes = hd.to_reduced(hd.mode_values(res.Z, n=n), K=K, n=n)
-    np.testing.assert_allclose(modes, mapped, rtol=1e-10)
-
-
-def plain_gd(W, H, n_iter, eta, n, loss):
-    """Independent reference: one realisation, fresh arrays, explicit gradients."""
-    Y = hd.label_matrix(W.shape[0], n)
-    for _ in range(n_iter):
-        Z = W @ H
-        if loss == "ce":
-            E = np.exp(Z - Z.max(axis=0))
-            G = Y - E / E.sum(axis=0)
-        else:
-            G = Y - Z
-        W, H = W + eta * G @ H.T, H + eta * W.T @ G
-    return W, H
-
-
-@pytest.mark.parametrize("loss", ["ce", "mse"])
-@pytest.mark.parametrize("n, d, scale", [(1, 16, 0.3), (2, 9, 0.5), (1, 8, 6.0)])
-def test_batched_gd_matches_plain_loop(loss, n, d, scale, rng):
-    # scale 6 starts with |Z| > 300 under CE, so the max-shifted softmax branch is covered
-    if loss == "mse" and scale > 1:
-        scale = 0.3
-    K, R, eta = 8, 3, 0.01
-    W = scale * rng.normal(size=(R, K, d))
-    H = scale * rng.normal(size=(R, d, K * n))
-    res = hd.run_gd(W, H, steps=[0, 70, 150], learning_rate=eta, n=n, loss=loss)
-    for r in range(R):
-        W_ref, H_ref = plain_gd(W[r], H[r], 150, eta, n, loss)
-        np.testing.assert_allclose(res.W[r], W_ref, rtol=1e-11, atol=1e-12 * scale)
-        np.testing.assert_allclose(res.H[r], H_ref, rtol=1e-11, atol=1e-12 * scale)
-        np.testing.assert_allclose(res.Z[-1, r], W_ref @ H_ref, rtol=1e-10, atol=1e-10)
-        single = hd.run_gd(W[r], H[r], steps=[0, 70, 150], learning_rate=eta, n=n, loss=loss)
-        np.testing.assert_allclose(single.Z[:, 0], res.Z[:, r], rtol=1e-11, atol=1e-11)
-    Z0 = W @ H
-    np.testing.assert_allclose(res.Z[0], Z0, rtol=1e-12, atol=1e-13 * np.abs(Z0).max())
-    W_mid, H_mid = plain_gd(W[0], H[0], 70, eta, n, loss)
-    np.testing.assert_allclose(res.Z[1, 0], W_mid @ H_mid, rtol=1e-10, atol=1e-10)
+    modes = hd.to_reduced(hd.mode_values(Z, n=n), n_classes=K, n=n)
+    np.testing.assert_allclose(modes, np.swapaxes(mapped.ys, 0, 1), rtol=1e-10)
 
 
 @pytest.mark.parametrize("K", [4, 8])
@@ -147,9 +105,11 @@ def test_gd_matches_reduced_ode_to_first_order_in_step(K, rng):
     for eta in (0.02, 0.01):
         steps = np.unique(np.geomspace(1, 20 / eta, 40).astype(int))  # τ up to 40
         res = hd.run_gd(W, H, steps=steps, learning_rate=eta)
-        gd = hd.to_reduced(hd.mode_values(res.Z[:, 0]), K=K)
+        gd = hd.to_reduced(hd.mode_values(logits(res, K)[:, 0]), n_classes=K)
         ode = hd.solve_reduced(
-            hd.to_reduced(alpha[0] ** 2, K=K), hd.iterations_to_time(steps, learning_rate=eta), K=K
+            hd.to_reduced(alpha[0] ** 2, n_classes=K),
+            hd.iterations_to_time(steps, learning_rate=eta),
+            n_classes=K,
         ).ys
         rel = np.abs(gd / ode - 1).max()
         errors.append(rel)
@@ -172,7 +132,7 @@ def test_nc_alignments_equal_sqrt_2m_under_hadamard_init(rng):
 
 
 def test_nc_alignment_is_zero_at_collapse_and_permutation_invariant(rng):
-    S = hd.simplex_etf(4)
+    S = centering_matrix(4)
     assert hd.nc_alignment(3 * S, S) <= 1e-15
     A = rng.normal(size=(4, 4))
     A = A @ A.T
@@ -188,7 +148,7 @@ def test_hadamard_dynamics_do_not_depend_on_width_or_rotation(rng):
     for d in (K, 5 * K):
         rot = hd.haar_orthogonal(d, rng=rng)
         W, H = hd.hadamard_init(alpha, d=d, rotation=rot)
-        out.append(hd.mode_values(hd.run_gd(W, H, steps=steps, learning_rate=0.01).Z))
+        out.append(hd.mode_values(logits(hd.run_gd(W, H, steps=steps, learning_rate=0.01), K)))
     np.testing.assert_allclose(out[0], out[1], rtol=1e-12)
 
 
@@ -198,16 +158,15 @@ def test_mse_spectral_init_follows_saxe_sigmoid_and_modes_decouple(rng):
     W, H = hd.hadamard_init(alpha, d=K, n=n)
     steps = np.arange(0, 4001, 400)
     res = hd.run_gd(W, H, steps=steps, learning_rate=eta, n=n, loss="mse")
-    modes = hd.mode_values(res.Z[:, 0], n=n)
+    modes = hd.mode_values(logits(res, K)[:, 0], n=n)
     closed = hd.mse_singular_values(alpha[0] ** 2, steps * eta, n=n)
     np.testing.assert_allclose(modes, closed, rtol=5e-3)
     # perturbing one mode leaves the others unchanged
     alpha2 = alpha.copy()
     alpha2[0, 0] *= 3
     W2, H2 = hd.hadamard_init(alpha2, d=K, n=n)
-    modes2 = hd.mode_values(
-        hd.run_gd(W2, H2, steps=steps, learning_rate=eta, n=n, loss="mse").Z[:, 0], n=n
-    )
+    res2 = hd.run_gd(W2, H2, steps=steps, learning_rate=eta, n=n, loss="mse")
+    modes2 = hd.mode_values(logits(res2, K)[:, 0], n=n)
     np.testing.assert_allclose(modes2[:, 1:], modes[:, 1:], rtol=1e-12)
 
 
@@ -217,29 +176,14 @@ def test_logit_gd_matches_theorem6_flow(rng):
     U, V = hd.reduced_basis(K, n)
     Z0 = U @ np.diag(a) @ V.T
     steps = np.array([0, 1000, 5000])
-    Zs = hd.run_logit_gd(Z0, steps=steps, learning_rate=eta, n=n)[:, 0]
+    traj = hd.run_logit_gd(Z0, steps=steps, learning_rate=eta, n=n)
+    np.testing.assert_array_equal(traj.ts, steps)
+    Zs = traj.ys  # (n_log, K, K n) for a single Z0
     assert hd.residual_energy(Zs[1:], n=n).max() <= 1e-12
-    gd = hd.to_reduced(hd.mode_values(Zs, n=n), K=K, n=n)
-    ode = hd.solve_reduced(
-        gd[0], hd.iterations_to_time_logit(steps, learning_rate=eta, K=K), K=K, flow="logit"
-    ).ys
+    gd = hd.to_reduced(hd.mode_values(Zs, n=n), n_classes=K, n=n)
+    tau = hd.iterations_to_time_logit(steps, learning_rate=eta, n_classes=K)
+    ode = hd.solve_reduced(gd[0], tau, n_classes=K, flow="logit").ys
     np.testing.assert_allclose(gd, ode, rtol=2e-3)
-
-
-def test_matched_hadamard_init_copies_random_singular_values(rng):
-    W, H = hd.random_init(8, 16, delta=2.0, n_realizations=3, rng=rng)
-    init = hd.matched_hadamard_init(W, H, rng=rng)
-    np.testing.assert_allclose(
-        hd.top_singular_values(init.W @ init.H), hd.top_singular_values(W @ H), rtol=1e-12
-    )
-    np.testing.assert_allclose(hd.mode_values(init.W @ init.H), init.sigma0, rtol=1e-12)
-
-
-def test_random_init_scale_and_reproducibility():
-    W, H = hd.random_init(4, 1000, delta=6.0, rng=np.random.default_rng(0))
-    assert W.std() == pytest.approx(np.exp(-6) / 2, rel=0.05)
-    W2, _ = hd.random_init(4, 1000, delta=6.0, rng=np.random.default_rng(0))
-    np.testing.assert_array_equal(W, W2)
 
 
 @pytest.mark.parametrize(
@@ -290,10 +234,11 @@ def test_residual_energy_needs_the_normalised_basis(rng):
 
 def test_collapse_geometry_at_the_end_of_the_normalised_flow():
     """T23: the normalised flow's endpoint, lifted to (W, H), is neural collapse."""
-    traj = hd.solve_reduced(hd.COUNTEREXAMPLES["fig1"], [0.0, 5e3], K=8, flow="normalized")
+    traj = hd.solve_reduced(hd.COUNTEREXAMPLES["fig1"], [0.0, 5e3], n_classes=8, flow="normalized")
     a = traj.ys[-1]
     assert np.abs(hd.normalize_l1(a) - 1 / 7).max() < 1e-6
-    alpha = np.sqrt(hd.from_reduced(a / a.max(), K=8))  # any scale: the metrics are normalised
+    # any scale: the metrics are normalised
+    alpha = np.sqrt(hd.from_reduced(a / a.max(), n_classes=8))
     W, H = hd.hadamard_init(alpha, d=10)
     m = hd.ufm_metrics(W @ H, W @ np.swapaxes(W, 1, 2), np.swapaxes(H, 1, 2) @ H)
     for key in ("nc_w", "nc_h", "nc_z"):
@@ -306,4 +251,4 @@ def test_singular_vectors_stay_frozen_over_long_gd():
     K, n, d = 16, 2, 80
     W, H, alpha, rot = hadamard_pair(rng, K, d, n, scale=0.3)
     res = hd.run_gd(W, H, steps=[0, 100_000], learning_rate=0.01, n=n)
-    assert hd.residual_energy(res.Z, n=n).max() <= 1e-12
+    assert hd.residual_energy(logits(res, K), n=n).max() <= 1e-12

@@ -13,20 +13,38 @@ Modules
 structure
     Sylvester matrices, the basis ``U``, ``Ψ``, column softmax and Theorem 1's eigenvalues.
 ufm
-    Loss, gradient flow, batched gradient descent (CE and MSE) and logit descent.
+    Loss, descent directions, the state ``[W; H^T]``, gradient flow, logit descent and the
+    plain one-realisation gradient descent (the reference of the fast path).
+fast_batched_gd
+    Fast path: gradient descent on ``R`` realisations at once (CE and MSE).
+iterate
+    The one loop of the discrete-time trajectories (iterate a map, record at given steps).
 init
     Random, Hadamard, matched-Hadamard and Theorem 8 initialisations.
 model
     Reduced dynamics: Eq. (9) and its log form, replicator form (11), logit flow (Thm 6),
     normalised flow (22)--(24), Thm 2 in (α, β), energy (8), exact GD map, unit maps, Thm 5.
 metrics
-    M, KL and their derivatives, other distances, NC alignment, residual energy.
-theory
-    Theorem 7 threshold, Theorem 8 prediction, App. C linear program, counterexamples.
+    M, KL and their derivatives, Theorem 7's threshold, other distances, NC alignment,
+    residual energy.
+theorem8
+    Theorem 8: the time ``t*``, the prediction of ``Z(t*)``, its wide limit, ETF distance.
+linear_program
+    The max-min normalised margin linear program of App. C (Figure 3).
+counterexamples
+    Points where M, the reverse KL, the Frobenius and log-ratio metrics rise; Lemma 1.
 estimate
     Projection of a recorded (W, H) run onto the Hadamard modes and a fit of the reduced ODE.
+confront
+    The reduced ODE confronted with a run's class-mean logits (``ncdyn compare``).
 experiments
-    Figures 1--10 of [1] as registered experiments ``hadamard.*``.
+    Figures 1--10 of [1] as registered experiments ``hadamard.*``, one module per recipe.
+
+Simulations return :class:`~ncdynamics.theories.Trajectory`; the class count is
+``n_classes`` in every public signature (``K`` in [1]). The simplex ``S = I - 1 1^T/K`` and
+the labels ``Y = I_K ⊗ 1_n^T`` come from the shared floor
+(:func:`ncdynamics.theories.geometry.centering_matrix`,
+:func:`ncdynamics.theories.labels.label_matrix`).
 
 Conventions, units and the verified errata are in ``docs/theories/hadamard.md``.
 
@@ -36,10 +54,13 @@ References
    Initialization for Tractable Cross-Entropy Dynamics", preprint, 2025.
 """
 
+from .counterexamples import COUNTEREXAMPLES as COUNTEREXAMPLES
+from .counterexamples import embed as embed
 from .estimate import HadamardProjection as HadamardProjection
 from .estimate import ReducedFit as ReducedFit
 from .estimate import fit_reduced as fit_reduced
 from .estimate import project_onto_hadamard as project_onto_hadamard
+from .fast_batched_gd import run_gd as run_gd
 from .init import HadamardInit as HadamardInit
 from .init import Theorem8Init as Theorem8Init
 from .init import haar_orthogonal as haar_orthogonal
@@ -47,6 +68,8 @@ from .init import hadamard_init as hadamard_init
 from .init import matched_hadamard_init as matched_hadamard_init
 from .init import random_init as random_init
 from .init import theorem8_init as theorem8_init
+from .linear_program import MarginLP as MarginLP
+from .linear_program import max_min_margin as max_min_margin
 from .metrics import dfrobenius_dt as dfrobenius_dt
 from .metrics import dkl_dt as dkl_dt
 from .metrics import dkl_dt_closed as dkl_dt_closed
@@ -65,7 +88,7 @@ from .metrics import normalize_l1 as normalize_l1
 from .metrics import reduced_basis as reduced_basis
 from .metrics import residual_energy as residual_energy
 from .metrics import reverse_kl as reverse_kl
-from .metrics import simplex_etf as simplex_etf
+from .metrics import thm7_threshold as thm7_threshold
 from .metrics import top_singular_values as top_singular_values
 from .metrics import ufm_metrics as ufm_metrics
 from .model import ReducedParams as ReducedParams
@@ -99,33 +122,26 @@ from .structure import softmax_columns as softmax_columns
 from .structure import softmax_eigenvalues as softmax_eigenvalues
 from .structure import sylvester as sylvester
 from .structure import xor_permutation as xor_permutation
-from .theory import COUNTEREXAMPLES as COUNTEREXAMPLES
-from .theory import MarginLP as MarginLP
-from .theory import embed as embed
-from .theory import etf_distance as etf_distance
-from .theory import max_min_margin as max_min_margin
-from .theory import thm7_threshold as thm7_threshold
-from .theory import thm8_limit as thm8_limit
-from .theory import thm8_prediction as thm8_prediction
-from .theory import thm8_time as thm8_time
-from .ufm import FlowResult as FlowResult
-from .ufm import GDResult as GDResult
+from .theorem8 import etf_distance as etf_distance
+from .theorem8 import thm8_limit as thm8_limit
+from .theorem8 import thm8_prediction as thm8_prediction
+from .theorem8 import thm8_time as thm8_time
 from .ufm import ce_descent as ce_descent
 from .ufm import ce_loss as ce_loss
 from .ufm import ce_loss_from_logits as ce_loss_from_logits
-from .ufm import label_matrix as label_matrix
 from .ufm import logit_descent as logit_descent
 from .ufm import mse_descent as mse_descent
 from .ufm import mse_loss as mse_loss
-from .ufm import run_gd as run_gd
+from .ufm import pack_state as pack_state
+from .ufm import run_gd_reference as run_gd_reference
 from .ufm import run_logit_gd as run_logit_gd
 from .ufm import solve_gradient_flow as solve_gradient_flow
+from .ufm import state_matrices as state_matrices
+from .ufm import unpack_state as unpack_state
 
 __all__ = [
     "THEORY",
     "COUNTEREXAMPLES",
-    "FlowResult",
-    "GDResult",
     "HadamardInit",
     "HadamardProjection",
     "MarginLP",
@@ -168,7 +184,6 @@ __all__ = [
     "iterations_to_time_logit",
     "jacobian_log",
     "kl_uniform",
-    "label_matrix",
     "linearized_solution",
     "log_ratio_metric",
     "logit_descent",
@@ -180,6 +195,7 @@ __all__ = [
     "mse_descent",
     "mse_loss",
     "mse_singular_values",
+    "pack_state",
     "nc_alignment",
     "normalize_l1",
     "payoffs",
@@ -191,12 +207,13 @@ __all__ = [
     "residual_energy",
     "reverse_kl",
     "run_gd",
+    "run_gd_reference",
     "run_logit_gd",
-    "simplex_etf",
     "softmax_columns",
     "softmax_eigenvalues",
     "solve_gradient_flow",
     "solve_reduced",
+    "state_matrices",
     "sylvester",
     "theorem8_init",
     "thm7_threshold",
@@ -206,6 +223,7 @@ __all__ = [
     "to_reduced",
     "top_singular_values",
     "ufm_metrics",
+    "unpack_state",
     "xor_permutation",
 ]
 

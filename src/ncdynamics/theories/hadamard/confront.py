@@ -45,7 +45,8 @@ def centred_singular_values(means: Any) -> NDArray[np.float64]:
     """
     x = np.asarray(means, dtype=np.float64)
     k = x.shape[1]
-    return np.linalg.svd(_centred(x), compute_uv=False)[:, : k - 1]
+    sigma = np.linalg.svd(_centred(x), compute_uv=False)
+    return np.asarray(sigma[:, : k - 1], dtype=np.float64)
 
 
 def _centred(means: NDArray[np.float64]) -> NDArray[np.float64]:

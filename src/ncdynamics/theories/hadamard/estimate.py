@@ -60,7 +60,7 @@ def project_onto_hadamard(Z: Any, *, n: int = 1) -> HadamardProjection:
     if Z.shape[-1] != K * n:
         raise ValueError(f"`Z` must have last axis K n = {K * n}; got {Z.shape}.")
     modes = mode_values(Z, n=n)
-    return HadamardProjection(modes, to_reduced(modes, K=K, n=n), residual_energy(Z, n=n))
+    return HadamardProjection(modes, to_reduced(modes, n_classes=K, n=n), residual_energy(Z, n=n))
 
 
 @dataclass(frozen=True)
@@ -73,14 +73,17 @@ class ReducedFit:
         Initial reduced singular values (mode order of the solver).
     time_scale : float
         ``c`` in ``τ = c k``; the theory's value is ``2 √n η``.
-    K, n : int
+    n_classes : int
+        ``K`` in [1].
+    n : int
+        Samples per class.
     step0 : float
         Iteration at which ``a0`` holds.
     """
 
     a0: NDArray[np.float64]
     time_scale: float
-    K: int
+    n_classes: int
     n: int
     step0: float = 0.0
 
@@ -88,8 +91,9 @@ class ReducedFit:
         """Predicted singular values (original units, descending) at iterations ``steps``."""
         steps = np.asarray(steps, dtype=np.float64)
         ts = self.time_scale * (steps - self.step0)
-        traj = solve_reduced(self.a0, ts, K=self.K, rtol=1e-8, atol=1e-10)
-        return -np.sort(-traj.ys * self.K * np.sqrt(self.n), axis=-1)
+        traj = solve_reduced(self.a0, ts, n_classes=self.n_classes, rtol=1e-8, atol=1e-10)
+        out: NDArray[np.float64] = -np.sort(-traj.ys * self.n_classes * np.sqrt(self.n), axis=-1)
+        return out
 
 
 def fit_reduced(
@@ -153,7 +157,7 @@ def fit_reduced(
     target = np.log(-np.sort(-sigma, axis=1))
     k0 = steps[0]
     sigma0 = -np.sort(-sigma[0])
-    x0 = np.log(to_reduced(sigma0, K=K, n=n))
+    x0 = np.log(to_reduced(sigma0, n_classes=K, n=n))
 
     def unpack(x: NDArray[np.float64]) -> tuple[NDArray[np.float64], float]:
         c = float(np.exp(x[-1])) if fit_time_scale else c_theory
@@ -162,7 +166,7 @@ def fit_reduced(
     def residuals(x: NDArray[np.float64], rtol: float = 1e-8) -> NDArray[np.float64]:
         a0, c = unpack(x)
         ts = c * (steps - k0)
-        traj = solve_reduced(a0, ts, K=K, rtol=rtol, atol=rtol * 1e-2)
+        traj = solve_reduced(a0, ts, n_classes=K, rtol=rtol, atol=rtol * 1e-2)
         if not traj.success:
             return np.full(target.size, 1e3)
         pred = np.log(-np.sort(-traj.ys * K * np.sqrt(n), axis=1))

@@ -33,7 +33,9 @@ __all__ = [
 ]
 
 
-def haar_orthogonal(d: int, *, rng: np.random.Generator, size: int | None = None) -> NDArray:
+def haar_orthogonal(
+    d: int, *, rng: np.random.Generator, size: int | None = None
+) -> NDArray[np.float64]:
     """Haar-random orthogonal ``d × d`` matrices (QR of a Gaussian with the sign fix).
 
     Returns shape (d, d), or (size, d, d) when ``size`` is given.
@@ -43,11 +45,12 @@ def haar_orthogonal(d: int, *, rng: np.random.Generator, size: int | None = None
     Q, Rm = np.linalg.qr(rng.standard_normal(shape))
     signs = np.sign(np.diagonal(Rm, axis1=-2, axis2=-1))
     signs[signs == 0] = 1.0
-    return Q * signs[..., None, :]
+    out: NDArray[np.float64] = Q * signs[..., None, :]
+    return out
 
 
 def random_init(
-    K: int,
+    n_classes: int,
     d: int,
     *,
     n: int = 1,
@@ -60,12 +63,25 @@ def random_init(
     ``δ = 6`` is the paper's "infinitesimal" scale (std ≈ 1.2e-3 for K = 4), ``δ = 0`` the
     "standard" one (variance 1/K). Works for any ``K >= 2``.
 
+    Parameters
+    ----------
+    n_classes : int
+        ``K`` in [1].
+    d : int
+        Width.
+    n : int, default=1
+        Samples per class.
+    delta : float, default=6.0
+    n_realizations : int, default=1
+        ``R``.
+    rng : numpy.random.Generator
+
     Returns
     -------
     W : ndarray of shape (R, K, d)
     H : ndarray of shape (R, d, K n)
     """
-    K = check_int(K, "K", low=2)
+    K = check_int(n_classes, "n_classes", low=2)
     d = check_int(d, "d", low=1)
     n = check_int(n, "n", low=1)
     delta = check_scalar(delta, "delta")
@@ -193,7 +209,7 @@ class Theorem8Init:
 
 
 def theorem8_init(
-    K: int,
+    n_classes: int,
     d: int,
     *,
     n: int = 1,
@@ -201,8 +217,11 @@ def theorem8_init(
     n_realizations: int = 1,
     rng: np.random.Generator,
 ) -> Theorem8Init:
-    """Draw Theorem 8's initialisation (note the ``d^{-1/2}`` scaling, unlike §6.1)."""
-    K = check_int(K, "K", low=2)
+    """Draw Theorem 8's initialisation (note the ``d^{-1/2}`` scaling, unlike §6.1).
+
+    ``n_classes`` is ``K`` in [1]; ``A1`` (R, K, d) is drawn before ``A0`` (R, d, K n).
+    """
+    K = check_int(n_classes, "n_classes", low=2)
     d = check_int(d, "d", low=1)
     n = check_int(n, "n", low=1)
     eps = check_scalar(eps, "eps", low=0, closed="neither")

@@ -7,7 +7,8 @@ and return one value per realisation.
 
 Conventions (see ``docs/theories/hadamard.md``):
 
-- NC alignment is ``‖A/‖A‖_* - T/‖T‖_*‖_F`` with target ``T = S`` for ``W W^T``,
+- NC alignment is ``‖A/‖A‖_* - T/‖T‖_*‖_F`` with target ``T = S`` for ``W W^T``
+  (``S = I_K - 1 1^T / K``, :func:`ncdynamics.theories.geometry.centering_matrix`),
   ``S ⊗ 1_n 1_n^T`` for ``H^T H`` and ``S ⊗ 1_n^T`` for ``Z`` ([1], App. E.1). Under Hadamard
   initialisation all three equal ``√(2M)`` (the paper says √M; erratum 8).
 - Singular-value metrics of a general ``Z`` use its top ``K - 1`` singular values.
@@ -22,8 +23,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..._validation import check_array, check_int
+from ..geometry import centering_matrix
 from .model import ReducedParams, _log_d, growth_rates, margins
-from .structure import hadamard_basis
+from .structure import check_power_of_two, hadamard_basis
 from .ufm import ce_loss_from_logits
 
 __all__ = [
@@ -45,7 +47,7 @@ __all__ = [
     "reduced_basis",
     "residual_energy",
     "reverse_kl",
-    "simplex_etf",
+    "thm7_threshold",
     "top_singular_values",
     "ufm_metrics",
 ]
@@ -177,13 +179,27 @@ def dm_dt_logit(a: Any, params: ReducedParams) -> NDArray[np.float64]:
     return ((ahat * g).sum(axis=-1) - (ahat**2).sum(axis=-1) * g.sum(axis=-1)) / a.sum(axis=-1)
 
 
+def thm7_threshold(n_classes: int, l1_norm: Any) -> NDArray[np.float64]:
+    """Theorem 7 of [1]: ``M <= min(1/(8K²), 1/(18 K³ ‖a‖₁²))`` implies ``dM/dt <= 0``.
+
+    Parameters
+    ----------
+    n_classes : int
+        ``K`` in [1], a power of two.
+    l1_norm : array_like
+        ``‖a‖₁`` (reduced units), any shape.
+
+    Returns
+    -------
+    ndarray, shaped like ``l1_norm``
+    """
+    K = check_power_of_two(n_classes)
+    l1 = np.asarray(l1_norm, dtype=np.float64)
+    out: NDArray[np.float64] = np.minimum(1.0 / (8 * K**2), 1.0 / (18 * K**3 * l1**2))
+    return out
+
+
 # ----------------------------------------------------------------------------- matrices
-def simplex_etf(K: int) -> NDArray[np.float64]:
-    """``S = I_K - (1/K) 1 1^T`` ([1], §2)."""
-    K = check_int(K, "K", low=2)
-    return np.eye(K) - 1.0 / K
-
-
 def nc_alignment(A: Any, target: Any) -> NDArray[np.float64]:
     """``‖A/‖A‖_* - T/‖T‖_*‖_F`` per matrix of a batch ([1], App. E.1 (b)).
 
@@ -212,9 +228,12 @@ def top_singular_values(Z: Any) -> NDArray[np.float64]:
     return s[..., : Z.shape[-2] - 1]
 
 
-def reduced_basis(K: int, n: int = 1) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """``Ũ = Φ[:, 1:]/√K`` of shape (K, K-1) and ``Ṽ = Ũ ⊗ 1_n/√n`` of shape (Kn, K-1)."""
-    U = hadamard_basis(K)[:, 1:]
+def reduced_basis(n_classes: int, n: int = 1) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """``Ũ = Φ[:, 1:]/√K`` of shape (K, K-1) and ``Ṽ = Ũ ⊗ 1_n/√n`` of shape (Kn, K-1).
+
+    ``n_classes`` is ``K`` in [1] (a power of two), ``n`` the samples per class.
+    """
+    U = hadamard_basis(n_classes)[:, 1:]
     n = check_int(n, "n", low=1)
     V = np.kron(U, np.ones((n, 1)) / np.sqrt(n))
     return U, V
@@ -261,7 +280,7 @@ def ufm_metrics(Z: Any, WWt: Any, HtH: Any, *, n: int = 1) -> dict[str, NDArray[
     Z = check_array(Z, "Z", dtype=np.float64)
     K = Z.shape[-2]
     n = check_int(n, "n", low=1)
-    S = simplex_etf(K)
+    S = centering_matrix(K)
     sigma = top_singular_values(Z)
     loss = ce_loss_from_logits(Z, n=n)
     return {

@@ -25,6 +25,7 @@ from numpy.typing import NDArray
 
 from ..._validation import check_array, check_int, check_option, check_scalar
 from ..integrate import Trajectory, solve_ode
+from .iterate import check_steps, iterate_map
 from .structure import check_power_of_two, psi_matrix
 
 __all__ = [
@@ -64,46 +65,58 @@ class ReducedParams:
 
     Attributes
     ----------
-    K : int
-        Number of classes, a power of two.
+    n_classes : int
+        ``K`` in [1], a power of two.
     psi : ndarray of shape (K-1, K-1)
-        Ψ, derived from ``K``.
+        Ψ, derived from ``n_classes``.
     """
 
-    K: int
+    n_classes: int
     psi: NDArray[np.float64] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        K = check_power_of_two(self.K)
-        object.__setattr__(self, "K", K)
+        K = check_power_of_two(self.n_classes)
+        object.__setattr__(self, "n_classes", K)
         object.__setattr__(self, "psi", psi_matrix(K))
 
 
 @dataclass(frozen=True)
 class SingularValueParams:
-    """Parameters of Theorem 2 of [1] in original units: ``K`` classes, ``n`` per class."""
+    """Parameters of Theorem 2 of [1] in original units.
 
-    K: int
+    Attributes
+    ----------
+    n_classes : int
+        ``K`` in [1], a power of two.
+    n : int
+        Samples per class.
+    psi : ndarray of shape (K-1, K-1)
+        Ψ, derived from ``n_classes``.
+    """
+
+    n_classes: int
     n: int = 1
     psi: NDArray[np.float64] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        K = check_power_of_two(self.K)
-        object.__setattr__(self, "K", K)
+        K = check_power_of_two(self.n_classes)
+        object.__setattr__(self, "n_classes", K)
         object.__setattr__(self, "n", check_int(self.n, "n", low=1))
         object.__setattr__(self, "psi", psi_matrix(K))
 
 
 def _check_state(a: Any, params: ReducedParams, name: str = "a") -> NDArray[np.float64]:
     a = check_array(a, name, dtype=np.float64, min_size=1)
-    if a.shape[-1] != params.K - 1:
-        raise ValueError(f"`{name}` must have last axis K-1 = {params.K - 1}; got shape {a.shape}.")
+    k1 = params.n_classes - 1
+    if a.shape[-1] != k1:
+        raise ValueError(f"`{name}` must have last axis K-1 = {k1}; got shape {a.shape}.")
     return a
 
 
-def margins(a: Any, params: ReducedParams) -> NDArray[np.float64]:
+def margins(a: Any, params: ReducedParams | SingularValueParams) -> NDArray[np.float64]:
     """Reduced margins ``x = Ψ a`` ([1], §4.3); shape like ``a``."""
-    return np.asarray(a, dtype=np.float64) @ params.psi  # Ψ symmetric
+    out: NDArray[np.float64] = np.asarray(a, dtype=np.float64) @ params.psi  # Ψ symmetric
+    return out
 
 
 def _log_d(x: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -230,7 +243,7 @@ def drift_alpha_beta(t: float, y: Any, params: SingularValueParams) -> NDArray[n
     """
     y = np.asarray(y, dtype=np.float64)
     alpha, beta = y[0], y[1]
-    g = growth_rates(alpha * beta / (params.K * np.sqrt(params.n)), params)  # uses .psi only
+    g = growth_rates(alpha * beta / (params.n_classes * np.sqrt(params.n)), params)  # .psi only
     s = np.sqrt(params.n)
     return np.stack([s * g * beta, s * g * alpha])
 
@@ -240,7 +253,7 @@ def energy(a: Any, params: ReducedParams) -> NDArray[np.float64]:
     return _log_d(margins(a, params))
 
 
-def energy_full(a: Any, *, K: int, n: int = 1) -> NDArray[np.float64]:
+def energy_full(a: Any, *, n_classes: int, n: int = 1) -> NDArray[np.float64]:
     """Energy of [1], Eq. (8), in original units: ``K n log(1 + Σ exp(-(Ψa)/(K√n)))``.
 
     At a Hadamard-initialised point this equals the summed CE loss (1) exactly.
@@ -249,21 +262,27 @@ def energy_full(a: Any, *, K: int, n: int = 1) -> NDArray[np.float64]:
     ----------
     a : array_like of shape (..., K-1)
         Logit singular values ``σ_i(Z) = α_i β_i`` of the nontrivial modes.
+    n_classes : int
+        ``K`` in [1], a power of two.
+    n : int, default=1
     """
-    params = ReducedParams(K)
+    params = ReducedParams(n_classes)
+    K = params.n_classes
     n = check_int(n, "n", low=1)
-    return K * n * energy(to_reduced(a, K=K, n=n), params)
+    return K * n * energy(to_reduced(a, n_classes=K, n=n), params)
 
 
 # ----------------------------------------------------------------------------- units
-def to_reduced(sigma: Any, *, K: int, n: int = 1) -> NDArray[np.float64]:
-    """Original logit singular values to reduced units: ``a' = σ / (K √n)``."""
-    return np.asarray(sigma, dtype=np.float64) / (K * np.sqrt(n))
+def to_reduced(sigma: Any, *, n_classes: int, n: int = 1) -> NDArray[np.float64]:
+    """Original logit singular values to reduced units: ``a' = σ / (K √n)``, ``K = n_classes``."""
+    out: NDArray[np.float64] = np.asarray(sigma, dtype=np.float64) / (n_classes * np.sqrt(n))
+    return out
 
 
-def from_reduced(a: Any, *, K: int, n: int = 1) -> NDArray[np.float64]:
-    """Reduced units back to logit singular values: ``σ = K √n a'``."""
-    return np.asarray(a, dtype=np.float64) * (K * np.sqrt(n))
+def from_reduced(a: Any, *, n_classes: int, n: int = 1) -> NDArray[np.float64]:
+    """Reduced units back to logit singular values: ``σ = K √n a'``, ``K = n_classes``."""
+    out: NDArray[np.float64] = np.asarray(a, dtype=np.float64) * (n_classes * np.sqrt(n))
+    return out
 
 
 def iterations_to_time(k: Any, *, learning_rate: float, n: int = 1) -> NDArray[np.float64]:
@@ -274,9 +293,15 @@ def iterations_to_time(k: Any, *, learning_rate: float, n: int = 1) -> NDArray[n
     return 2.0 * np.sqrt(n) * learning_rate * np.asarray(k, dtype=np.float64)
 
 
-def iterations_to_time_logit(k: Any, *, learning_rate: float, K: int) -> NDArray[np.float64]:
-    """Reduced time of GD iteration ``k`` on the logits (Thm 6 of [1]): ``τ = η k / K``."""
-    return learning_rate * np.asarray(k, dtype=np.float64) / K
+def iterations_to_time_logit(
+    k: Any, *, learning_rate: float, n_classes: int
+) -> NDArray[np.float64]:
+    """Reduced time of GD iteration ``k`` on the logits (Thm 6 of [1]): ``τ = η k / K``.
+
+    ``n_classes`` is ``K`` in [1].
+    """
+    out: NDArray[np.float64] = learning_rate * np.asarray(k, dtype=np.float64) / n_classes
+    return out
 
 
 # ----------------------------------------------------------------------------- closed forms
@@ -321,10 +346,10 @@ def discrete_gd_map(
     a0: Any,
     steps: Any,
     *,
-    K: int,
+    n_classes: int,
     n: int = 1,
     learning_rate: float,
-) -> NDArray[np.float64]:
+) -> Trajectory:
     """Exact image of gradient descent on (W, H) at Hadamard points, in reduced units.
 
     One GD step with step ``η`` keeps the singular vectors and ``α = β`` and maps
@@ -338,26 +363,29 @@ def discrete_gd_map(
         Reduced singular values at iteration 0.
     steps : array_like of int, shape (n_log,)
         Non-decreasing iterations at which to record.
+    n_classes : int
+        ``K`` in [1], a power of two.
+    n : int, default=1
+    learning_rate : float
 
     Returns
     -------
-    ndarray of shape (n_log, ..., K-1)
+    Trajectory
+        ``ts`` the iterations (as floats), ``ys`` of shape (..., n_log, K-1).
     """
-    params = ReducedParams(K)
-    a = _check_state(a0, params, "a0").copy()
-    steps = check_array(steps, "steps", ndim=1)
-    if steps.size and (np.any(np.diff(steps) < 0) or steps[0] < 0):
-        raise ValueError("`steps` must be non-negative and non-decreasing.")
+    params = ReducedParams(n_classes)
+    a = _check_state(a0, params, "a0")
+    steps = check_steps(steps)
     learning_rate = check_scalar(learning_rate, "learning_rate", low=0, closed="neither")
     c = learning_rate * np.sqrt(check_int(n, "n", low=1))
-    out = np.empty((steps.size, *a.shape))
-    k = 0
-    for i, target in enumerate(steps.astype(np.int64)):
-        while k < target:
-            a *= (1.0 + c * growth_rates(a, params)) ** 2
-            k += 1
-        out[i] = a
-    return out
+
+    def step(x: NDArray[np.float64]) -> NDArray[np.float64]:
+        out: NDArray[np.float64] = x * (1.0 + c * growth_rates(x, params)) ** 2
+        return out
+
+    states: list[NDArray[np.float64]] = iterate_map(step, a, steps)
+    ys = np.stack(states, axis=-2)
+    return Trajectory(steps.astype(np.float64), ys, True, "", int(steps[-1]))
 
 
 # ----------------------------------------------------------------------------- solving
@@ -365,7 +393,7 @@ def solve_reduced(
     a0: Any,
     ts: Any,
     *,
-    K: int,
+    n_classes: int,
     flow: Flow = "regular",
     rtol: float = 1e-10,
     atol: float = 1e-12,
@@ -381,7 +409,8 @@ def solve_reduced(
     a0 : array_like of shape (K-1,)
         Positive initial singular values in reduced units.
     ts : array_like of shape (n_times,)
-    K : int
+    n_classes : int
+        ``K`` in [1], a power of two.
     flow : {"regular", "logit", "normalized"}
     rtol, atol : float
         Solver tolerances (on ``log a`` for the log-space flows).
@@ -391,7 +420,8 @@ def solve_reduced(
     Trajectory
         ``ys`` of shape (n_times, K-1), the singular values ``a`` (not their logs).
     """
-    params = ReducedParams(K)
+    params = ReducedParams(n_classes)
+    K = params.n_classes
     check_option(flow, "flow", FLOWS)
     a0 = check_array(a0, "a0", ndim=1, shape=(K - 1,), dtype=np.float64)
     if flow != "logit" and np.any(a0 <= 0):

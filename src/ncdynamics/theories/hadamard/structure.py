@@ -31,14 +31,18 @@ __all__ = [
 ]
 
 
-def is_power_of_two(K: int) -> bool:
-    """Whether ``K`` is ``2**m`` with ``m >= 1``."""
-    return isinstance(K, (int, np.integer)) and K >= 2 and (int(K) & (int(K) - 1)) == 0
+def is_power_of_two(n_classes: object) -> bool:
+    """Whether ``n_classes`` (``K`` in [1]) is ``2**m`` with ``m >= 1``."""
+    K = n_classes
+    return bool(isinstance(K, (int, np.integer)) and K >= 2 and (int(K) & (int(K) - 1)) == 0)
 
 
-def check_power_of_two(K: Any, name: str = "K") -> int:
-    """Return ``K`` as an int, or raise ``ValueError`` saying why it must be ``2**m``."""
-    K = check_int(K, name, low=2)
+def check_power_of_two(value: Any, name: str = "n_classes") -> int:
+    """Return ``value`` as an int, or raise ``ValueError`` saying why it must be ``2**m``.
+
+    ``name`` is the argument named in the message (``n_classes``, or ``K`` for a config).
+    """
+    K = check_int(value, name, low=2)
     if not is_power_of_two(K):
         raise ValueError(
             f"`{name}` must be a power of 2 (2, 4, 8, 16, ...) because the Sylvester--Hadamard "
@@ -48,7 +52,7 @@ def check_power_of_two(K: Any, name: str = "K") -> int:
     return K
 
 
-def sylvester(K: int) -> NDArray[np.float64]:
+def sylvester(n_classes: int) -> NDArray[np.float64]:
     """The ``K × K`` Sylvester--Hadamard matrix Φ ([1], Definition 2).
 
     Built by the recursion ``Φ_1 = [1]``, ``Φ_{2m} = [[Φ_m, Φ_m], [Φ_m, -Φ_m]]``; equivalently
@@ -57,8 +61,8 @@ def sylvester(K: int) -> NDArray[np.float64]:
 
     Parameters
     ----------
-    K : int
-        A power of two, ``K >= 2``.
+    n_classes : int
+        ``K`` in [1], a power of two, ``K >= 2``.
 
     Returns
     -------
@@ -69,37 +73,41 @@ def sylvester(K: int) -> NDArray[np.float64]:
     ValueError
         If ``K`` is not a power of two.
     """
-    K = check_power_of_two(K)
+    K = check_power_of_two(n_classes)
     phi = np.ones((1, 1))
     while phi.shape[0] < K:
         phi = np.block([[phi, phi], [phi, -phi]])
     return phi
 
 
-def hadamard_basis(K: int) -> NDArray[np.float64]:
-    """The orthonormal Hadamard basis ``U = Φ / √K`` ([1], Thm 1); columns are the modes."""
-    return sylvester(K) / np.sqrt(K)
+def hadamard_basis(n_classes: int) -> NDArray[np.float64]:
+    """The orthonormal Hadamard basis ``U = Φ / √K`` ([1], Thm 1); columns are the modes.
+
+    ``n_classes`` is ``K`` in [1]; the result has shape (K, K).
+    """
+    return sylvester(n_classes) / np.sqrt(n_classes)
 
 
-def xor_permutation(i: int, K: int) -> NDArray[np.float64]:
+def xor_permutation(i: int, n_classes: int) -> NDArray[np.float64]:
     """The permutation ``Π_i`` with rows ``e_{i XOR j}^T`` ([1], Eq. (14)).
 
-    ``Φ diag(φ_i) = Π_i Φ`` for every row ``φ_i`` of the Sylvester matrix.
+    ``Φ diag(φ_i) = Π_i Φ`` for every row ``φ_i`` of the Sylvester matrix; ``n_classes`` is
+    ``K`` in [1].
     """
-    K = check_power_of_two(K)
+    K = check_power_of_two(n_classes)
     i = check_int(i, "i", low=0, high=K - 1)
     perm = np.zeros((K, K))
     perm[np.arange(K), np.arange(K) ^ i] = 1.0
     return perm
 
 
-def psi_matrix(K: int) -> NDArray[np.float64]:
+def psi_matrix(n_classes: int) -> NDArray[np.float64]:
     """The reduced dynamics matrix ``Ψ = 1 1^T - Φ[1:, 1:]`` of shape (K-1, K-1) ([1], §3.2).
 
     Ψ is symmetric with entries in {0, 2}, ``Ψ 1 = K 1``, ``Ψ² = K (I + 1 1^T)`` and
-    ``Ψ^{-1} = -Φ[1:, 1:] / K``.
+    ``Ψ^{-1} = -Φ[1:, 1:] / K``, with ``K = n_classes``.
     """
-    core = sylvester(K)[1:, 1:]
+    core = sylvester(n_classes)[1:, 1:]
     return 1.0 - core
 
 

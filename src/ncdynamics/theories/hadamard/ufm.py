@@ -1,58 +1,65 @@
 """The unconstrained features model (UFM) with summed cross-entropy: loss, flows and GD.
 
-Layouts (batch of ``R`` realisations first; a single realisation may drop the batch axis):
+Layouts (a batch of ``R`` realisations first where a function accepts one):
 
 - ``W``: (R, K, d) classifier, ``H``: (R, d, K n) features in class order
   ``[h_11, ..., h_n1, h_12, ..., h_nK]``, ``Z = W H``: (R, K, K n) logits;
-- labels ``Y = I_K ⊗ 1_n^T`` of shape (K, K n).
+- labels ``Y = I_K ⊗ 1_n^T`` of shape (K, K n)
+  (:func:`ncdynamics.theories.labels.label_matrix`);
+- the *state* of a trajectory stacks the classifier rows over the features,
+  ``[W; H^T]`` of shape (K + K n, d) (:func:`pack_state`, :func:`unpack_state`): all ``K + K n``
+  vectors of feature space in one array, so that a UFM trajectory is a
+  :class:`~ncdynamics.theories.Trajectory` with ``ys`` of shape (n_times, K + K n, d), or
+  (R, n_times, K + K n, d) for R realisations.
 
 The loss is the *sum* over samples of [1], Eq. (1). Gradient flow is Eq. (2)::
 
     dW/dt = (Y - P(WH)) H^T,     dH/dt = W^T (Y - P(WH))
 
 and gradient descent takes simultaneous steps of size ``η`` along these directions, so GD
-iteration ``k`` approximates flow time ``t = η k``.
+iteration ``k`` approximates flow time ``t = η k``. :func:`run_gd_reference` is the plain
+one-realisation loop; the batched fast path that the experiments use is
+:func:`ncdynamics.theories.hadamard.fast_batched_gd.run_gd`.
 """
 
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import NDArray
 
 from ..._validation import check_array, check_int, check_option, check_scalar
-from ..integrate import solve_ode
+from ..integrate import Trajectory, solve_ode
+from ..labels import label_matrix
+from .iterate import check_steps, iterate_map
 from .structure import softmax_columns
 
 __all__ = [
-    "FlowResult",
-    "GDResult",
+    "Loss",
     "ce_descent",
     "ce_loss",
     "ce_loss_from_logits",
-    "label_matrix",
     "logit_descent",
     "mse_descent",
     "mse_loss",
-    "run_gd",
+    "pack_state",
+    "run_gd_reference",
     "run_logit_gd",
     "solve_gradient_flow",
+    "state_matrices",
+    "unpack_state",
 ]
 
 Loss = Literal["ce", "mse"]
+LOSSES = ("ce", "mse")
+
+Pair = tuple[NDArray[np.float64], NDArray[np.float64]]
 
 
-def label_matrix(K: int, n: int = 1) -> NDArray[np.float64]:
-    """One-hot labels ``Y = I_K ⊗ 1_n^T`` of shape (K, K n) ([1], §2)."""
-    K = check_int(K, "K", low=2)
-    n = check_int(n, "n", low=1)
-    return np.kron(np.eye(K), np.ones((1, n)))
-
-
-def _check_pair(W: Any, H: Any, n: int) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+def check_pair(W: Any, H: Any, n: int) -> Pair:
+    """Validate ``W`` (.., K, d) and ``H`` (.., d, K n) as float64 arrays of matching shapes."""
     W = check_array(W, "W", dtype=np.float64)
     H = check_array(H, "H", dtype=np.float64)
     if W.ndim not in (2, 3) or H.ndim != W.ndim:
@@ -69,6 +76,52 @@ def _check_pair(W: Any, H: Any, n: int) -> tuple[NDArray[np.float64], NDArray[np
     return W, H
 
 
+# ----------------------------------------------------------------------------- state
+def pack_state(W: Any, H: Any) -> NDArray[np.float64]:
+    """The UFM state ``[W; H^T]``: ``W`` (..., K, d) over ``H^T`` (..., K n, d)."""
+    W = np.asarray(W, dtype=np.float64)
+    H = np.asarray(H, dtype=np.float64)
+    return np.concatenate([W, np.swapaxes(H, -1, -2)], axis=-2)
+
+
+def unpack_state(state: Any, n_classes: int) -> Pair:
+    """``W`` (..., K, d) and ``H`` (..., d, K n) of a state ``[W; H^T]`` (C-ordered copies).
+
+    Parameters
+    ----------
+    state : array_like of shape (..., K + K n, d)
+    n_classes : int
+        ``K`` in [1]: the first ``K`` rows of the state are the classifier.
+    """
+    state = check_array(state, "state", dtype=np.float64)
+    K = check_int(n_classes, "n_classes", low=2)
+    if state.ndim < 2 or state.shape[-2] <= K or (state.shape[-2] - K) % K:
+        raise ValueError(
+            f"`state` must have shape (..., K + K n, d) with K = n_classes = {K}; "
+            f"got {state.shape}."
+        )
+    W = np.ascontiguousarray(state[..., :K, :])
+    H = np.ascontiguousarray(np.swapaxes(state[..., K:, :], -1, -2))
+    return W, H
+
+
+def state_matrices(
+    state: Any, n_classes: int
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+    """``Z = W H``, ``W W^T`` and ``H^T H`` of states ``[W; H^T]`` (the NC matrices of [1]).
+
+    Returns
+    -------
+    Z : ndarray of shape (..., K, K n)
+    WWt : ndarray of shape (..., K, K)
+    HtH : ndarray of shape (..., K n, K n)
+    """
+    W, H = unpack_state(state, n_classes)
+    HT = np.swapaxes(H, -1, -2)
+    return W @ H, W @ np.swapaxes(W, -1, -2), HT @ H
+
+
+# ----------------------------------------------------------------------------- losses
 def ce_loss_from_logits(Z: Any, *, n: int = 1) -> NDArray[np.float64]:
     """Summed CE of logits ``Z`` (..., K, K n) in the form of [1], Eq. (1).
 
@@ -85,7 +138,8 @@ def ce_loss_from_logits(Z: Any, *, n: int = 1) -> NDArray[np.float64]:
     top = np.maximum(m.max(axis=-2), 0.0)  # (..., Kn)
     s = np.exp(m - top[..., None, :]).sum(axis=-2)
     per_col = np.where(top > 0, top + np.log(np.exp(-top) + s), np.log1p(s))
-    return per_col.sum(axis=-1)
+    out: NDArray[np.float64] = per_col.sum(axis=-1)
+    return out
 
 
 def ce_loss(W: Any, H: Any, *, n: int = 1) -> NDArray[np.float64]:
@@ -96,32 +150,40 @@ def ce_loss(W: Any, H: Any, *, n: int = 1) -> NDArray[np.float64]:
     ndarray of shape (R,) (or a 0-d array without a batch axis)
     """
     n = check_int(n, "n", low=1)
-    W, H = _check_pair(W, H, n)
+    W, H = check_pair(W, H, n)
     return ce_loss_from_logits(W @ H, n=n)
 
 
 def mse_loss(W: Any, H: Any, *, n: int = 1) -> NDArray[np.float64]:
     """``½ ‖Y - W H‖_F²``, whose gradient flow is Eq. (4) of [1]."""
     n = check_int(n, "n", low=1)
-    W, H = _check_pair(W, H, n)
+    W, H = check_pair(W, H, n)
     Y = label_matrix(W.shape[-2], n)
-    return 0.5 * ((Y - W @ H) ** 2).sum(axis=(-2, -1))
+    out: NDArray[np.float64] = 0.5 * ((Y - W @ H) ** 2).sum(axis=(-2, -1))
+    return out
 
 
-def ce_descent(W: Any, H: Any, *, n: int = 1) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+def _directions(
+    W: NDArray[np.float64], H: NDArray[np.float64], Y: NDArray[np.float64], loss: Loss
+) -> Pair:
+    """``(G H^T, W^T G)`` with ``G = Y - P(WH)`` (CE) or ``G = Y - WH`` (MSE); no checks."""
+    Z = W @ H
+    G = Y - (softmax_columns(Z) if loss == "ce" else Z)
+    return G @ np.swapaxes(H, -1, -2), np.swapaxes(W, -1, -2) @ G
+
+
+def ce_descent(W: Any, H: Any, *, n: int = 1) -> Pair:
     """Descent directions ``((Y-P)H^T, W^T(Y-P))`` = ``-∇L`` of Eq. (1) ([1], Eq. (2))."""
     n = check_int(n, "n", low=1)
-    W, H = _check_pair(W, H, n)
-    G = label_matrix(W.shape[-2], n) - softmax_columns(W @ H)
-    return G @ np.swapaxes(H, -1, -2), np.swapaxes(W, -1, -2) @ G
+    W, H = check_pair(W, H, n)
+    return _directions(W, H, label_matrix(W.shape[-2], n), "ce")
 
 
-def mse_descent(W: Any, H: Any, *, n: int = 1) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+def mse_descent(W: Any, H: Any, *, n: int = 1) -> Pair:
     """MSE descent directions ``((Y-WH)H^T, W^T(Y-WH))`` ([1], Eq. (4))."""
     n = check_int(n, "n", low=1)
-    W, H = _check_pair(W, H, n)
-    G = label_matrix(W.shape[-2], n) - W @ H
-    return G @ np.swapaxes(H, -1, -2), np.swapaxes(W, -1, -2) @ G
+    W, H = check_pair(W, H, n)
+    return _directions(W, H, label_matrix(W.shape[-2], n), "mse")
 
 
 def logit_descent(Z: Any, *, n: int = 1) -> NDArray[np.float64]:
@@ -130,39 +192,8 @@ def logit_descent(Z: Any, *, n: int = 1) -> NDArray[np.float64]:
     return label_matrix(Z.shape[-2], check_int(n, "n", low=1)) - softmax_columns(Z)
 
 
-def _check_steps(steps: Any) -> NDArray[np.int64]:
-    steps = check_array(steps, "steps", ndim=1, min_size=1)
-    if not np.all(steps == np.round(steps)) or steps[0] < 0 or np.any(np.diff(steps) < 0):
-        raise ValueError("`steps` must be non-negative, non-decreasing integers.")
-    return steps.astype(np.int64)
-
-
-@dataclass(frozen=True)
-class GDResult:
-    """Snapshots of batched gradient descent on the UFM.
-
-    Attributes
-    ----------
-    steps : ndarray of shape (n_log,)
-        GD iterations of the snapshots.
-    Z : ndarray of shape (n_log, R, K, K n)
-    WWt : ndarray of shape (n_log, R, K, K)
-    HtH : ndarray of shape (n_log, R, K n, K n)
-    W : ndarray of shape (R, K, d)
-        Final classifier.
-    H : ndarray of shape (R, d, K n)
-        Final features.
-    """
-
-    steps: NDArray[np.int64]
-    Z: NDArray[np.float64]
-    WWt: NDArray[np.float64]
-    HtH: NDArray[np.float64]
-    W: NDArray[np.float64]
-    H: NDArray[np.float64]
-
-
-def run_gd(
+# ----------------------------------------------------------------------------- descent
+def run_gd_reference(
     W0: Any,
     H0: Any,
     *,
@@ -170,20 +201,21 @@ def run_gd(
     learning_rate: float,
     n: int = 1,
     loss: Loss = "ce",
-) -> GDResult:
-    """Gradient descent on (W, H) for ``R`` realisations at once ([1], Eq. (2), discretised).
+) -> Trajectory:
+    """Gradient descent on one (W, H), written plainly ([1], Eq. (2), discretised).
 
     Both factors are updated simultaneously from the same iterate::
 
         W ← W + η (Y - P) H^T,     H ← H + η W^T (Y - P)
 
-    (``P`` replaced by ``W H`` for ``loss="mse"``, Eq. (4)). Runs to ``steps[-1]`` and keeps
-    ``Z``, ``W W^T`` and ``H^T H`` at every entry of ``steps`` (small, whatever ``d``).
+    (``P`` replaced by ``W H`` for ``loss="mse"``, Eq. (4)). This is the reference that the
+    batched fast path :func:`~ncdynamics.theories.hadamard.fast_batched_gd.run_gd` is tested
+    against; use that one for work.
 
     Parameters
     ----------
-    W0 : array_like of shape (R, K, d) or (K, d)
-    H0 : array_like of shape (R, d, K n) or (d, K n)
+    W0 : array_like of shape (K, d)
+    H0 : array_like of shape (d, K n)
     steps : array_like of int, shape (n_log,)
         Non-decreasing iterations to record (0 records the initial state).
     learning_rate : float
@@ -194,119 +226,63 @@ def run_gd(
 
     Returns
     -------
-    GDResult
-        Always with a batch axis (R = 1 for unbatched input).
+    Trajectory
+        ``ts`` the iterations (as floats), ``ys`` the states ``[W; H^T]`` of shape
+        (n_log, K + K n, d) (:func:`unpack_state`), ``n_evals`` the gradient evaluations.
     """
     n = check_int(n, "n", low=1)
-    W, H = _check_pair(W0, H0, n)
-    check_option(loss, "loss", ("ce", "mse"))
+    W, H = check_pair(W0, H0, n)
+    if W.ndim != 2:
+        raise ValueError(f"`W0` must be a single (K, d) matrix; got shape {W.shape}.")
+    check_option(loss, "loss", LOSSES)
     lr = check_scalar(learning_rate, "learning_rate", low=0, closed="neither")
-    steps = _check_steps(steps)
-    W = (W[None] if W.ndim == 2 else W).copy()  # (R, K, d)
-    H = (H[None] if H.ndim == 2 else H).copy()  # (R, d, Kn)
-    R, K, _ = W.shape
-    ones = np.ones((K, 1))
-    Zs = np.empty((steps.size, R, K, K * n))
-    WWs = np.empty((steps.size, R, K, K))
-    HHs = np.empty((steps.size, R, K * n, K * n))
-    # The loop works on the transposed logits Z^T (R, Kn, K): every product is then a
-    # stacked (T, T) matmul of the stored W and H, the column sums of exp(Z) are one
-    # (R Kn, K) @ (K, 1) product over all realisations, and nothing is allocated per step.
-    ZT = np.empty((R, K * n, K))  # Z^T, then -η (Y - P)^T in place
-    ZT2 = ZT.reshape(R * K * n, K)
-    s = np.empty((R, K * n, 1))  # column sums of exp(Z), then η / sums
-    dW, dH = np.empty_like(W), np.empty_like(H)
-    # the entries of Z^T where Y^T is 1, (k n + i, k) for class k and sample i, as a view:
-    # subtracting there touches 1/K of the entries that subtracting the whole Y^T would
-    item = ZT.itemsize
-    label_entries = np.lib.stride_tricks.as_strided(
-        ZT, shape=(R, K, n), strides=(ZT.strides[0], (n * K + 1) * item, K * item), writeable=True
-    )
-    WT, HT, GT = W.transpose(0, 2, 1), H.transpose(0, 2, 1), ZT.transpose(0, 2, 1)
-    ce = loss == "ce"
-    shift = True
-    k = 0
-    for i, target in enumerate(steps):
-        for j in range(k, target):
-            np.matmul(HT, WT, out=ZT)  # (R, Kn, K)
-            if ce:
-                # exp without the max shift while |Z| is moderate (checked every 64 steps);
-                # a blow-up still ends in the finiteness check below, never silently.
-                if j % 64 == 0:
-                    shift = bool(np.abs(ZT).max() > 300.0)
-                if shift:
-                    ZT -= ZT.max(axis=2, keepdims=True)
-                np.exp(ZT, out=ZT)
-                np.matmul(ZT2, ones, out=s.reshape(R * K * n, 1))
-                np.divide(lr, s, out=s)
-                np.multiply(ZT, s, out=ZT)  # η P^T
-            else:
-                np.multiply(ZT, lr, out=ZT)  # η (W H)^T
-            label_entries -= lr  # -η (Y - P)^T: the negated descent direction
-            np.matmul(GT, HT, out=dW)  # (R, K, d)
-            np.matmul(WT, GT, out=dH)  # (R, d, Kn), with the old W
-            W -= dW
-            H -= dH
-        k = max(k, int(target))
-        Zs[i] = W @ H
-        WWs[i] = W @ WT
-        HHs[i] = HT @ H
-    if not (np.all(np.isfinite(W)) and np.all(np.isfinite(H))):
-        raise FloatingPointError(
-            f"gradient descent diverged (non-finite W or H); lower `learning_rate` ({lr})."
-        )
-    return GDResult(steps, Zs, WWs, HHs, W, H)
+    steps = check_steps(steps)
+    Y = label_matrix(W.shape[0], n)
+
+    def step(state: Pair) -> Pair:
+        dW, dH = _directions(*state, Y, loss)
+        return state[0] + lr * dW, state[1] + lr * dH
+
+    states = iterate_map(step, (W, H), steps)
+    ys = np.stack([pack_state(w, h) for w, h in states])
+    return Trajectory(steps.astype(np.float64), ys, True, "", int(steps[-1]))
 
 
-def run_logit_gd(Z0: Any, *, steps: Any, learning_rate: float, n: int = 1) -> NDArray[np.float64]:
+def run_logit_gd(Z0: Any, *, steps: Any, learning_rate: float, n: int = 1) -> Trajectory:
     """Gradient descent directly on the logits, ``Z ← Z + η (Y - P(Z))`` ([1], Eq. (13)).
 
     Parameters
     ----------
     Z0 : array_like of shape (R, K, K n) or (K, K n)
     steps : array_like of int, shape (n_log,)
+    learning_rate : float
+    n : int, default=1
 
     Returns
     -------
-    ndarray of shape (n_log, R, K, K n)
+    Trajectory
+        ``ys`` of shape (R, n_log, K, K n), or (n_log, K, K n) for a single ``Z0``.
     """
     n = check_int(n, "n", low=1)
     Z = check_array(Z0, "Z0", dtype=np.float64)
-    Z = (Z[None] if Z.ndim == 2 else Z).copy()
+    if Z.ndim not in (2, 3):
+        raise ValueError(f"`Z0` must have shape (K, K n) or (R, K, K n); got {Z.shape}.")
     lr = check_scalar(learning_rate, "learning_rate", low=0, closed="neither")
-    steps = _check_steps(steps)
+    steps = check_steps(steps)
     Y = label_matrix(Z.shape[-2], n)
-    out = np.empty((steps.size, *Z.shape))
-    k = 0
-    for i, target in enumerate(steps):
-        for _ in range(target - k):
-            Z += lr * (Y - softmax_columns(Z))
-        k = max(k, int(target))
-        out[i] = Z
-    return out
 
+    def step(z: NDArray[np.float64]) -> NDArray[np.float64]:
+        out: NDArray[np.float64] = z + lr * (Y - softmax_columns(z))
+        return out
 
-@dataclass(frozen=True)
-class FlowResult:
-    """Gradient-flow solution of the UFM sampled at ``ts``.
-
-    Attributes
-    ----------
-    ts : ndarray of shape (n_times,)
-    W : ndarray of shape (n_times, K, d)
-    H : ndarray of shape (n_times, d, K n)
-    success : bool
-    """
-
-    ts: NDArray[np.float64]
-    W: NDArray[np.float64]
-    H: NDArray[np.float64]
-    success: bool
+    logits: list[NDArray[np.float64]] = iterate_map(step, Z, steps)
+    ys = np.stack(logits, axis=-3)  # time before the (K, K n) matrix
+    return Trajectory(steps.astype(np.float64), ys, True, "", int(steps[-1]))
 
 
 def solve_gradient_flow(
     W0: Any, H0: Any, ts: Any, *, n: int = 1, rtol: float = 1e-10, atol: float = 1e-14
-) -> FlowResult:
+) -> Trajectory:
     """Integrate the CE gradient flow (2) of [1] for one realisation with an ODE solver.
 
     Uses DOP853; meant for small problems where GD's O(η) error matters (Theorem 8 checks).
@@ -316,9 +292,14 @@ def solve_gradient_flow(
     W0 : array_like of shape (K, d)
     H0 : array_like of shape (d, K n)
     ts : array_like of shape (n_times,), increasing, starting at the initial time.
+
+    Returns
+    -------
+    Trajectory
+        ``ys`` the states ``[W; H^T]`` of shape (n_times, K + K n, d) (:func:`unpack_state`).
     """
     n = check_int(n, "n", low=1)
-    W0, H0 = _check_pair(W0, H0, n)
+    W0, H0 = check_pair(W0, H0, n)
     if W0.ndim != 2:
         raise ValueError(f"`W0` must be a single (K, d) matrix; got shape {W0.shape}.")
     K, d = W0.shape
@@ -336,4 +317,4 @@ def solve_gradient_flow(
         traj = solve_ode(rhs, y0, ts, None, method="DOP853", rtol=rtol, atol=atol)
     W = traj.ys[:, :nw].reshape(-1, K, d)
     H = traj.ys[:, nw:].reshape(-1, d, K * n)
-    return FlowResult(traj.ts, W, H, traj.success)
+    return Trajectory(traj.ts, pack_state(W, H), traj.success, traj.message, traj.n_evals)

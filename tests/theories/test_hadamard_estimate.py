@@ -1,4 +1,4 @@
-"""Theorem 8 (spec T22) and the estimate module (projection and reduced-ODE fit)."""
+"""The estimate module: projection onto the Hadamard modes and the reduced-ODE fit."""
 
 import numpy as np
 import pytest
@@ -6,49 +6,9 @@ import pytest
 from ncdynamics.theories import hadamard as hd
 
 
-def thm8_error(eps, rng, K=4, d=4, draws=3):
-    errs = []
-    for _ in range(draws):
-        init = hd.theorem8_init(K, d, eps=eps, rng=rng)
-        flow = hd.solve_gradient_flow(init.W[0], init.H[0], [0.0, hd.thm8_time(eps)])
-        assert flow.success
-        Z = flow.W[-1] @ flow.H[-1]
-        pred = hd.thm8_prediction(init.A1[0], init.A0[0], eps)
-        errs.append(np.linalg.norm(Z - pred) / np.linalg.norm(pred))
-    return float(np.mean(errs))
-
-
-def test_theorem8_prediction_error_shrinks_with_eps(rng):
-    errs = [thm8_error(eps, rng) for eps in (1e-4, 1e-6, 1e-8)]
-    assert errs[0] < 2e-2
-    assert errs[2] < 1e-3
-    assert errs[0] > errs[1] > errs[2]
-
-
-def test_theorem8_etf_distance_shrinks_with_width(rng):
-    K, eps, eta = 8, 1e-4, 0.01
-    k = int(round(hd.thm8_time(eps) / eta))
-    dist = []
-    for d in (8, 80, 800):
-        init = hd.theorem8_init(K, d, eps=eps, n_realizations=4, rng=rng)
-        res = hd.run_gd(init.W, init.H, steps=[k], learning_rate=eta)
-        dist.append(hd.etf_distance(res.Z[-1]).mean())
-    assert dist[0] > dist[1] > dist[2]
-    np.testing.assert_allclose(dist[1:], np.sqrt(K / np.array([80, 800])), rtol=0.35)
-
-
-def test_theorem8_large_width_limit_is_simplex_etf(rng):
-    K, d, eps = 4, 4000, 1e-4
-    init = hd.theorem8_init(K, d, eps=eps, rng=rng)
-    pred = hd.thm8_prediction(init.A1[0], init.A0[0], eps)
-    limit = hd.thm8_limit(K, eps)
-    assert np.linalg.norm(pred - limit) / np.linalg.norm(limit) < 0.1
-
-
-def test_theorem8_time_and_bad_eps():
-    assert hd.thm8_time(np.exp(-6.0), n=4) == pytest.approx(6.0 / 4)
-    with pytest.raises(ValueError, match="eps"):
-        hd.thm8_time(0.0)
+def singular_values(traj, K):
+    """Top K-1 singular values of Z at each record of a one-realisation GD trajectory."""
+    return hd.top_singular_values(hd.state_matrices(traj.ys, K)[0])
 
 
 def test_projection_separates_hadamard_and_random_runs(rng):
@@ -69,8 +29,7 @@ def test_fit_recovers_time_scale_and_initial_values_from_hadamard_gd(rng):
     sigma0 = np.array([[0.02, 0.05, 0.1]])
     W, H = hd.hadamard_init(np.sqrt(sigma0), d=K, rotation=hd.haar_orthogonal(K, rng=rng))
     steps = np.unique(np.geomspace(1, 1500, 30).astype(int))
-    res = hd.run_gd(W, H, steps=steps, learning_rate=eta)
-    sigma = hd.top_singular_values(res.Z[:, 0])
+    sigma = singular_values(hd.run_gd(W[0], H[0], steps=steps, learning_rate=eta), K)
     fit = hd.fit_reduced(steps, sigma, learning_rate=eta)
     assert fit.success
     assert fit.params.time_scale == pytest.approx(2 * eta, rel=1e-2)
@@ -83,7 +42,7 @@ def test_fit_flags_a_wrong_learning_rate(rng):
     K, eta = 4, 0.01
     W, H = hd.hadamard_init(np.sqrt([[0.02, 0.05, 0.1]]), d=K)
     steps = np.unique(np.geomspace(1, 1500, 30).astype(int))
-    sigma = hd.top_singular_values(hd.run_gd(W, H, steps=steps, learning_rate=eta).Z[:, 0])
+    sigma = singular_values(hd.run_gd(W[0], H[0], steps=steps, learning_rate=eta), K)
     fixed = hd.fit_reduced(steps, sigma, learning_rate=2 * eta, fit_time_scale=False)
     free = hd.fit_reduced(steps, sigma, learning_rate=2 * eta)
     assert fixed.loss > 100 * free.loss
@@ -94,7 +53,7 @@ def test_fit_without_learning_rate_starts_from_the_best_candidate_scale(rng):
     K, eta = 4, 0.01
     W, H = hd.hadamard_init(np.sqrt([[0.02, 0.05, 0.1]]), d=K)
     steps = np.unique(np.geomspace(1, 1500, 30).astype(int))
-    sigma = hd.top_singular_values(hd.run_gd(W, H, steps=steps, learning_rate=eta).Z[:, 0])
+    sigma = singular_values(hd.run_gd(W[0], H[0], steps=steps, learning_rate=eta), K)
     fit = hd.fit_reduced(steps, sigma, learning_rate=None, start_scales=[1e-4, 1e-2, 1.0])
     assert fit.params.time_scale == pytest.approx(2 * eta, rel=1e-2)
     assert np.isnan(fit.extra["time_scale_theory"])

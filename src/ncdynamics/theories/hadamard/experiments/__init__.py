@@ -1,32 +1,34 @@
 """Figures 1--10 of [1] as registered experiments (``hadamard.fig1`` ... ``hadamard.thm8``).
 
-Figures 2 and 4--9 are one experiment, "Random vs Hadamard vs ODE", at different settings;
-each figure is registered under its own name with its settings baked into all three presets,
-so ``ncdyn run hadamard.fig5 --preset cpu`` reproduces Figure 5 and ``K``/``d``/``delta`` can
-still be overridden. Presets: ``smoke`` (seconds), ``cpu`` (the claims at reduced horizons),
-``paper`` (10 realisations, 10^6 GD iterations, the paper's settings where stated).
+One module per recipe: ``fig1_reduced_flow``, ``fig3_max_min_margin``,
+``fig10_normalized_flow``, ``thm8_small_init``, and ``random_vs_hadamard`` for Figures 2 and
+4--9, which are one experiment, "Random vs Hadamard vs ODE", at seven settings. Those seven are
+registered here under their own figure names with their settings (``K``, ``d``, ``δ``,
+iterations) baked into all three presets, so ``ncdyn run hadamard.fig5 --preset cpu``
+reproduces Figure 5 and ``K``/``d``/``delta`` can still be overridden. Presets: ``smoke``
+(seconds), ``cpu`` (the claims at reduced horizons), ``paper`` (10 realisations, 10^6 GD
+iterations, the paper's settings where stated).
 """
 
 from __future__ import annotations
 
-from ..experiment import ExperimentSpec
-from ._exp_compare import SCALARS as SCALARS
-from ._exp_compare import CompareConfig, run_compare
-from ._exp_theory import (
-    MarginConfig,
-    NormalizedConfig,
-    ReducedConfig,
-    Thm8Config,
-    run_fig1,
-    run_fig3,
-    run_fig10,
-    run_thm8,
-)
+from collections.abc import Mapping
+from typing import Any
+
+from ...experiment import ExperimentSpec
+from .fig1_reduced_flow import ReducedConfig, run_fig1
+from .fig3_max_min_margin import MarginConfig, run_fig3
+from .fig10_normalized_flow import NormalizedConfig, run_fig10
+from .random_vs_hadamard import CompareConfig, run_compare
+from .thm8_small_init import Thm8Config, run_thm8
 
 __all__ = ["EXPERIMENTS"]
 
 
-def _compare_spec(fig: int, K: int, d: int, delta: float, cpu_iterations: int) -> ExperimentSpec:
+def _random_vs_hadamard(
+    fig: int, K: int, d: int, delta: float, cpu_iterations: int
+) -> ExperimentSpec:
+    """Figure ``fig``: the Random vs Hadamard vs ODE recipe at ``K``, ``d``, ``δ``."""
     base = {"K": K, "d": d, "delta": delta}
     scale = "infinitesimal" if delta > 0 else "standard"
     return ExperimentSpec(
@@ -51,8 +53,7 @@ def _compare_spec(fig: int, K: int, d: int, delta: float, cpu_iterations: int) -
     )
 
 
-# ----------------------------------------------------------------------------- registry
-_SAME = {"smoke": {}, "cpu": {}, "paper": {}}
+_SAME: Mapping[str, Mapping[str, Any]] = {"smoke": {}, "cpu": {}, "paper": {}}
 
 EXPERIMENTS = (
     ExperimentSpec(
@@ -67,7 +68,7 @@ EXPERIMENTS = (
         },
         run=run_fig1,
     ),
-    _compare_spec(2, 4, 4, 6.0, 1_000_000),
+    _random_vs_hadamard(2, 4, 4, 6.0, 1_000_000),
     ExperimentSpec(
         name="hadamard.fig3",
         theory="hadamard",
@@ -76,12 +77,12 @@ EXPERIMENTS = (
         presets=_SAME,
         run=run_fig3,
     ),
-    _compare_spec(4, 8, 8, 6.0, 300_000),
-    _compare_spec(5, 16, 16, 6.0, 100_000),
-    _compare_spec(6, 4, 4, 0.0, 1_000_000),
-    _compare_spec(7, 8, 8, 0.0, 300_000),
-    _compare_spec(8, 4, 20, 6.0, 1_000_000),
-    _compare_spec(9, 8, 80, 6.0, 300_000),
+    _random_vs_hadamard(4, 8, 8, 6.0, 300_000),
+    _random_vs_hadamard(5, 16, 16, 6.0, 100_000),
+    _random_vs_hadamard(6, 4, 4, 0.0, 1_000_000),
+    _random_vs_hadamard(7, 8, 8, 0.0, 300_000),
+    _random_vs_hadamard(8, 4, 20, 6.0, 1_000_000),
+    _random_vs_hadamard(9, 8, 80, 6.0, 300_000),
     ExperimentSpec(
         name="hadamard.fig10",
         theory="hadamard",
