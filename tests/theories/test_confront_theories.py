@@ -77,7 +77,7 @@ def test_hadamard_recovers_time_scale_of_reduced_flow(tmp_path):
     K, c = 4, 0.3
     a0 = np.array([0.05, 0.03, 0.02])
     steps = np.array([0, 1, 2, 4, 8, 16, 32, 64, 128, 256], dtype=float)
-    a = solve_reduced(a0, c * steps, K=K, rtol=1e-11, atol=1e-13).ys  # (T, K-1)
+    a = solve_reduced(a0, c * steps, n_classes=K, rtol=1e-11, atol=1e-13).ys  # (T, K-1)
     U, V = reduced_basis(K)
     run = _run(tmp_path)
     for t, at in zip(steps, a, strict=True):
