@@ -4,13 +4,13 @@ import numpy as np
 import pytest
 from scipy.linalg import expm
 
+from ncdynamics.theories.labels import label_matrix
 from ncdynamics.theories.ntk_collapse.blocks import (
     block_eigenvalues,
     block_kernel,
     block_kernel_matrix,
     eigenspace_bases,
     feature_basis,
-    label_matrix,
     table1_vectors,
     within_class_basis,
 )
@@ -98,8 +98,9 @@ def test_residual_flow_matches_matrix_exponential_o2(rng):
     r0 = rng.standard_normal((3, C * M))
     ts = np.array([0.0, 0.05, 0.3, 2.0])
     out = residual_flow(r0, ts, C, **VALS)
+    np.testing.assert_array_equal(out.ts, ts)
     for k, t in enumerate(ts):
-        np.testing.assert_allclose(out[k], r0 @ expm(-t * K).T, rtol=1e-10, atol=1e-13)
+        np.testing.assert_allclose(out.ys[k], r0 @ expm(-t * K).T, rtol=1e-10, atol=1e-13)
 
 
 def test_residual_gd_multiplies_each_phase_by_one_minus_eta_lambda(rng):
@@ -107,9 +108,10 @@ def test_residual_gd_multiplies_each_phase_by_one_minus_eta_lambda(rng):
     eta = 0.9 / lam.global_
     r0 = rng.standard_normal(C * M)
     traj = residual_gd(r0, C, **VALS, learning_rate=eta, n_steps=6)
+    np.testing.assert_allclose(traj.ts, eta * np.arange(7))
     ph0 = residual_phases(r0, C)
     for t in range(7):
-        ph = residual_phases(traj[t], C)
+        ph = residual_phases(traj.ys[t], C)
         np.testing.assert_allclose(
             ph.global_, (1 - eta * lam.global_) ** t * ph0.global_, atol=1e-12
         )

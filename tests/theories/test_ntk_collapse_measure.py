@@ -5,20 +5,18 @@ import numpy as np
 import pytest
 
 from ncdynamics.probes import invariant_metrics
+from ncdynamics.theories.ntk_collapse.decomposition import within_class_gram
 from ncdynamics.theories.ntk_collapse.estimate import flow_time_per_step, predict_collapse
 from ncdynamics.theories.ntk_collapse.initial import init_negative_invariant, init_zero_invariant
+from ncdynamics.theories.ntk_collapse.invariants import invariant
 from ncdynamics.theories.ntk_collapse.measure import (
     first_epoch_reaching,
     lr_grid,
     select_nc_models,
     smooth,
 )
-from ncdynamics.theories.ntk_collapse.model import (
-    BlockParams,
-    invariant,
-    simulate_flow,
-    within_class_gram,
-)
+from ncdynamics.theories.ntk_collapse.model import BlockParams, State
+from ncdynamics.theories.ntk_collapse.simulate import simulate_flow
 
 P = BlockParams(n_classes=3, n_per_class=3, n_features=6, kappa_d=3.0, kappa_c=1.0, kappa_n=0.2)
 
@@ -60,7 +58,7 @@ def test_prediction_says_collapse_for_zero_invariant(rng):
 
 def test_prediction_matches_the_flow_limit_for_negative_invariant(rng):
     s0 = init_negative_invariant(P, rng=rng, feature_scale=1.0)
-    end = simulate_flow(s0, np.array([0.0, 1e3]), P).state(1)
+    end = State.unpack(simulate_flow(s0, np.array([0.0, 1e3]), P).ys[1], P)
     pred = predict_collapse(*_grams(end, P), 3)
     assert not pred.collapses
     assert pred.residual_fraction == pytest.approx(1.0, rel=1e-6)  # already at the limit
