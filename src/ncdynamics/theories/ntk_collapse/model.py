@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Literal, Protocol
 
 import numpy as np
@@ -204,8 +205,16 @@ class DecomposedState:
 
 
 # ---------------------------------------------------------------- right-hand sides
+@lru_cache(maxsize=16)
+def _labels(n_classes: int, n_per_class: int) -> NDArray[np.float64]:
+    """The floor's label matrix Y (C, N), built once per size (the drifts run per solver step)."""
+    Y = label_matrix(n_classes, n_per_class)
+    Y.flags.writeable = False
+    return Y
+
+
 def _residual(H: NDArray, W: NDArray, b: NDArray, p: BlockParams) -> NDArray[np.float64]:
-    Y = label_matrix(p.n_classes, p.n_per_class)
+    Y = _labels(p.n_classes, p.n_per_class)
     R: NDArray[np.float64] = W @ H + b[:, None] - Y  # (C, N)
     return R
 
