@@ -61,8 +61,9 @@ def block_kernel(
 ) -> NDArray[np.float64]:
     """The (N, N) block-structured kernel of [1], Definition 3.1 / Assumption 3.2.
 
-    ``K = (diag - intra) I + (intra - inter) Y^T Y + inter 1 1^T``. No ordering of the values
-    is required here (the definition asks ``diag > intra > inter >= 0``).
+    ``K = (diag - intra) I + (intra - inter) Y^T Y + inter 1 1^T`` with ``C = n_classes`` and
+    ``m = n_per_class`` (both >= 2), ``N = C m``. No ordering of the values is required here
+    (the definition asks ``diag > intra > inter >= 0``).
     """
     C, m = _sizes(n_classes, n_per_class)
     d = check_scalar(diag, "diag")

@@ -123,6 +123,7 @@ def residual_flow(
     residual0 : ndarray of shape (..., N)
     times : ndarray of shape (n_times,)
     n_classes : int
+        Number of classes C (``N = C m``).
     diag, intra, inter : float
         Block values ``(gamma_d, gamma_c, gamma_n)`` of ``Theta_kk``.
 
