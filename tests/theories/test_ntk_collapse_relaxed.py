@@ -3,11 +3,11 @@
 import numpy as np
 import pytest
 
+from ncdynamics.theories.ntk_collapse.decomposition import decompose_features
 from ncdynamics.theories.ntk_collapse.model import (
     BlockParams,
     DecomposedState,
     State,
-    decompose_features,
     drift_decomposed,
     drift_full,
 )

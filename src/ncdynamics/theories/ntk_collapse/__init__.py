@@ -10,13 +10,19 @@ Modules
 -------
 blocks
     Block-structured kernels (Definition 3.1, Assumption D.1), the eigendecomposition of
-    Table 1 with orthonormal eigenbases, label matrix and the basis Q of eq. (22).
+    Table 1 with orthonormal eigenbases and the basis Q of eq. (22).
 residuals
     Residual phases (8)-(18): global, class and single components, closed-form gradient flow
     and gradient descent.
 model
-    Params, states, the flows (19), (20), (25), (44), the feature decomposition (23)-(24),
-    the invariants (26), (27), (45), and ODE / GD integration.
+    Params, states and the flows (19), (20), (25), (44); the loss (4).
+decomposition
+    The feature decomposition (23)-(24): class means H1 and within-class part H2.
+invariants
+    The conserved matrices (26), (27), (45).
+simulate
+    Integration of the flows (ODE solver) and gradient descent (Euler), returning the shared
+    :class:`~ncdynamics.theories.Trajectory`.
 limits
     Limits of Theorem 5.2 and App. B.4 for E = 0 (eqs. (58), (60), (62), (63), (67)), with
     the corrected theta of eq. (66)/(68).
@@ -30,36 +36,40 @@ measure
 estimate
     From a recorded run: block values over time and the theory's prediction of NC from the
     measured invariant (does the run collapse, and how fast).
+confront
+    The end-of-training Riccati flow (44) confronted with a run's within-class scatter.
+training_recipe
+    The network training recipe of Sec. 6 / App. C shared by Figures 1, 2 and 12.
 experiments
-    Theory demos and the training experiments (Figures 1, 2, 12), registered as
-    ``ntk_collapse.<name>``.
+    One module per figure or result (Figures 1, 2, 12; Theorems 5.1, 5.2; App. B.3, B.4;
+    the residual phases), registered as ``ntk_collapse.<name>``.
 
 Conventions: the theory uses the paper's layout (features ``H`` of shape (n, N), samples
 class-major, ``W`` of shape (C, n)); measured features are ``(n_samples, n_features)`` and are
-transposed at the boundary. Errata are listed in ``docs/theories/ntk_collapse.md``.
+transposed at the boundary. Public signatures name the class count ``n_classes`` (the
+paper's C) and the samples per class ``n_per_class`` (m). Simulations return the shared
+:class:`~ncdynamics.theories.Trajectory`. Errata are listed in ``docs/theories/ntk_collapse.md``.
 """
 
 from .blocks import block_eigenvalues as block_eigenvalues
 from .blocks import block_kernel as block_kernel
 from .blocks import eigenspace_bases as eigenspace_bases
+from .decomposition import decompose_features as decompose_features
 from .estimate import predict_collapse as predict_collapse
+from .invariants import invariant as invariant
 from .limits import equal_bias_coefficients as equal_bias_coefficients
 from .limits import predict_limits as predict_limits
 from .model import BlockParams as BlockParams
 from .model import DecomposedState as DecomposedState
-from .model import FlowTrajectory as FlowTrajectory
 from .model import State as State
-from .model import decompose_features as decompose_features
-from .model import invariant as invariant
-from .model import simulate_flow as simulate_flow
-from .model import simulate_gd as simulate_gd
 from .relaxed import RelaxedParams as RelaxedParams
+from .simulate import simulate_flow as simulate_flow
+from .simulate import simulate_gd as simulate_gd
 
 __all__ = [
     "THEORY",
     "BlockParams",
     "DecomposedState",
-    "FlowTrajectory",
     "RelaxedParams",
     "State",
     "block_eigenvalues",

@@ -1,9 +1,11 @@
 """Block-structured kernels, their eigendecomposition (Table 1 of [1]) and the label bases.
 
 Samples are ordered class-major throughout: sample ``c * m + i`` is sample ``i`` of class
-``c`` (``m`` samples per class, ``N = C m`` in all). With ``Y = I_C (x) 1_m^T`` the one-hot
-label matrix, a block-structured ``N x N`` kernel with diagonal value ``d``, same-class value
-``c`` and other-class value ``n`` is ([1], Definition 3.1 in matrix form)::
+``c`` (``m >= 2`` samples per class, ``N = C m`` in all, ``C = n_classes``). With
+``Y = I_C (x) 1_m^T`` the one-hot label matrix
+(:func:`ncdynamics.theories.labels.label_matrix`), a block-structured ``N x N`` kernel with
+diagonal value ``d``, same-class value ``c`` and other-class value ``n`` is ([1], Definition
+3.1 in matrix form)::
 
     K = (d - c) I_N + (c - n) Y^T Y + n 1_N 1_N^T.
 
@@ -26,8 +28,11 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..._validation import check_array, check_int, check_option, check_scalar
+from ..labels import label_matrix
 
 __all__ = [
+    "BASIS_KINDS",
+    "BasisKind",
     "BlockEigenvalues",
     "EigenspaceBases",
     "Table1Vectors",
@@ -36,27 +41,19 @@ __all__ = [
     "block_kernel_matrix",
     "eigenspace_bases",
     "feature_basis",
-    "label_matrix",
     "table1_vectors",
     "within_class_basis",
 ]
 
-BASIS_KINDS = ("householder", "helmert")
+BasisKind = Literal["householder", "helmert"]
+BASIS_KINDS: tuple[BasisKind, ...] = ("householder", "helmert")
 
 
 def _sizes(n_classes: int, n_per_class: int) -> tuple[int, int]:
+    """C >= 2 and m >= 2: a block kernel needs two samples per class to tell its values apart."""
     C = check_int(n_classes, "n_classes", low=2)
     m = check_int(n_per_class, "n_per_class", low=2)
     return C, m
-
-
-def label_matrix(n_classes: int, n_per_class: int) -> NDArray[np.float64]:
-    """One-hot labels ``Y = I_C (x) 1_m^T`` of shape (C, N), class-major ([1], Sec. 2).
-
-    Satisfies ``Y Y^T = m I_C`` and ``Y^T Y = I_C (x) 1_m 1_m^T``.
-    """
-    C, m = _sizes(n_classes, n_per_class)
-    return np.kron(np.eye(C), np.ones((1, m)))
 
 
 def block_kernel(
@@ -64,8 +61,9 @@ def block_kernel(
 ) -> NDArray[np.float64]:
     """The (N, N) block-structured kernel of [1], Definition 3.1 / Assumption 3.2.
 
-    ``K = (diag - intra) I + (intra - inter) Y^T Y + inter 1 1^T``. No ordering of the values
-    is required here (the definition asks ``diag > intra > inter >= 0``).
+    ``K = (diag - intra) I + (intra - inter) Y^T Y + inter 1 1^T`` with ``C = n_classes`` and
+    ``m = n_per_class`` (both >= 2), ``N = C m``. No ordering of the values is required here
+    (the definition asks ``diag > intra > inter >= 0``).
     """
     C, m = _sizes(n_classes, n_per_class)
     d = check_scalar(diag, "diag")
@@ -154,9 +152,7 @@ def table1_vectors(n_classes: int, n_per_class: int) -> Table1Vectors:
     return Table1Vectors(np.ones(N), v_class, v_single)
 
 
-def within_class_basis(
-    n_per_class: int, *, kind: Literal["householder", "helmert"] = "householder"
-) -> NDArray[np.float64]:
+def within_class_basis(n_per_class: int, *, kind: BasisKind = "householder") -> NDArray[np.float64]:
     """An orthonormal basis ``Q2~`` of ``1_m^perp``, shape (m, m - 1) ([1], eq. (22)).
 
     ``householder`` follows the authors' code: column i has ``sqrt(m) + 1`` in row 0,
@@ -181,15 +177,15 @@ def within_class_basis(
 
 
 def feature_basis(
-    n_classes: int, n_per_class: int, *, kind: Literal["householder", "helmert"] = "householder"
+    n_classes: int, n_per_class: int, *, kind: BasisKind = "householder"
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """``Q1 = m^-1/2 I_C (x) 1_m`` (N, C) and ``Q2 = I_C (x) Q2~`` (N, N - C), [1] eq. (22).
 
     ``[Q1, Q2]`` is orthogonal and ``Y [Q1, Q2] = [sqrt(m) I_C, 0]`` (eq. (21) with P = I).
     """
     C, m = _sizes(n_classes, n_per_class)
-    Q1 = np.kron(np.eye(C), np.ones((m, 1))) / np.sqrt(m)
-    Q2 = np.kron(np.eye(C), within_class_basis(m, kind=kind))
+    Q1 = np.asarray(np.kron(np.eye(C), np.ones((m, 1))) / np.sqrt(m), dtype=np.float64)
+    Q2 = np.asarray(np.kron(np.eye(C), within_class_basis(m, kind=kind)), dtype=np.float64)
     return Q1, Q2
 
 

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
+from numpy.typing import ArrayLike, NDArray
 from scipy.optimize import minimize_scalar
 
 from ..confrontation import Confrontation, Need, Series, Stream, TheoryFit, r_squared
@@ -59,7 +59,7 @@ class RiccatiState:
     m: int
 
     @classmethod
-    def from_record(cls, e_tilde: Any, s0: Any, m: int) -> RiccatiState:
+    def from_record(cls, e_tilde: ArrayLike, s0: ArrayLike, m: int) -> RiccatiState:
         """From ``E~`` (n, n) and the within-class Gram ``S = S_W / m`` (n, n)."""
         w, v = np.linalg.eigh((np.asarray(e_tilde) + np.asarray(e_tilde).T) / 2)
         lam, u = np.linalg.eigh((np.asarray(s0) + np.asarray(s0).T) / 2)
@@ -68,7 +68,9 @@ class RiccatiState:
         return cls(w, v.T @ h, int(m))
 
 
-def _propagate(w: NDArray[np.float64], h: NDArray[np.float64], m: int, du: float) -> Any:
+def _propagate(
+    w: NDArray[np.float64], h: NDArray[np.float64], m: int, du: float
+) -> NDArray[np.float64]:
     """``H^`` after flow time ``du``: ``S~ = D H^ M^{-1} H^T D = H' H'^T``, ``H' = D H^ L^{-T}``
     with ``M = I + 2 m H^T G H^ = L L^T``."""
     x = -w * du
@@ -81,7 +83,7 @@ def _propagate(w: NDArray[np.float64], h: NDArray[np.float64], m: int, du: float
 
 
 def riccati_trace(
-    state: RiccatiState, u: Any, *, max_steps: int = _MAX_STEPS
+    state: RiccatiState, u: ArrayLike, *, max_steps: int = _MAX_STEPS
 ) -> NDArray[np.float64]:
     """``tr S(u)`` of the flow (44) from ``state`` at flow times ``u >= 0`` (module docstring).
 

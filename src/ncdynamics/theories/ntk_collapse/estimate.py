@@ -24,12 +24,16 @@ Assumption 3.2, not for SGD with momentum, weight decay and learning-rate drops.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
+from numpy.typing import ArrayLike, NDArray
 
 from ..._validation import check_array, check_int, check_scalar
+
+if TYPE_CHECKING:
+    from ...runs import Run
 
 __all__ = [
     "CollapsePrediction",
@@ -76,14 +80,14 @@ class CollapsePrediction:
     residual_fraction: float
     slowest_rate: float
     invariant_norm: float
-    e_tilde_eigenvalues: np.ndarray
+    e_tilde_eigenvalues: NDArray[np.float64]
 
 
 def predict_collapse(
-    gram_w: Any,
-    class_means: Any,
-    within_scatter: Any,
-    kappas: Any,
+    gram_w: ArrayLike,
+    class_means: ArrayLike,
+    within_scatter: ArrayLike,
+    kappas: ArrayLike,
     n_per_class: int,
     *,
     tolerance: float = 0.1,
@@ -125,7 +129,7 @@ def predict_collapse(
     frac = float(np.linalg.norm(neg) / s_norm) if s_norm > 0 else 0.0
     # positive directions that carry within-class scatter
     weight = np.einsum("ik,ij,jk->k", V, S_W, V)  # v_k^T S_W v_k
-    live = (w > 0) & (weight > 1e-12 * max(s_norm, 1e-300))
+    live = (w > 0) & (weight > 1e-12 * max(float(s_norm), 1e-300))
     rate = float(2 * w[live].min()) if live.any() else float("nan")
     return CollapsePrediction(bool(frac < tol), frac, rate, float(m * np.linalg.norm(E)), w)
 
@@ -141,7 +145,7 @@ def flow_time_per_step(
     return eta / (B * C * (1.0 - beta))
 
 
-def block_values_over_time(run: Any, prefix: str = "") -> pd.DataFrame:
+def block_values_over_time(run: Run, prefix: str = "") -> pd.DataFrame:
     """Kernel block values, alignments, mu's and alpha per recorded step (one row per step)."""
     wide = run.metrics_wide()
     cols = [f"{prefix}{k}" for k in _BLOCK_KEYS if f"{prefix}{k}" in wide.columns]
@@ -156,7 +160,7 @@ def block_values_over_time(run: Any, prefix: str = "") -> pd.DataFrame:
 
 
 def predictions_over_time(
-    run: Any, prefix: str = "", *, n_per_class: int, tolerance: float = 0.1
+    run: Run, prefix: str = "", *, n_per_class: int, tolerance: float = 0.1
 ) -> pd.DataFrame:
     """:func:`predict_collapse` at every record that saved the invariant Grams."""
     p = prefix.replace("/", ".")

@@ -9,7 +9,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..._validation import check_scalar
-from .model import BlockParams, State, compose_features
+from .decomposition import compose_features
+from .limits import psd_sqrt
+from .model import BlockParams, State
 
 __all__ = [
     "init_equal_bias",
@@ -68,8 +70,6 @@ def init_zero_invariant(
     H1 = fs * U @ rng.standard_normal((C, C)) @ P  # (n, C), H1 1 = 0
     H2 = ws * U @ rng.standard_normal((C, C * (m - 1)))  # (n, N - C)
     A = (m / p.mu_class) * H1 @ H1.T + (m / p.mu_single) * H2 @ H2.T
-    from .limits import psd_sqrt
-
     W = psd_sqrt(U.T @ A @ U) @ U.T
     return State(compose_features(H1, H2), W, np.full(C, 1.0 / C))
 

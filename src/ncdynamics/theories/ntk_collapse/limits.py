@@ -62,7 +62,8 @@ def equal_bias_coefficients(alpha: float, beta: float, n_classes: int) -> EqualB
 
     ``gamma = (1 - |1 - beta C| sqrt(1 - alpha C)) / C``;
     ``theta = (1 - |1 - beta C| / sqrt(1 - alpha C)) / C`` (corrected);
-    ``theta_paper = (1 - |1 - beta C| / (2 - sqrt(1 - alpha C))) / C`` (as printed).
+    ``theta_paper = (1 - |1 - beta C| / (2 - sqrt(1 - alpha C))) / C`` (as printed),
+    with ``C = n_classes``, ``alpha`` in ``[0, 1/C)`` and ``beta`` the common bias.
     """
     C = int(n_classes)
     a = check_scalar(alpha, "alpha", low=0.0, high=1.0 / C, closed="left")

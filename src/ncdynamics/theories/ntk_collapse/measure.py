@@ -8,11 +8,10 @@ of curves and the automatic choice of an NC and a non-NC model.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from ...probes.invariant import invariant_metrics
 
@@ -26,17 +25,18 @@ __all__ = [
 ]
 
 
-def lr_grid(k: Any) -> np.ndarray:
+def lr_grid(k: ArrayLike) -> NDArray[np.float64]:
     """The grid of [1] (spec §3.5): ``eta_k = 10^(-4 + 4.25 k / 30)``, k = 0..29.
 
     This is ``np.logspace(-4, 0.25, 30, endpoint=False)``; k = 19..22 give the captions'
     0.049, 0.068, 0.094 and 0.131.
     """
-    k = np.asarray(k, dtype=np.float64)
-    return 10.0 ** (-4.0 + 4.25 * k / 30.0)
+    ks = np.asarray(k, dtype=np.float64)
+    grid: NDArray[np.float64] = 10.0 ** (-4.0 + 4.25 * ks / 30.0)
+    return grid
 
 
-def first_epoch_reaching(train_accuracy: Sequence[float], threshold: float = 0.999) -> float:
+def first_epoch_reaching(train_accuracy: ArrayLike, threshold: float = 0.999) -> float:
     """First epoch (1-based) whose train accuracy reaches ``threshold``; NaN if none.
 
     ``train_accuracy[e]`` is the accuracy during epoch ``e + 1`` (train mode, averaged over
@@ -46,7 +46,7 @@ def first_epoch_reaching(train_accuracy: Sequence[float], threshold: float = 0.9
     return float(hits[0] + 1) if hits.size else float("nan")
 
 
-def smooth(values: Sequence[float], window: int = 10) -> np.ndarray:
+def smooth(values: ArrayLike, window: int = 10) -> NDArray[np.float64]:
     """Savitzky-Golay smoothing with polyorder 1, as the paper's figures (spec §2.6).
 
     Series shorter than 3 points, or with NaN, are returned unchanged.
@@ -71,7 +71,7 @@ class ModelChoice:
 
 
 def select_nc_models(
-    nc3: Sequence[float], train_accuracy: Sequence[float], *, min_train_accuracy: float = 0.99
+    nc3: ArrayLike, train_accuracy: ArrayLike, *, min_train_accuracy: float = 0.99
 ) -> ModelChoice:
     """Pick an NC and a non-NC model among runs of one init (spec §7.14, automated).
 
@@ -79,14 +79,14 @@ def select_nc_models(
     than two do), the one with the lowest final NC3 is the NC model and the one with the
     highest is the non-NC model.
     """
-    nc3 = np.asarray(nc3, dtype=np.float64)
+    final_nc3 = np.asarray(nc3, dtype=np.float64)
     acc = np.asarray(train_accuracy, dtype=np.float64)
-    ok = np.flatnonzero((acc >= min_train_accuracy) & np.isfinite(nc3))
+    ok = np.flatnonzero((acc >= min_train_accuracy) & np.isfinite(final_nc3))
     rule = f"train accuracy >= {min_train_accuracy}"
     if ok.size < 2:
-        ok = np.flatnonzero(np.isfinite(nc3))
+        ok = np.flatnonzero(np.isfinite(final_nc3))
         rule = "all finite runs (fewer than two reached the accuracy threshold)"
     if ok.size == 0:
         raise ValueError("`nc3` must hold at least one finite value.")
-    order = ok[np.argsort(nc3[ok])]
+    order = ok[np.argsort(final_nc3[ok])]
     return ModelChoice(int(order[0]), int(order[-1]), tuple(int(i) for i in ok), rule)

@@ -27,6 +27,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..._validation import check_array, check_int
+from ..labels import label_matrix
 from .model import DecomposedState, State
 
 __all__ = [
@@ -69,9 +70,9 @@ class RelaxedParams:
 def drift_relaxed(t: float, y: NDArray, params: RelaxedParams) -> NDArray[np.float64]:
     """Full flow under Assumption D.1, [1] eq. (72) with corrected signs (see module)."""
     p = params
-    s = State.unpack(y, p)  # type: ignore[arg-type]
+    s = State.unpack(y, p)
     C, m = p.n_classes, p.n_per_class
-    Y = np.kron(np.eye(C), np.ones((1, m)))
+    Y = label_matrix(C, m)
     R = s.W @ s.H + s.b[:, None] - Y  # (C, N)
     R_class = np.repeat(R.reshape(C, C, m).mean(axis=2), m, axis=1)
     R_global = np.repeat(R.mean(axis=1, keepdims=True), C * m, axis=1)
@@ -83,7 +84,7 @@ def drift_relaxed(t: float, y: NDArray, params: RelaxedParams) -> NDArray[np.flo
 def drift_relaxed_decomposed(t: float, y: NDArray, params: RelaxedParams) -> NDArray[np.float64]:
     """Decomposed flow under Assumption D.1, [1] eq. (73)."""
     p = params
-    s = DecomposedState.unpack(y, p)  # type: ignore[arg-type]
+    s = DecomposedState.unpack(y, p)
     C, m = p.n_classes, p.n_per_class
     R1 = s.W @ s.H1 + s.b[:, None] - np.eye(C)
     WtR1 = s.W.T @ R1

@@ -19,7 +19,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..._validation import check_array, check_int, check_scalar
-from .blocks import block_eigenvalues
+from ..integrate import Trajectory
+from .blocks import block_eigenvalues, block_kernel
 
 __all__ = [
     "ResidualParts",
@@ -110,7 +111,7 @@ def residual_flow(
     diag: float,
     intra: float,
     inter: float,
-) -> NDArray[np.float64]:
+) -> Trajectory:
     """Closed-form gradient flow ``r(t) = expm(-t K) r(0)`` under a block kernel.
 
     Implements [1], Sec. 4.1 in continuous time::
@@ -122,12 +123,14 @@ def residual_flow(
     residual0 : ndarray of shape (..., N)
     times : ndarray of shape (n_times,)
     n_classes : int
+        Number of classes C (``N = C m``).
     diag, intra, inter : float
         Block values ``(gamma_d, gamma_c, gamma_n)`` of ``Theta_kk``.
 
     Returns
     -------
-    ndarray of shape (n_times, ..., N)
+    Trajectory
+        ``ts`` the ``times`` given; ``ys`` of shape (n_times, ..., N).
     """
     r0 = check_array(residual0, "residual0", dtype=np.float64)
     ts = check_array(times, "times", ndim=1, dtype=np.float64)
@@ -136,7 +139,8 @@ def residual_flow(
     lam = block_eigenvalues(C, m, diag, intra, inter)
     ph = residual_phases(r0, C)
     ex = lambda lam_: np.exp(-lam_ * ts).reshape((-1,) + (1,) * r0.ndim)
-    return ex(lam.global_) * ph.global_ + ex(lam.class_) * ph.class_ + ex(lam.single) * ph.single
+    ys = ex(lam.global_) * ph.global_ + ex(lam.class_) * ph.class_ + ex(lam.single) * ph.single
+    return Trajectory(ts, ys)
 
 
 def residual_gd(
@@ -148,7 +152,7 @@ def residual_gd(
     inter: float,
     learning_rate: float,
     n_steps: int,
-) -> NDArray[np.float64]:
+) -> Trajectory:
     """Gradient descent ``r <- (I - eta K) r`` iterated with the kernel matrix ([1], eq. (9)).
 
     Each phase is multiplied by exactly ``1 - eta * lambda`` per step (eqs. (13)-(15)); this
@@ -156,10 +160,10 @@ def residual_gd(
 
     Returns
     -------
-    ndarray of shape (n_steps + 1, ..., N)
+    Trajectory
+        ``ts`` is ``step * learning_rate`` for steps 0..n_steps; ``ys`` of shape
+        (n_steps + 1, ..., N).
     """
-    from .blocks import block_kernel
-
     r = check_array(residual0, "residual0", dtype=np.float64)
     C = check_int(n_classes, "n_classes", low=2)
     eta = check_scalar(learning_rate, "learning_rate", low=0.0, closed="neither")
@@ -171,4 +175,5 @@ def residual_gd(
     for k in range(steps):
         r = r @ step.T
         out[k + 1] = r
-    return out
+    ts: NDArray[np.float64] = np.arange(steps + 1, dtype=np.float64) * eta
+    return Trajectory(ts, out, True, "", steps)
