@@ -68,7 +68,7 @@ def expm_antisymmetric(a: NDArray[np.float64]) -> NDArray[np.float64]:
 def cayley(a: NDArray[np.float64]) -> NDArray[np.float64]:
     """Cayley map ``(1 - A/2)^{-1} (1 + A/2)`` of antisymmetric ``a`` of shape (..., Q, Q)."""
     eye = np.eye(a.shape[-1])
-    return np.linalg.solve(eye - 0.5 * a, eye + 0.5 * a)
+    return np.asarray(np.linalg.solve(eye - 0.5 * a, eye + 0.5 * a), dtype=np.float64)
 
 
 def polar_orthonormalize(R: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -436,4 +436,5 @@ def staircase_gd(
         out[k] = b
         n = int(np.searchsorted(x, b, side="right"))
         b = b + eta * n / n_pts * (y - b)
-    return Trajectory(np.arange(n_steps + 1) * eta, out, n_evals=n_steps + 1)
+    ts = np.asarray(np.arange(n_steps + 1) * eta, dtype=np.float64)
+    return Trajectory(ts, out, n_evals=n_steps + 1)

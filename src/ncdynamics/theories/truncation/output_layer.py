@@ -123,7 +123,8 @@ def linreg_drift(
 def linreg_limit(params: LinearRegressionParams) -> NDArray[np.float64]:
     """``W(inf) = Y_ext D X^T (X D X^T)^{-1}``, the weighted least-squares map ([1] (9.12))."""
     a = (params.X * params.weights) @ params.X.T
-    return np.linalg.solve(a.T, ((params.Y_ext * params.weights) @ params.X.T).T).T
+    rhs = ((params.Y_ext * params.weights) @ params.X.T).T
+    return np.asarray(np.linalg.solve(a.T, rhs).T, dtype=np.float64)
 
 
 def linreg_closed_form(

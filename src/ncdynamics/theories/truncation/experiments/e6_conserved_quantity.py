@@ -12,7 +12,7 @@ clusters stay fully truncated, and the Riemannian gradient in ``R`` vanishes (8.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from numpy.typing import NDArray
@@ -135,7 +135,7 @@ def run_collapsed(config: CollapsedConfig, run: RunWriter, *, seed: int, progres
             lines.append((ts, np.exp(-2 * lam0 * ts) * cost[0], f"bound ({case})", ":"))
         run.log(0, {f"{case}.{k}": float(v) for k, v in cases[case].items() if v is not None})
     net = _collapsed_network(config, rng)
-    run.log(1, {f"network.{k}": float(v) for k, v in net.items() if np.isscalar(v)})
+    run.log(1, {f"network.{k}": float(v) for k, v in net.items() if not isinstance(v, np.ndarray)})
     run.flush()
     panels(
         run,
@@ -162,7 +162,7 @@ def run_collapsed(config: CollapsedConfig, run: RunWriter, *, seed: int, progres
         ],
     )
     pos, neg = cases["positive"], cases["negative"]
-    net_s = {k: v for k, v in net.items() if np.isscalar(v)}
+    net_s = {k: v for k, v in net.items() if not isinstance(v, np.ndarray)}
     run.save_summary(
         {
             "cases": cases,
@@ -252,7 +252,8 @@ def _collapsed_network(config: CollapsedConfig, rng: np.random.Generator) -> dic
         W, B = W - eta * E @ B.T, B - eta * W.T @ E
         if np.any(g.omega != 0):
             R = expm_antisymmetric(eta * g.omega) @ R
-        beta, Wn = beta - eta * g.grad_beta, Wn - eta * g.grad_W_out
+        grad_W = cast(NDArray[np.float64], g.grad_W_out)  # standard cost: not None
+        beta, Wn = beta - eta * g.grad_beta, Wn - eta * grad_W
     y0 = np.stack([W0, params.beta.T])
     traj = solve_ode(
         bilinear_drift, y0, s, BilinearParams(Y), method="DOP853", rtol=1e-10, atol=1e-12
