@@ -63,3 +63,38 @@ def test_trajectory_gap_needs_a_common_time(rng):
     b = tr.separated_flow(design.params, design.data, eta=0.03, n_steps=3, record_every=3)
     with pytest.raises(ValueError, match="share no recorded time"):
         tr.trajectory_gap(tr.FlowResult(**{**a.__dict__, "ts": a.ts[1:], "ys": a.ys[1:]}), b)
+
+
+def test_output_descent_on_untruncated_data_is_discrete_linear_regression(rng):
+    q, eta, n_steps = 3, 0.05, 12
+    labels = np.repeat(np.arange(q), 4)
+    x, y = rng.standard_normal((labels.size, q)), rng.standard_normal((q, q))
+    data = tr.ClusterData(x, labels, y)
+    far = tr.AdaptedParams(np.stack([np.eye(q)] * q), np.full((q, q), 10.0))  # nothing truncated
+    W0 = rng.standard_normal((q, q))
+    res = tr.output_descent(
+        far, data, W0, y, eta=eta, n_steps=n_steps, train_hidden=False, weighting="global"
+    )
+    assert isinstance(res, Trajectory) and res.ys.shape == (n_steps + 1, q, q)
+    par = tr.LinearRegressionParams(x.T, y[labels].T, np.full(labels.size, 1 / labels.size))
+    w_inf = tr.linreg_limit(par)
+    A = x.T @ x / labels.size
+    for k, W in enumerate(res.ys):
+        expected = w_inf + (W0 - w_inf) @ np.linalg.matrix_power(np.eye(q) - eta * A, k)
+        np.testing.assert_allclose(W, expected, atol=1e-12)
+    assert np.all(res.hidden == res.hidden[0])
+    assert res.max_abs_omega.max() < 1e-12 and res.max_abs_grad_beta.max() < 1e-12
+    assert res.cost[0] == pytest.approx(
+        tr.standard_cost(far, data, W0, y, weighting="global"), abs=1e-12
+    )
+
+
+def test_output_descent_trains_the_hidden_parameters_when_asked(rng):
+    design = tr.simplex_design(2, n_per=4, rng=rng)
+    res = tr.output_descent(
+        design.params, design.data, design.W_out, design.y + 1.0, eta=1e-2, n_steps=3
+    )
+    assert np.abs(res.hidden[-1] - res.hidden[0]).max() > 0
+    assert res.cost[-1] < res.cost[0]
+    with pytest.raises(ValueError, match="`eta`"):
+        tr.output_descent(design.params, design.data, design.W_out, design.y, eta=0.0, n_steps=1)

@@ -105,3 +105,18 @@ def test_paper_propagator_generators_do_not_reproduce_residual(rng):
 def test_linear_regression_params_reject_non_positive_weights():
     with pytest.raises(ValueError, match="`weights`"):
         tr.LinearRegressionParams(np.eye(2), np.eye(2), np.array([1.0, 0.0]))
+
+
+def test_bilinear_gd_invariant_jump_at_every_step(rng):
+    q, eta = 3, 0.02
+    Y, W0, B0 = (rng.standard_normal((q, q)) for _ in range(3))
+    traj = tr.bilinear_gd(W0, B0, tr.BilinearParams(Y), eta=eta, n_steps=5)
+    np.testing.assert_allclose(traj.ts, eta * np.arange(6), rtol=0, atol=1e-15)
+    np.testing.assert_array_equal(traj.ys[0], np.stack([W0, B0]))
+    for (W, B), (W1, B1) in zip(traj.ys[:-1], traj.ys[1:], strict=True):
+        E = W @ B + Y
+        jump = tr.bilinear_invariant(W1, B1) - tr.bilinear_invariant(W, B)
+        expected = eta**2 * (W.T @ E @ E.T @ W - B @ E.T @ E @ B.T)
+        np.testing.assert_allclose(jump, expected, atol=1e-12)
+    costs = [tr.bilinear_cost(W, B, Y) for W, B in traj.ys]
+    assert costs[-1] < costs[0]

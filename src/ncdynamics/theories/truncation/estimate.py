@@ -11,11 +11,12 @@ two trajectories can be compared step by step. Also here: decay-rate fits and tr
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 from numpy.typing import NDArray
 
-from ..._validation import check_array
+from ..._validation import check_array, check_int, check_scalar
 from ..integrate import Trajectory
 from .integrators import FlowResult, Retraction, expm_antisymmetric, lie_euler, pack_state
 from .model import SeparatedRates, _separated, pack_clusters, riemannian_generator
@@ -30,6 +31,8 @@ __all__ = [
     "layer_descent",
     "network_descent",
     "network_gradients",
+    "output_descent",
+    "OutputDescentResult",
     "trajectory_gap",
 ]
 
@@ -135,6 +138,110 @@ def network_descent(
 
     return lie_euler(
         params, rates, eta=eta, n_steps=n_steps, retraction=retraction, record_every=record_every
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class OutputDescentResult(Trajectory):
+    """Gradient descent of the standard cost through the network, output map trained.
+
+    A :class:`~ncdynamics.theories.integrate.Trajectory` of the output map: ``ts = k eta``
+    and ``ys = W^(Q+1)`` of shape ``(n_steps + 1, Q, Q)``, every step recorded.
+
+    Attributes
+    ----------
+    hidden : ndarray of shape (n_steps + 1, L, Q + 1, Q)
+        ``(R, beta)`` at each step in the layout of
+        :func:`~ncdynamics.theories.truncation.integrators.pack_state` (constant when the
+        hidden parameters are not trained).
+    cost : ndarray of shape (n_steps + 1,)
+        Standard cost ([1] (2.22)) from the network's forward pass.
+    max_abs_omega : ndarray of shape (n_steps + 1,)
+        ``max |Omega|`` of the autograd Riemannian generator at each step.
+    max_abs_grad_beta : ndarray of shape (n_steps + 1,)
+        ``max |dC/dbeta|`` at each step.
+    """
+
+    hidden: NDArray[np.float64]
+    cost: NDArray[np.float64]
+    max_abs_omega: NDArray[np.float64]
+    max_abs_grad_beta: NDArray[np.float64]
+
+
+def output_descent(
+    params: AdaptedParams,
+    data: ClusterData,
+    W_out: NDArray[np.float64],
+    y: NDArray[np.float64],
+    *,
+    eta: float,
+    n_steps: int,
+    train_hidden: bool = True,
+    weighting: Weighting = "per_cluster",
+) -> OutputDescentResult:
+    """Gradient descent of the standard cost ([1] (2.22)) with a trained output map.
+
+    Each step takes the autograd gradients of :func:`network_gradients` at the current
+    ``(R, beta, W)`` and updates, with the old values::
+
+        W <- W - eta dC/dW,
+        beta <- beta - eta dC/dbeta,   R <- exp(eta Omega) R      (if ``train_hidden``)
+
+    (``R`` is left bitwise unchanged while every ``Omega`` is exactly zero). This is the
+    network-level check of [1] Sec. 8 (``train_hidden=True``, fully truncated clusters, where
+    it must equal :func:`~ncdynamics.theories.truncation.output_layer.bilinear_gd`) and of
+    Sec. 9 (``train_hidden=False``, untruncated clusters, where the hidden gradients vanish).
+
+    Parameters
+    ----------
+    params : AdaptedParams
+        Initial hidden parameters (``wstar`` is not trained).
+    data : ClusterData
+    W_out : ndarray of shape (Q, Q)
+        Initial output map ``W^(Q+1)``.
+    y : ndarray of shape (n_classes, Q)
+        Labels (rows).
+    eta : float
+        Step size, ``> 0``.
+    n_steps : int
+    train_hidden : bool, default=True
+    weighting : {"per_cluster", "global"}, default="per_cluster"
+
+    Returns
+    -------
+    OutputDescentResult
+    """
+    eta = check_scalar(eta, "eta", low=0, closed="neither")
+    n_steps = check_int(n_steps, "n_steps", low=0)
+    W = check_array(W_out, "W_out", shape=(params.dim, params.dim), dtype=np.float64).copy()
+    R, beta = params.R.copy(), params.beta.copy()
+    hidden = np.empty((n_steps + 1, params.n_layers, params.dim + 1, params.dim))
+    ws = np.empty((n_steps + 1, *W.shape))
+    cost, max_omega, max_gb = np.empty(n_steps + 1), np.empty(n_steps + 1), np.empty(n_steps + 1)
+    for k in range(n_steps + 1):
+        g = network_gradients(
+            AdaptedParams(R, beta, params.wstar), data, W_out=W, y=y, weighting=weighting
+        )
+        hidden[k], ws[k], cost[k] = pack_state(R, beta), W, g.cost
+        max_omega[k] = float(np.abs(g.omega).max())
+        max_gb[k] = float(np.abs(g.grad_beta).max())
+        if k == n_steps:
+            break
+        grad_W = cast(NDArray[np.float64], g.grad_W_out)  # standard cost: not None
+        if train_hidden:
+            if np.any(g.omega != 0):
+                R = expm_antisymmetric(eta * g.omega) @ R
+            beta = beta - eta * g.grad_beta
+        W = W - eta * grad_W
+    ts = np.asarray(np.arange(n_steps + 1) * eta, dtype=np.float64)
+    return OutputDescentResult(
+        ts=ts,
+        ys=ws,
+        n_evals=n_steps + 1,
+        hidden=hidden,
+        cost=cost,
+        max_abs_omega=max_omega,
+        max_abs_grad_beta=max_gb,
     )
 
 

@@ -19,13 +19,15 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from ..._validation import check_array
+from ..._validation import check_array, check_int, check_scalar
+from ..integrate import Trajectory
 
 __all__ = [
     "BilinearParams",
     "LinearRegressionParams",
     "bilinear_cost",
     "bilinear_drift",
+    "bilinear_gd",
     "bilinear_invariant",
     "bilinear_propagator_drift",
     "linreg_closed_form",
@@ -65,6 +67,49 @@ def bilinear_drift(t: float, y: NDArray[np.float64], params: BilinearParams) -> 
     W, B = y[0], y[1]
     E = W @ B + params.Y
     return np.stack([-E @ B.T, -W.T @ E])
+
+
+def bilinear_gd(
+    W0: NDArray[np.float64],
+    B0: NDArray[np.float64],
+    params: BilinearParams,
+    *,
+    eta: float,
+    n_steps: int,
+) -> Trajectory:
+    """Gradient descent on ``C~ = 1/2 ||W B + Y||_F^2``, the discrete map of (8.6)-(8.7)::
+
+        E_k = W_k B_k + Y,   W_{k+1} = W_k - eta E_k B_k^T,   B_{k+1} = B_k - eta W_k^T E_k.
+
+    Along it ``B B^T - W^T W`` is no longer conserved: it changes by
+    ``eta^2 (W^T E E^T W - B E^T E B^T)`` per step.
+
+    Parameters
+    ----------
+    W0, B0 : ndarray of shape (Q, Q)
+    params : BilinearParams
+    eta : float
+        Step size, ``> 0``.
+    n_steps : int
+
+    Returns
+    -------
+    Trajectory
+        ``ts = k eta`` of shape (n_steps + 1,); ``ys`` of shape (n_steps + 1, 2, Q, Q) with
+        ``ys[:, 0] = W`` and ``ys[:, 1] = B`` (the layout of :func:`bilinear_drift`).
+    """
+    eta = check_scalar(eta, "eta", low=0, closed="neither")
+    n_steps = check_int(n_steps, "n_steps", low=0)
+    W, B = W0.copy(), B0.copy()
+    ys = np.empty((n_steps + 1, 2, *W.shape))
+    for k in range(n_steps + 1):
+        ys[k, 0], ys[k, 1] = W, B
+        if k == n_steps:
+            break
+        E = W @ B + params.Y
+        W, B = W - eta * E @ B.T, B - eta * W.T @ E
+    ts = np.asarray(np.arange(n_steps + 1) * eta, dtype=np.float64)
+    return Trajectory(ts, ys, n_evals=n_steps)
 
 
 def bilinear_invariant(W: NDArray[np.float64], B: NDArray[np.float64]) -> NDArray[np.float64]:

@@ -12,7 +12,7 @@ clusters stay fully truncated, and the Riemannian gradient in ``R`` vanishes (8.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -20,14 +20,14 @@ from numpy.typing import NDArray
 from ...experiment import RunWriter
 from ...integrate import solve_ode
 from ..design import separation_margin, simplex_design, simplex_vertices
-from ..estimate import network_gradients
-from ..integrators import expm_antisymmetric
+from ..estimate import output_descent
 from ..model import general_gradients, separated_rates
 from ..network import AdaptedParams, ClusterData, random_orthogonal
 from ..output_layer import (
     BilinearParams,
     bilinear_cost,
     bilinear_drift,
+    bilinear_gd,
     bilinear_invariant,
     bilinear_propagator_drift,
 )
@@ -229,31 +229,24 @@ def _collapsed_network(config: CollapsedConfig, rng: np.random.Generator) -> dic
     data = ClusterData(d.data.x, d.data.labels, d.data.ytilde)
     Y = d.y.T  # columns y_l
     W0 = 0.3 * rng.standard_normal((q, q))
-    W, B = W0.copy(), params.beta.T.copy()  # B: columns beta^(l)
     n_steps = int(round(config.network_horizon / config.eta))
     eta = config.eta
-    s = np.arange(n_steps + 1) * eta
-    cost_net, cost_gd = np.empty(n_steps + 1), np.empty(n_steps + 1)
-    gap, max_omega, truncated, min_sep, max_adapted = 0.0, 0.0, 0, np.inf, 0.0
-    Wn, beta, R = W.copy(), params.beta.copy(), params.R.copy()
-    for k in range(n_steps + 1):
+    net = output_descent(params, data, W0, d.y, eta=eta, n_steps=n_steps)
+    # B: columns beta^(l)
+    bil = bilinear_gd(W0, params.beta.T, BilinearParams(Y), eta=eta, n_steps=n_steps)
+    s = net.ts
+    cost_net = net.cost
+    cost_gd = np.array([bilinear_cost(W, B, Y) for W, B in bil.ys])
+    gap, truncated, min_sep, max_adapted = 0.0, 0, np.inf, 0.0
+    for Wn, (W, B), state in zip(net.ys, bil.ys, net.hidden, strict=True):
+        R, beta = np.ascontiguousarray(state[:, :-1]), np.ascontiguousarray(state[:, -1])
         p = AdaptedParams(R, beta)
-        g = network_gradients(p, data, W_out=Wn, y=d.y)
-        cost_net[k], cost_gd[k] = g.cost, bilinear_cost(W, B, Y)
         gap = max(gap, float(np.abs(Wn - W).max()), float(np.abs(beta.T - B).max()))
-        max_omega = max(max_omega, float(np.abs(g.omega).max()))
         ga = general_gradients(p, data, W_out=Wn, y=d.y)
         max_adapted = max(max_adapted, float(np.abs(ga.omega).max()))
         truncated += int(np.all(separated_rates(p, data).j0perp == 1.0))
         min_sep = min(min_sep, separation_margin(p, data))
-        if k == n_steps:
-            break
-        E = W @ B + Y
-        W, B = W - eta * E @ B.T, B - eta * W.T @ E
-        if np.any(g.omega != 0):
-            R = expm_antisymmetric(eta * g.omega) @ R
-        grad_W = cast(NDArray[np.float64], g.grad_W_out)  # standard cost: not None
-        beta, Wn = beta - eta * g.grad_beta, Wn - eta * grad_W
+    max_omega = float(net.max_abs_omega.max())
     y0 = np.stack([W0, params.beta.T])
     traj = solve_ode(
         bilinear_drift, y0, s, BilinearParams(Y), method="DOP853", rtol=1e-10, atol=1e-12

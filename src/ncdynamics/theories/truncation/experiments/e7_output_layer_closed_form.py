@@ -9,14 +9,12 @@ descent on ``W`` through the real network against the discrete and continuous cl
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import cast
 
 import numpy as np
-from numpy.typing import NDArray
 
 from ...experiment import RunWriter
 from ...integrate import solve_ode
-from ..estimate import network_gradients
+from ..estimate import output_descent
 from ..model import general_gradients
 from ..network import AdaptedParams, ClusterData
 from ..output_layer import LinearRegressionParams, linreg_closed_form, linreg_drift, linreg_limit
@@ -62,22 +60,14 @@ def run_untruncated(
     data = ClusterData(X.T, labels, y)
     eta = config.eta
     n_steps = int(round(config.horizon / eta))
-    W = W0.copy()
-    max_param_grad = 0.0
-    s_rec: list[float] = []
-    w_rec: list[NDArray[np.float64]] = []
     adapted = general_gradients(params, data, W_out=W0, y=y, weighting="global")
     max_adapted = max(float(np.abs(adapted.grad_beta).max()), float(np.abs(adapted.omega).max()))
-    for k in range(n_steps + 1):
-        g = network_gradients(params, data, W_out=W, y=y, weighting="global")
-        max_param_grad = max(
-            max_param_grad, float(np.abs(g.grad_beta).max()), float(np.abs(g.omega).max())
-        )
-        if k % max(1, n_steps // (config.n_times - 1)) == 0:
-            s_rec.append(k * eta)
-            w_rec.append(W.copy())
-        W = W - eta * cast(NDArray[np.float64], g.grad_W_out)  # standard cost: not None
-    s_net, w_net = np.asarray(s_rec), np.asarray(w_rec)
+    net = output_descent(
+        params, data, W0, y, eta=eta, n_steps=n_steps, train_hidden=False, weighting="global"
+    )
+    max_param_grad = max(0.0, float(net.max_abs_grad_beta.max()), float(net.max_abs_omega.max()))
+    stride = max(1, n_steps // (config.n_times - 1))
+    s_net, w_net = net.ts[::stride], net.ys[::stride]
     A = X @ X.T / n
     decay = np.stack(
         [np.linalg.matrix_power(np.eye(q) - eta * A, int(round(s / eta))) for s in s_net]
