@@ -5,8 +5,14 @@ orthogonal parts ``R_l`` of activation-adapted cumulative weights, under the Euc
 the input layer: truncation maps, the cluster-separated flow (Thm. 3.2, with the corrected
 rotation generator), the general flow (Thm. 5.1, corrected), the exact fixed-R staircase
 (Sec. 4.3), the collapsed-data bilinear flow (Sec. 8) and the untruncated closed form (Sec. 9).
-The paper has no experiments; ``experiments.py`` registers ``truncation.e1`` ...
-``truncation.e7`` designed in the project's spec, plus the exploratory ``truncation.e8``.
+The paper has no experiments; the ``experiments`` subpackage registers ``truncation.e1`` ...
+``truncation.e7`` designed in the project's spec, plus the exploratory ``truncation.e8``, one
+module each.
+
+Modules: ``network`` (truncation maps, costs, parameters), ``model`` (the effective flow of
+``(beta, R)``, Secs. 3-7), ``output_layer`` (standard-cost flows with a trained output map,
+Secs. 8-9), ``integrators`` (Lie-Euler on O(Q), the exact staircase), ``design`` (simplex
+designs and monitors), ``estimate`` (the real network by autograd, finite differences, fits).
 The errata implemented here are listed in ``docs/theories/truncation.md``.
 
 References
@@ -30,12 +36,14 @@ from .design import (
 from .estimate import (
     LayerDescentResult,
     NetworkGradients,
+    OutputDescentResult,
     TrajectoryGap,
     finite_difference_gradients,
     fit_log_rate,
     layer_descent,
     network_descent,
     network_gradients,
+    output_descent,
     trajectory_gap,
 )
 from .integrators import (
@@ -44,25 +52,17 @@ from .integrators import (
     cayley,
     expm_antisymmetric,
     lie_euler,
+    pack_state,
     polar_orthonormalize,
     separated_flow,
     staircase,
     staircase_gd,
 )
 from .model import (
-    BilinearParams,
     GeneralGradients,
-    LinearRegressionParams,
     PackedClusters,
     SeparatedRates,
-    bilinear_cost,
-    bilinear_drift,
-    bilinear_invariant,
-    bilinear_propagator_drift,
     general_gradients,
-    linreg_closed_form,
-    linreg_drift,
-    linreg_limit,
     omega_from_moments,
     pack_clusters,
     project_antisymmetric,
@@ -89,6 +89,18 @@ from .network import (
     truncate_general,
     truncation_path,
 )
+from .output_layer import (
+    BilinearParams,
+    LinearRegressionParams,
+    bilinear_cost,
+    bilinear_drift,
+    bilinear_gd,
+    bilinear_invariant,
+    bilinear_propagator_drift,
+    linreg_closed_form,
+    linreg_drift,
+    linreg_limit,
+)
 
 __all__ = [
     "THEORY",
@@ -102,12 +114,14 @@ __all__ = [
     "LayerDescentResult",
     "LinearRegressionParams",
     "NetworkGradients",
+    "OutputDescentResult",
     "PackedClusters",
     "SeparatedRates",
     "Staircase",
     "TrajectoryGap",
     "bilinear_cost",
     "bilinear_drift",
+    "bilinear_gd",
     "bilinear_invariant",
     "bilinear_propagator_drift",
     "cayley",
@@ -131,7 +145,9 @@ __all__ = [
     "network_descent",
     "network_gradients",
     "omega_from_moments",
+    "output_descent",
     "pack_clusters",
+    "pack_state",
     "polar_orthonormalize",
     "project_antisymmetric",
     "random_config",

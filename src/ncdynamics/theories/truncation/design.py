@@ -9,7 +9,9 @@ cluster ``l``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -58,19 +60,26 @@ class Design:
     n_draws: int
 
 
-def simplex_vertices(q: int) -> NDArray[np.float64]:
-    """Unit vectors ``v_l = (e_l - 1/Q) / |e_l - 1/Q|`` of a centred regular simplex, (Q, Q)."""
+def simplex_vertices(n_classes: int) -> NDArray[np.float64]:
+    """Unit vectors ``v_l = (e_l - 1/Q) / |e_l - 1/Q|`` of a centred regular simplex, (Q, Q).
+
+    ``n_classes`` is ``Q``. Up to rounding (1 ulp) these rows are the columns of
+    :func:`ncdynamics.theories.geometry.simplex_etf`; the normalisation by the norm is kept
+    because the experiments' numbers are defined with it.
+    """
+    q = n_classes
     v = np.eye(q) - 1.0 / q
     return v / np.linalg.norm(v, axis=1, keepdims=True)
 
 
-def simplex_rotation(q: int, l: int) -> NDArray[np.float64]:  # noqa: E741
-    """Rotation ``R_l`` of spec §3.1 step 3.
+def simplex_rotation(n_classes: int, l: int) -> NDArray[np.float64]:  # noqa: E741
+    """Rotation ``R_l`` of spec §3.1 step 3 (``n_classes`` is ``Q``).
 
     Maps the unit directions ``w_j = (v_j - v_l)/|v_j - v_l|`` (``j != l``) to vectors with
     all components positive and ``v_l`` into the negative orthant (Procrustes fit, exact
     because the two Gram matrices agree).
     """
+    q = n_classes
     v = simplex_vertices(q)
     others = [j for j in range(q) if j != l]
     wdir = v[others] - v[l]
@@ -105,14 +114,14 @@ def collapse_margin(params: AdaptedParams, data: ClusterData) -> NDArray[np.floa
     Negative means that at ``beta^(l) = -ytilde_l`` the whole cluster is fully truncated
     (condition (4.16) of [1]), so full collapse is reachable.
     """
-    out = np.empty(data.n_clusters)
-    for l in range(data.n_clusters):  # noqa: E741
+    out = np.empty(data.n_classes)
+    for l in range(data.n_classes):  # noqa: E741
         out[l] = np.max((data.cluster(l) - data.ytilde[l]) @ params.R[l].T)
     return out
 
 
 def simplex_design(
-    q: int,
+    n_classes: int,
     *,
     n_per: int = 20,
     radius: float = 4.0,
@@ -133,12 +142,15 @@ def simplex_design(
     A draw is accepted when :func:`separation_margin` ``> min_separation`` and every
     :func:`collapse_margin` ``< max_collapse``; otherwise the points are redrawn.
 
+    ``n_classes`` is ``Q`` of [1]: the number of classes, which is also the input width and
+    the number of hidden layers (``L = Q``).
+
     Raises
     ------
     RuntimeError
         If no draw passes within ``max_draws``.
     """
-    q = check_int(q, "q", low=2)
+    q = check_int(n_classes, "n_classes", low=2)
     n_per = check_int(n_per, "n_per", low=1)
     check_scalar(radius, "radius", low=0, closed="neither")
     check_scalar(delta, "delta", low=0)
@@ -165,8 +177,8 @@ def simplex_design(
 
 
 def random_config(
-    q: int,
-    counts: tuple[int, ...] | list[int],
+    n_classes: int,
+    counts: Sequence[int] | NDArray[np.integer[Any]],
     *,
     rng: np.random.Generator,
     beta_scale: float = 0.5,
@@ -176,14 +188,14 @@ def random_config(
     """Random, generally non-separated configuration (spec §3 E1).
 
     ``x ~ N(0, 1)``, ``ytilde ~ N(0, 1)``, ``beta ~ N(0, beta_scale^2)``, Haar ``R_l``
-    (``L = Q``). Redrawn while any pre-activation lies within ``min_kink`` of a ReLU kink, so
-    finite differences do not straddle one.
+    (``L = Q``, ``n_classes = Q``). Redrawn while any pre-activation lies within ``min_kink``
+    of a ReLU kink, so finite differences do not straddle one.
     """
-    q = check_int(q, "q", low=1)
-    counts = [check_int(c, "counts", low=1) for c in counts]
-    if len(counts) != q:
-        raise ValueError(f"`counts` must have {q} entries (one per cluster); got {len(counts)}.")
-    labels = np.repeat(np.arange(q), counts)
+    q = check_int(n_classes, "n_classes", low=1)
+    sizes = [check_int(c, "counts", low=1) for c in counts]
+    if len(sizes) != q:
+        raise ValueError(f"`counts` must have {q} entries (one per class); got {len(sizes)}.")
+    labels = np.repeat(np.arange(q), sizes)
     for _ in range(max_draws):
         x = rng.standard_normal((labels.size, q))
         ytilde = rng.standard_normal((q, q))
@@ -219,9 +231,9 @@ def monitor_clusters(params: AdaptedParams, data: ClusterData) -> ClusterMonitor
     """Cluster diameters, covariance traces and the separation margin ([1] Prop. 4.2)."""
     p, z = truncation_path(data.x, params)
     images = p[-1]
-    diam = np.empty(data.n_clusters)
-    cov = np.empty(data.n_clusters)
-    for l in range(data.n_clusters):  # noqa: E741
+    diam = np.empty(data.n_classes)
+    cov = np.empty(data.n_classes)
+    for l in range(data.n_classes):  # noqa: E741
         pts = images[data.labels == l]
         d = pts[:, None, :] - pts[None, :, :]
         diam[l] = float(np.sqrt(np.max(np.sum(d * d, axis=2))))

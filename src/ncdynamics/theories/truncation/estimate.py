@@ -11,14 +11,16 @@ two trajectories can be compared step by step. Also here: decay-rate fits and tr
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 from numpy.typing import NDArray
 
-from ..._validation import check_array
-from .integrators import FlowResult, Retraction, lie_euler
+from ..._validation import check_array, check_int, check_scalar
+from ..integrate import Trajectory
+from .integrators import FlowResult, Retraction, expm_antisymmetric, lie_euler, pack_state
 from .model import SeparatedRates, _separated, pack_clusters, riemannian_generator
-from .network import AdaptedParams, ClusterData, Weighting, euclidean_cost
+from .network import AdaptedParams, ClusterData, Weighting, cumulative_to_layers, euclidean_cost
 
 __all__ = [
     "LayerDescentResult",
@@ -29,6 +31,8 @@ __all__ = [
     "layer_descent",
     "network_descent",
     "network_gradients",
+    "output_descent",
+    "OutputDescentResult",
     "trajectory_gap",
 ]
 
@@ -137,6 +141,110 @@ def network_descent(
     )
 
 
+@dataclass(frozen=True, kw_only=True)
+class OutputDescentResult(Trajectory):
+    """Gradient descent of the standard cost through the network, output map trained.
+
+    A :class:`~ncdynamics.theories.integrate.Trajectory` of the output map: ``ts = k eta``
+    and ``ys = W^(Q+1)`` of shape ``(n_steps + 1, Q, Q)``, every step recorded.
+
+    Attributes
+    ----------
+    hidden : ndarray of shape (n_steps + 1, L, Q + 1, Q)
+        ``(R, beta)`` at each step in the layout of
+        :func:`~ncdynamics.theories.truncation.integrators.pack_state` (constant when the
+        hidden parameters are not trained).
+    cost : ndarray of shape (n_steps + 1,)
+        Standard cost ([1] (2.22)) from the network's forward pass.
+    max_abs_omega : ndarray of shape (n_steps + 1,)
+        ``max |Omega|`` of the autograd Riemannian generator at each step.
+    max_abs_grad_beta : ndarray of shape (n_steps + 1,)
+        ``max |dC/dbeta|`` at each step.
+    """
+
+    hidden: NDArray[np.float64]
+    cost: NDArray[np.float64]
+    max_abs_omega: NDArray[np.float64]
+    max_abs_grad_beta: NDArray[np.float64]
+
+
+def output_descent(
+    params: AdaptedParams,
+    data: ClusterData,
+    W_out: NDArray[np.float64],
+    y: NDArray[np.float64],
+    *,
+    eta: float,
+    n_steps: int,
+    train_hidden: bool = True,
+    weighting: Weighting = "per_cluster",
+) -> OutputDescentResult:
+    """Gradient descent of the standard cost ([1] (2.22)) with a trained output map.
+
+    Each step takes the autograd gradients of :func:`network_gradients` at the current
+    ``(R, beta, W)`` and updates, with the old values::
+
+        W <- W - eta dC/dW,
+        beta <- beta - eta dC/dbeta,   R <- exp(eta Omega) R      (if ``train_hidden``)
+
+    (``R`` is left bitwise unchanged while every ``Omega`` is exactly zero). This is the
+    network-level check of [1] Sec. 8 (``train_hidden=True``, fully truncated clusters, where
+    it must equal :func:`~ncdynamics.theories.truncation.output_layer.bilinear_gd`) and of
+    Sec. 9 (``train_hidden=False``, untruncated clusters, where the hidden gradients vanish).
+
+    Parameters
+    ----------
+    params : AdaptedParams
+        Initial hidden parameters (``wstar`` is not trained).
+    data : ClusterData
+    W_out : ndarray of shape (Q, Q)
+        Initial output map ``W^(Q+1)``.
+    y : ndarray of shape (n_classes, Q)
+        Labels (rows).
+    eta : float
+        Step size, ``> 0``.
+    n_steps : int
+    train_hidden : bool, default=True
+    weighting : {"per_cluster", "global"}, default="per_cluster"
+
+    Returns
+    -------
+    OutputDescentResult
+    """
+    eta = check_scalar(eta, "eta", low=0, closed="neither")
+    n_steps = check_int(n_steps, "n_steps", low=0)
+    W = check_array(W_out, "W_out", shape=(params.dim, params.dim), dtype=np.float64).copy()
+    R, beta = params.R.copy(), params.beta.copy()
+    hidden = np.empty((n_steps + 1, params.n_layers, params.dim + 1, params.dim))
+    ws = np.empty((n_steps + 1, *W.shape))
+    cost, max_omega, max_gb = np.empty(n_steps + 1), np.empty(n_steps + 1), np.empty(n_steps + 1)
+    for k in range(n_steps + 1):
+        g = network_gradients(
+            AdaptedParams(R, beta, params.wstar), data, W_out=W, y=y, weighting=weighting
+        )
+        hidden[k], ws[k], cost[k] = pack_state(R, beta), W, g.cost
+        max_omega[k] = float(np.abs(g.omega).max())
+        max_gb[k] = float(np.abs(g.grad_beta).max())
+        if k == n_steps:
+            break
+        grad_W = cast(NDArray[np.float64], g.grad_W_out)  # standard cost: not None
+        if train_hidden:
+            if np.any(g.omega != 0):
+                R = expm_antisymmetric(eta * g.omega) @ R
+            beta = beta - eta * g.grad_beta
+        W = W - eta * grad_W
+    ts = np.asarray(np.arange(n_steps + 1) * eta, dtype=np.float64)
+    return OutputDescentResult(
+        ts=ts,
+        ys=ws,
+        n_evals=n_steps + 1,
+        hidden=hidden,
+        cost=cost,
+        max_abs_omega=max_omega,
+        max_abs_grad_beta=max_gb,
+    )
+
+
 @dataclass(frozen=True)
 class TrajectoryGap:
     """Largest differences between two recorded trajectories on common times.
@@ -163,14 +271,15 @@ class TrajectoryGap:
 
 def trajectory_gap(a: FlowResult, b: FlowResult, *, atol: float = 1e-9) -> TrajectoryGap:
     """Compare two :class:`FlowResult` at the times they share (to ``atol``)."""
-    ia, ib = [], []
+    common_a, common_b = [], []
     for i, s in enumerate(a.s):
         j = int(np.argmin(np.abs(b.s - s)))
         if abs(b.s[j] - s) <= atol:
-            ia.append(i), ib.append(j)
-    if not ia:
+            common_a.append(i)
+            common_b.append(j)
+    if not common_a:
         raise ValueError("the two trajectories share no recorded time.")
-    ia, ib = np.asarray(ia), np.asarray(ib)
+    ia, ib = np.asarray(common_a), np.asarray(common_b)
     db = np.abs(a.beta[ia] - b.beta[ib]).reshape(ia.size, -1).max(axis=1)
     dr = np.abs(a.R[ia] - b.R[ib]).reshape(ia.size, -1).max(axis=1)
     dc = np.abs(a.cost[ia] - b.cost[ib])
@@ -207,8 +316,6 @@ def finite_difference_gradients(
     grad_beta : ndarray of shape (L, Q)
     omega : ndarray of shape (L, Q, Q)
     """
-    from .integrators import expm_antisymmetric
-
     n_layers, q = params.beta.shape
 
     def cost(R: NDArray[np.float64], b: NDArray[np.float64]) -> float:
@@ -233,26 +340,35 @@ def finite_difference_gradients(
     return g_beta, omega
 
 
-@dataclass(frozen=True)
-class LayerDescentResult:
+@dataclass(frozen=True, kw_only=True)
+class LayerDescentResult(Trajectory):
     """Plain gradient descent on the layer parameters ``(W_l, b_l)`` (spec §3 E8 (b)).
+
+    A :class:`~ncdynamics.theories.integrate.Trajectory`: ``ts = k eta`` at the recorded steps
+    and ``ys`` of shape ``(n_rec, L, Q + 1, Q)`` with ``W_l`` in rows ``:Q`` and ``b_l`` in
+    row ``Q`` (the layout of
+    :func:`~ncdynamics.theories.truncation.integrators.pack_state`). The monitors below are
+    the ones the step computes anyway, through the torch forward pass.
 
     Attributes
     ----------
-    s : ndarray of shape (n_rec,)
     cost : ndarray of shape (n_rec,)
         Euclidean input-space cost ([1] (2.26)).
     defect : ndarray of shape (n_rec, L)
         Adaptedness defect ``||offdiag(W^(l) W^(l)T)||_F / ||W^(l)||_F^2``: zero iff the
         rows of ``W^(l)`` are orthogonal, i.e. ``W^(l) = diag(w*) R`` ([1] Def. 2.2).
-    diameter : ndarray of shape (n_rec, n_clusters)
+    diameter : ndarray of shape (n_rec, n_classes)
         Largest pairwise distance within ``I^(L)(X_l)``.
     """
 
-    s: NDArray[np.float64]
     cost: NDArray[np.float64]
     defect: NDArray[np.float64]
     diameter: NDArray[np.float64]
+
+    @property
+    def s(self) -> NDArray[np.float64]:
+        """Recorded times, shape (n_rec,) (the same array as ``ts``)."""
+        return self.ts
 
 
 def layer_descent(
@@ -273,8 +389,6 @@ def layer_descent(
     """
     import torch
 
-    from .network import cumulative_to_layers
-
     W0, b0 = cumulative_to_layers(params.cumulative_weights(), params.beta)
     W = torch.tensor(W0, requires_grad=True)
     b = torch.tensor(b0, requires_grad=True)
@@ -282,7 +396,11 @@ def layer_descent(
     w = torch.as_tensor(data.point_weights(), dtype=torch.float64)
     target = torch.as_tensor(data.ytilde, dtype=torch.float64)[torch.as_tensor(data.labels)]
     n_layers = params.n_layers
-    rec_s, rec_c, rec_d, rec_m = [], [], [], []
+    rec_s: list[float] = []
+    rec_c: list[float] = []
+    rec_d: list[list[float]] = []
+    rec_m: list[list[float]] = []
+    rec_y: list[NDArray[np.float64]] = []
     for k in range(n_steps + 1):
         h, w_cum, beta = x, torch.eye(params.dim, dtype=torch.float64), 0.0
         cums = []
@@ -295,6 +413,7 @@ def layer_descent(
         cost = 0.5 * torch.sum(w * torch.sum((images - target) ** 2, dim=1))
         if k % record_every == 0 or k == n_steps:
             with torch.no_grad():
+                rec_y.append(pack_state(W.detach().numpy(), b.detach().numpy()))  # a copy
                 rec_s.append(k * eta)
                 rec_c.append(float(cost))
                 d = []
@@ -304,7 +423,7 @@ def layer_descent(
                     d.append(float(torch.linalg.norm(off) / torch.linalg.norm(wc) ** 2))
                 rec_d.append(d)
                 img = images.numpy()
-                rec_m.append([_diameter(img[data.labels == j]) for j in range(data.n_clusters)])
+                rec_m.append([_diameter(img[data.labels == j]) for j in range(data.n_classes)])
         if k == n_steps:
             break
         gW, gb = torch.autograd.grad(cost, [W, b])
@@ -312,7 +431,12 @@ def layer_descent(
             W -= eta * gW
             b -= eta * gb
     return LayerDescentResult(
-        np.asarray(rec_s), np.asarray(rec_c), np.asarray(rec_d), np.asarray(rec_m)
+        ts=np.asarray(rec_s),
+        ys=np.asarray(rec_y),
+        n_evals=n_steps + 1,
+        cost=np.asarray(rec_c),
+        defect=np.asarray(rec_d),
+        diameter=np.asarray(rec_m),
     )
 
 

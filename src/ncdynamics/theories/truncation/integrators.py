@@ -1,23 +1,37 @@
 """Integrators for the truncation flows: Lie-Euler on O(Q) and the exact fixed-R staircase.
 
-Lie-Euler (spec §3): both updates use the old values,
-``beta_{k+1} = beta_k + eta d_s beta``, ``R_{k+1} = exp(eta Omega_k) R_k`` (or the Cayley map),
-so ``R`` stays orthogonal to rounding. Time is ``s = k eta``.
+Why not :func:`ncdynamics.theories.integrate.solve_ode`: the effective flow has a
+right-hand side that jumps whenever a point crosses a ReLU kink, its rotation part lives on
+the group ``O(Q)`` (an ODE solver in the embedding drifts off it), and the paper's statements
+are about gradient descent as much as about the flow. So:
 
-The fixed-R flow decouples by rotated coordinate ([1] Sec. 4.3, (4.40)-(4.50)) and is solved
-exactly, event by event, both in continuous time and for gradient descent.
+- Lie-Euler (spec §3): both updates use the old values,
+  ``beta_{k+1} = beta_k + eta d_s beta``, ``R_{k+1} = exp(eta Omega_k) R_k`` (or the Cayley
+  map), so ``R`` stays orthogonal to rounding; time is ``s = k eta``. It is at the same time
+  the discretisation of the flow and gradient descent on ``(beta, R)`` with a retraction.
+  :func:`lie_euler` returns a :class:`FlowResult`, a
+  :class:`~ncdynamics.theories.integrate.Trajectory` of the state with the monitors computed
+  at each step and the event times ``s1`` (first full truncation, detected at every step,
+  also between recorded steps).
+- The fixed-R flow decouples by rotated coordinate ([1] Sec. 4.3, (4.40)-(4.50)) and is
+  solved exactly, event by event, both in continuous time and for gradient descent
+  (:func:`staircase`); :func:`staircase_gd` is the step-by-step reference.
+
+State layout of a recorded flow: ``ys`` of shape ``(n_rec, L, Q + 1, Q)`` with
+``ys[:, l, :Q] = R_l`` and ``ys[:, l, Q] = beta^(l)`` (see :func:`pack_state`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, cast
 
 import numpy as np
 from numpy.typing import NDArray
 
 from ..._validation import check_array, check_int, check_option, check_scalar
+from ..integrate import Trajectory
 from .model import OmegaVariant, PackedClusters, SeparatedRates, _separated, pack_clusters
 from .network import AdaptedParams, ClusterData
 
@@ -27,6 +41,7 @@ __all__ = [
     "cayley",
     "expm_antisymmetric",
     "lie_euler",
+    "pack_state",
     "polar_orthonormalize",
     "separated_flow",
     "staircase",
@@ -44,13 +59,16 @@ def expm_antisymmetric(a: NDArray[np.float64]) -> NDArray[np.float64]:
     Agrees with ``scipy.linalg.expm`` to ~1e-15 and is several times faster for small ``Q``.
     """
     lam, v = np.linalg.eigh(1j * a)
-    return np.einsum("...ab,...b,...cb->...ac", v, np.exp(-1j * lam), v.conj()).real
+    out: NDArray[np.float64] = np.einsum(
+        "...ab,...b,...cb->...ac", v, np.exp(-1j * lam), v.conj()
+    ).real
+    return out
 
 
 def cayley(a: NDArray[np.float64]) -> NDArray[np.float64]:
     """Cayley map ``(1 - A/2)^{-1} (1 + A/2)`` of antisymmetric ``a`` of shape (..., Q, Q)."""
     eye = np.eye(a.shape[-1])
-    return np.linalg.solve(eye - 0.5 * a, eye + 0.5 * a)
+    return np.asarray(np.linalg.solve(eye - 0.5 * a, eye + 0.5 * a), dtype=np.float64)
 
 
 def polar_orthonormalize(R: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -59,15 +77,30 @@ def polar_orthonormalize(R: NDArray[np.float64]) -> NDArray[np.float64]:
     return u @ vt
 
 
-@dataclass(frozen=True)
-class FlowResult:
-    """Recorded Lie-Euler trajectory (time-first).
+def pack_state(R: NDArray[np.float64], beta: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Pack ``(R, beta)`` into one state array: ``R_l`` in rows ``:Q``, ``beta^(l)`` in row ``Q``.
+
+    Parameters
+    ----------
+    R : ndarray of shape (..., L, Q, Q)
+    beta : ndarray of shape (..., L, Q)
+    """
+    return np.concatenate([R, beta[..., None, :]], axis=-2)
+
+
+@dataclass(frozen=True, kw_only=True)
+class FlowResult(Trajectory):
+    """Recorded Lie-Euler trajectory of ``(R, beta)``, time-first, with per-step monitors.
+
+    A :class:`~ncdynamics.theories.integrate.Trajectory` (``ts`` the recorded times ``s``,
+    ``ys`` the state of :func:`pack_state`, ``n_evals`` the right-hand-side evaluations)
+    with what the trajectory alone does not give back: the monitors the step computed
+    anyway (the network cost of :func:`~ncdynamics.theories.truncation.estimate.network_descent`
+    is not a function of the state that this module could re-evaluate) and the event times
+    ``s1``, detected at every step, between recorded ones too.
 
     Attributes
     ----------
-    s : ndarray of shape (n_rec,)
-    beta : ndarray of shape (n_rec, L, Q)
-    R : ndarray of shape (n_rec, L, Q, Q)
     cost : ndarray of shape (n_rec,)
     j0perp : ndarray of shape (n_rec, L, Q)
     btilde_norm : ndarray of shape (n_rec, L)
@@ -76,21 +109,42 @@ class FlowResult:
     s1 : ndarray of shape (L,)
         First time at which cluster ``l`` is fully truncated (every ``n_r = N_l``), checked
         at every step; NaN if never.
-    final : AdaptedParams
+    wstar : ndarray of shape (L, Q)
+        The (untrained) diagonal scales, carried to :attr:`final`.
     n_reorthonormalized : int
         Steps at which the orthogonality error exceeded 1e-11 and a polar step was applied.
     """
 
-    s: NDArray[np.float64]
-    beta: NDArray[np.float64]
-    R: NDArray[np.float64]
     cost: NDArray[np.float64]
     j0perp: NDArray[np.float64]
     btilde_norm: NDArray[np.float64]
     omega_norm: NDArray[np.float64]
     s1: NDArray[np.float64]
-    final: AdaptedParams
+    wstar: NDArray[np.float64]
     n_reorthonormalized: int
+
+    @property
+    def s(self) -> NDArray[np.float64]:
+        """Recorded times, shape (n_rec,) (the same array as ``ts``)."""
+        return self.ts
+
+    @property
+    def R(self) -> NDArray[np.float64]:
+        """Rotations, shape (n_rec, L, Q, Q)."""
+        return np.ascontiguousarray(self.ys[:, :, :-1, :])
+
+    @property
+    def beta(self) -> NDArray[np.float64]:
+        """Cumulative biases, shape (n_rec, L, Q)."""
+        return np.ascontiguousarray(self.ys[:, :, -1, :])
+
+    @property
+    def final(self) -> AdaptedParams:
+        """The last state as parameters."""
+        last = self.ys[-1]
+        return AdaptedParams(
+            np.ascontiguousarray(last[:, :-1, :]), np.ascontiguousarray(last[:, -1, :]), self.wstar
+        )
 
 
 def lie_euler(
@@ -124,6 +178,7 @@ def lie_euler(
     Returns
     -------
     FlowResult
+        ``ts = k eta`` at the recorded steps ``k``.
     """
     eta = check_scalar(eta, "eta", low=0, high=1, closed="right")
     n_steps = check_int(n_steps, "n_steps", low=0)
@@ -134,8 +189,7 @@ def lie_euler(
     steps = sorted(set(range(0, n_steps + 1, record_every)) | {n_steps})
     n_rec = len(steps)
     rec = {
-        "beta": np.empty((n_rec, n_layers, q)),
-        "R": np.empty((n_rec, n_layers, q, q)),
+        "state": np.empty((n_rec, n_layers, q + 1, q)),
         "cost": np.empty(n_rec),
         "j0perp": np.empty((n_rec, n_layers, q)),
         "bt": np.empty((n_rec, n_layers)),
@@ -149,7 +203,8 @@ def lie_euler(
         done = np.all(r.j0perp == 1.0, axis=1) & np.isnan(s1)
         s1[done] = k * eta
         if i_rec < n_rec and steps[i_rec] == k:
-            rec["beta"][i_rec], rec["R"][i_rec], rec["cost"][i_rec] = beta, R, r.cost
+            rec["state"][i_rec] = pack_state(R, beta)
+            rec["cost"][i_rec] = r.cost
             rec["j0perp"][i_rec] = r.j0perp
             rec["bt"][i_rec] = np.linalg.norm(r.btilde, axis=1)
             rec["om"][i_rec] = np.linalg.norm(r.omega, axis=(1, 2))
@@ -168,9 +223,17 @@ def lie_euler(
                 R = polar_orthonormalize(R)
                 n_fix += 1
     s = np.asarray(steps, dtype=np.float64) * eta
-    final = AdaptedParams(R, beta, params.wstar)
     return FlowResult(
-        s, rec["beta"], rec["R"], rec["cost"], rec["j0perp"], rec["bt"], rec["om"], s1, final, n_fix
+        ts=s,
+        ys=rec["state"],
+        n_evals=n_steps + 1,
+        cost=rec["cost"],
+        j0perp=rec["j0perp"],
+        btilde_norm=rec["bt"],
+        omega_norm=rec["om"],
+        s1=s1,
+        wstar=cast(NDArray[np.float64], params.wstar),
+        n_reorthonormalized=n_fix,
     )
 
 
@@ -254,11 +317,16 @@ class Staircase:
         moved = self.y - (self.y - self.b_start[k]) * fac
         return np.where(rate == 0.0, self.b_start[k], moved)  # static segments stay exact
 
+    def sample(self, s: NDArray[np.float64]) -> Trajectory:
+        """The solution at increasing times ``s`` of shape (n_times,), as a trajectory."""
+        s = check_array(s, "s", ndim=1, dtype=np.float64, min_size=1)
+        return Trajectory(s, self(s))
+
 
 def _segment_time(ratio: float, rate: float, eta: float | None) -> float:
     """Time for ``|y - b|`` to shrink by ``ratio`` (<= 1) at ``rate``; GD counts whole steps."""
     if eta is None:
-        return -np.log(ratio) / rate
+        return float(-np.log(ratio) / rate)
     steps = np.ceil(np.log(ratio) / np.log1p(-eta * rate) - 1e-12)
     return float(max(steps, 1.0)) * eta
 
@@ -296,13 +364,15 @@ def staircase(
     if eta is not None:
         eta = check_scalar(eta, "eta", low=0, high=1, closed="right")
     n_pts = x.size
-    starts, bs, rates = [], [], []
+    starts: list[float] = []
+    bs: list[float] = []
+    rates: list[float] = []
     s, stopped = 0.0, False
     if b < y:
         while True:
             n = int(np.searchsorted(x, b, side="right"))  # #{x_i <= b}
             nxt = x[n] if n < n_pts else np.inf
-            starts.append(s), bs.append(b), rates.append(n / n_pts)
+            _push(starts, bs, rates, s, b, n / n_pts)
             if n == 0 or nxt >= y:
                 break
             dt = _segment_time((y - nxt) / (y - b), n / n_pts, eta)
@@ -314,7 +384,7 @@ def staircase(
     elif b > y:
         n = int(np.searchsorted(x, b, side="right"))
         while True:
-            starts.append(s), bs.append(b), rates.append(n / n_pts)
+            _push(starts, bs, rates, s, b, n / n_pts)
             if n == 0:
                 break
             thr = x[n - 1]  # largest truncated point; it un-truncates once b < thr
@@ -329,25 +399,35 @@ def staircase(
             n = int(np.searchsorted(x, b, side="left" if eta is None else "right"))
             if n == 0:
                 stopped = True
-                starts.append(s), bs.append(b), rates.append(0.0)
+                _push(starts, bs, rates, s, b, 0.0)
                 break
     else:
-        starts.append(0.0), bs.append(b), rates.append(0.0)
+        _push(starts, bs, rates, 0.0, b, 0.0)
     st = np.asarray(starts)
     keep = np.r_[np.diff(st) > 0, True]  # drop zero-length segments
     return Staircase(st[keep], np.asarray(bs)[keep], np.asarray(rates)[keep], y, eta, stopped)
 
 
+def _push(
+    starts: list[float], bs: list[float], rates: list[float], s: float, b: float, rate: float
+) -> None:
+    """Open a staircase segment at time ``s`` with value ``b`` and rate ``rate``."""
+    starts.append(s)
+    bs.append(b)
+    rates.append(rate)
+
+
 def staircase_gd(
     x: NDArray[np.float64], y: float, b0: float, *, eta: float, n_steps: int
-) -> NDArray[np.float64]:
+) -> Trajectory:
     """Plain gradient descent ``b_{k+1} = b_k + eta n(b_k)/N (y - b_k)``, step by step.
 
     The reference implementation for :func:`staircase` with ``eta``.
 
     Returns
     -------
-    ndarray of shape (n_steps + 1,)
+    Trajectory
+        ``ts = k eta`` of shape (n_steps + 1,) and ``ys = b_k`` of shape (n_steps + 1,).
     """
     x = np.sort(check_array(x, "x", ndim=1, dtype=np.float64, min_size=1))
     out = np.empty(n_steps + 1)
@@ -356,4 +436,5 @@ def staircase_gd(
         out[k] = b
         n = int(np.searchsorted(x, b, side="right"))
         b = b + eta * n / n_pts * (y - b)
-    return out
+    ts = np.asarray(np.arange(n_steps + 1) * eta, dtype=np.float64)
+    return Trajectory(ts, out, n_evals=n_steps + 1)

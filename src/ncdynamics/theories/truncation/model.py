@@ -1,4 +1,4 @@
-"""Effective gradient flows of the cumulative, adapted parameters ([1] Secs. 3-5, 8, 9).
+"""Effective gradient flow of the cumulative, adapted parameters ([1] Secs. 3-7).
 
 The flows are gradient flows in ``(beta^(l), R_l)`` with the Euclidean metric on ``beta`` and
 the embedded Frobenius metric on ``O(Q)`` ([1] Lemma 6.1)::
@@ -15,6 +15,11 @@ The sign ``+Omega R`` is the one of [1] (3.21), (4.23); (1.14) and (4.1) print `
 - ``"paper"``: [1] (1.17)/(3.22), which drops the ``-1/2 [H, z z^T]`` term;
 - ``"moments"``: the corrected form written with sector moments ([1] (3.38) with the
   factor 1/2 restored and the second moments it omits).
+
+Without the separation assumption, :func:`general_gradients` (reverse accumulation) and
+:func:`theorem51_rates` (the ``P^+``/``P^-`` form of [1] Thm. 5.1) give the same flow. The
+flows of the standard cost with a trained output map (Secs. 8, 9) are in
+:mod:`~ncdynamics.theories.truncation.output_layer`.
 """
 
 from __future__ import annotations
@@ -25,23 +30,14 @@ from typing import Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from ..._validation import check_array, check_option
+from ..._validation import check_option
 from .network import AdaptedParams, ClusterData, Weighting, relu, truncation_path
 
 __all__ = [
-    "BilinearParams",
     "GeneralGradients",
-    "LinearRegressionParams",
     "PackedClusters",
     "SeparatedRates",
-    "bilinear_cost",
-    "bilinear_drift",
-    "bilinear_invariant",
-    "bilinear_propagator_drift",
     "general_gradients",
-    "linreg_closed_form",
-    "linreg_drift",
-    "linreg_limit",
     "omega_from_moments",
     "pack_clusters",
     "project_antisymmetric",
@@ -98,9 +94,9 @@ def pack_clusters(data: ClusterData) -> PackedClusters:
     """Pack ``data`` for :func:`separated_rates` (cluster ``l`` goes to layer ``l``)."""
     counts = data.counts
     n_max = int(counts.max())
-    x = np.zeros((data.n_clusters, n_max, data.dim))
-    w = np.zeros((data.n_clusters, n_max))
-    for l in range(data.n_clusters):  # noqa: E741
+    x = np.zeros((data.n_classes, n_max, data.dim))
+    w = np.zeros((data.n_classes, n_max))
+    for l in range(data.n_classes):  # noqa: E741
         x[l, : counts[l]] = data.cluster(l)
         w[l, : counts[l]] = 1.0 / counts[l]
     return PackedClusters(x, w, data.ytilde.copy(), counts)
@@ -290,7 +286,7 @@ def general_gradients(
     """
     w = data.point_weights(weighting)  # (n,)
     p, z = truncation_path(data.x, params)  # (L+1, n, Q), (L, n, Q)
-    if W_out is None:
+    if W_out is None or y is None:
         res = p[-1] - data.ytilde[data.labels]  # (n, Q)
         g = w[:, None] * res
         cost = float(0.5 * np.sum(w * np.sum(res**2, axis=1)))
@@ -360,121 +356,3 @@ def theorem51_rates(
     if variant == "paper":
         dbeta = -dbeta
     return dbeta, omega
-
-
-# ----------------------------------------------------------------------------- Section 8
-@dataclass(frozen=True)
-class BilinearParams:
-    """Labels of the collapsed-data standard-cost flow ([1] Sec. 8).
-
-    Attributes
-    ----------
-    Y : ndarray of shape (Q, Q)
-        Label columns ``[y_1 ... y_Q]`` ([1] (8.3)).
-    """
-
-    Y: NDArray[np.float64]
-
-
-def bilinear_cost(W: NDArray[np.float64], B: NDArray[np.float64], Y: NDArray[np.float64]) -> float:
-    """``C~ = 1/2 ||W B + Y||_F^2`` ([1] (8.2))."""
-    return float(0.5 * np.sum((W @ B + Y) ** 2))
-
-
-def bilinear_drift(t: float, y: NDArray[np.float64], params: BilinearParams) -> NDArray[np.float64]:
-    """Gradient flow of [1] (8.6)-(8.7) with ``E = W B + Y``::
-
-        d_s W = -E B^T,     d_s B = -W^T E.
-
-    Parameters
-    ----------
-    y : ndarray of shape (2, Q, Q)
-        ``y[0] = W`` (``W^(Q+1)``, spec §7.9) and ``y[1] = B = [beta^(1) ... beta^(Q)]``.
-    """
-    W, B = y[0], y[1]
-    E = W @ B + params.Y
-    return np.stack([-E @ B.T, -W.T @ E])
-
-
-def bilinear_invariant(W: NDArray[np.float64], B: NDArray[np.float64]) -> NDArray[np.float64]:
-    """Conserved ``B B^T - W^T W`` of the flow (8.6)-(8.7) ([1] Prop. 8.3)."""
-    return B @ B.T - W.T @ W
-
-
-def bilinear_propagator_drift(
-    t: float, y: NDArray[np.float64], params: BilinearParams
-) -> NDArray[np.float64]:
-    """Flow (8.6)-(8.7) augmented with the propagators of ``E`` (corrected [1] (8.9)-(8.12))::
-
-        d_s U_L = -W W^T U_L,   d_s U_R = -U_R B^T B,   U(0) = 1,
-
-    so that ``E(s) = U_L(s) E(0) U_R(s)`` (spec §1.10). ``y`` has shape (4, Q, Q):
-    ``W, B, U_L, U_R``.
-    """
-    W, B, UL, UR = y
-    head = bilinear_drift(t, y[:2], params)
-    return np.concatenate([head, np.stack([-W @ W.T @ UL, -UR @ B.T @ B])])
-
-
-# ----------------------------------------------------------------------------- Section 9
-@dataclass(frozen=True)
-class LinearRegressionParams:
-    """Untruncated-data standard-cost flow ([1] Sec. 9).
-
-    Attributes
-    ----------
-    X : ndarray of shape (Q, N)
-        Input columns ([1] (9.4)).
-    Y_ext : ndarray of shape (Q, N)
-        Label of each column ([1] (9.5); the paper writes ``Y``, spec §1.11).
-    weights : ndarray of shape (N,)
-        Cost weight per column: ``1/N`` in [1] (9.3), ``1/N_j`` for (2.22).
-    """
-
-    X: NDArray[np.float64]
-    Y_ext: NDArray[np.float64]
-    weights: NDArray[np.float64]
-
-    def __post_init__(self) -> None:
-        X = check_array(self.X, "X", ndim=2, dtype=np.float64)
-        check_array(self.Y_ext, "Y_ext", shape=X.shape, dtype=np.float64)
-        w = check_array(self.weights, "weights", shape=(X.shape[1],), dtype=np.float64)
-        if np.any(w <= 0):
-            raise ValueError(f"`weights` must be > 0; got minimum {w.min():.3g}.")
-
-
-def linreg_drift(
-    t: float, y: NDArray[np.float64], params: LinearRegressionParams
-) -> NDArray[np.float64]:
-    """``d_s W = -(W X - Y_ext) D X^T`` with ``D = diag(weights)`` ([1] (9.7)); ``y = W``."""
-    return -((y @ params.X - params.Y_ext) * params.weights) @ params.X.T
-
-
-def linreg_limit(params: LinearRegressionParams) -> NDArray[np.float64]:
-    """``W(inf) = Y_ext D X^T (X D X^T)^{-1}``, the weighted least-squares map ([1] (9.12))."""
-    a = (params.X * params.weights) @ params.X.T
-    return np.linalg.solve(a.T, ((params.Y_ext * params.weights) @ params.X.T).T).T
-
-
-def linreg_closed_form(
-    W0: NDArray[np.float64], s: NDArray[np.float64], params: LinearRegressionParams
-) -> NDArray[np.float64]:
-    """Closed form of [1] Thm. 9.1 with ``Y_ext`` and weights (spec §7.10)::
-
-        W(s) = W(0) e^{-s A} + W(inf) (1 - e^{-s A}),   A = X D X^T.
-
-    Parameters
-    ----------
-    W0 : ndarray of shape (Q, Q)
-    s : ndarray of shape (n_times,)
-
-    Returns
-    -------
-    ndarray of shape (n_times, Q, Q)
-    """
-    s = check_array(s, "s", ndim=1, dtype=np.float64)
-    a = (params.X * params.weights) @ params.X.T  # symmetric positive definite
-    lam, v = np.linalg.eigh(a)
-    decay = np.einsum("ab,tb,cb->tac", v, np.exp(-s[:, None] * lam[None, :]), v)  # e^{-sA}
-    w_inf = linreg_limit(params)
-    return w_inf[None] + np.einsum("ab,tbc->tac", W0 - w_inf, decay)

@@ -12,7 +12,7 @@ Conventions (spec §0, [1] (1.2)):
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, cast
 
 import numpy as np
 from numpy.typing import NDArray
@@ -127,7 +127,8 @@ class AdaptedParams:
 
     def cumulative_weights(self) -> NDArray[np.float64]:
         """``W^(l) = diag(wstar_l) R_l``, shape (L, Q, Q)."""
-        return self.wstar[:, :, None] * self.R
+        wstar = cast(NDArray[np.float64], self.wstar)  # set to an array in __post_init__
+        return wstar[:, :, None] * self.R
 
     def orthogonality_error(self) -> float:
         """``max_l ||R_l^T R_l - 1||_max``."""
@@ -146,8 +147,8 @@ class ClusterData:
     x : ndarray of shape (n_points, Q)
         Inputs ``x_{l,i}``.
     labels : ndarray of shape (n_points,)
-        Cluster index in ``[0, n_clusters)``; every cluster must be non-empty.
-    ytilde : ndarray of shape (n_clusters, Q)
+        Class (cluster) index in ``[0, n_classes)``; every cluster must be non-empty.
+    ytilde : ndarray of shape (n_classes, Q)
         Pulled-back labels ``ytilde_l = (W^(Q+1))^{-1} y_l`` (rows).
     """
 
@@ -160,7 +161,7 @@ class ClusterData:
         ytilde = check_array(self.ytilde, "ytilde", ndim=2, dtype=np.float64)
         if ytilde.shape[1] != x.shape[1]:
             raise ValueError(
-                f"`ytilde` must have shape (n_clusters, {x.shape[1]}); got {ytilde.shape}."
+                f"`ytilde` must have shape (n_classes, {x.shape[1]}); got {ytilde.shape}."
             )
         labels = np.asarray(self.labels)
         if labels.shape != (x.shape[0],) or not np.issubdtype(labels.dtype, np.integer):
@@ -168,7 +169,9 @@ class ClusterData:
                 f"`labels` must be integers of shape ({x.shape[0]},); got {labels.dtype} "
                 f"{labels.shape}."
             )
-        counts = np.bincount(labels, minlength=ytilde.shape[0]) if labels.size else []
+        counts: NDArray[np.int64] | list[int] = (
+            np.bincount(labels, minlength=ytilde.shape[0]) if labels.size else []
+        )
         if labels.min() < 0 or labels.max() >= ytilde.shape[0] or np.any(np.asarray(counts) == 0):
             raise ValueError(
                 f"`labels` must cover every cluster 0..{ytilde.shape[0] - 1}; got counts "
@@ -179,7 +182,8 @@ class ClusterData:
         object.__setattr__(self, "ytilde", ytilde)
 
     @property
-    def n_clusters(self) -> int:
+    def n_classes(self) -> int:
+        """Number of classes ``Q`` of [1]: one cluster, one label and one layer per class."""
         return int(self.ytilde.shape[0])
 
     @property
@@ -188,7 +192,7 @@ class ClusterData:
 
     @property
     def counts(self) -> NDArray[np.int64]:
-        return np.bincount(self.labels, minlength=self.n_clusters)
+        return np.bincount(self.labels, minlength=self.n_classes)
 
     def point_weights(self, weighting: Weighting = "per_cluster") -> NDArray[np.float64]:
         """Weight of each point in the cost: ``1/N_l`` ([1] (2.26)) or ``1/N`` ([1] (9.3))."""
@@ -365,7 +369,7 @@ def standard_cost(
     ----------
     W_out : ndarray of shape (Q, Q)
         ``W^(L+1)``, the map from input space to the output.
-    y : ndarray of shape (n_clusters, Q)
+    y : ndarray of shape (n_classes, Q)
         Labels ``y_j`` (rows).
     """
     W_out = check_array(W_out, "W_out", shape=(data.dim, data.dim), dtype=np.float64)

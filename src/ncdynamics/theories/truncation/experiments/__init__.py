@@ -1,17 +1,30 @@
 """Registered experiments of the truncation theory (spec §3; [1] has no experiments).
 
-=================  ====================================================================
-name               what it checks
-=================  ====================================================================
-truncation.e1      gradient formulas (Thm. 3.2, Cor. 3.5, Thm. 5.1) vs FD and autograd
-truncation.e2      fixed-R staircase: event times (4.49), rates n/N, edge cases, Q-D
-truncation.e3      coupled effective flow vs gradient descent on the layered network
-truncation.e4      constants and bounds of Prop. 4.2 from a mostly truncated start
-truncation.e5      paper-literal Omega (3.22) vs corrected Omega on a marginal design
-truncation.e6      Sec. 8: conserved B B^T - W^T W, cost bound, network-level check
-truncation.e7      Sec. 9: closed form (9.10), limit (9.12), network GD on W^(Q+1)
-truncation.e8      exploratory: plain GD on (W_l, b_l) from an adapted start
-=================  ====================================================================
+One module per experiment, named after what it shows:
+
+=================  ===============================  =======================================
+name               module                           what it checks
+=================  ===============================  =======================================
+truncation.e1      ``e1_gradient_formulas``         Thm. 3.2, Cor. 3.5, Thm. 5.1 vs FD and
+                                                    autograd
+truncation.e2      ``e2_truncation_staircase``      fixed-R staircase: event times (4.49),
+                                                    rates n/N, edge cases, Q-D
+truncation.e3      ``e3_coupled_flow_vs_network``   coupled effective flow vs gradient
+                                                    descent on the layered network
+truncation.e4      ``e4_finite_time_truncation``    constants and bounds of Prop. 4.2 from a
+                                                    mostly truncated start
+truncation.e5      ``e5_paper_vs_corrected_omega``  paper-literal Omega (3.22) vs corrected
+                                                    Omega on a marginal design
+truncation.e6      ``e6_conserved_quantity``        Sec. 8: conserved B B^T - W^T W, cost
+                                                    bound, network-level check
+truncation.e7      ``e7_output_layer_closed_form``  Sec. 9: closed form (9.10), limit (9.12),
+                                                    network GD on W^(Q+1)
+truncation.e8      ``e8_layer_weight_descent``      exploratory: plain GD on (W_l, b_l) from
+                                                    an adapted start
+=================  ===============================  =======================================
+
+Shared by several of them: :mod:`.claims` (the checked-claim records of ``summary.json``) and
+:mod:`.panels` (rows of line-plot panels).
 
 Presets: ``smoke`` runs in seconds, ``cpu`` in minutes, ``paper`` uses the spec's settings
 (the paper itself gives none).
@@ -19,12 +32,15 @@ Presets: ``smoke`` runs in seconds, ``cpu`` in minutes, ``paper`` uses the spec'
 
 from __future__ import annotations
 
-from ..experiment import ExperimentSpec
-from ._exp_checks import GradientCheckConfig, StaircaseConfig, run_gradient_check, run_staircase
-from ._exp_effective import PaperOmegaConfig, Prop42Config, run_paper_omega, run_prop42
-from ._exp_flow import CoupledFlowConfig, run_coupled_flow
-from ._exp_layers import LayerGDConfig, run_layer_gd
-from ._exp_standard import CollapsedConfig, UntruncatedConfig, run_collapsed, run_untruncated
+from ...experiment import ExperimentSpec
+from .e1_gradient_formulas import GradientCheckConfig, run_gradient_check
+from .e2_truncation_staircase import StaircaseConfig, run_staircase
+from .e3_coupled_flow_vs_network import CoupledFlowConfig, run_coupled_flow
+from .e4_finite_time_truncation import Prop42Config, run_prop42
+from .e5_paper_vs_corrected_omega import PaperOmegaConfig, run_paper_omega
+from .e6_conserved_quantity import CollapsedConfig, run_collapsed
+from .e7_output_layer_closed_form import UntruncatedConfig, run_untruncated
+from .e8_layer_weight_descent import LayerGDConfig, run_layer_gd
 
 __all__ = [
     "EXPERIMENTS",

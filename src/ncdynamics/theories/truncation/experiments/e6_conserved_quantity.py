@@ -1,5 +1,13 @@
-"""Experiments E6 (Sec. 8, collapsed data) and E7 (Sec. 9, untruncated data) of the spec:
-the standard cost with a trainable output map ``W = W^(Q+1)``."""
+"""E6: collapsed data, the conserved quantity and the cost bound of [1] Sec. 8 (spec §3 E6).
+
+(a) The bilinear flow (8.6)-(8.7) of the standard cost in ``(W = W^(Q+1), B)`` is integrated
+with the shared ODE solver in a positive-definite, a negative-definite and an indefinite case:
+``B B^T - W^T W`` is conserved (8.21), the cost obeys ``C(s) <= e^{-2 lambda0 s} C(0)`` (8.27),
+``W B -> -Y`` (8.28), and the residual is carried by the corrected propagators (8.9)-(8.12).
+(b) Through the network, from fully truncated clusters, Lie-Euler gradient descent of the
+standard cost on ``(beta, R, W)`` equals gradient descent of the bilinear cost while the
+clusters stay fully truncated, and the Riemannian gradient in ``R`` vanishes (8.4).
+"""
 
 from __future__ import annotations
 
@@ -7,30 +15,28 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
-from .. import integrate
-from . import _figures
-from ._exp_checks import claim
-from .design import separation_margin, simplex_design, simplex_vertices
-from .estimate import network_gradients
-from .integrators import expm_antisymmetric
-from .model import (
+from ...experiment import RunWriter
+from ...integrate import solve_ode
+from ..design import separation_margin, simplex_design, simplex_vertices
+from ..estimate import output_descent
+from ..model import general_gradients, separated_rates
+from ..network import AdaptedParams, ClusterData, random_orthogonal
+from ..output_layer import (
     BilinearParams,
-    LinearRegressionParams,
     bilinear_cost,
     bilinear_drift,
+    bilinear_gd,
     bilinear_invariant,
     bilinear_propagator_drift,
-    general_gradients,
-    linreg_closed_form,
-    linreg_drift,
-    linreg_limit,
-    separated_rates,
 )
-from .network import AdaptedParams, ClusterData, random_orthogonal
+from .claims import claim
+from .panels import Line, panels
+
+__all__ = ["CollapsedConfig", "run_collapsed"]
 
 
-# ============================================================================ E6
 @dataclass(frozen=True)
 class CollapsedConfig:
     """E6: Section 8 bilinear flow, abstract and through the network (spec §3 E6)."""
@@ -46,7 +52,10 @@ class CollapsedConfig:
     network_horizon: float = 5.0
 
 
-def _bilinear_case(case: str, q: int, rng: np.random.Generator) -> tuple[np.ndarray, ...]:
+def _bilinear_case(
+    case: str, q: int, rng: np.random.Generator
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+    """Start ``(W, B, Y)`` with a positive-, negative-definite or indefinite invariant."""
     Y = rng.standard_normal((q, q))
     if case == "positive":
         B = 2 * random_orthogonal(q, rng=rng) + 0.3 * rng.standard_normal((q, q))
@@ -63,18 +72,20 @@ def _bilinear_case(case: str, q: int, rng: np.random.Generator) -> tuple[np.ndar
     return W, B, Y
 
 
-def run_collapsed(config: CollapsedConfig, run: Any, *, seed: int, progress: bool) -> None:
+def run_collapsed(config: CollapsedConfig, run: RunWriter, *, seed: int, progress: bool) -> None:
+    """Run E6: three bilinear cases through the ODE, then GD through the network; claims."""
     rng = np.random.default_rng(seed)
     q = config.q
     ts = np.linspace(0.0, config.horizon, config.n_times)
-    cases, lines = {}, []
+    cases: dict[str, dict[str, Any]] = {}
+    lines: list[Line] = []
     for case in ("positive", "negative", "indefinite"):
         W0, B0, Y = _bilinear_case(case, q, rng)
         inv0 = bilinear_invariant(W0, B0)
         ev = np.linalg.eigvalsh(inv0)
         lam0 = float(ev.min() if case == "positive" else (-ev.max() if case == "negative" else 0))
         y0 = np.stack([W0, B0, np.eye(q), np.eye(q)])
-        traj = integrate.solve_ode(
+        traj = solve_ode(
             bilinear_propagator_drift,
             y0,
             ts,
@@ -124,9 +135,9 @@ def run_collapsed(config: CollapsedConfig, run: Any, *, seed: int, progress: boo
             lines.append((ts, np.exp(-2 * lam0 * ts) * cost[0], f"bound ({case})", ":"))
         run.log(0, {f"{case}.{k}": float(v) for k, v in cases[case].items() if v is not None})
     net = _collapsed_network(config, rng)
-    run.log(1, {f"network.{k}": float(v) for k, v in net.items() if np.isscalar(v)})
+    run.log(1, {f"network.{k}": float(v) for k, v in net.items() if not isinstance(v, np.ndarray)})
     run.flush()
-    _figures.panels(
+    panels(
         run,
         "e6_collapsed",
         [
@@ -151,7 +162,7 @@ def run_collapsed(config: CollapsedConfig, run: Any, *, seed: int, progress: boo
         ],
     )
     pos, neg = cases["positive"], cases["negative"]
-    net_s = {k: v for k, v in net.items() if np.isscalar(v)}
+    net_s = {k: v for k, v in net.items() if not isinstance(v, np.ndarray)}
     run.save_summary(
         {
             "cases": cases,
@@ -218,32 +229,26 @@ def _collapsed_network(config: CollapsedConfig, rng: np.random.Generator) -> dic
     data = ClusterData(d.data.x, d.data.labels, d.data.ytilde)
     Y = d.y.T  # columns y_l
     W0 = 0.3 * rng.standard_normal((q, q))
-    W, B = W0.copy(), params.beta.T.copy()  # B: columns beta^(l)
     n_steps = int(round(config.network_horizon / config.eta))
     eta = config.eta
-    s = np.arange(n_steps + 1) * eta
-    cost_net, cost_gd = np.empty(n_steps + 1), np.empty(n_steps + 1)
-    gap, max_omega, truncated, min_sep, max_adapted = 0.0, 0.0, 0, np.inf, 0.0
-    Wn, beta, R = W.copy(), params.beta.copy(), params.R.copy()
-    for k in range(n_steps + 1):
+    net = output_descent(params, data, W0, d.y, eta=eta, n_steps=n_steps)
+    # B: columns beta^(l)
+    bil = bilinear_gd(W0, params.beta.T, BilinearParams(Y), eta=eta, n_steps=n_steps)
+    s = net.ts
+    cost_net = net.cost
+    cost_gd = np.array([bilinear_cost(W, B, Y) for W, B in bil.ys])
+    gap, truncated, min_sep, max_adapted = 0.0, 0, np.inf, 0.0
+    for Wn, (W, B), state in zip(net.ys, bil.ys, net.hidden, strict=True):
+        R, beta = np.ascontiguousarray(state[:, :-1]), np.ascontiguousarray(state[:, -1])
         p = AdaptedParams(R, beta)
-        g = network_gradients(p, data, W_out=Wn, y=d.y)
-        cost_net[k], cost_gd[k] = g.cost, bilinear_cost(W, B, Y)
         gap = max(gap, float(np.abs(Wn - W).max()), float(np.abs(beta.T - B).max()))
-        max_omega = max(max_omega, float(np.abs(g.omega).max()))
         ga = general_gradients(p, data, W_out=Wn, y=d.y)
         max_adapted = max(max_adapted, float(np.abs(ga.omega).max()))
         truncated += int(np.all(separated_rates(p, data).j0perp == 1.0))
         min_sep = min(min_sep, separation_margin(p, data))
-        if k == n_steps:
-            break
-        E = W @ B + Y
-        W, B = W - eta * E @ B.T, B - eta * W.T @ E
-        if np.any(g.omega != 0):
-            R = expm_antisymmetric(eta * g.omega) @ R
-        beta, Wn = beta - eta * g.grad_beta, Wn - eta * g.grad_W_out
+    max_omega = float(net.max_abs_omega.max())
     y0 = np.stack([W0, params.beta.T])
-    traj = integrate.solve_ode(
+    traj = solve_ode(
         bilinear_drift, y0, s, BilinearParams(Y), method="DOP853", rtol=1e-10, atol=1e-12
     )
     cost_ode = np.array([bilinear_cost(w, b, Y) for w, b in traj.ys])
@@ -262,128 +267,3 @@ def _collapsed_network(config: CollapsedConfig, rng: np.random.Generator) -> dic
         "lambda_min_invariant": float(np.linalg.eigvalsh(inv0).min()),
         "final_cost": float(cost_net[-1]),
     }
-
-
-# ============================================================================ E7
-@dataclass(frozen=True)
-class UntruncatedConfig:
-    """E7: Section 9 closed form vs ODE vs network GD on ``W^(Q+1)`` (spec §3 E7)."""
-
-    q: int = 3
-    n_per: int = 4
-    horizon: float = 20.0
-    n_times: int = 201
-    eta: float = 1e-2
-    apex_shift: float = 10.0
-
-
-def run_untruncated(config: UntruncatedConfig, run: Any, *, seed: int, progress: bool) -> None:
-    rng = np.random.default_rng(seed)
-    q, n_per = config.q, config.n_per
-    labels = np.repeat(np.arange(q), n_per)
-    n = labels.size
-    X = rng.standard_normal((q, n))
-    y = rng.standard_normal((q, q))  # rows y_l
-    Y_ext = y[labels].T  # (Q, N): the paper's (9.5), written Y in (9.8)-(9.12)
-    W0 = rng.standard_normal((q, q))
-    par = LinearRegressionParams(X, Y_ext, np.full(n, 1.0 / n))
-    ts = np.linspace(0.0, config.horizon, config.n_times)
-    closed = linreg_closed_form(W0, ts, par)
-    ode = integrate.solve_ode(linreg_drift, W0, ts, par, method="DOP853", rtol=1e-12, atol=1e-14)
-    err_ode = float(np.abs(closed - ode.ys).max())
-    w_inf = linreg_limit(par)
-    err_limit = float(np.abs(w_inf - np.linalg.lstsq(X.T, Y_ext.T, rcond=None)[0].T).max())
-    # network: every cluster inside S^+ of every layer (R_l = 1, beta^(l) = +shift 1)
-    params = AdaptedParams(np.stack([np.eye(q)] * q), np.full((q, q), config.apex_shift))
-    data = ClusterData(X.T, labels, y)
-    eta = config.eta
-    n_steps = int(round(config.horizon / eta))
-    W = W0.copy()
-    max_param_grad, s_net, w_net = 0.0, [], []
-    adapted = general_gradients(params, data, W_out=W0, y=y, weighting="global")
-    max_adapted = max(float(np.abs(adapted.grad_beta).max()), float(np.abs(adapted.omega).max()))
-    for k in range(n_steps + 1):
-        g = network_gradients(params, data, W_out=W, y=y, weighting="global")
-        max_param_grad = max(
-            max_param_grad, float(np.abs(g.grad_beta).max()), float(np.abs(g.omega).max())
-        )
-        if k % max(1, n_steps // (config.n_times - 1)) == 0:
-            s_net.append(k * eta), w_net.append(W.copy())
-        W = W - eta * g.grad_W_out
-    s_net, w_net = np.asarray(s_net), np.asarray(w_net)
-    A = X @ X.T / n
-    decay = np.stack(
-        [np.linalg.matrix_power(np.eye(q) - eta * A, int(round(s / eta))) for s in s_net]
-    )
-    discrete = w_inf + np.einsum("ab,tbc->tac", W0 - w_inf, decay)
-    err_discrete = float(np.abs(w_net - discrete).max())
-    err_cont = float(np.abs(w_net - linreg_closed_form(W0, s_net, par)).max())
-    run.log(
-        0,
-        {
-            "closed_vs_ode": err_ode,
-            "limit_vs_lstsq": err_limit,
-            "network_vs_discrete": err_discrete,
-            "network_vs_continuous": err_cont,
-            "max_cumulative_grad": max_param_grad,
-            "max_cumulative_grad_adapted": max_adapted,
-        },
-    )
-    run.flush()
-    dist = np.linalg.norm(closed - w_inf, axis=(1, 2))
-    _figures.panels(
-        run,
-        "e7_untruncated",
-        [
-            {
-                "lines": [
-                    (ts, dist, "closed form (9.10)"),
-                    (ts, np.linalg.norm(ode.ys - w_inf, axis=(1, 2)), "ODE (DOP853)", "--"),
-                    (
-                        s_net,
-                        np.linalg.norm(w_net - w_inf, axis=(1, 2)),
-                        f"network GD eta={eta:g}",
-                        ":",
-                    ),
-                ],
-                "logy": True,
-                "xlabel": "s",
-                "ylabel": "||W(s) - W(inf)||_F",
-                "title": f"Sec. 9, Q={q}, N={n}",
-            }
-        ],
-    )
-    run.save_summary(
-        {
-            "closed_vs_ode": err_ode,
-            "limit_vs_lstsq": err_limit,
-            "network_vs_discrete": err_discrete,
-            "network_vs_continuous": err_cont,
-            "max_cumulative_grad": max_param_grad,
-            "max_cumulative_grad_adapted": max_adapted,
-            "claims": [
-                claim(
-                    "W(s) follows the closed form (9.10) with Y_ext (1e-10)",
-                    err_ode,
-                    err_ode <= 1e-10,
-                ),
-                claim(
-                    "W(inf) = Y_ext X^T (X X^T)^{-1} (9.12) (1e-10)", err_limit, err_limit <= 1e-10
-                ),
-                claim(
-                    "cumulative-parameter gradients vanish (9.6): exactly in the adapted "
-                    "backprop, to rounding (1e-12) through the autograd network",
-                    [max_adapted, max_param_grad],
-                    max_adapted == 0.0 and max_param_grad < 1e-12,
-                ),
-                claim(
-                    "network GD = discrete closed form (1e-10)", err_discrete, err_discrete <= 1e-10
-                ),
-                claim(
-                    f"network GD within O(eta) of the flow (< 10 eta = {10 * eta:g})",
-                    err_cont,
-                    err_cont < 10 * eta,
-                ),
-            ],
-        }
-    )

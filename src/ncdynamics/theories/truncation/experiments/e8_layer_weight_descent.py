@@ -1,17 +1,25 @@
-"""Experiment E8 (b) of the spec (exploratory): plain GD on the layer parameters."""
+"""E8 (exploratory): plain gradient descent on the layer weights (spec §3 E8 (b)).
+
+[1] trains the cumulative parameters ``(beta^(l), R_l)`` as independent coordinates and
+assumes the cumulative weights stay adapted, ``W^(l) = diag(w*) R_l``. Here ordinary gradient
+descent on the layer parameters ``(W_l, b_l)`` starts from an adapted simplex design and is set
+beside the effective flow: the adaptedness defect and the cluster diameters are tracked.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
-from . import _figures
-from ._exp_checks import claim
-from .design import simplex_design
-from .estimate import layer_descent
-from .integrators import separated_flow
+from ...experiment import RunWriter
+from ..design import simplex_design
+from ..estimate import layer_descent
+from ..integrators import separated_flow
+from .claims import claim
+from .panels import panels
+
+__all__ = ["LayerGDConfig", "run_layer_gd"]
 
 
 @dataclass(frozen=True)
@@ -25,7 +33,8 @@ class LayerGDConfig:
     record_interval: float = 0.05
 
 
-def run_layer_gd(config: LayerGDConfig, run: Any, *, seed: int, progress: bool) -> None:
+def run_layer_gd(config: LayerGDConfig, run: RunWriter, *, seed: int, progress: bool) -> None:
+    """Run E8: GD on the layers and the effective flow from one adapted start; claims."""
     rng = np.random.default_rng(seed)
     d = simplex_design(config.q, n_per=config.n_per, rng=rng)
     n_steps = int(round(config.horizon / config.eta))
@@ -44,7 +53,7 @@ def run_layer_gd(config: LayerGDConfig, run: Any, *, seed: int, progress: bool) 
         )
     run.flush()
     q = config.q
-    _figures.panels(
+    panels(
         run,
         "e8_layer_gd",
         [
