@@ -6,8 +6,8 @@ import torch
 
 from ncdynamics.data import load
 from ncdynamics.probes.geometry import pair_observables, squared_distances
-from ncdynamics.theories.alignment._exp_data import classical_mds, collapse_index
-from ncdynamics.theories.alignment._pipeline import net_config
+from ncdynamics.theories.alignment.experiments.fig07_blobs import classical_mds, collapse_index
+from ncdynamics.theories.alignment.experiments.trials import net_config
 from ncdynamics.theories.alignment.training import TABLE1, build_net, train_recording
 
 TINY = net_config("shallow", width=16, epochs=40)
