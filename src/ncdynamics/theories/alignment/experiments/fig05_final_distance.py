@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -22,6 +22,9 @@ from .history_fit import fit_history
 from .plotting import pyplot
 from .trials import two_point_trial
 from .two_point import Y1, table1_configs
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 __all__ = ["FinalDistanceConfig", "plot_predicted_vs_actual", "run_final_distance"]
 
@@ -129,7 +132,7 @@ def run_final_distance(
 
 def plot_predicted_vs_actual(
     pred: NDArray[np.float64], actual: NDArray[np.float64], groups: Sequence[str], title: str
-) -> Any:
+) -> Figure:
     """Scatter of eq. (10) against the measured final ``||dh||^2``, one dot per trial."""
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(4.2, 4))

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import NDArray
@@ -24,6 +24,9 @@ from ...experiment import RunWriter
 from ..training import PairHistory
 from .plotting import pyplot
 from .trials import Optimizer, dataset_trial, net_config
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 __all__ = ["BlobsConfig", "classical_mds", "collapse_index", "plot_embeddings", "run_blobs"]
 
@@ -176,7 +179,7 @@ def plot_embeddings(
     markers: NDArray[np.int64],
     *,
     title: str,
-) -> Any:
+) -> Figure:
     """2-D MDS projections, coloured by the task-relevant feature, marker per context."""
     plt = pyplot()
     fig, axes = plt.subplots(1, len(points), figsize=(3.6 * len(points), 3.4), squeeze=False)

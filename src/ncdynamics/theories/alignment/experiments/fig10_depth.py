@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -19,6 +19,9 @@ from .history_fit import fit_history
 from .plotting import pyplot
 from .trials import two_point_trial
 from .two_point import Y1, table1_configs
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 __all__ = ["DepthConfig", "plot_layer_lines", "run_depth"]
 
@@ -118,7 +121,7 @@ def plot_layer_lines(
     xlabel: str,
     ylabel: str,
     log: bool = False,
-) -> Any:
+) -> Figure:
     """One line per quantity against the hidden layer."""
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(4.5, 3.2))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ....training import run_trials
 from ...experiment import RunWriter
@@ -18,6 +18,9 @@ from .history_fit import fit_history
 from .plotting import pyplot
 from .trials import two_point_trial
 from .two_point import Y1, table1_configs
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 __all__ = ["PAPER_ALT_LOSS", "AlternativesConfig", "plot_fit_losses", "run_alternatives"]
 
@@ -84,7 +87,7 @@ def run_alternatives(
 
 def plot_fit_losses(
     names: Sequence[str], values: Sequence[float], *, title: str, ylabel: str, log: bool = False
-) -> Any:
+) -> Figure:
     """Bar chart of one value per model."""
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(max(4, 0.7 * len(names)), 3.2))

@@ -6,13 +6,16 @@ Each figure specific to one experiment is drawn in that experiment's module.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from ..training import PairHistory
 from .history_fit import HistoryFit
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 __all__ = ["plot_distance_matrices", "plot_trajectories", "pyplot"]
 
@@ -29,7 +32,7 @@ def pyplot() -> Any:
 
 def plot_trajectories(
     rows: Mapping[str, tuple[PairHistory, HistoryFit]], *, with_loss: bool = True
-) -> Any:
+) -> Figure:
     """One row per network: measured (solid) and fitted theory (dashed) ``a, b, w`` [+ loss].
 
     Used by Figs. 2/12, 3, 4 and 15.
@@ -57,7 +60,7 @@ def plot_trajectories(
     return fig
 
 
-def plot_distance_matrices(mats: Mapping[str, NDArray[np.float64]], *, title: str) -> Any:
+def plot_distance_matrices(mats: Mapping[str, NDArray[np.float64]], *, title: str) -> Figure:
     """Side-by-side heat maps of distance matrices (Figs. 6 and 9)."""
     plt = pyplot()
     fig, axes = plt.subplots(1, len(mats), figsize=(3.4 * len(mats), 3.2), squeeze=False)
