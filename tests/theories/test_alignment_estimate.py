@@ -85,14 +85,3 @@ def test_fit_flags_nan_trajectory():
     obs[3, 1] = np.nan
     with warnings.catch_warnings(), pytest.raises(ValueError, match="finite"):
         fit_rates(np.arange(10.0), obs, X=0.25, Y=1.0)
-
-
-@pytest.mark.parametrize("variant", ["eq7", "factor-two", "square", "minus-sign", "term-removed"])
-def test_fast_kernels_equal_reference_model(variant):
-    from ncdynamics.theories.alignment import estimate, model
-
-    p = AlignmentParams(0.7, 1.3, 0.25, 1.0, variant)
-    y = np.array([0.3, 0.2, -0.15])
-    flags = estimate._flags(p)
-    np.testing.assert_allclose(estimate._rhs(y, 0.0, *flags), model.drift(0, y, p), rtol=1e-14)
-    np.testing.assert_allclose(estimate._jac(y, 0.0, *flags), model.jacobian(0, y, p), rtol=1e-14)

@@ -65,14 +65,16 @@ def test_matrix_model_reduces_to_three_variable_system(case, rng):
     mt = model.simulate_matrix(
         Dh0, Dy0, np.zeros(d_out), x1, x2, y1, y2, ts, inv_tau_ybar=1.0, inv_tau_h=rh, inv_tau_y=ry
     )
+    assert mt.success and mt.ys.shape == (ts.size, 3 + d_out)
+    np.testing.assert_array_equal(mt.ts, ts)
     X, Y = float(np.sum((x2 - x1) ** 2)), float(np.sum((y2 - y1) ** 2))
-    ys = _solve([mt.a[0], mt.b[0], mt.w[0]], ts, model.AlignmentParams(rh, ry, X, Y))
+    ys = _solve(mt.ys[0, :3], ts, model.AlignmentParams(rh, ry, X, Y))
     scale = np.max(np.abs(ys), axis=0)
-    err = np.max(np.abs(np.stack([mt.a, mt.b, mt.w], 1) - ys), axis=0) / scale
+    err = np.max(np.abs(mt.ys[:, :3] - ys), axis=0) / scale
     assert np.all(err < 1e-6)
     # the output mean follows eq. (18)
     m = 0.5 * (y1 + y2)
-    np.testing.assert_allclose(mt.ybar, m - m * np.exp(-ts)[:, None], rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(mt.ys[:, 3:], m - m * np.exp(-ts)[:, None], rtol=1e-7, atol=1e-9)
 
 
 def test_matrix_model_deviates_without_restriction(rng):
@@ -96,8 +98,8 @@ def test_matrix_model_deviates_without_restriction(rng):
         inv_tau_y=1.5,
     )
     X, Y = float(np.sum((x2 - x1) ** 2)), float(np.sum((y2 - y1) ** 2))
-    ys = _solve([mt.a[0], mt.b[0], mt.w[0]], ts, model.AlignmentParams(0.8, 1.5, X, Y))
-    err = np.max(np.abs(np.stack([mt.a, mt.b, mt.w], 1) - ys) / np.max(np.abs(ys), axis=0))
+    ys = _solve(mt.ys[0, :3], ts, model.AlignmentParams(0.8, 1.5, X, Y))
+    err = np.max(np.abs(mt.ys[:, :3] - ys) / np.max(np.abs(ys), axis=0))
     assert err > 1e-3
 
 

@@ -7,10 +7,13 @@ network; with separate effective rates for the encoder (``1/tau_h``) and the dec
 stable fixed point gives the final representational distance (rich regime at small
 initial weights, lazy regime at large ones).
 
-Modules: :mod:`.model` (the ODE systems), :mod:`.closed_form` (invariant, fixed points,
-exact solutions, final distance and its distribution, multi-point use), :mod:`.estimate`
-(rates fitted to a recorded run), :mod:`.training` (full-batch training that records the
-pair observables), :mod:`.experiments` (the paper's figures, ``alignment.*``).
+Modules: :mod:`.model` (the ODE systems, the reference right-hand sides), :mod:`.closed_form`
+(invariant, fixed points, exact solutions, final distance and its distribution, multi-point
+use), :mod:`.fast_drift` (the fast path of :func:`.model.drift` and its Jacobian used by the
+fit), :mod:`.estimate` (rates fitted to a recorded run), :mod:`.training` (full-batch
+training that records the pair observables), :mod:`.numerics` (floating-point settings of
+that training), :mod:`.confront` (the confrontation with a recorded run) and
+:mod:`.experiments` (one module per paper figure, ``alignment.*``).
 
 References
 ----------

@@ -86,15 +86,15 @@ def final_distance(
     return _positive_root(ah, al2)
 
 
-def _positive_root(ah: NDArray[np.float64], al2: NDArray[np.float64]) -> NDArray[np.float64]:
+def _positive_root(ah: ArrayLike, al2: ArrayLike) -> NDArray[np.float64]:
     """The non-negative root of ``a^2 - ah a - al2 = 0`` (eq. (27)), computed stably."""
-    ah, al2 = np.broadcast_arrays(np.asarray(ah, np.float64), np.asarray(al2, np.float64))
-    root = np.sqrt(0.25 * ah**2 + al2)
-    pos = 0.5 * ah + root
-    den = root - 0.5 * ah
+    h, l2 = np.broadcast_arrays(np.asarray(ah, np.float64), np.asarray(al2, np.float64))
+    root = np.sqrt(0.25 * h**2 + l2)
+    pos = 0.5 * h + root
+    den = root - 0.5 * h
     with np.errstate(divide="ignore", invalid="ignore"):
-        neg = np.where(den > 0, al2 / np.where(den > 0, den, 1.0), 0.0)
-    out = np.where(ah >= 0, pos, neg)
+        neg = np.where(den > 0, l2 / np.where(den > 0, den, 1.0), 0.0)
+    out = np.where(h >= 0, pos, neg)
     return out if out.ndim else out[()]
 
 

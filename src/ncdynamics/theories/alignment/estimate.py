@@ -7,9 +7,15 @@ minimise the unweighted squared distance (49)::
     F(theta) = int (a - a_th)^2 dt + int (b - b_th)^2 dt + int (w - w_th)^2 dt
 
 Speed: the paper does not name its optimiser. Here each solve is ``scipy.integrate.odeint``
-(LSODA) with the analytic Jacobian of :func:`model.jacobian`, and ``least_squares`` works on
-the log-rates from several starts (``benchmarks/bench_alignment.py`` compares this with a
-grid search plus Nelder--Mead on ``solve_ivp``).
+(LSODA) on the scalar kernels of :mod:`.fast_drift` (the fast path of :func:`.model.drift`
+and its analytic Jacobian :func:`.model.jacobian`), and ``least_squares`` works on the
+log-rates from several starts (``benchmarks/bench_alignment.py`` compares this with a grid
+search plus Nelder--Mead on ``solve_ivp``).
+
+The solves call ``odeint`` rather than the shared :func:`ncdynamics.theories.integrate.solve_ode`
+(``solve_ivp``): ``odeint`` wraps the Fortran LSODA with a per-interval step limit
+(``mxstep``) and far less Python overhead per step, and its numbers differ from those of
+``solve_ivp``'s LSODA, so switching would change every fitted rate.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from ..._validation import check_array, check_option, check_scalar
 from ..integrate import ConvergenceWarning, FitResult, Trajectory
+from . import fast_drift
 from .closed_form import loss_curve
 from .model import VARIANTS, AlignmentParams
 
@@ -77,71 +84,6 @@ def simulate(
     return _solve(y0, ts, params, rtol, atol, max_steps)
 
 
-def _flags(params: AlignmentParams) -> tuple[float, ...]:
-    """``(rh, ry, X, Y, square, factor, keep_term, sign)`` for the scalar kernels below."""
-    v = params.variant
-    return (
-        params.inv_tau_h,
-        params.inv_tau_y,
-        params.X,
-        params.Y,
-        float(v == "square"),
-        2.0 if v == "factor-two" else 1.0,
-        0.0 if v == "term-removed" else 1.0,
-        1.0 if v == "minus-sign" else -1.0,
-    )
-
-
-def _rhs(
-    y: NDArray[np.float64],
-    t: float,
-    rh: float,
-    ry: float,
-    X: float,
-    Y: float,
-    sq: float,
-    c: float,
-    k: float,
-    s: float,
-) -> list[float]:
-    # Scalar version of model.drift (same equations; about 10x less Python overhead).
-    a, b, w = y[0], y[1], y[2]
-    return [
-        -rh * X * (w * w if sq else w),
-        -c * w * (ry * a + k * rh * X * b / a),
-        -0.5 * ry * (3.0 * w - b + Y) * a + s * 0.5 * rh * X * (b + w) * w / a,
-    ]
-
-
-def _jac(
-    y: NDArray[np.float64],
-    t: float,
-    rh: float,
-    ry: float,
-    X: float,
-    Y: float,
-    sq: float,
-    c: float,
-    k: float,
-    s: float,
-) -> list[list[float]]:
-    # Scalar version of model.jacobian.
-    a, b, w = y[0], y[1], y[2]
-    return [
-        [0.0, 0.0, -rh * X * (2.0 * w if sq else 1.0)],
-        [
-            c * (-w * ry + k * rh * X * w * b / (a * a)),
-            -c * k * rh * X * w / a,
-            -c * (ry * a + k * rh * X * b / a),
-        ],
-        [
-            -0.5 * ry * (3.0 * w - b + Y) - s * 0.5 * rh * X * (b + w) * w / (a * a),
-            0.5 * ry * a + s * 0.5 * rh * X * w / a,
-            -1.5 * ry * a + s * 0.5 * rh * X * (b + 2.0 * w) / a,
-        ],
-    ]
-
-
 def _solve(
     y0: NDArray[np.float64],
     ts: NDArray[np.float64],
@@ -157,11 +99,11 @@ def _solve(
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         ys, info = odeint(
-            _rhs,
+            fast_drift.drift,
             y0,
             ts,
-            args=_flags(params),
-            Dfun=_jac,
+            args=fast_drift.odeint_args(params),
+            Dfun=fast_drift.jacobian,
             rtol=rtol,
             atol=atol,
             mxstep=max_steps,
@@ -212,6 +154,11 @@ class RateFit:
     log_rates: tuple[float, float]
     loss: float
     n_evals: int
+
+
+def _pair(values: Sequence[float] | NDArray[np.float64]) -> tuple[float, float]:
+    """The two log-rates as a tuple of Python floats."""
+    return float(values[0]), float(values[1])
 
 
 def fit_rates(
@@ -301,9 +248,7 @@ def fit_rates(
             xtol=1e-6,
             ftol=1e-8,
         )
-        runs.append(
-            RateFit(tuple(map(float, s)), tuple(map(float, res.x)), float(2.0 * res.cost), res.nfev)
-        )
+        runs.append(RateFit(_pair(s), _pair(res.x), float(2.0 * res.cost), res.nfev))
         n_total += res.nfev
     first = min(runs, key=lambda r: r.loss)
     res = least_squares(
@@ -314,7 +259,7 @@ def fit_rates(
         args=(slice(None), (rtol, atol), 1.0),
     )
     n_total += res.nfev
-    runs.append(RateFit(first.log_rates, tuple(map(float, res.x)), float(2.0 * res.cost), res.nfev))
+    runs.append(RateFit(first.log_rates, _pair(res.x), float(2.0 * res.cost), res.nfev))
     best = min(runs, key=lambda r: r.loss)
     params = AlignmentParams(
         float(np.exp(best.log_rates[0])), float(np.exp(best.log_rates[1])), X, Y, variant

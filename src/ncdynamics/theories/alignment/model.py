@@ -20,11 +20,11 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..._validation import check_array, check_option, check_scalar
+from ..integrate import Trajectory, solve_ode
 
 __all__ = [
     "VARIANTS",
     "AlignmentParams",
-    "MatrixTrajectory",
     "VectorParams",
     "drift",
     "drift_matrix",
@@ -223,24 +223,6 @@ def jacobian_reduced(
     )
 
 
-@dataclass(frozen=True)
-class MatrixTrajectory:
-    """Solution of the matrix model (17), reduced to the pair observables.
-
-    Attributes
-    ----------
-    ts : ndarray of shape (n_times,)
-    a, b, w : ndarray of shape (n_times,)
-    ybar : ndarray of shape (n_times, d_out)
-    """
-
-    ts: NDArray[np.float64]
-    a: NDArray[np.float64]
-    b: NDArray[np.float64]
-    w: NDArray[np.float64]
-    ybar: NDArray[np.float64]
-
-
 def drift_matrix(
     ybar: NDArray[np.float64],
     Dh: NDArray[np.float64],
@@ -291,8 +273,12 @@ def simulate_matrix(
     inv_tau_y: float,
     rtol: float = 1e-10,
     atol: float = 1e-14,
-) -> MatrixTrajectory:
+) -> Trajectory:
     """Integrate the matrix model (17) of [1] and return ``a, b, w, ybar`` over ``ts``.
+
+    The model's state ``(ybar, D_h, D_y)`` is integrated with
+    :func:`ncdynamics.theories.integrate.solve_ode` (LSODA) and reduced to the pair
+    observables of the three-variable system and the output mean.
 
     Parameters
     ----------
@@ -302,9 +288,23 @@ def simulate_matrix(
     x1, x2 : ndarray of shape (d_in,)
     y1, y2 : ndarray of shape (d_out,)
     ts : ndarray of shape (n_times,), increasing
-    """
-    from scipy.integrate import solve_ivp
+    inv_tau_ybar, inv_tau_h, inv_tau_y : float
+        The rates of ``ybar``, ``D_h`` and ``D_y``.
+    rtol, atol : float
+        Solver tolerances.
 
+    Returns
+    -------
+    Trajectory
+        ``ys`` of shape (n_times, 3 + d_out): columns ``(a, b, w)`` (as in the state of
+        :func:`drift`, so ``ys[:, :3]`` compares directly with a solution of eq. (7)),
+        then ``ybar`` (``d_out`` columns).
+
+    Raises
+    ------
+    RuntimeError
+        If the solver fails.
+    """
     Dh0 = check_array(Dh0, "Dh0", ndim=2, dtype=np.float64)
     Dy0 = check_array(Dy0, "Dy0", shape=(None, Dh0.shape[0]), dtype=np.float64)
     d_out, (d_H, d_in) = Dy0.shape[0], Dh0.shape
@@ -318,17 +318,18 @@ def simulate_matrix(
     rates = (inv_tau_ybar, inv_tau_h, inv_tau_y)
     split = np.cumsum([d_out, d_H * d_in])
 
-    def rhs(_t: float, z: NDArray[np.float64]) -> NDArray[np.float64]:
+    def rhs(_t: float, z: NDArray[np.float64], _params: None) -> NDArray[np.float64]:
         yb, Dh, Dy = np.split(z, split)
         parts = drift_matrix(yb, Dh.reshape(d_H, d_in), Dy.reshape(d_out, d_H), dx, dt, m, rates)
         return np.concatenate([p.ravel() for p in parts])
 
     z0 = np.concatenate([ybar0, Dh0.ravel(), Dy0.ravel()])
-    sol = solve_ivp(rhs, (ts[0], ts[-1]), z0, method="LSODA", t_eval=ts, rtol=rtol, atol=atol)
+    sol = solve_ode(rhs, z0, ts, None, method="LSODA", rtol=rtol, atol=atol)
     if not sol.success:
         raise RuntimeError(f"matrix model solve failed: {sol.message}")
-    yb, Dh, Dy = np.split(sol.y.T, split, axis=1)
+    yb, Dh, Dy = np.split(sol.ys, split, axis=1)
     dh = np.einsum("thi,i->th", Dh.reshape(-1, d_H, d_in), dx)  # (T, d_H)
     dy = np.einsum("toh,th->to", Dy.reshape(-1, d_out, d_H), dh)  # (T, d_out)
     b = np.sum(dy**2, axis=1)
-    return MatrixTrajectory(ts, np.sum(dh**2, axis=1), b, b - dy @ dt, yb)
+    observables = np.column_stack([np.sum(dh**2, axis=1), b, b - dy @ dt, yb])
+    return Trajectory(ts, observables, sol.success, sol.message, sol.n_evals)

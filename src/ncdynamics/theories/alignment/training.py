@@ -14,7 +14,7 @@ Training loss (spec §7.1): ``"mse"`` is PyTorch's ``MSELoss`` (mean over all en
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any, Literal
+from typing import Literal
 
 import numpy as np
 import torch
@@ -76,12 +76,12 @@ TABLE2: dict[str, NetConfig] = {
 }
 
 
-def build_net(cfg: NetConfig, in_features: int, num_outputs: int, *, seed: int) -> Table1Net:
+def build_net(cfg: NetConfig, in_features: int, n_outputs: int, *, seed: int) -> Table1Net:
     """The network of ``cfg`` with Xavier-normal weights drawn from ``seed``."""
     gen = torch.Generator().manual_seed(check_int(seed, "seed", low=0))
     return Table1Net(
         in_features,
-        num_outputs,
+        n_outputs,
         depth=cfg.depth,
         width=cfg.width,
         activation=cfg.activation,
@@ -114,7 +114,7 @@ class PairHistory:
         The chosen layer's representation of every training point, at the start and end.
     out_init, out_final : ndarray of shape (n, n_outputs)
     model : Table1Net or None
-        The trained network (``keep_model=True``).
+        The trained network (``keep_model=True``), in eval mode.
     """
 
     epochs: NDArray[np.float64]
@@ -131,7 +131,7 @@ class PairHistory:
     hidden_final: NDArray[np.float32]
     out_init: NDArray[np.float32]
     out_final: NDArray[np.float32]
-    model: Any = None
+    model: Table1Net | None = None
 
     @property
     def state(self) -> NDArray[np.float64]:
@@ -274,6 +274,7 @@ def train_recording(
         for k in range(0, n, bs):
             idx = order[k : k + bs]
             step(xt[idx], tt[idx])
+    assert init is not None  # the loop records at least once (epoch 0)
     R = torch.stack(rec).numpy()  # (n_rec, n_a + 4 + d_out)
     n_a = cfg.depth if lay == 0 else 1
     a = R[:, :n_a] if lay == 0 else R[:, 0]

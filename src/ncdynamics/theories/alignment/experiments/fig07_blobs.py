@@ -1,0 +1,195 @@
+"""Figs. 7, 8 and 13 of [1] (Fig. 17 with ``optimizer="adam"``): feature collapse on
+orthogonal blobs.
+
+The Table 2 blob networks (tanh, 4 x 100, full batch) learn a context-dependent task: in each
+context one input direction is relevant and the other is not. At low initial weights the
+irrelevant direction should collapse in the hidden layer (Fig. 8), at very low weights the two
+contexts should merge into one line (Fig. 13), and at high weights both directions are kept.
+The hidden representations are shown by classical MDS.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ....data import load
+from ....probes.geometry import squared_distances
+from ....training import run_trials
+from ...experiment import RunWriter
+from ..training import PairHistory
+from .plotting import pyplot
+from .trials import Optimizer, dataset_trial, net_config
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+__all__ = ["BlobsConfig", "classical_mds", "collapse_index", "plot_embeddings", "run_blobs"]
+
+
+def classical_mds(d2: NDArray[np.float64], k: int = 2) -> NDArray[np.float64]:
+    """Classical MDS of a squared-distance matrix: top-``k`` eigenvectors of ``-J D J / 2``.
+
+    Parameters
+    ----------
+    d2 : ndarray of shape (n, n)
+    k : int
+        Output dimension.
+
+    Returns
+    -------
+    ndarray of shape (n, k)
+    """
+    n = d2.shape[0]
+    J = np.eye(n) - 1.0 / n
+    B = -0.5 * J @ d2 @ J
+    vals, vecs = np.linalg.eigh(B)
+    top = np.argsort(vals)[::-1][:k]
+    return vecs[:, top] * np.sqrt(np.maximum(vals[top], 0.0))
+
+
+def _r2_single(h: NDArray[np.float64], f: NDArray[np.float64]) -> float:
+    """Share of the total variance of ``h`` (n, d) explained by a linear fit on ``f`` (n,)."""
+    hc, fc = h - h.mean(0), f - f.mean()
+    beta = fc @ hc / (fc @ fc)  # (d,)
+    return float(np.sum((fc[:, None] * beta[None]) ** 2) / max(np.sum(hc**2), 1e-300))
+
+
+def collapse_index(
+    h: NDArray[np.float64], relevant: NDArray[np.float64], irrelevant: NDArray[np.float64]
+) -> float:
+    """``R^2_irrelevant / (R^2_relevant + R^2_irrelevant)`` within one context (spec E7).
+
+    Parameters
+    ----------
+    h : ndarray of shape (n, d)
+        Hidden representations of the points of one context.
+    relevant, irrelevant : ndarray of shape (n,)
+        The task-relevant and the task-irrelevant input feature.
+    """
+    r_rel, r_irr = _r2_single(h, relevant), _r2_single(h, irrelevant)
+    return r_irr / max(r_rel + r_irr, 1e-300)
+
+
+@dataclass(frozen=True)
+class BlobsConfig:
+    """Table 2 blob nets (tanh, 4 x 100, full batch); MDS of hidden layer 2."""
+
+    configs: tuple[str, ...] = ("blobs-very-low", "blobs-low", "blobs-high")
+    n_positions: int = 30
+    optimizer: Optimizer = "sgd"
+    adam_lr: float = 1e-3
+    n_mds: int = 600
+    width: int | None = None
+    depth: int | None = None
+    epochs: int | None = None
+    workers: int = 2
+
+
+def run_blobs(config: BlobsConfig, run: RunWriter, *, seed: int, progress: bool) -> None:
+    """Train the blob nets; collapse indices and figure ``fig8_fig13_blobs_mds``."""
+    ds = load("orthogonal-blobs", n_positions=config.n_positions)
+    x, t, info = ds.x_train, ds.info["targets_train"], ds.info
+    cfgs = [
+        net_config(c, width=config.width, depth=config.depth, epochs=config.epochs)
+        for c in config.configs
+    ]
+    lr = config.adam_lr if config.optimizer == "adam" else None
+    hs: list[PairHistory] = run_trials(
+        dataset_trial,
+        [(c, seed, x, t, (0, 1), config.optimizer, lr) for c in cfgs],
+        workers=config.workers,
+        progress=progress,
+        desc="blob nets",
+    )
+    ctx = info["context"]
+    rng = np.random.default_rng(seed)
+    sub = np.sort(rng.choice(len(x), size=min(config.n_mds, len(x)), replace=False))
+    per: dict[str, dict[str, float]] = {}
+    emb: dict[str, NDArray[np.float64]] = {}
+    claims = []
+    for name, h in zip(config.configs, hs, strict=True):
+        z = h.hidden_final.astype(np.float64)
+        mx, my = info["mu_x"], info["mu_y"]
+        idx = {
+            0: collapse_index(z[ctx == 0], mx[ctx == 0], my[ctx == 0]),  # relevant: x
+            1: collapse_index(z[ctx == 1], my[ctx == 1], mx[ctx == 1]),
+        }  # relevant: y
+        cent = [z[ctx == c].mean(0) for c in (0, 1)]
+        spread = float(np.mean([np.sum(z[ctx == c].var(0)) for c in (0, 1)]))
+        sep = float(np.sum((cent[0] - cent[1]) ** 2) / max(spread, 1e-300))
+        per[name] = {
+            "collapse_index_ctx0": idx[0],
+            "collapse_index_ctx1": idx[1],
+            "context_separation": sep,
+            "final_loss": float(h.loss[-1]),
+        }
+        emb[name] = classical_mds(squared_distances(z[sub]))
+    colors = np.where(ctx == 0, info["mu_x"], info["mu_y"])[sub]
+    run.save_figure(
+        plot_embeddings(
+            emb,
+            colors,
+            ctx[sub],
+            title="Figs. 8/13: MDS of hidden layer 2 (colour: task-relevant feature)",
+        ),
+        "fig8_fig13_blobs_mds",
+    )
+    for name in config.configs:
+        ci = max(per[name]["collapse_index_ctx0"], per[name]["collapse_index_ctx1"])
+        if name == "blobs-low":
+            claims.append(
+                {
+                    "claim": "Fig. 8 (low weights): the task-irrelevant direction "
+                    "collapses in each context (O17: collapse index < 0.2)",
+                    "ours": ci,
+                    "held": bool(ci < 0.2),
+                }
+            )
+        elif name == "blobs-high":
+            claims.append(
+                {
+                    "claim": "Fig. 8 (high weights): the irrelevant direction is kept "
+                    "(collapse index > 0.2)",
+                    "ours": ci,
+                    "held": bool(ci > 0.2),
+                }
+            )
+        elif name == "blobs-very-low":
+            s = per[name]["context_separation"]
+            s_low = per.get("blobs-low", {}).get("context_separation", float("inf"))
+            claims.append(
+                {
+                    "claim": "Fig. 13 (very low weights): the two contexts merge into one "
+                    "line (context separation smaller than at low weights)",
+                    "ours": {"very_low": s, "low": s_low},
+                    "held": bool(s < s_low and ci < 0.2),
+                }
+            )
+    run.save_summary({"configs": per, "claims": claims})
+
+
+def plot_embeddings(
+    points: Mapping[str, NDArray[np.float64]],
+    colors: NDArray[np.float64],
+    markers: NDArray[np.int64],
+    *,
+    title: str,
+) -> Figure:
+    """2-D MDS projections, coloured by the task-relevant feature, marker per context."""
+    plt = pyplot()
+    fig, axes = plt.subplots(1, len(points), figsize=(3.6 * len(points), 3.4), squeeze=False)
+    for ax, (name, z) in zip(axes[0], points.items(), strict=True):
+        for ctx, mk in ((0, "o"), (1, "^")):
+            m = markers == ctx
+            ax.scatter(z[m, 0], z[m, 1], c=colors[m], s=5, marker=mk, cmap="coolwarm")
+        ax.set_title(name, fontsize=9)
+        ax.set_xticks([])
+        ax.set_yticks([])
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    return fig
