@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
@@ -77,7 +77,7 @@ class FitResult:
     success: bool
     message: str
     n_evals: int
-    extra: dict[str, Any] | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
 
     def warn_if_failed(self, stacklevel: int = 3) -> FitResult:
         if not self.success:

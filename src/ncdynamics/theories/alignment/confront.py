@@ -55,7 +55,6 @@ def _fit(stream: Stream) -> TheoryFit:
         warnings.simplefilter("ignore", ConvergenceWarning)
         fit = fit_rates(steps, state, X=X, Y=Y)
     params = fit.params
-    assert fit.extra is not None  # fit_rates always returns its trajectory
     theory = fit.extra["trajectory"]
     y0, t0 = state[0], steps[0]
 

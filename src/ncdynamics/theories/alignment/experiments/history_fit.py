@@ -78,7 +78,6 @@ def fit_history(
     """
     state = h.state if a is None else np.stack([a, h.b, h.w], axis=1)
     fit = fit_rates(h.epochs, state, X=h.X, Y=h.Y, variant=variant)
-    assert fit.extra is not None  # fit_rates always returns its trajectory
     th = fit.extra["trajectory"]
     r2 = (
         r_squared(state[:, 0], th[:, 0]),
@@ -94,7 +93,6 @@ def fit_history(
         y1=np.atleast_1d(y1),
         y2=np.atleast_1d(y2),
     )
-    assert lf.extra is not None  # fit_output_rate always returns its loss curve
     p = fit.params
     pred = float(final_distance(state[0, 0], state[0, 1], h.X, h.Y, p.rho))
     return HistoryFit(

@@ -224,7 +224,7 @@ def _compare_summary(
     if config.fit_ode:
         fit = fit_reduced(steps[1:], rnd["sigma"][1:, 0], n=n, learning_rate=config.learning_rate)
         reduced: ReducedFit = fit.params
-        theory = fit.extra["time_scale_theory"] if fit.extra is not None else float("nan")
+        theory = fit.extra.get("time_scale_theory", float("nan"))
         summary["fit_random_realisation0"] = {
             "time_scale_fit": reduced.time_scale,
             "time_scale_theory": theory,
