@@ -266,13 +266,14 @@ def train_one(
     gen = torch.Generator().manual_seed(seed)
     model = build_model(cfg, ds, init, gen)
     probe_idx = class_ordered_subset(ds.y_train, cfg.probe_per_class, ds.num_classes)
+    kernel_probe = _Timed(
+        _Every(InvariantProbe(per_class=cfg.kernel_per_class), cfg.kernel_every, cfg.epochs)
+    )
     probes = [
         _Timed(make_probe("collapse")),
         _Timed(make_probe("performance")),
         _Timed(make_probe("class_means")),  # for the logit theories in `ncdyn compare`
-        _Timed(
-            _Every(InvariantProbe(per_class=cfg.kernel_per_class), cfg.kernel_every, cfg.epochs)
-        ),
+        kernel_probe,
     ]
     sink = _MemorySink()
     schedule = Schedule(
@@ -318,9 +319,7 @@ def train_one(
         "train_accuracy": train_acc,
         "diverged": diverged,
         "seconds_total": total,
-        # NB: probes[2] is the class_means probe since it was inserted before the kernel
-        # probe; kept for identical output, see the report of the issue-17 refactoring.
-        "seconds_kernel": probes[2].seconds,
+        "seconds_kernel": kernel_probe.seconds,
         "seconds_probes": sum(p.seconds for p in probes),
     }
     if full_kernels and not diverged:
