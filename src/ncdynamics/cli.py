@@ -334,8 +334,9 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     from .experiments import confront
 
     run = runs.open(args.run_dir)
-    entries = confront.compare(run)
     out = args.out if args.out is not None else confront.default_out(run.path, "compare")
+    confront.check_output_dir(out, "compare")  # refuse a foreign --out before any work
+    entries = confront.compare(run)
     for e in entries:
         print(f"{e.theory:<14}{e.stream:<22}{e.status:<16}{e.message}")
         if e.fit is not None:
@@ -352,8 +353,9 @@ def _cmd_forecast(args: argparse.Namespace) -> int:
     from .experiments import confront
 
     run = runs.open(args.run_dir)
-    entries = confront.forecast(run, args.at)
     out = args.out if args.out is not None else confront.default_out(run.path, "forecast", args.at)
+    confront.check_output_dir(out, "forecast")  # refuse a foreign --out before any work
+    entries = confront.forecast(run, args.at)
     table = confront.forecast_table(entries)
     cols = ("theory", "stream", "observable", "method", "predicted", "actual", "decades_off")
     scored = table[table["status"] == "fitted"] if "status" in table else table
@@ -475,8 +477,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``ncdyn``; returns the exit code."""
     parser = _build_parser()
     args = parser.parse_args(argv)
-    from .runs import RunExistsError
-
     try:
         return _dispatch(args)
     except BrokenPipeError:  # output piped into `head` and the like: stop quietly
@@ -494,7 +494,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         ValueError,
         TypeError,
         FileNotFoundError,
-        RunExistsError,
+        FileExistsError,  # RunExistsError, an output that is not the command's own
         KeyError,
         ConnectionError,
         ImportError,

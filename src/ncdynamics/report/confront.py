@@ -3,8 +3,11 @@
 Both write into an output directory (by default ``RUN_DIR/compare`` and
 ``RUN_DIR/forecast-<at>``): ``table.csv`` (every number), ``figures/*.png`` (one figure per
 theory and stream: what the run measured, and the theory's curve) and ``report.html`` with the
-figures embedded. The directory is replaced as a whole, so an interrupted write never leaves
-a mix of old and new files.
+figures embedded, and a marker ``.ncdynamics-compare`` / ``.ncdynamics-forecast`` that says
+whose output it is. The directory is replaced as a whole, so an interrupted write never leaves
+a mix of old and new files, and only when it holds that same command's earlier output
+(:func:`ncdynamics.experiments.confront.check_output_dir`): a run, a folder of runs or
+anyone's other files are refused, untouched.
 """
 
 from __future__ import annotations
@@ -23,10 +26,12 @@ import pandas as pd
 from ..experiments.confront import (
     CompareEntry,
     ForecastEntry,
+    check_output_dir,
     compare_table,
     forecast_table,
     power_law_extrapolation,
     theories_without_confrontation,
+    write_output_marker,
 )
 from .html import _CSS, _cell
 
@@ -126,14 +131,20 @@ def _html_table(df: pd.DataFrame) -> str:
     return f"<table><tr>{head}</tr>{body}</table>"
 
 
-def _write_dir(out: Path, fill: Any) -> Path:
-    """Build the directory in a temporary sibling, then swap it in (no half-written output)."""
-    out = Path(out)
+def _write_dir(out: Path, command: str, fill: Any) -> Path:
+    """Build the directory in a temporary sibling, then swap it in (no half-written output).
+
+    ``out`` is replaced only when it is ``command``'s own earlier output (checked before
+    anything is written and again just before the swap).
+    """
+    out = check_output_dir(out, command)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
     try:
         (tmp / "figures").mkdir()
         fill(tmp)
+        write_output_marker(tmp, command)
+        check_output_dir(out, command)
         if out.exists():
             old = out.with_name(f".{out.name}-old-{os.getpid()}")
             os.replace(out, old)
@@ -174,7 +185,13 @@ def _page(title: str, intro: str, table: pd.DataFrame, figures: list[str]) -> st
 
 
 def _write(
-    out: Path, entries: list[Any], table: pd.DataFrame, draw: Any, verb: str, head: tuple[str, str]
+    out: Path,
+    command: str,
+    entries: list[Any],
+    table: pd.DataFrame,
+    draw: Any,
+    verb: str,
+    head: tuple[str, str],
 ) -> Path:
     """Figures of the fitted entries (``draw(entry)``), ``table.csv`` and ``report.html``."""
 
@@ -188,7 +205,7 @@ def _write(
         table.to_csv(tmp / "table.csv", index=False)
         (tmp / "report.html").write_text(_page(head[0], head[1], table, figures))
 
-    return _write_dir(out, fill)
+    return _write_dir(out, command, fill)
 
 
 def write_compare_report(entries: list[CompareEntry], run_dir: Path, out: Path) -> Path:
@@ -199,7 +216,7 @@ def write_compare_report(entries: list[CompareEntry], run_dir: Path, out: Path) 
         "predicts beyond it.</p>"
     )
     table = compare_table(entries)
-    return _write(out, entries, table, _compare_figure, "fitted to", ("compare", intro))
+    return _write(out, "compare", entries, table, _compare_figure, "fitted to", ("compare", intro))
 
 
 def write_forecast_report(
@@ -215,4 +232,4 @@ def write_forecast_report(
     )
     table = forecast_table(entries)
     head = (f"forecast at {at:g}", intro)
-    return _write(out, entries, table, _forecast_figure, "forecast on", head)
+    return _write(out, "forecast", entries, table, _forecast_figure, "forecast on", head)
