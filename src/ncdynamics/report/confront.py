@@ -13,7 +13,6 @@ anyone's other files are refused, untouched.
 from __future__ import annotations
 
 import base64
-import html
 import os
 import shutil
 import tempfile
@@ -33,7 +32,7 @@ from ..experiments.confront import (
     theories_without_confrontation,
     write_output_marker,
 )
-from .html import _CSS, _cell
+from .html import _CSS, _cell, _text
 
 __all__ = ["write_compare_report", "write_forecast_report"]
 
@@ -110,15 +109,15 @@ def _forecast_figure(e: ForecastEntry) -> Any:
 def _img(png: Path, caption: str) -> str:
     data = base64.b64encode(png.read_bytes()).decode("ascii")
     return (
-        f'<figure><img alt="{html.escape(caption)}" src="data:image/png;base64,{data}">'
-        f"<figcaption>{html.escape(caption)}</figcaption></figure>"
+        f'<figure><img alt="{_text(caption)}" src="data:image/png;base64,{data}">'
+        f"<figcaption>{_text(caption)}</figcaption></figure>"
     )
 
 
 def _html_table(df: pd.DataFrame) -> str:
     if df.empty:
         return "<p>No rows.</p>"
-    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in df.columns)
+    head = "".join(f"<th>{_text(c)}</th>" for c in df.columns)
     body = "".join(
         "<tr>"
         + "".join(
@@ -169,14 +168,14 @@ def _page(title: str, intro: str, table: pd.DataFrame, figures: list[str]) -> st
     absent = theories_without_confrontation()
     note = (
         "<p>Theories that declare no confrontation with network runs: "
-        f"{html.escape(', '.join(absent))}.</p>"
+        f"{_text(', '.join(absent))}.</p>"
         if absent
         else ""
     )
     return f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>
+<html lang="en"><head><meta charset="utf-8"><title>{_text(title)}</title>
 <style>{_CSS}</style></head><body>
-<h1>{html.escape(title)}</h1>{intro}{note}
+<h1>{_text(title)}</h1>{intro}{note}
 <h2>Table</h2>{_html_table(table)}
 <p>Every number: <a href="table.csv">table.csv</a>.</p>
 <h2>Figures</h2>{"".join(figures) or "<p>No theory could be fitted to this run.</p>"}
@@ -211,7 +210,7 @@ def _write(
 def write_compare_report(entries: list[CompareEntry], run_dir: Path, out: Path) -> Path:
     """Write the compare table, figures and ``report.html`` into ``out``."""
     intro = (
-        f"<p>Every theory fitted to the whole of run <code>{html.escape(str(run_dir))}</code>: "
+        f"<p>Every theory fitted to the whole of run <code>{_text(run_dir)}</code>: "
         "fitted parameters, goodness of fit on the recorded trajectory, and what each "
         "predicts beyond it.</p>"
     )
@@ -225,7 +224,7 @@ def write_forecast_report(
     """Write the forecast table, figures and ``report.html`` into ``out``."""
     intro = (
         f"<p>Each theory fitted to the first {at:g} of run "
-        f"<code>{html.escape(str(run_dir))}</code> and asked for the last record. "
+        f"<code>{_text(run_dir)}</code> and asked for the last record. "
         "<code>decades_off</code> is |log10(predicted / actual)|; the baselines are the "
         "last value carried forward and a power law fitted to the later half of the "
         "records the theory saw.</p>"
