@@ -9,7 +9,6 @@
 
 import json
 import os
-import pickle
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
@@ -18,6 +17,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from cifar_format import py2_pickle
 from ncdynamics import data, report, runs
 from ncdynamics.experiments import confront
 from ncdynamics.theories.lesde.model import d_vectors
@@ -233,7 +233,7 @@ def _cifar_dir(root: Path, rng, batch_1=None) -> Path:
             b"data": rng.integers(0, 256, (4, 3072)).astype(np.uint8),
             b"filenames": [b"a.png", b"b.png", b"c.png", b"d.png"],
         }
-        blob = pickle.dumps(entry, protocol=2)
+        blob = py2_pickle(entry)
         if name == "data_batch_1" and batch_1 is not None:
             blob = batch_1
         (base / name).write_bytes(blob)
@@ -246,12 +246,11 @@ def test_real_layout_cifar_batches_still_load(tmp_path, rng):
     assert ds.x_train.shape == (20, 3, 32, 32) and ds.y_train.dtype == np.int64
 
 
-def test_numpy_1_module_path_of_the_real_files_is_accepted(tmp_path, rng):
+@pytest.mark.parametrize("module", [b"numpy.core.multiarray", b"numpy._core.multiarray"])
+def test_numpy_1_and_2_spellings_of_reconstruct_are_accepted(tmp_path, rng, module):
     entry = {b"labels": [1, 2], b"data": np.zeros((2, 3072), np.uint8)}
-    blob = pickle.dumps(entry, protocol=2).replace(
-        b"numpy._core.multiarray", b"numpy.core.multiarray"
-    )
-    assert b"numpy.core.multiarray\n_reconstruct" in blob
+    blob = py2_pickle(entry).replace(b"cnumpy.core.multiarray\n", b"c" + module + b"\n")
+    assert b"c" + module + b"\n_reconstruct" in blob
     _cifar_dir(tmp_path, rng, batch_1=blob)
     assert data.load("cifar10", root=tmp_path).x_train.shape == (18, 3, 32, 32)
 
@@ -259,14 +258,14 @@ def test_numpy_1_module_path_of_the_real_files_is_accepted(tmp_path, rng):
 @pytest.mark.parametrize(
     ("payload", "match"),
     [
-        (lambda t: {b"data": _Exploit(t), b"labels": []}, "pathlib"),
-        (lambda t: {b"data": _ExploitOs(t), b"labels": []}, "(posix|os)"),
-        (lambda t: [_Exploit(t)], "pathlib"),
+        (lambda t: {b"data": _Exploit(t), b"labels": []}, r"__builtin__\.getattr"),
+        (lambda t: {b"data": _ExploitOs(t), b"labels": []}, r"(posix|os)\.system"),
+        (lambda t: [_Exploit(t)], r"__builtin__\.getattr"),
     ],
 )
 def test_malicious_cifar_batch_runs_nothing(tmp_path, rng, payload, match):
     target = tmp_path / "pwned"
-    base = _cifar_dir(tmp_path / "c", rng, batch_1=pickle.dumps(payload(target), protocol=2))
+    base = _cifar_dir(tmp_path / "c", rng, batch_1=py2_pickle(payload(target)))
     with pytest.raises(ValueError, match=rf"data_batch_1.*refuses.*{match}") as info:
         data.load("cifar10", root=tmp_path / "c")
     assert str(base / "data_batch_1") in str(info.value) and "\n" not in str(info.value)
