@@ -43,6 +43,7 @@ __all__ = [
     "find_streams",
     "forecast",
     "power_law_extrapolation",
+    "read_run",
     "write_output_marker",
 ]
 
@@ -118,8 +119,30 @@ class CompareEntry:
         return row
 
 
+def read_run(path: str | os.PathLike[str]) -> runs.Run:
+    """Open the run at ``path`` for reading, its JSON files checked first.
+
+    ``status.json``, ``config.json`` and (when present) ``summary.json`` must each hold a
+    JSON object; a file that is not valid JSON, or holds a list or a number, is a
+    ``ValueError`` naming it, instead of a bare decoding error or an ``AttributeError``
+    later on. Then :func:`ncdynamics.runs.open`.
+    """
+    p = Path(path)
+    for name in ("status.json", "config.json", "summary.json"):
+        f = p / name
+        if not f.is_file():
+            continue  # runs.open says which files a run directory needs
+        try:
+            value = json.loads(f.read_text())
+        except ValueError as exc:  # json.JSONDecodeError, UnicodeDecodeError
+            raise ValueError(f"{str(f)!r} is not valid JSON: {exc}.") from exc
+        if not isinstance(value, dict):
+            raise ValueError(f"{str(f)!r} must hold a JSON object; got {type(value).__name__}.")
+    return runs.open(p)
+
+
 def _open(run: runs.Run | str | os.PathLike[str]) -> runs.Run:
-    return run if isinstance(run, runs.Run) else runs.open(run)
+    return run if isinstance(run, runs.Run) else read_run(run)
 
 
 def _fit_entry(conf: Confrontation, stream: Stream) -> CompareEntry:

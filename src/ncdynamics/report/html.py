@@ -17,7 +17,8 @@ from pathlib import Path, PurePath, PurePosixPath
 from typing import Any
 from urllib.parse import quote
 
-from ..runs import Run, open_run
+from ..experiments.confront import read_run
+from ..runs import Run
 from ..runs._io import atomic_write
 from .figures import metric_figures
 
@@ -94,7 +95,7 @@ def _extra_figures(run: Run) -> list[tuple[str, Any]]:
 
 def write_figures(run: Run | str | Path) -> list[Path]:
     """Draw the metric figures (and array figures) of a run into ``figures/`` as PNG."""
-    run = run if isinstance(run, Run) else open_run(run)
+    run = run if isinstance(run, Run) else read_run(run)
     paths = []
     for name, fig in metric_figures(run.metrics) + _extra_figures(run):
         paths.append(run.save_figure(fig, name))
@@ -152,7 +153,7 @@ def write_report(run: Run | str | Path, *, draw: bool = True) -> Path:
     With ``draw`` the metric figures are (re)drawn first. Images are embedded as base64, so
     the file can be moved or mailed on its own.
     """
-    run = run if isinstance(run, Run) else open_run(run)
+    run = run if isinstance(run, Run) else read_run(run)
     if draw:
         write_figures(run)
     status, config = _json_object(run, "status"), _json_object(run, "config")

@@ -14,8 +14,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..experiments.confront import read_run
 from ..experiments.sweep import is_sweep
-from ..runs import open_run
 from ..runs._io import atomic_write, read_json
 from .html import _CSS, _href, _json_object, _state_class, _text
 
@@ -63,7 +63,7 @@ def _run_entry(root: Path, d: Path, sweep: Path | None) -> IndexEntry:
     rel = d.relative_to(root)
     report = rel / "report.html" if (d / "report.html").is_file() else None
     try:
-        run = open_run(d)
+        run = read_run(d)
         config, status = _json_object(run, "config"), _json_object(run, "status")
     except (ValueError, OSError, KeyError, AttributeError, TypeError) as exc:
         # AttributeError, TypeError: a status.json holding a list, read by the run store
