@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 import numpy as np
-from numpy._core.multiarray import _reconstruct  # type: ignore[attr-defined]
+from numpy._core.multiarray import _reconstruct
 
 from .._validation import check_int
 from ._dataset import Dataset, as_float32, register
@@ -271,4 +271,6 @@ def load_cifar10(
             x, y = x[:limit], y[:limit]
         x = x.astype(np.float32) / 255.0
         out += [as_float32(x.reshape(len(x), -1) if flatten else x), y.astype(np.int64)]
-    return Dataset(*out, num_classes, "cifar10", {"root": str(base), "classes": classes})
+    x_train, y_train, x_test, y_test = out
+    info = {"root": str(base), "classes": classes}
+    return Dataset(x_train, y_train, x_test, y_test, num_classes, "cifar10", info)

@@ -252,10 +252,17 @@ def _forecast_entry(conf: Confrontation, stream: Stream, at: float) -> ForecastE
     first = max(float(s[0]) for s, _ in observed.values())
     final = min(float(s[-1]) for s, _ in observed.values())
     cutoff = first + at * (final - first)
-    common = dict(cutoff=cutoff, final_step=final, observed=observed)
     entry = _fit_entry(conf, stream.cut(cutoff))
     if entry.fit is None:
-        return ForecastEntry(conf.theory, label, entry.status, entry.message, **common)
+        return ForecastEntry(
+            conf.theory,
+            label,
+            entry.status,
+            entry.message,
+            cutoff=cutoff,
+            final_step=final,
+            observed=observed,
+        )
     scores = [
         row
         for name, series in observed.items()
@@ -263,7 +270,15 @@ def _forecast_entry(conf: Confrontation, stream: Stream, at: float) -> ForecastE
         for row in _score(name, series, entry.fit, entry.fit.fit_until, final)
     ]
     return ForecastEntry(
-        conf.theory, label, "fitted", entry.message, fit=entry.fit, scores=scores, **common
+        conf.theory,
+        label,
+        "fitted",
+        entry.message,
+        cutoff=cutoff,
+        final_step=final,
+        fit=entry.fit,
+        observed=observed,
+        scores=scores,
     )
 
 

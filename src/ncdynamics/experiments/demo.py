@@ -10,7 +10,7 @@ Metric names carry the loss as a prefix (``mse/nc/nc1``, ``cross-entropy/nc/nc1`
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import torch
@@ -32,7 +32,7 @@ class DemoConfig:
     """Settings of the demo (defaults are the ``cpu`` preset)."""
 
     dataset: str = "digits"
-    losses: tuple[str, ...] = ("mse", "cross-entropy")
+    losses: tuple[Literal["mse", "cross-entropy"], ...] = ("mse", "cross-entropy")
     depth: int = 3
     width: int = 256
     init: str = "pytorch-default"

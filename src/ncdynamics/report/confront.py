@@ -16,6 +16,7 @@ import base64
 import os
 import shutil
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +42,9 @@ def _safe(name: str) -> str:
     return "".join(c if c.isalnum() or c in "._-" else "-" for c in name).strip("-") or "run"
 
 
-def _panel(ax: Any, name: str, observed: Any, fitted: Any, extra: list[tuple] = ()) -> None:
+def _panel(
+    ax: Any, name: str, observed: Any, fitted: Any, extra: Sequence[tuple[Any, ...]] = ()
+) -> None:
     steps, values = observed
     ax.plot(steps, values, "o", ms=3, color="0.35", label="measured")
     if fitted is not None:
@@ -71,13 +74,14 @@ def _figure(title: str, panels: list[tuple[str, Any, Any, list]]) -> Any:
 
 def _compare_figure(e: CompareEntry) -> Any:
     assert e.fit is not None
-    panels = [(n, obs, e.fit.fitted.get(n), []) for n, obs in e.observed.items()]
+    no_extra: list[tuple[Any, ...]] = []
+    panels = [(n, obs, e.fit.fitted.get(n), no_extra) for n, obs in e.observed.items()]
     return _figure(f"{e.theory} on {e.stream}", panels)
 
 
 def _forecast_figure(e: ForecastEntry) -> Any:
     assert e.fit is not None
-    panels = []
+    panels: list[tuple[str, Any, Any, list[tuple[Any, ...]]]] = []
     for name, (steps, values) in e.observed.items():
         after = steps[steps > e.fit.fit_until]
         extra: list[tuple] = [("axvline", (e.cutoff,), {"color": "0.5", "ls": ":", "lw": 1})]

@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import html
 import json
+from collections.abc import Callable
 from pathlib import Path, PurePath, PurePosixPath
 from typing import Any
 from urllib.parse import quote
@@ -80,6 +81,15 @@ def _json_object(run: Run, name: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise ValueError(f"{str(path)!r} must hold a JSON object; got {type(value).__name__}.")
     return value
+
+
+def _text_writer(text: str) -> Callable[[Path], None]:
+    """``write(path)`` for :func:`atomic_write`: writes ``text`` to ``path``."""
+
+    def write(path: Path) -> None:
+        path.write_text(text)
+
+    return write
 
 
 def _extra_figures(run: Run) -> list[tuple[str, Any]]:
@@ -199,4 +209,4 @@ def write_report(run: Run | str | Path, *, draw: bool = True) -> Path:
 <h2>Configuration</h2>{_table(sorted(cfg.items()))}
 </body></html>
 """
-    return atomic_write(run.path / "report.html", lambda p: p.write_text(doc))
+    return atomic_write(run.path / "report.html", _text_writer(doc))

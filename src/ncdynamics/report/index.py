@@ -17,7 +17,7 @@ from pathlib import Path
 from ..experiments.confront import read_run
 from ..experiments.sweep import is_sweep
 from ..runs._io import atomic_write, read_json
-from .html import _CSS, _href, _json_object, _state_class, _text
+from .html import _CSS, _href, _json_object, _state_class, _text, _text_writer
 
 __all__ = ["IndexEntry", "find_entries", "write_index"]
 
@@ -205,4 +205,4 @@ def write_index(directory: str | os.PathLike[str]) -> Path:
 {run_table}
 </body></html>
 """
-    return atomic_write(root / "index.html", lambda p: p.write_text(doc))
+    return atomic_write(root / "index.html", _text_writer(doc))

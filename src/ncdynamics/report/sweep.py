@@ -9,15 +9,16 @@ from __future__ import annotations
 
 import base64
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
 
 from ..experiments.sweep import is_sweep, read_sweep_table
 from ..runs._io import atomic_write, read_json
-from .html import _CSS, _href, _state_class, _text
+from .html import _CSS, _href, _state_class, _text, _text_writer
 
 __all__ = ["sweep_figures", "write_sweep_report"]
 
@@ -70,7 +71,8 @@ def sweep_figures(table: pd.DataFrame, grid_keys: list[str]) -> list[tuple[str, 
                 stats = frame.groupby("x")["y"].agg(["mean", "min", "max"]).sort_index()
                 err = np.vstack([stats["mean"] - stats["min"], stats["max"] - stats["mean"]])
                 name = ", ".join(
-                    f"{k}={v}" for k, v in zip(others, np.atleast_1d(label), strict=False)
+                    f"{k}={v}"
+                    for k, v in zip(others, np.atleast_1d(cast(Any, label)), strict=False)
                 )
                 ax.errorbar(
                     stats.index,
@@ -95,6 +97,15 @@ def sweep_figures(table: pd.DataFrame, grid_keys: list[str]) -> list[tuple[str, 
         fig.tight_layout()
         out.append((key, fig))
     return out
+
+
+def _png_writer(fig: Any) -> Callable[[Path], None]:
+    """``write(path)`` for :func:`atomic_write`: saves ``fig`` as a PNG."""
+
+    def write(path: Path) -> None:
+        fig.savefig(path, dpi=100, format="png", bbox_inches="tight")
+
+    return write
 
 
 def _safe_name(key: str) -> str:
@@ -138,9 +149,7 @@ def write_sweep_report(path: str | os.PathLike[str]) -> Path:
     (path / "figures").mkdir(exist_ok=True)
     for key, fig in sweep_figures(table, grid_keys):
         png = path / "figures" / f"{_safe_name(key)}.png"
-        atomic_write(
-            png, lambda p, fig=fig: fig.savefig(p, dpi=100, format="png", bbox_inches="tight")
-        )
+        atomic_write(png, _png_writer(fig))
         plt.close(fig)
         data = base64.b64encode(png.read_bytes()).decode("ascii")
         figs_html.append(
@@ -182,4 +191,4 @@ Full table: <a href="table.csv">table.csv</a>.</p>
 <h2>Runs</h2><table><tr>{head}</tr>{"".join(rows)}</table>
 </body></html>
 """
-    return atomic_write(path / "report.html", lambda p: p.write_text(doc))
+    return atomic_write(path / "report.html", _text_writer(doc))
