@@ -528,21 +528,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return EXIT_USAGE
     except OSError as exc:  # read-only directory, disk full, a path under a regular file...
-        print(f"ncdyn: error: {_os_error_line(exc, args)}", file=sys.stderr)
+        print(f"ncdyn: error: {_os_error_line(exc, args)}{_traceback_at(args)}", file=sys.stderr)
         return EXIT_USAGE
     except Exception as exc:  # a failure inside an experiment: one line, details on disk
-        error_file = getattr(args, "error_file", None)
-        where = (
-            f" (traceback in {error_file})"
-            if error_file is not None and Path(error_file).is_file()
-            else ""
-        )
         print(
             f"ncdyn: failed: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
-            f"{where}",
+            f"{_traceback_at(args)}",
             file=sys.stderr,
         )
         return EXIT_FAILED
+
+
+def _traceback_at(args: argparse.Namespace) -> str:
+    """`` (traceback in RUN/error.txt)`` when a failed run wrote that file, else nothing."""
+    error_file = getattr(args, "error_file", None)
+    if error_file is not None and Path(error_file).is_file():
+        return f" (traceback in {error_file})"
+    return ""
 
 
 def _os_error_line(exc: OSError, args: argparse.Namespace) -> str:
