@@ -7,22 +7,34 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 __all__ = ["main"]
 
 EXIT_USAGE = 2
 EXIT_FAILED = 1
+SEED_MAX = 2**32 - 1  # seeds offset per trial (seed + 10_000 + i) stay far inside int64
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line, exit 2
+    def error(self, message: str) -> NoReturn:  # one line, exit 2
         self.exit(EXIT_USAGE, f"ncdyn: error: {message}\n")
+
+
+def _seed(text: str) -> int:
+    """``--seed``: an integer in 0..SEED_MAX (torch and NumPy take it as is)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer; got {text!r}") from None
+    if not 0 <= value <= SEED_MAX:
+        raise argparse.ArgumentTypeError(f"must be in 0..{SEED_MAX} (2**32 - 1); got {text}")
+    return value
 
 
 def _common(p: argparse.ArgumentParser, *, out_help: str) -> None:
     p.add_argument("--out", type=Path, default=None, help=out_help)
-    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    p.add_argument("--seed", type=_seed, default=0, help="random seed (default 0)")
 
 
 def _runner_flags(p: argparse.ArgumentParser) -> None:
@@ -225,12 +237,17 @@ def _parse_overrides(items: Sequence[str], config_file: Path | None) -> dict[str
 
         if not config_file.is_file():
             raise FileNotFoundError(f"`--config` must be an existing YAML file; got {config_file}.")
-        loaded = yaml.safe_load(config_file.read_text()) or {}
+        try:
+            loaded = yaml.safe_load(config_file.read_text()) or {}
+        except (yaml.YAMLError, UnicodeDecodeError) as exc:
+            where = " ".join(str(exc).split())
+            raise ValueError(f"`--config` {str(config_file)!r} is not valid YAML: {where}") from exc
         if not isinstance(loaded, dict):
             raise ValueError(
-                f"`--config` must hold a mapping of options; got {type(loaded).__name__}."
+                f"`--config` {str(config_file)!r} must hold a mapping of options; "
+                f"got {type(loaded).__name__}."
             )
-        out.update(loaded)
+        out.update({str(k): v for k, v in loaded.items()})
     for item in items:
         key, sep, value = item.partition("=")
         if not sep or not key:
@@ -307,16 +324,20 @@ def _cmd_report(args: argparse.Namespace) -> int:
         path = report.write_index(args.index)
         print(f"index:  {path}")
         return 0
+    if args.out is not None and (args.out.exists() or args.out.is_symlink()):
+        raise FileExistsError(
+            f"`--out` {str(args.out)!r} already exists; choose a new path for the copy "
+            "(nothing was overwritten)."
+        )
     if (args.run_dir / "sweep.json").is_file():
         path = report.write_sweep_report(args.run_dir)
     else:
         path = report.write_report(args.run_dir)
     print(f"report: {path}")
     if args.out is not None:
-        import shutil
-
         args.out.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(path, args.out)
+        with open(args.out, "xb") as fh:  # exclusive: never replaces a file made meanwhile
+            fh.write(path.read_bytes())
         print(f"copied: {args.out}")
     return 0
 
@@ -330,12 +351,13 @@ def _print_frame(df: Any, columns: Sequence[str]) -> None:
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
-    from . import report, runs
+    from . import report
     from .experiments import confront
 
-    run = runs.open(args.run_dir)
-    entries = confront.compare(run)
+    run = confront.read_run(args.run_dir)
     out = args.out if args.out is not None else confront.default_out(run.path, "compare")
+    confront.check_output_dir(out, "compare")  # refuse a foreign --out before any work
+    entries = confront.compare(run)
     for e in entries:
         print(f"{e.theory:<14}{e.stream:<22}{e.status:<16}{e.message}")
         if e.fit is not None:
@@ -348,12 +370,13 @@ def _cmd_compare(args: argparse.Namespace) -> int:
 
 
 def _cmd_forecast(args: argparse.Namespace) -> int:
-    from . import report, runs
+    from . import report
     from .experiments import confront
 
-    run = runs.open(args.run_dir)
-    entries = confront.forecast(run, args.at)
+    run = confront.read_run(args.run_dir)
     out = args.out if args.out is not None else confront.default_out(run.path, "forecast", args.at)
+    confront.check_output_dir(out, "forecast")  # refuse a foreign --out before any work
+    entries = confront.forecast(run, args.at)
     table = confront.forecast_table(entries)
     cols = ("theory", "stream", "observable", "method", "predicted", "actual", "decades_off")
     scored = table[table["status"] == "fitted"] if "status" in table else table
@@ -398,6 +421,8 @@ def _run_and_report(
 
     threadpool_limits(args.threads)  # NumPy's BLAS too: oversubscribed threads spin and stall
     torch.manual_seed(args.seed)  # the one global seeding, for code that uses torch's default RNG
+    # where experiments.run writes the traceback of a failure (main names it, if written)
+    args.error_file = (out if out is not None else Path("runs") / f"{name}-{preset}") / "error.txt"
     run = experiments.run(
         name,
         preset=preset,
@@ -475,8 +500,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``ncdyn``; returns the exit code."""
     parser = _build_parser()
     args = parser.parse_args(argv)
-    from .runs import RunExistsError
-
     try:
         return _dispatch(args)
     except BrokenPipeError:  # output piped into `head` and the like: stop quietly
@@ -494,7 +517,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         ValueError,
         TypeError,
         FileNotFoundError,
-        RunExistsError,
+        FileExistsError,  # RunExistsError, an output that is not the command's own
         KeyError,
         ConnectionError,
         ImportError,
@@ -504,13 +527,37 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"ncdyn: error: {msg.splitlines()[0] if msg else type(exc).__name__}", file=sys.stderr
         )
         return EXIT_USAGE
+    except OSError as exc:  # read-only directory, disk full, a path under a regular file...
+        print(f"ncdyn: error: {_os_error_line(exc, args)}{_traceback_at(args)}", file=sys.stderr)
+        return EXIT_USAGE
     except Exception as exc:  # a failure inside an experiment: one line, details on disk
         print(
             f"ncdyn: failed: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
-            " (traceback in the run's error.txt)",
+            f"{_traceback_at(args)}",
             file=sys.stderr,
         )
         return EXIT_FAILED
+
+
+def _traceback_at(args: argparse.Namespace) -> str:
+    """`` (traceback in RUN/error.txt)`` when a failed run wrote that file, else nothing."""
+    error_file = getattr(args, "error_file", None)
+    if error_file is not None and Path(error_file).is_file():
+        return f" (traceback in {error_file})"
+    return ""
+
+
+def _os_error_line(exc: OSError, args: argparse.Namespace) -> str:
+    """One line for an operating-system error: what failed, and the path it concerns (the
+    error's own file name, else the command's output or run directory)."""
+    what = exc.strerror or (str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+    path = exc.filename
+    if path is None:
+        for attr in ("out", "index", "run_dir"):
+            if getattr(args, attr, None) is not None:
+                path = getattr(args, attr)
+                break
+    return f"{what}: {str(path)!r}" if path is not None else str(what)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,9 +1,9 @@
 import gzip
-import pickle
 
 import numpy as np
 import pytest
 
+from cifar_format import py2_pickle
 from ncdynamics import data
 
 
@@ -88,9 +88,9 @@ def test_cifar10_reader_reads_pickle_batches(tmp_path, rng):
     for name in [f"data_batch_{i}" for i in range(1, 6)] + ["test_batch"]:
         entry = {
             b"data": rng.integers(0, 256, (6, 3072)).astype(np.uint8),
-            b"labels": list(rng.integers(0, 10, 6)),
+            b"labels": [int(v) for v in rng.integers(0, 10, 6)],
         }
-        (base / name).write_bytes(pickle.dumps(entry))
+        (base / name).write_bytes(py2_pickle(entry))
     ds = data.load("cifar10", root=tmp_path)
     assert ds.x_train.shape == (30, 3, 32, 32) and ds.x_test.shape == (6, 3, 32, 32)
     sub = data.load("cifar10", root=tmp_path, classes=[1, 2, 3])

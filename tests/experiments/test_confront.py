@@ -111,8 +111,8 @@ def test_stream_cut_hides_later_records(tmp_path):
 def test_reports_are_written_and_replace_the_old_output(tmp_path):
     run = _lesde_run(tmp_path / "r", prefixes=("a/",))
     out = tmp_path / "r" / "compare"
-    out.mkdir()
-    (out / "stale.txt").write_text("old")
+    write_compare_report(confront.compare(run), run.path, out)
+    (out / "stale.txt").write_text("old")  # inside its own earlier output: replaced
     page = write_compare_report(confront.compare(run), run.path, out)
     assert page == out / "report.html" and not (out / "stale.txt").exists()
     html = page.read_text()

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .._validation import check_array, check_int, check_scalar
 from ._dataset import Dataset, as_float32, register, rng_from
@@ -10,7 +13,11 @@ from ._dataset import Dataset, as_float32, register, rng_from
 
 @register("digits")
 def load_digits(
-    *, test_fraction: float = 0.25, seed: int = 0, flatten: bool = False, classes=None
+    *,
+    test_fraction: float = 0.25,
+    seed: int = 0,
+    flatten: bool = False,
+    classes: Sequence[int] | None = None,
 ) -> Dataset:
     """scikit-learn's bundled 8x8 handwritten digits (1797 images, 10 classes).
 
@@ -59,7 +66,7 @@ def load_gaussian_clusters(
     n_test_per_class: int = 100,
     spread: float = 1.0,
     separation: float = 3.0,
-    means=None,
+    means: ArrayLike | None = None,
     seed: int = 0,
 ) -> Dataset:
     """Isotropic Gaussian classes: x = mu_c + spread * N(0, I).

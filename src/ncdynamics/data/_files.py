@@ -2,17 +2,59 @@
 
 Nothing is downloaded. Put the files under ``root`` (directly, or in the usual sub-folders
 ``MNIST/raw``, ``FashionMNIST/raw``, ``cifar-10-batches-py``) and pass ``root=``.
+
+The CIFAR-10 batches are Python pickles, and unpickling can run arbitrary code. They are read
+with a restricted unpickler (:class:`_BatchUnpickler`) that builds only what the real files
+hold: dicts, lists, bytes, str, int and numpy arrays (the globals ``_reconstruct`` of
+``numpy.core.multiarray`` / ``numpy._core.multiarray``, ``numpy.ndarray`` and
+``numpy.dtype``); any other global is refused with an error naming the file, before anything
+of it runs. A damaged file of either format is a one-line ``ValueError`` naming the file.
 """
 
 from __future__ import annotations
 
 import gzip
+import math
 import pickle
 from pathlib import Path
+from typing import Any, BinaryIO
 
 import numpy as np
+from numpy._core.multiarray import _reconstruct
 
+from .._validation import check_int
 from ._dataset import Dataset, as_float32, register
+
+# The globals a CIFAR-10 batch pickle needs: a numpy array pickles as
+# _reconstruct(ndarray, shape, dtype) followed by ndarray.__setstate__. The real files were
+# written by numpy 1 (``numpy.core``); numpy 2 writes ``numpy._core``.
+_CIFAR_GLOBALS: dict[tuple[str, str], Any] = {
+    ("numpy.core.multiarray", "_reconstruct"): _reconstruct,
+    ("numpy._core.multiarray", "_reconstruct"): _reconstruct,
+    ("numpy", "ndarray"): np.ndarray,
+    ("numpy", "dtype"): np.dtype,
+}
+
+
+class _BatchUnpickler(pickle.Unpickler):
+    """An unpickler that resolves only the globals of :data:`_CIFAR_GLOBALS`.
+
+    Builtin containers and scalars (dict, list, tuple, bytes, str, int, float) need no global,
+    so they load as usual; anything that would import and call something else is refused.
+    """
+
+    def __init__(self, file: BinaryIO) -> None:
+        super().__init__(file, encoding="bytes")
+
+    def find_class(self, module: str, name: str) -> Any:
+        try:
+            return _CIFAR_GLOBALS[(module, name)]
+        except KeyError:
+            raise pickle.UnpicklingError(
+                f"the reader refuses global {module}.{name}: a CIFAR-10 batch holds only "
+                "dicts, lists, bytes, str, int and numpy arrays"
+            ) from None
+
 
 _IDX_DTYPES = {0x08: np.uint8, 0x09: np.int8, 0x0B: np.int16, 0x0C: np.int32, 0x0D: np.float32}
 
@@ -40,7 +82,7 @@ def read_idx(path: str | Path) -> np.ndarray:
         raise ValueError(f"{str(path)!r} is truncated: header needs {header} bytes.")
     dims = [int.from_bytes(raw[4 + 4 * i : 8 + 4 * i], "big") for i in range(ndim)]
     dtype = np.dtype(_IDX_DTYPES[raw[2]]).newbyteorder(">")
-    expected = header + int(np.prod(dims)) * dtype.itemsize
+    expected = header + math.prod(dims) * dtype.itemsize  # Python ints: no overflow
     if len(raw) != expected:
         raise ValueError(
             f"{str(path)!r} is truncated or damaged: expected {expected} bytes for shape "
@@ -90,7 +132,15 @@ def _load_idx_pair(
     return images, labels.astype(np.int64)
 
 
-def _mnist_like(name: str, root, subdirs, flatten: bool, limit: int | None) -> Dataset:
+def _check_limit(limit: int | None) -> int | None:
+    """``limit`` keeps the first ``limit`` samples of each split: ``None`` or an int >= 1."""
+    return None if limit is None else check_int(limit, "limit", low=1)
+
+
+def _mnist_like(
+    name: str, root: str | Path | None, subdirs: tuple[str, ...], flatten: bool, limit: int | None
+) -> Dataset:
+    limit = _check_limit(limit)
     path = _check_root(root, name)
     out = []
     for prefix in ("train", "t10k"):
@@ -107,7 +157,9 @@ def _mnist_like(name: str, root, subdirs, flatten: bool, limit: int | None) -> D
 
 
 @register("mnist")
-def load_mnist(*, root=None, flatten: bool = False, limit: int | None = None) -> Dataset:
+def load_mnist(
+    *, root: str | Path | None = None, flatten: bool = False, limit: int | None = None
+) -> Dataset:
     """MNIST from IDX files (``train-images-idx3-ubyte`` etc., raw or ``.gz``) under ``root``.
 
     Pixels are scaled to [0, 1]; images have shape (1, 28, 28) unless ``flatten``.
@@ -117,38 +169,74 @@ def load_mnist(*, root=None, flatten: bool = False, limit: int | None = None) ->
 
 
 @register("fashion-mnist")
-def load_fashion_mnist(*, root=None, flatten: bool = False, limit: int | None = None) -> Dataset:
+def load_fashion_mnist(
+    *, root: str | Path | None = None, flatten: bool = False, limit: int | None = None
+) -> Dataset:
     """Fashion-MNIST from IDX files under ``root`` (same layout and options as ``mnist``)."""
     return _mnist_like("fashion-mnist", root, ("FashionMNIST/raw", "fashion-mnist"), flatten, limit)
 
 
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text.splitlines()[0]}" if text else type(exc).__name__
+
+
 def _read_cifar_batch(path: Path) -> tuple[np.ndarray, np.ndarray]:
+    """``(images (n, 3, 32, 32) uint8, labels (n,) int64)`` of one CIFAR-10 batch file.
+
+    Raises
+    ------
+    ValueError
+        Naming the file, when it cannot be read, asks for anything but the allowed types
+        (module docstring), or does not hold a batch.
+    """
     try:
         with open(path, "rb") as fh:
-            entry = pickle.load(fh, encoding="bytes")
-    except (OSError, EOFError, pickle.UnpicklingError, ValueError) as exc:
-        raise ValueError(f"cannot read CIFAR-10 batch {str(path)!r}: {exc}.") from exc
+            entry = _BatchUnpickler(fh).load()
+    except Exception as exc:  # a damaged or hostile pickle can raise any type
+        raise ValueError(f"cannot read CIFAR-10 batch {str(path)!r}: {_first_line(exc)}.") from exc
     if not isinstance(entry, dict) or b"data" not in entry or b"labels" not in entry:
         raise ValueError(f"{str(path)!r} is not a CIFAR-10 batch (no data/labels keys).")
-    data = np.asarray(entry[b"data"], dtype=np.uint8)
-    labels = np.asarray(entry[b"labels"], dtype=np.int64)
-    if data.ndim != 2 or data.shape[1] != 3072 or data.shape[0] != labels.shape[0]:
+    try:
+        data = np.asarray(entry[b"data"], dtype=np.uint8)
+        labels = np.asarray(entry[b"labels"], dtype=np.int64)
+    except (OverflowError, ValueError, TypeError) as exc:
+        raise ValueError(
+            f"{str(path)!r} must hold uint8 pixels and integer labels: {_first_line(exc)}."
+        ) from exc
+    if (
+        data.ndim != 2
+        or data.shape[1] != 3072
+        or labels.ndim != 1
+        or data.shape[0] != labels.shape[0]
+    ):
         raise ValueError(
             f"{str(path)!r} must hold data of shape (n, 3072) with n labels; got data "
-            f"{data.shape} and {labels.shape[0]} labels."
+            f"{data.shape} and labels {labels.shape}."
+        )
+    if labels.size and (labels.min() < 0 or labels.max() > 9):
+        raise ValueError(
+            f"{str(path)!r} must hold labels in 0..9; got {labels.min()}..{labels.max()}."
         )
     return data.reshape(-1, 3, 32, 32), labels
 
 
 @register("cifar10")
 def load_cifar10(
-    *, root=None, classes=None, flatten: bool = False, limit: int | None = None
+    *,
+    root: str | Path | None = None,
+    classes: Any = None,
+    flatten: bool = False,
+    limit: int | None = None,
 ) -> Dataset:
     """CIFAR-10 from the python pickle batches (``data_batch_1..5``, ``test_batch``).
 
     Looks under ``root`` and ``root/cifar-10-batches-py``. ``classes`` keeps a subset of
     the ten classes, relabelled 0..k-1 in the given order. Pixels are scaled to [0, 1].
+    The batches are unpickled by a restricted reader that builds only dicts, lists, bytes,
+    str, int and numpy arrays (module docstring).
     """
+    limit = _check_limit(limit)
     path = _check_root(root, "cifar10")
     base = path / "cifar-10-batches-py" if (path / "cifar-10-batches-py").is_dir() else path
     parts = {}
@@ -183,4 +271,6 @@ def load_cifar10(
             x, y = x[:limit], y[:limit]
         x = x.astype(np.float32) / 255.0
         out += [as_float32(x.reshape(len(x), -1) if flatten else x), y.astype(np.int64)]
-    return Dataset(*out, num_classes, "cifar10", {"root": str(base), "classes": classes})
+    x_train, y_train, x_test, y_test = out
+    info = {"root": str(base), "classes": classes}
+    return Dataset(x_train, y_train, x_test, y_test, num_classes, "cifar10", info)

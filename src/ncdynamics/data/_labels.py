@@ -25,14 +25,18 @@ def corrupt_labels(
     num_classes = check_int(num_classes, "num_classes", low=2)
     y = check_labels(y, "y", num_classes=num_classes)
     check_scalar(p, "p", low=0.0, high=1.0)
-    flipped = rng.random(y.shape[0]) < p
+    flipped = np.less(rng.random(y.shape[0]), p)
     shift = rng.integers(1, num_classes, size=y.shape[0])
     y_new = np.where(flipped, (y + shift) % num_classes, y)
     return y_new.astype(np.int64), flipped
 
 
 def balanced_subset(
-    y: np.ndarray, n_per_class: int, rng: np.random.Generator | None = None, *, num_classes=None
+    y: np.ndarray,
+    n_per_class: int,
+    rng: np.random.Generator | None = None,
+    *,
+    num_classes: int | None = None,
 ) -> np.ndarray:
     """Indices of ``n_per_class`` samples of every class, class-major ordered.
 

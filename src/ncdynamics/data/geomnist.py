@@ -32,7 +32,9 @@ def _triangle(rows: np.ndarray, cols: np.ndarray, verts: np.ndarray) -> np.ndarr
     """Pixels whose centre lies inside (or on) the triangle ``verts`` (3, 2)."""
     (r0, c0), (r1, c1), (r2, c2) = verts
 
-    def side(ra, ca, rb, cb):  # sign of the cross product of (b - a) and (p - a)
+    def side(
+        ra: float, ca: float, rb: float, cb: float
+    ) -> np.ndarray:  # sign of the cross product of (b - a) and (p - a)
         return (rb - ra) * (cols - ca) - (cb - ca) * (rows - ra)
 
     s0, s1, s2 = side(r0, c0, r1, c1), side(r1, c1, r2, c2), side(r2, c2, r0, c0)

@@ -89,8 +89,8 @@ def load_orthogonal_blobs(
     if not hi > lo:
         raise ValueError(f"`position_range` must be increasing; got {position_range!r}.")
     mu = np.linspace(lo, hi, n)
-    mx, my = np.meshgrid(mu, mu, indexing="ij")
-    mx, my = mx.ravel(), my.ravel()  # (n^2,)
+    grid_x, grid_y = np.meshgrid(mu, mu, indexing="ij")
+    mx, my = grid_x.ravel(), grid_y.ravel()  # (n^2,)
     pix = np.arange(size, dtype=np.float64)
     gx = np.exp(-((pix[None, :] - mx[:, None]) ** 2) / (2 * sigma**2))  # (n^2, size)
     gy = np.exp(-((pix[None, :] - my[:, None]) ** 2) / (2 * sigma**2))  # (n^2, size)

@@ -18,6 +18,7 @@ differ or the prediction is not finite.
 
 from __future__ import annotations
 
+import json
 import math
 import os
 from dataclasses import dataclass, field
@@ -32,14 +33,18 @@ from .._validation import check_scalar
 from ..theories.confrontation import Confrontation, NotApplicable, Series, Stream, TheoryFit
 
 __all__ = [
+    "OUTPUT_FORMAT",
     "CompareEntry",
     "ForecastEntry",
+    "check_output_dir",
     "compare",
     "confrontations",
     "decades_off",
     "find_streams",
     "forecast",
     "power_law_extrapolation",
+    "read_run",
+    "write_output_marker",
 ]
 
 
@@ -114,8 +119,30 @@ class CompareEntry:
         return row
 
 
+def read_run(path: str | os.PathLike[str]) -> runs.Run:
+    """Open the run at ``path`` for reading, its JSON files checked first.
+
+    ``status.json``, ``config.json`` and (when present) ``summary.json`` must each hold a
+    JSON object; a file that is not valid JSON, or holds a list or a number, is a
+    ``ValueError`` naming it, instead of a bare decoding error or an ``AttributeError``
+    later on. Then :func:`ncdynamics.runs.open`.
+    """
+    p = Path(path)
+    for name in ("status.json", "config.json", "summary.json"):
+        f = p / name
+        if not f.is_file():
+            continue  # runs.open says which files a run directory needs
+        try:
+            value = json.loads(f.read_text())
+        except ValueError as exc:  # json.JSONDecodeError, UnicodeDecodeError
+            raise ValueError(f"{str(f)!r} is not valid JSON: {exc}.") from exc
+        if not isinstance(value, dict):
+            raise ValueError(f"{str(f)!r} must hold a JSON object; got {type(value).__name__}.")
+    return runs.open(p)
+
+
 def _open(run: runs.Run | str | os.PathLike[str]) -> runs.Run:
-    return run if isinstance(run, runs.Run) else runs.open(run)
+    return run if isinstance(run, runs.Run) else read_run(run)
 
 
 def _fit_entry(conf: Confrontation, stream: Stream) -> CompareEntry:
@@ -225,10 +252,17 @@ def _forecast_entry(conf: Confrontation, stream: Stream, at: float) -> ForecastE
     first = max(float(s[0]) for s, _ in observed.values())
     final = min(float(s[-1]) for s, _ in observed.values())
     cutoff = first + at * (final - first)
-    common = dict(cutoff=cutoff, final_step=final, observed=observed)
     entry = _fit_entry(conf, stream.cut(cutoff))
     if entry.fit is None:
-        return ForecastEntry(conf.theory, label, entry.status, entry.message, **common)
+        return ForecastEntry(
+            conf.theory,
+            label,
+            entry.status,
+            entry.message,
+            cutoff=cutoff,
+            final_step=final,
+            observed=observed,
+        )
     scores = [
         row
         for name, series in observed.items()
@@ -236,7 +270,15 @@ def _forecast_entry(conf: Confrontation, stream: Stream, at: float) -> ForecastE
         for row in _score(name, series, entry.fit, entry.fit.fit_until, final)
     ]
     return ForecastEntry(
-        conf.theory, label, "fitted", entry.message, fit=entry.fit, scores=scores, **common
+        conf.theory,
+        label,
+        "fitted",
+        entry.message,
+        cutoff=cutoff,
+        final_step=final,
+        fit=entry.fit,
+        observed=observed,
+        scores=scores,
     )
 
 
@@ -287,6 +329,90 @@ def forecast_table(entries: list[ForecastEntry]) -> pd.DataFrame:
 
 
 def default_out(run_dir: str | os.PathLike[str], kind: str, at: float | None = None) -> Path:
-    """``RUN_DIR/compare`` or ``RUN_DIR/forecast-<at>``."""
+    """``RUN_DIR/compare`` or ``RUN_DIR/forecast-<at>``.
+
+    Whatever the directory, it is replaced only when it holds this command's own output
+    (:func:`check_output_dir`).
+    """
     name = kind if at is None else f"{kind}-{at:g}"
     return Path(run_dir) / name
+
+
+# ---------------------------------------------------------------------------- output ownership
+OUTPUT_FORMAT = 1
+"""Format version of the marker file that ``compare`` and ``forecast`` write into their output."""
+
+
+def _marker_name(command: str) -> str:
+    return f".ncdynamics-{command}"
+
+
+def write_output_marker(directory: str | os.PathLike[str], command: str) -> Path:
+    """Mark ``directory`` as the output of ``command`` (``.ncdynamics-<command>``, JSON
+    ``{"format": OUTPUT_FORMAT, "command": command}``), so that the command may replace it
+    later (:func:`check_output_dir`)."""
+    path = Path(directory) / _marker_name(command)
+    path.write_text(json.dumps({"format": OUTPUT_FORMAT, "command": command}) + "\n")
+    return path
+
+
+def check_output_dir(out: str | os.PathLike[str], command: str) -> Path:
+    """Check that ``command`` may write its output directory ``out``, replacing it as a whole.
+
+    The one rule of what ``compare`` and ``forecast`` may replace: a path that does not
+    exist, an empty directory, or a directory holding the marker that ``command`` itself
+    wrote (:func:`write_output_marker`) with a format version this version knows. Anything
+    else (a run, a folder of runs, a user's files, a regular file, a symbolic link, another
+    command's output) is refused and left untouched.
+
+    Returns
+    -------
+    Path
+        ``out``.
+
+    Raises
+    ------
+    FileExistsError
+        If ``out`` exists and is not ``command``'s own output; the message says why.
+    """
+    out = Path(out)
+    if out.is_symlink():
+        raise FileExistsError(
+            f"`out` {str(out)!r} is a symbolic link; `{command}` writes only into a real "
+            "directory of its own. Choose another directory."
+        )
+    if not out.exists():
+        return out
+    if not out.is_dir():
+        raise FileExistsError(
+            f"`out` {str(out)!r} exists and is not a directory; choose another path for "
+            f"the output of `{command}`."
+        )
+    marker = out / _marker_name(command)
+    if not marker.is_file():
+        if not any(out.iterdir()):
+            return out
+        raise FileExistsError(
+            f"`out` {str(out)!r} is not an output of `{command}` (no {marker.name} marker) "
+            "and is not empty; choose another directory (nothing was changed)."
+        )
+    try:
+        meta = json.loads(marker.read_text())
+    except (OSError, ValueError) as exc:
+        raise FileExistsError(
+            f"`out` {str(out)!r}: its marker {marker.name} cannot be read ({exc}); "
+            "choose another directory (nothing was changed)."
+        ) from exc
+    fmt = meta.get("format") if isinstance(meta, dict) else None
+    if not isinstance(meta, dict) or meta.get("command") != command:
+        raise FileExistsError(
+            f"`out` {str(out)!r} is not an output of `{command}` (its marker {marker.name} "
+            "names another command); choose another directory (nothing was changed)."
+        )
+    if fmt != OUTPUT_FORMAT:
+        raise FileExistsError(
+            f"`out` {str(out)!r} holds output of `{command}` in format {fmt!r}; this "
+            f"version writes format {OUTPUT_FORMAT} and replaces only that. Choose another "
+            "directory (nothing was changed)."
+        )
+    return out

@@ -10,14 +10,17 @@ Metric names carry the loss as a prefix (``mse/nc/nc1``, ``cross-entropy/nc/nc1`
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import torch
 
 from .. import data as nc_data
+from .._validation import check_int, check_option, check_scalar
 from ..models import MLP
+from ..models.init import INIT_SCHEMES
 from ..probes import PairAlignmentProbe, PerformanceProbe
+from ..probes.performance import LOSSES
 from ..theories.experiment import ExperimentSpec
 from ..training import Recorder, train
 
@@ -29,7 +32,7 @@ class DemoConfig:
     """Settings of the demo (defaults are the ``cpu`` preset)."""
 
     dataset: str = "digits"
-    losses: tuple[str, ...] = ("mse", "cross-entropy")
+    losses: tuple[Literal["mse", "cross-entropy"], ...] = ("mse", "cross-entropy")
     depth: int = 3
     width: int = 256
     init: str = "pytorch-default"
@@ -43,6 +46,39 @@ class DemoConfig:
     probe_per_class: int = 30
     test_every: int = 5
     checkpoint_every: int = 20
+
+    def __post_init__(self) -> None:
+        """Refuse a bad value here, when the config is built: before any run directory is
+        created, so a bad ``--set`` leaves nothing behind."""
+        check_option(self.dataset, "dataset", nc_data.available())
+        if not self.losses:
+            raise ValueError(f"option `losses` must name at least one of {LOSSES}; got none.")
+        for loss in self.losses:
+            check_option(loss, "losses", LOSSES)
+        if len(set(self.losses)) != len(self.losses):
+            raise ValueError(f"option `losses` must not repeat a loss; got {self.losses!r}.")
+        # the collapse probes read the features of the last hidden layer: one at least
+        check_int(self.depth, "depth", low=1)
+        check_int(self.width, "width", low=1)
+        check_option(self.init, "init", INIT_SCHEMES)
+        check_int(self.epochs, "epochs", low=1)
+        check_scalar(self.lr, "lr", low=0.0, closed="neither")
+        check_scalar(self.momentum, "momentum", low=0.0, high=1.0, closed="left")
+        check_scalar(self.weight_decay, "weight_decay", low=0.0)
+        for m in self.milestones:
+            check_int(m, "milestones", low=1)
+        if list(self.milestones) != sorted(set(self.milestones)):
+            raise ValueError(
+                f"option `milestones` must be increasing epochs; got {self.milestones!r}."
+            )
+        for name in (
+            "batch_size",
+            "record_every",
+            "probe_per_class",
+            "test_every",
+            "checkpoint_every",
+        ):
+            check_int(getattr(self, name), name, low=1)
 
 
 def run_demo(config: DemoConfig, run: Any, *, seed: int, progress: bool) -> None:

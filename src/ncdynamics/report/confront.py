@@ -3,17 +3,20 @@
 Both write into an output directory (by default ``RUN_DIR/compare`` and
 ``RUN_DIR/forecast-<at>``): ``table.csv`` (every number), ``figures/*.png`` (one figure per
 theory and stream: what the run measured, and the theory's curve) and ``report.html`` with the
-figures embedded. The directory is replaced as a whole, so an interrupted write never leaves
-a mix of old and new files.
+figures embedded, and a marker ``.ncdynamics-compare`` / ``.ncdynamics-forecast`` that says
+whose output it is. The directory is replaced as a whole, so an interrupted write never leaves
+a mix of old and new files, and only when it holds that same command's earlier output
+(:func:`ncdynamics.experiments.confront.check_output_dir`): a run, a folder of runs or
+anyone's other files are refused, untouched.
 """
 
 from __future__ import annotations
 
 import base64
-import html
 import os
 import shutil
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -23,12 +26,14 @@ import pandas as pd
 from ..experiments.confront import (
     CompareEntry,
     ForecastEntry,
+    check_output_dir,
     compare_table,
     forecast_table,
     power_law_extrapolation,
     theories_without_confrontation,
+    write_output_marker,
 )
-from .html import _CSS, _cell
+from .html import _CSS, _cell, _text
 
 __all__ = ["write_compare_report", "write_forecast_report"]
 
@@ -37,7 +42,9 @@ def _safe(name: str) -> str:
     return "".join(c if c.isalnum() or c in "._-" else "-" for c in name).strip("-") or "run"
 
 
-def _panel(ax: Any, name: str, observed: Any, fitted: Any, extra: list[tuple] = ()) -> None:
+def _panel(
+    ax: Any, name: str, observed: Any, fitted: Any, extra: Sequence[tuple[Any, ...]] = ()
+) -> None:
     steps, values = observed
     ax.plot(steps, values, "o", ms=3, color="0.35", label="measured")
     if fitted is not None:
@@ -67,13 +74,14 @@ def _figure(title: str, panels: list[tuple[str, Any, Any, list]]) -> Any:
 
 def _compare_figure(e: CompareEntry) -> Any:
     assert e.fit is not None
-    panels = [(n, obs, e.fit.fitted.get(n), []) for n, obs in e.observed.items()]
+    no_extra: list[tuple[Any, ...]] = []
+    panels = [(n, obs, e.fit.fitted.get(n), no_extra) for n, obs in e.observed.items()]
     return _figure(f"{e.theory} on {e.stream}", panels)
 
 
 def _forecast_figure(e: ForecastEntry) -> Any:
     assert e.fit is not None
-    panels = []
+    panels: list[tuple[str, Any, Any, list[tuple[Any, ...]]]] = []
     for name, (steps, values) in e.observed.items():
         after = steps[steps > e.fit.fit_until]
         extra: list[tuple] = [("axvline", (e.cutoff,), {"color": "0.5", "ls": ":", "lw": 1})]
@@ -105,15 +113,15 @@ def _forecast_figure(e: ForecastEntry) -> Any:
 def _img(png: Path, caption: str) -> str:
     data = base64.b64encode(png.read_bytes()).decode("ascii")
     return (
-        f'<figure><img alt="{html.escape(caption)}" src="data:image/png;base64,{data}">'
-        f"<figcaption>{html.escape(caption)}</figcaption></figure>"
+        f'<figure><img alt="{_text(caption)}" src="data:image/png;base64,{data}">'
+        f"<figcaption>{_text(caption)}</figcaption></figure>"
     )
 
 
 def _html_table(df: pd.DataFrame) -> str:
     if df.empty:
         return "<p>No rows.</p>"
-    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in df.columns)
+    head = "".join(f"<th>{_text(c)}</th>" for c in df.columns)
     body = "".join(
         "<tr>"
         + "".join(
@@ -126,14 +134,20 @@ def _html_table(df: pd.DataFrame) -> str:
     return f"<table><tr>{head}</tr>{body}</table>"
 
 
-def _write_dir(out: Path, fill: Any) -> Path:
-    """Build the directory in a temporary sibling, then swap it in (no half-written output)."""
-    out = Path(out)
+def _write_dir(out: Path, command: str, fill: Any) -> Path:
+    """Build the directory in a temporary sibling, then swap it in (no half-written output).
+
+    ``out`` is replaced only when it is ``command``'s own earlier output (checked before
+    anything is written and again just before the swap).
+    """
+    out = check_output_dir(out, command)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
     try:
         (tmp / "figures").mkdir()
         fill(tmp)
+        write_output_marker(tmp, command)
+        check_output_dir(out, command)
         if out.exists():
             old = out.with_name(f".{out.name}-old-{os.getpid()}")
             os.replace(out, old)
@@ -158,14 +172,14 @@ def _page(title: str, intro: str, table: pd.DataFrame, figures: list[str]) -> st
     absent = theories_without_confrontation()
     note = (
         "<p>Theories that declare no confrontation with network runs: "
-        f"{html.escape(', '.join(absent))}.</p>"
+        f"{_text(', '.join(absent))}.</p>"
         if absent
         else ""
     )
     return f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>
+<html lang="en"><head><meta charset="utf-8"><title>{_text(title)}</title>
 <style>{_CSS}</style></head><body>
-<h1>{html.escape(title)}</h1>{intro}{note}
+<h1>{_text(title)}</h1>{intro}{note}
 <h2>Table</h2>{_html_table(table)}
 <p>Every number: <a href="table.csv">table.csv</a>.</p>
 <h2>Figures</h2>{"".join(figures) or "<p>No theory could be fitted to this run.</p>"}
@@ -174,7 +188,13 @@ def _page(title: str, intro: str, table: pd.DataFrame, figures: list[str]) -> st
 
 
 def _write(
-    out: Path, entries: list[Any], table: pd.DataFrame, draw: Any, verb: str, head: tuple[str, str]
+    out: Path,
+    command: str,
+    entries: list[Any],
+    table: pd.DataFrame,
+    draw: Any,
+    verb: str,
+    head: tuple[str, str],
 ) -> Path:
     """Figures of the fitted entries (``draw(entry)``), ``table.csv`` and ``report.html``."""
 
@@ -188,18 +208,18 @@ def _write(
         table.to_csv(tmp / "table.csv", index=False)
         (tmp / "report.html").write_text(_page(head[0], head[1], table, figures))
 
-    return _write_dir(out, fill)
+    return _write_dir(out, command, fill)
 
 
 def write_compare_report(entries: list[CompareEntry], run_dir: Path, out: Path) -> Path:
     """Write the compare table, figures and ``report.html`` into ``out``."""
     intro = (
-        f"<p>Every theory fitted to the whole of run <code>{html.escape(str(run_dir))}</code>: "
+        f"<p>Every theory fitted to the whole of run <code>{_text(run_dir)}</code>: "
         "fitted parameters, goodness of fit on the recorded trajectory, and what each "
         "predicts beyond it.</p>"
     )
     table = compare_table(entries)
-    return _write(out, entries, table, _compare_figure, "fitted to", ("compare", intro))
+    return _write(out, "compare", entries, table, _compare_figure, "fitted to", ("compare", intro))
 
 
 def write_forecast_report(
@@ -208,11 +228,11 @@ def write_forecast_report(
     """Write the forecast table, figures and ``report.html`` into ``out``."""
     intro = (
         f"<p>Each theory fitted to the first {at:g} of run "
-        f"<code>{html.escape(str(run_dir))}</code> and asked for the last record. "
+        f"<code>{_text(run_dir)}</code> and asked for the last record. "
         "<code>decades_off</code> is |log10(predicted / actual)|; the baselines are the "
         "last value carried forward and a power law fitted to the later half of the "
         "records the theory saw.</p>"
     )
     table = forecast_table(entries)
     head = (f"forecast at {at:g}", intro)
-    return _write(out, entries, table, _forecast_figure, "forecast on", head)
+    return _write(out, "forecast", entries, table, _forecast_figure, "forecast on", head)

@@ -32,6 +32,12 @@ def _split(name: str) -> tuple[str, str]:
     return "", name
 
 
+def _file_name(family: str) -> str:
+    """A metric family as a figure file name: characters other than letters, digits, ``.``,
+    ``_`` and ``-`` become ``-`` (metric names are free text; file names are not)."""
+    return "".join(c if c.isascii() and (c.isalnum() or c in "._-") else "-" for c in family)
+
+
 def metric_groups(metrics: pd.DataFrame) -> dict[str, list[str]]:
     """Map each metric (prefix removed) to the full names that carry it."""
     groups: dict[str, list[str]] = defaultdict(list)
@@ -96,5 +102,5 @@ def metric_figures(metrics: pd.DataFrame, *, max_panels: int = 12) -> list[tuple
         for ax in list(axes.flat)[n:]:
             ax.set_visible(False)
         fig.tight_layout()
-        figures.append((f"metrics-{family.replace('/', '-')}", fig))
+        figures.append((f"metrics-{_file_name(family)}", fig))
     return figures

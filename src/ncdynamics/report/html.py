@@ -1,14 +1,25 @@
-"""A self-contained HTML report per run: config, status, summary, every figure embedded."""
+"""A self-contained HTML report per run: config, status, summary, every figure embedded.
+
+Everything a run directory holds is data to show, never markup: each value is escaped for
+text and for attributes (:func:`_text`), class names keep only safe characters
+(:func:`_state_class`), and links are relative, URL-quoted paths (:func:`_href`), so a
+crafted ``status.json``, config, summary or directory name cannot put active content or a
+``javascript:`` link into a report. The same helpers serve the index, sweep and
+compare/forecast reports.
+"""
 
 from __future__ import annotations
 
 import base64
 import html
 import json
-from pathlib import Path
+from collections.abc import Callable
+from pathlib import Path, PurePath, PurePosixPath
 from typing import Any
+from urllib.parse import quote
 
-from ..runs import Run, open_run
+from ..experiments.confront import read_run
+from ..runs import Run
 from ..runs._io import atomic_write
 from .figures import metric_figures
 
@@ -28,6 +39,59 @@ pre{background:#f6f8fa;padding:.6em;overflow-x:auto;font-size:.85em}
 """
 
 
+def _text(v: Any) -> str:
+    """``str(v)`` escaped for HTML text and for quoted attribute values alike."""
+    return html.escape(str(v), quote=True)
+
+
+def _state_class(state: Any) -> str:
+    """A CSS class ``state-<state>`` keeping only letters, digits and ``-``."""
+    word = "".join(c for c in str(state) if c.isascii() and (c.isalnum() or c == "-"))
+    return f"state-{word or 'unknown'}"
+
+
+def _href(target: str | PurePath) -> str:
+    """A link to ``target``, a path relative to the page, URL-quoted and escaped for an
+    attribute. Never a scheme (``:`` is quoted to ``%3A``), a host or an absolute path.
+
+    Raises
+    ------
+    ValueError
+        If ``target`` is absolute or climbs out with ``..``.
+    """
+    rel = PurePosixPath(PurePath(target).as_posix())
+    if rel.is_absolute() or ".." in rel.parts:
+        raise ValueError(f"`target` must be a relative path inside the report's folder; got {rel}.")
+    return _text(quote(rel.as_posix(), safe="/=,+@"))
+
+
+def _json_object(run: Run, name: str) -> dict[str, Any]:
+    """``run.<name>`` (``status``, ``config`` or ``summary``) as a dict.
+
+    Raises
+    ------
+    ValueError
+        Naming the file, when it is not valid JSON or holds something other than an object.
+    """
+    path = run.path / f"{name}.json"
+    try:
+        value = getattr(run, name)
+    except ValueError as exc:  # json.JSONDecodeError
+        raise ValueError(f"{str(path)!r} is not valid JSON: {exc}.") from exc
+    if not isinstance(value, dict):
+        raise ValueError(f"{str(path)!r} must hold a JSON object; got {type(value).__name__}.")
+    return value
+
+
+def _text_writer(text: str) -> Callable[[Path], None]:
+    """``write(path)`` for :func:`atomic_write`: writes ``text`` to ``path``."""
+
+    def write(path: Path) -> None:
+        path.write_text(text)
+
+    return write
+
+
 def _extra_figures(run: Run) -> list[tuple[str, Any]]:
     """Figures drawn from a run's stored arrays by modules that know them."""
     out: list[tuple[str, Any]] = []
@@ -41,7 +105,7 @@ def _extra_figures(run: Run) -> list[tuple[str, Any]]:
 
 def write_figures(run: Run | str | Path) -> list[Path]:
     """Draw the metric figures (and array figures) of a run into ``figures/`` as PNG."""
-    run = run if isinstance(run, Run) else open_run(run)
+    run = run if isinstance(run, Run) else read_run(run)
     paths = []
     for name, fig in metric_figures(run.metrics) + _extra_figures(run):
         paths.append(run.save_figure(fig, name))
@@ -49,7 +113,7 @@ def write_figures(run: Run | str | Path) -> list[Path]:
 
 
 def _table(rows: list[tuple[str, Any]]) -> str:
-    body = "".join(f"<tr><th>{html.escape(str(k))}</th><td>{_cell(v)}</td></tr>" for k, v in rows)
+    body = "".join(f"<tr><th>{_text(k)}</th><td>{_cell(v)}</td></tr>" for k, v in rows)
     return f"<table>{body}</table>"
 
 
@@ -57,18 +121,18 @@ def _cell(v: Any) -> str:
     if isinstance(v, float):
         return f"{v:.6g}"
     if isinstance(v, (dict, list)):
-        return f"<code>{html.escape(json.dumps(v, default=str))}</code>"
-    return html.escape(str(v))
+        return f"<code>{_text(json.dumps(v, default=str))}</code>"
+    return _text(v)
 
 
 def _summary_html(summary: dict[str, Any]) -> str:
     parts = []
     table = summary.get("table")
     if isinstance(table, dict) and table and all(isinstance(v, dict) for v in table.values()):
-        cols = sorted({k for row in table.values() for k in row})
-        head = "".join(f"<th>{html.escape(c)}</th>" for c in cols)
+        cols = sorted({str(k) for row in table.values() for k in row})
+        head = "".join(f"<th>{_text(c)}</th>" for c in cols)
         rows = "".join(
-            f"<tr><th>{html.escape(str(r))}</th>"
+            f"<tr><th>{_text(r)}</th>"
             + "".join(f"<td>{_cell(vals.get(c, ''))}</td>" for c in cols)
             + "</tr>"
             for r, vals in table.items()
@@ -99,22 +163,24 @@ def write_report(run: Run | str | Path, *, draw: bool = True) -> Path:
     With ``draw`` the metric figures are (re)drawn first. Images are embedded as base64, so
     the file can be moved or mailed on its own.
     """
-    run = run if isinstance(run, Run) else open_run(run)
+    run = run if isinstance(run, Run) else read_run(run)
     if draw:
         write_figures(run)
-    status, config = run.status, run.config
+    status, config = _json_object(run, "status"), _json_object(run, "config")
     title = config.get("experiment") or run.path.name
-    state = status.get("state", "?")
+    state = str(status.get("state", "?"))
     figs = []
     for png in run.figures():
         data = base64.b64encode(png.read_bytes()).decode("ascii")
         figs.append(
-            f'<figure><img alt="{html.escape(png.stem)}" src="data:image/png;base64,{data}">'
-            f"<figcaption>{html.escape(png.stem)}</figcaption></figure>"
+            f'<figure><img alt="{_text(png.stem)}" src="data:image/png;base64,{data}">'
+            f"<figcaption>{_text(png.stem)}</figcaption></figure>"
         )
     versions = status.get("versions", {})
+    if not isinstance(versions, dict):
+        versions = {"?": versions}
     meta = [
-        ("state", f"<span class='state-{state}'>{html.escape(state)}</span>"),
+        ("state", f'<span class="{_state_class(state)}">{_text(state)}</span>'),
         ("preset", config.get("preset")),
         ("seed", status.get("seed")),
         ("started", status.get("started")),
@@ -125,23 +191,22 @@ def write_report(run: Run | str | Path, *, draw: bool = True) -> Path:
     meta_html = (
         "<table>"
         + "".join(
-            f"<tr><th>{k}</th><td>{v if k == 'state' else html.escape(str(v))}</td></tr>"
-            for k, v in meta
+            f"<tr><th>{k}</th><td>{v if k == 'state' else _text(v)}</td></tr>" for k, v in meta
         )
         + "</table>"
     )
     if status.get("error"):
-        meta_html += f"<pre>{html.escape(str(status['error']))}</pre>"
-    cfg = {k: v for k, v in config.items() if k not in ("experiment", "preset", "seed")}
+        meta_html += f"<pre>{_text(status['error'])}</pre>"
+    cfg = {str(k): v for k, v in config.items() if k not in ("experiment", "preset", "seed")}
     doc = f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>{html.escape(str(title))} report</title>
+<html lang="en"><head><meta charset="utf-8"><title>{_text(title)} report</title>
 <style>{_CSS}</style></head><body>
-<h1>{html.escape(str(title))}</h1>
-<p>Run directory <code>{html.escape(str(run.path))}</code></p>
+<h1>{_text(title)}</h1>
+<p>Run directory <code>{_text(run.path)}</code></p>
 {meta_html}
-<h2>Summary</h2>{_summary_html(run.summary) or "<p>No summary was written.</p>"}
+<h2>Summary</h2>{_summary_html(_json_object(run, "summary")) or "<p>No summary was written.</p>"}
 <h2>Figures</h2>{"".join(figs) or "<p>No figures.</p>"}
 <h2>Configuration</h2>{_table(sorted(cfg.items()))}
 </body></html>
 """
-    return atomic_write(run.path / "report.html", lambda p: p.write_text(doc))
+    return atomic_write(run.path / "report.html", _text_writer(doc))

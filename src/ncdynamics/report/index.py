@@ -1,22 +1,23 @@
 """An HTML index of every run and sweep under a directory, linking each report.
 
-``write_index(dir)`` writes ``dir/index.html`` with relative links, so the folder can be
-moved or served as it is. Sweeps show their figures as thumbnails; a run outside any sweep
-shows its first figure. A run that this version cannot read (another format version, a
-broken status file) is listed with the reason instead of stopping the index.
+``write_index(dir)`` writes ``dir/index.html`` with relative, URL-quoted links (never a
+scheme: a directory named ``javascript:...`` is a path like any other), so the folder can be
+moved or served as it is. Every name shown is escaped. Sweeps show their figures as
+thumbnails; a run outside any sweep shows its first figure. A run that this version cannot
+read (another format version, a broken status file) is listed with the reason instead of
+stopping the index.
 """
 
 from __future__ import annotations
 
-import html
 import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..experiments.confront import read_run
 from ..experiments.sweep import is_sweep
-from ..runs import open_run
 from ..runs._io import atomic_write, read_json
-from .html import _CSS
+from .html import _CSS, _href, _json_object, _state_class, _text, _text_writer
 
 __all__ = ["IndexEntry", "find_entries", "write_index"]
 
@@ -62,9 +63,10 @@ def _run_entry(root: Path, d: Path, sweep: Path | None) -> IndexEntry:
     rel = d.relative_to(root)
     report = rel / "report.html" if (d / "report.html").is_file() else None
     try:
-        run = open_run(d)
-        config, state = run.config, run.state
-    except (ValueError, OSError, KeyError) as exc:
+        run = read_run(d)
+        config, status = _json_object(run, "config"), _json_object(run, "status")
+    except (ValueError, OSError, KeyError, AttributeError, TypeError) as exc:
+        # AttributeError, TypeError: a status.json holding a list, read by the run store
         msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         return IndexEntry("run", rel, "?", "?", f"unreadable: {msg}", sweep, report, ())
     figs = () if sweep is not None else tuple(p.relative_to(root) for p in run.figures()[:1])
@@ -73,7 +75,7 @@ def _run_entry(root: Path, d: Path, sweep: Path | None) -> IndexEntry:
         rel,
         str(config.get("experiment") or "?"),
         str(config.get("preset") or "?"),
-        state,
+        str(status.get("state", "?")),
         sweep,
         report,
         figs,
@@ -81,16 +83,30 @@ def _run_entry(root: Path, d: Path, sweep: Path | None) -> IndexEntry:
     )
 
 
+def _run_state(status: Path) -> str:
+    """The state in a sweep run's ``status.json``: ``pending`` without one, ``unreadable``
+    when it is not a JSON object."""
+    if not status.is_file():
+        return "pending"
+    try:
+        value = read_json(status)
+    except (ValueError, OSError):
+        return "unreadable"
+    return str(value.get("state", "?")) if isinstance(value, dict) else "unreadable"
+
+
 def _sweep_entry(root: Path, d: Path) -> IndexEntry:
     rel = d.relative_to(root)
     try:
         meta = read_json(d / "sweep.json")
+        if not isinstance(meta, dict):
+            raise ValueError(f"sweep.json must hold a JSON object; got {type(meta).__name__}")
     except (ValueError, OSError) as exc:
         return IndexEntry("sweep", rel, "?", "?", f"unreadable: {exc}", None, None, ())
     states: dict[str, int] = {}
-    for run_id in meta.get("runs", {}):
-        status = d / run_id / "status.json"
-        st = read_json(status).get("state", "?") if status.is_file() else "pending"
+    runs_ = meta.get("runs", {})
+    for run_id in runs_ if isinstance(runs_, dict) else ():
+        st = _run_state(d / str(run_id) / "status.json")
         states[st] = states.get(st, 0) + 1
     report = rel / "report.html" if (d / "report.html").is_file() else None
     figs = tuple(p.relative_to(root) for p in sorted((d / "figures").glob("*.png")))
@@ -128,14 +144,13 @@ def find_entries(directory: str | os.PathLike[str]) -> list[IndexEntry]:
 
 def _link(target: Path | None, text: str) -> str:
     if target is None:
-        return html.escape(text)
-    return f'<a href="{html.escape(target.as_posix())}">{html.escape(text)}</a>'
+        return _text(text)
+    return f'<a href="{_href(target)}">{_text(text)}</a>'
 
 
 def _thumbs(figs: tuple[Path, ...]) -> str:
     return "".join(
-        f'<a href="{html.escape(p.as_posix())}"><img class="thumb" alt="{html.escape(p.stem)}" '
-        f'src="{html.escape(p.as_posix())}"></a>'
+        f'<a href="{_href(p)}"><img class="thumb" alt="{_text(p.stem)}" src="{_href(p)}"></a>'
         for p in figs
     )
 
@@ -147,17 +162,17 @@ def write_index(directory: str | os.PathLike[str]) -> Path:
     sweeps = [e for e in entries if e.kind == "sweep"]
     run_entries = [e for e in entries if e.kind == "run"]
     sweep_rows = "".join(
-        f"<tr><td>{_link(e.report, e.path.as_posix())}</td><td>{html.escape(e.experiment)}</td>"
-        f"<td>{html.escape(e.preset)}</td><td>{html.escape(e.state)}</td>"
+        f"<tr><td>{_link(e.report, e.path.as_posix())}</td><td>{_text(e.experiment)}</td>"
+        f"<td>{_text(e.preset)}</td><td>{_text(e.state)}</td>"
         f"<td>{_link(e.path / 'table.csv', 'table.csv')}</td><td>{_thumbs(e.figures)}</td></tr>"
         for e in sweeps
     )
     run_rows = "".join(
-        f"<tr><td>{_link(e.report, e.path.as_posix())}</td><td>{html.escape(e.experiment)}</td>"
-        f"<td>{html.escape(e.preset)}</td>"
-        f"<td><span class='state-{html.escape(e.state.split(':')[0])}'>"
-        f"{html.escape(e.state)}</span></td>"
-        f"<td>{html.escape(e.sweep.as_posix()) if e.sweep else ''}</td>"
+        f"<tr><td>{_link(e.report, e.path.as_posix())}</td><td>{_text(e.experiment)}</td>"
+        f"<td>{_text(e.preset)}</td>"
+        f'<td><span class="{_state_class(e.state.split(":")[0])}">'
+        f"{_text(e.state)}</span></td>"
+        f"<td>{_text(e.sweep.as_posix()) if e.sweep else ''}</td>"
         f"<td>{' '.join(_link(p, p.parent.name) for p in e.confront)}</td>"
         f"<td>{_thumbs(e.figures)}</td></tr>"
         for e in run_entries
@@ -178,11 +193,11 @@ def write_index(directory: str | os.PathLike[str]) -> Path:
     )
     sweep_table = f"<table><tr>{sweep_head}</tr>{sweep_rows}</table>" if sweeps else "<p>None.</p>"
     run_table = f"<table><tr>{run_head}</tr>{run_rows}</table>" if run_entries else "<p>None.</p>"
-    title = f"ncdynamics runs in {html.escape(root.name)}"
+    title = f"ncdynamics runs in {_text(root.name)}"
     doc = f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>{title}</title>
 <style>{css}</style></head><body>
-<h1>Runs and sweeps in <code>{html.escape(str(root))}</code></h1>
+<h1>Runs and sweeps in <code>{_text(root)}</code></h1>
 <p>{len(sweeps)} sweep(s), {len(run_entries)} run(s).</p>{note}
 <h2>Sweeps</h2>
 {sweep_table}
@@ -190,4 +205,4 @@ def write_index(directory: str | os.PathLike[str]) -> Path:
 {run_table}
 </body></html>
 """
-    return atomic_write(root / "index.html", lambda p: p.write_text(doc))
+    return atomic_write(root / "index.html", _text_writer(doc))

@@ -61,8 +61,8 @@ def _class_lines(ax: Any, labels: np.ndarray | None, n: int) -> None:
 
 
 def _heatmaps(run: Any) -> Figure | None:
-    kernels = {o: _latest(run, f"ntk_traced_{o}") for o in _OUTPUTS}
-    kernels = {o: v for o, v in kernels.items() if v is not None}
+    latest = {o: _latest(run, f"ntk_traced_{o}") for o in _OUTPUTS}
+    kernels = {o: v for o, v in latest.items() if v is not None}
     if not kernels:
         return None
     lab = _latest(run, "ntk_labels")
@@ -81,8 +81,8 @@ def _heatmaps(run: Any) -> Figure | None:
 
 
 def _block_norms(run: Any) -> Figure | None:
-    norms = {o: _latest(run, f"ntk_block_norms_{o}") for o in _OUTPUTS}
-    norms = {o: v for o, v in norms.items() if v is not None}
+    latest = {o: _latest(run, f"ntk_block_norms_{o}") for o in _OUTPUTS}
+    norms = {o: v for o, v in latest.items() if v is not None}
     if not norms:
         return None
     fig, axes = plt.subplots(1, len(norms), figsize=(4.4 * len(norms), 4.0), squeeze=False)

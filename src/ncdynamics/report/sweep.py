@@ -8,17 +8,17 @@ seeds' minimum to maximum; one line per combination of the other grid keys.
 from __future__ import annotations
 
 import base64
-import html
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
 
 from ..experiments.sweep import is_sweep, read_sweep_table
 from ..runs._io import atomic_write, read_json
-from .html import _CSS
+from .html import _CSS, _href, _state_class, _text, _text_writer
 
 __all__ = ["sweep_figures", "write_sweep_report"]
 
@@ -71,7 +71,8 @@ def sweep_figures(table: pd.DataFrame, grid_keys: list[str]) -> list[tuple[str, 
                 stats = frame.groupby("x")["y"].agg(["mean", "min", "max"]).sort_index()
                 err = np.vstack([stats["mean"] - stats["min"], stats["max"] - stats["mean"]])
                 name = ", ".join(
-                    f"{k}={v}" for k, v in zip(others, np.atleast_1d(label), strict=False)
+                    f"{k}={v}"
+                    for k, v in zip(others, np.atleast_1d(cast(Any, label)), strict=False)
                 )
                 ax.errorbar(
                     stats.index,
@@ -98,8 +99,33 @@ def sweep_figures(table: pd.DataFrame, grid_keys: list[str]) -> list[tuple[str, 
     return out
 
 
+def _png_writer(fig: Any) -> Callable[[Path], None]:
+    """``write(path)`` for :func:`atomic_write`: saves ``fig`` as a PNG."""
+
+    def write(path: Path) -> None:
+        fig.savefig(path, dpi=100, format="png", bbox_inches="tight")
+
+    return write
+
+
 def _safe_name(key: str) -> str:
     return "".join(c if c.isalnum() or c in "._-" else "-" for c in key)
+
+
+def _sweep_meta(path: Path) -> dict[str, Any]:
+    """``sweep.json`` as a dict; a ValueError naming the file when it is anything else."""
+    try:
+        meta = read_json(path)
+    except ValueError as exc:  # json.JSONDecodeError
+        raise ValueError(f"{str(path)!r} is not valid JSON: {exc}.") from exc
+    if not isinstance(meta, dict):
+        raise ValueError(f"{str(path)!r} must hold a JSON object; got {type(meta).__name__}.")
+    return meta
+
+
+def _is_run_id(text: str) -> bool:
+    """A run id names one folder inside the sweep: no separator, not ``.`` or ``..``."""
+    return text not in ("", ".", "..") and "/" not in text and "\\" not in text
 
 
 def write_sweep_report(path: str | os.PathLike[str]) -> Path:
@@ -115,21 +141,20 @@ def write_sweep_report(path: str | os.PathLike[str]) -> Path:
         raise FileNotFoundError(
             f"`path` must be a sweep directory holding sweep.json; got {str(path)!r}."
         )
-    meta = read_json(path / "sweep.json")
+    meta = _sweep_meta(path / "sweep.json")
     table = read_sweep_table(path)
-    grid_keys = list(meta.get("grid", {}))
+    grid = meta.get("grid", {})
+    grid_keys = [str(k) for k in grid] if isinstance(grid, dict) else []
     figs_html = []
     (path / "figures").mkdir(exist_ok=True)
     for key, fig in sweep_figures(table, grid_keys):
         png = path / "figures" / f"{_safe_name(key)}.png"
-        atomic_write(
-            png, lambda p, fig=fig: fig.savefig(p, dpi=100, format="png", bbox_inches="tight")
-        )
+        atomic_write(png, _png_writer(fig))
         plt.close(fig)
         data = base64.b64encode(png.read_bytes()).decode("ascii")
         figs_html.append(
-            f'<figure><img alt="{html.escape(key)}" src="data:image/png;base64,{data}">'
-            f"<figcaption>final metrics against {html.escape(key)}</figcaption></figure>"
+            f'<figure><img alt="{_text(key)}" src="data:image/png;base64,{data}">'
+            f"<figcaption>final metrics against {_text(key)}</figcaption></figure>"
         )
     rows = []
     shown = ["run_id", *grid_keys, "seed", "status", "attempts", "error"]
@@ -139,31 +164,31 @@ def write_sweep_report(path: str | os.PathLike[str]) -> Path:
         for c in shown:
             v = r[c]
             text = "" if v is None or (isinstance(v, float) and np.isnan(v)) else str(v)
-            if c == "run_id" and (path / text / "report.html").is_file():
-                text = f'<a href="{html.escape(text)}/report.html">{html.escape(text)}</a>'
+            if c == "run_id" and _is_run_id(text) and (path / text / "report.html").is_file():
+                text = f'<a href="{_href(Path(text) / "report.html")}">{_text(text)}</a>'
             elif c == "status":
-                text = f"<span class='state-{html.escape(text)}'>{html.escape(text)}</span>"
+                text = f'<span class="{_state_class(text)}">{_text(text)}</span>'
             else:
-                text = html.escape(text)
+                text = _text(text)
             cells.append(f"<td>{text}</td>")
         rows.append("<tr>" + "".join(cells) + "</tr>")
-    head = "".join(f"<th>{html.escape(c)}</th>" for c in shown)
+    head = "".join(f"<th>{_text(c)}</th>" for c in shown)
     counts = table["status"].value_counts().to_dict()
     settings = "".join(
-        f"<tr><th>{html.escape(k)}</th><td><code>{html.escape(str(meta.get(k)))}</code></td></tr>"
+        f"<tr><th>{_text(k)}</th><td><code>{_text(meta.get(k))}</code></td></tr>"
         for k in ("experiment", "preset", "grid", "seeds", "overrides")
     )
     title = f"sweep {meta.get('experiment')} ({meta.get('preset')})"
     doc = f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>
+<html lang="en"><head><meta charset="utf-8"><title>{_text(title)}</title>
 <style>{_CSS}</style></head><body>
-<h1>{html.escape(title)}</h1>
-<p>Sweep directory <code>{html.escape(str(path))}</code>; runs by state:
-{html.escape(", ".join(f"{k} {v}" for k, v in sorted(counts.items())))}.
+<h1>{_text(title)}</h1>
+<p>Sweep directory <code>{_text(path)}</code>; runs by state:
+{_text(", ".join(f"{k} {v}" for k, v in sorted(counts.items())))}.
 Full table: <a href="table.csv">table.csv</a>.</p>
 <table>{settings}</table>
 <h2>Figures</h2>{"".join(figs_html) or "<p>No figure: no grid key has two completed values.</p>"}
 <h2>Runs</h2><table><tr>{head}</tr>{"".join(rows)}</table>
 </body></html>
 """
-    return atomic_write(path / "report.html", lambda p: p.write_text(doc))
+    return atomic_write(path / "report.html", _text_writer(doc))

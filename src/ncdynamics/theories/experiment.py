@@ -15,6 +15,7 @@ An experiment is plain data:
 from __future__ import annotations
 
 import dataclasses
+import re
 import types
 import typing
 from collections.abc import Mapping
@@ -162,17 +163,34 @@ def build_config(cls: type, values: Mapping[str, Any], *, where: str = "config")
     return cls(**kwargs)
 
 
+# Numbers in exponent notation that YAML 1.1 (PyYAML) leaves as strings because they lack a
+# dot or a signed exponent: 1e-3, 1e3, 5E+2, -2e4.
+_EXPONENT_NUMBER = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)[eE][-+]?\d+")
+
+
 def parse_value(text: str) -> Any:
-    """Parse a command-line value: YAML scalars and flow sequences (``1,2`` or ``[1, 2]``)."""
+    """Parse a command-line value: YAML scalars and flow sequences (``1,2`` or ``[1, 2]``).
+
+    Numbers are read as a person types them: ``1e-3`` and ``1e3`` are floats (YAML 1.1 would
+    keep them as strings); a whole float given for an integer option becomes that integer
+    when the config is built.
+    """
     import yaml
 
     text = text.strip()
     if "," in text and not text.startswith(("[", "(", "{")):
         return [parse_value(part) for part in text.split(",")]
     try:
-        return yaml.safe_load(text)
+        value = yaml.safe_load(text)
     except yaml.YAMLError:
         return text
+    if isinstance(value, str) and _EXPONENT_NUMBER.fullmatch(value):
+        return float(value)
+    if isinstance(value, list):  # a flow sequence: [1e-3, 2e-3]
+        return [
+            float(v) if isinstance(v, str) and _EXPONENT_NUMBER.fullmatch(v) else v for v in value
+        ]
+    return value
 
 
 def _coerce(value: Any, tp: Any, name: str) -> Any:
@@ -197,8 +215,13 @@ def _coerce(value: Any, tp: Any, name: str) -> Any:
                 f"option `{name}` must be one of {', '.join(map(repr, args))}; got {value!r}."
             )
         return value
-    if tp is float and isinstance(value, (int, float)) and not isinstance(value, bool):
-        return float(value)
+    if tp in (int, float) and isinstance(value, bool):  # YAML's yes/no/true/false
+        raise TypeError(f"option `{name}` must be {tp.__name__}; got {value!r}.")
+    if tp is float and isinstance(value, (int, float)):
+        try:
+            return float(value)
+        except OverflowError:  # an integer beyond float range
+            raise ValueError(f"option `{name}` is too large for a float; got {value!r}.") from None
     if tp is int and isinstance(value, float) and value.is_integer():
         return int(value)
     if tp in (int, float, str, bool) and not isinstance(value, tp):
