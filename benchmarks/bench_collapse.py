@@ -14,7 +14,7 @@ spread.
 
 Every function gets the same threads: ``--threads`` (default 1, the CLI's default) for torch
 and for NumPy's BLAS. The accumulator runs its BLAS calls on one thread whatever the setting
-(``probes/_syrk.py``), so with ``--threads 2`` the X^T X it is compared with runs on two
+(``probes/_fast_syrk.py``), so with ``--threads 2`` the X^T X it is compared with runs on two
 cores and it does not (``docs/performance.md`` has both figures).
 
 Usage: python benchmarks/bench_collapse.py [--quick] [--threads N]

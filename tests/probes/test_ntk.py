@@ -7,7 +7,7 @@ from ntk_helpers import METHODS, MODES, as_mode, make, slow_ntk
 from torch import nn
 
 from ncdynamics.models import SmallCNN
-from ncdynamics.probes import _ntk_layers
+from ncdynamics.probes import _fast_ntk_layers
 from ncdynamics.probes._ntk_plan import SLACK
 from ncdynamics.probes.kernels import logit_ntk_from_features
 from ncdynamics.probes.ntk import Method, _Output, empirical_ntk
@@ -42,7 +42,7 @@ def test_layerwise_structures_every_resnet_layer(float64_torch):
     model.eval()
     wrapped = _Output(model, "logits", None)
     trainable = [p for p in wrapped.parameters()]
-    plan = _ntk_layers.plan_layers(wrapped, wrapped, torch.randn(2, *shape), trainable)
+    plan = _fast_ntk_layers.plan_layers(wrapped, wrapped, torch.randn(2, *shape), trainable)
     assert plan.param_ids == {id(p) for p in trainable}
     kinds = set(plan.modules.values())
     assert kinds == {"conv", "bn", "factored"}
@@ -318,7 +318,7 @@ def test_output_independent_of_parameters_gives_zero_kernel(float64_torch):
 
 
 def test_symmetric_blocked_gram_equals_plain_product(float64_torch):
-    from ncdynamics.probes._ntk_contract import gram
+    from ncdynamics.probes._fast_ntk_contract import gram
 
     u = torch.randn(601, 37)
     torch.testing.assert_close(gram(u, u, True), u @ u.T, rtol=1e-13, atol=1e-12)

@@ -25,12 +25,12 @@ and stays accurate near collapse, when class means are far larger than the sprea
 block of up to 4096 rows is handled one class at a time: the class's rows are gathered into
 a buffer that stays in the CPU cache, centred there, and added to a running scatter with an
 in-place symmetric rank-k update (``syrk``) in the input precision (float32 features use
-float32 GEMMs), moved to float64 every 65,536 rows (``_collapse_batch.ClassScatter``).
+float32 GEMMs), moved to float64 every 65,536 rows (``_fast_collapse_stream.ClassScatter``).
 NC4 takes a second pass with one GEMM per block against the classifier and the centred
-class means (``_collapse_batch.NearestMeanScorer``).
+class means (``_fast_collapse_stream.NearestMeanScorer``).
 
 One-shot on small input (a Recorder's probe set), :func:`collapse_metrics` takes one dense
-pass instead (``_collapse_dense``): a few GEMMs against the one-hot labels give the class
+pass instead (``_fast_collapse_dense``): a few GEMMs against the one-hot labels give the class
 statistics and the within-class residuals, and one GEMM of the residuals against the mean
 subspace and the classifier gives both NC1's projections and NC4.
 """
@@ -46,8 +46,8 @@ import torch
 
 from .._validation import check_array, check_int, check_labels
 from ._base import ProbeInput, ProbeOutput, register_probe
-from ._collapse_batch import ClassScatter, NearestMeanScorer, SquaresOverflow
-from ._collapse_dense import DenseStats, LabelPlan, dense_stats
+from ._fast_collapse_stream import ClassScatter, NearestMeanScorer, SquaresOverflow
+from ._fast_collapse_dense import DenseStats, LabelPlan, dense_stats
 
 __all__ = ["CollapseAccumulator", "collapse_metrics"]
 
@@ -209,7 +209,7 @@ class CollapseAccumulator:
         self.count = n
 
     def _update_dense(self, features: Any, labels: Any) -> None:
-        """The statistics of one small (n, d) array in one dense pass (``_collapse_dense``)
+        """The statistics of one small (n, d) array in one dense pass (``_fast_collapse_dense``)
         instead of the streaming machinery; NC4 then comes with :meth:`compute`. Same result
         as :meth:`update` and :meth:`update_nc4` (to the input precision)."""
         h, y = self._check_batch(features, labels)

@@ -43,8 +43,8 @@ from torch.func import functional_call, jacrev, vmap
 from .._validation import check_finite_tensor, check_int, check_option
 from ..models.features import find_classifier
 from ..models.modes import eval_mode
-from . import _ntk_layers as _layers
-from ._ntk_contract import Block, contract, merge_small
+from . import _fast_ntk_layers as _layers
+from ._fast_ntk_contract import Block, contract, merge_small
 from ._ntk_plan import Sizes, plan_jacobian_chunks, plan_vp_chunks, result_entries
 from ._ntk_vp import vp_kernel
 

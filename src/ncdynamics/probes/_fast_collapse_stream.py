@@ -20,7 +20,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ._syrk import blas_controller, syrk_update
+from ._fast_syrk import blas_controller, syrk_update
 
 __all__ = ["ClassScatter", "NearestMeanScorer", "SquaresOverflow"]
 
@@ -152,7 +152,7 @@ class ClassScatter:
         self._diag = np.zeros(n_features)  # diagonal of the blocks' updates, float64
         self._pending: list[tuple[float, np.ndarray]] = []  # (sign, rows) for add_outer
         self._rows = 0
-        self._syrk = syrk_update(self.dtype)
+        self._fast_syrk = syrk_update(self.dtype)
 
     def _lanes_for(self, groups: list[list[int]]) -> list[_Lane]:
         d, block_rows = self._shape
@@ -252,7 +252,7 @@ class ClassScatter:
                     np.matmul(self._ones[:k], part, out=block.rest[c])
                     if len(group) > 1:
                         block.m2[c] = np.einsum("ij,ij->j", part, part)
-                self._syrk(1.0, rows, lane.gram)
+                self._fast_syrk(1.0, rows, lane.gram)
                 if len(group) == 1:
                     block.m2[group[0]] = lane.gram_diag  # this class's update only
                 lane.gram_diag[:] = 0.0

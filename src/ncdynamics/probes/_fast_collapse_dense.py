@@ -1,7 +1,7 @@
 """The dense pass of the collapse metrics (used by ``collapse.py`` on small input).
 
 A Recorder's probe set (a few hundred rows) is cheaper to handle in a few whole-array GEMMs
-against the one-hot label matrix than with the streaming machinery of ``_collapse_batch``.
+against the one-hot label matrix than with the streaming machinery of ``_fast_collapse_stream``.
 :func:`dense_stats` gives the class counts, means and per-feature scatter, and keeps the
 within-class residuals, so that every later product with the features goes through the
 residuals: NC1 needs them projected on the mean subspace, NC4 the classifier scores and the
@@ -93,7 +93,7 @@ class DenseStats:
         The logits are ``W x + (W mu_y + b)``, and the nearest class mean maximises
         ``x . v_c + v_y . v_c - |v_c|^2 / 2`` (since ``h - mu_G = x + v_y``): both are the
         products plus a (C, 2C) table indexed by the label. Products of the small residuals
-        keep float32 rounding far below that of ``h`` itself (``_collapse_batch``'s
+        keep float32 rounding far below that of ``h`` itself (``_fast_collapse_stream``'s
         ``NearestMeanScorer`` streams the same test on the rows). ``nan`` if a score is not
         finite.
         """

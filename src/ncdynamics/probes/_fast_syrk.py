@@ -1,5 +1,5 @@
 """In-place symmetric rank-k update ``C += alpha * A^T A`` (BLAS ``syrk``), for the collapse
-accumulator (``_collapse_batch.py``).
+accumulator (``_fast_collapse_stream.py``).
 
 NumPy has no ``syrk`` with ``beta = 1``, so the update goes to a BLAS directly. The one NumPy
 itself uses is preferred: NumPy's wheels bundle a 64-bit-integer OpenBLAS (``scipy-openblas64``,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import torch
 
-from . import _ntk_layers as _layers
+from . import _fast_ntk_layers as _layers
 
 __all__ = ["Block", "contract", "gram", "merge_small"]
 
