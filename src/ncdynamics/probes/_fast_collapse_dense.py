@@ -1,4 +1,4 @@
-"""The dense pass of the collapse metrics (used by ``collapse.py`` on small input).
+"""Fast path of the one-shot collapse metrics on small input (used by ``collapse.py``).
 
 A Recorder's probe set (a few hundred rows) is cheaper to handle in a few whole-array GEMMs
 against the one-hot label matrix than with the streaming machinery of ``_fast_collapse_stream``.
@@ -15,6 +15,10 @@ precision *of r* however large the means are; the residuals' own class means ``c
 exact mean ``a + c`` back in float64, and the scatter about it is ``sum r^2 - n c^2``.
 Float32 features whose squares leave float32's range (a spread beyond ~1e19) are redone in
 float64.
+
+``collapse_metrics`` takes this path up to 2^20 feature entries (``collapse._DENSE_MAX``), and
+the streaming blocks of ``_fast_collapse_stream`` beyond. The readable reference both are
+tested against is ``collapse_reference.py``.
 """
 
 from __future__ import annotations
