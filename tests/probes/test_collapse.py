@@ -218,7 +218,9 @@ def test_empty_arrays_are_refused_in_one_line(call, match):
 def test_a_huge_label_is_refused_before_class_buffers_are_allocated(n_features):
     h = np.ones((4, n_features))
     y = np.array([0, 0, 1, 10**9])
-    with pytest.raises(ValueError, match=r"1000000001 classes \(largest label 1000000000\).*GiB") as info:
+    with pytest.raises(
+        ValueError, match=r"1000000001 classes \(largest label 1000000000\).*GiB"
+    ) as info:
         collapse_metrics(h, y)
     assert "\n" not in str(info.value)
 

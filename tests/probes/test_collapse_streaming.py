@@ -4,7 +4,12 @@ import numpy as np
 import pytest
 import torch
 
-from ncdynamics.probes import CollapseAccumulator, _fast_collapse_stream, _fast_syrk, collapse_metrics
+from ncdynamics.probes import (
+    CollapseAccumulator,
+    _fast_collapse_stream,
+    _fast_syrk,
+    collapse_metrics,
+)
 
 
 def reference_metrics(h, y, w, b):
@@ -176,7 +181,10 @@ def test_a_non_finite_batch_leaves_the_accumulator_as_it_was(rng):
 def test_both_syrk_bindings_update_the_upper_triangle(rng, dtype):
     a = rng.standard_normal((37, 11)).astype(dtype)  # (k, d), C-contiguous
     lower = np.tril(rng.standard_normal((11, 11)), -1)
-    for update in (_fast_syrk.syrk_update(np.dtype(dtype)), _fast_syrk._scipy_update(np.dtype(dtype))):
+    for update in (
+        _fast_syrk.syrk_update(np.dtype(dtype)),
+        _fast_syrk._scipy_update(np.dtype(dtype)),
+    ):
         c = np.asfortranarray((np.eye(11) + lower).astype(dtype))
         update(-0.5, a, c)
         expected = np.eye(11) - 0.5 * a.astype(np.float64).T @ a

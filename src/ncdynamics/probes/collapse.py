@@ -42,8 +42,8 @@ from numpy.typing import ArrayLike, NDArray
 from .._simplex import etf_gram
 from .._validation import check_array, check_int, check_labels
 from ._base import ProbeInput, ProbeOutput, register_probe
-from ._fast_collapse_stream import ClassScatter, NearestMeanScorer, SquaresOverflow
 from ._fast_collapse_dense import DenseStats, LabelPlan, dense_stats
+from ._fast_collapse_stream import ClassScatter, NearestMeanScorer, SquaresOverflow
 
 __all__ = ["CollapseAccumulator", "collapse_metrics"]
 

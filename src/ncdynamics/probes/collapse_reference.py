@@ -76,11 +76,15 @@ def reference_collapse_metrics(
 
     v = np.array([np.mean(np.sum((m - mu[c]) ** 2, axis=1)) for c, m in enumerate(members)])
     pairs = [(i, j) for i in range(C) for j in range(i + 1, C)]
-    out["cdnv"] = float(np.mean([(v[i] + v[j]) / (2 * np.sum((mu[i] - mu[j]) ** 2)) for i, j in pairs]))
+    out["cdnv"] = float(
+        np.mean([(v[i] + v[j]) / (2 * np.sum((mu[i] - mu[j]) ** 2)) for i, j in pairs])
+    )
 
     norms = np.linalg.norm(M, axis=0)  # (C,)
     out["nc2_equinorm"] = float(norms.std() / norms.mean())
-    cos = np.array([M[:, i] @ M[:, j] / (norms[i] * norms[j]) for i in range(C) for j in range(C) if i != j])
+    cos = np.array(
+        [M[:, i] @ M[:, j] / (norms[i] * norms[j]) for i in range(C) for j in range(C) if i != j]
+    )
     out["nc2_equiangular"] = float(cos.std())
     out["nc2_maxangle"] = float(np.mean(np.abs(cos + 1.0 / (C - 1))))
     means = M / norms if etf_normalize_means else M
