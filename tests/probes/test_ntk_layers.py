@@ -8,8 +8,9 @@ from torch import nn
 
 from ncdynamics.probes import _fast_ntk_layers
 from ncdynamics.probes._fast_ntk_contract import contract
+from ncdynamics.probes._ntk_output import SelectedOutput
 from ncdynamics.probes._ntk_plan import SLACK
-from ncdynamics.probes.ntk import _Engine, _Output, empirical_ntk
+from ncdynamics.probes.ntk import _Engine, empirical_ntk
 
 
 class ConvVariety(nn.Module):
@@ -42,7 +43,7 @@ class ConvVariety(nn.Module):
 
 def _plan(model, x):
     model.eval()
-    wrapped = _Output(model, "logits", None)
+    wrapped = SelectedOutput(model, "logits", None)
     trainable = [p for p in wrapped.parameters() if p.requires_grad]
     return wrapped, _fast_ntk_layers.plan_layers(wrapped, wrapped, x[:2], trainable)
 
