@@ -64,9 +64,11 @@ class ElasticityResult:
 
 
 def _default_fn(model: torch.nn.Module, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    if hasattr(model, "features") and hasattr(model, "classifier"):
-        h = model.features(x)
-        return h.flatten(1), model.classifier(h)
+    features = getattr(model, "features", None)
+    classifier = getattr(model, "classifier", None)
+    if features is not None and classifier is not None:
+        h = features(x)
+        return h.flatten(1), classifier(h)
     out = model(x)
     return out, out
 

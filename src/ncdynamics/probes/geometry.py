@@ -41,20 +41,27 @@ __all__ = [
 
 
 def _mlp_hidden(model: nn.Module, x: torch.Tensor) -> tuple[list[torch.Tensor], torch.Tensor]:
+    body = model.get_submodule("body")
+    if not isinstance(body, nn.Sequential):  # checked by the callers
+        raise TypeError(f"`model.body` must be an nn.Sequential; got {type(body).__name__}.")
     h = x.flatten(1)
     outs = []
-    for i, m in enumerate(model.body):
+    for i, m in enumerate(body):
         h = m(h)
         if i % 2 == 1:  # after each activation
             outs.append(h)
-    return outs, model.classifier(h)
+    return outs, model.get_submodule("classifier")(h)
 
 
 def _all_hidden(
     model: nn.Module, x: torch.Tensor, pre_activation: bool = False
 ) -> tuple[list[torch.Tensor], torch.Tensor]:
-    if hasattr(model, "hidden_layers"):
-        return model.hidden_layers(x, pre_activation=pre_activation)
+    hidden_layers = getattr(model, "hidden_layers", None)
+    if hidden_layers is not None:
+        out: tuple[list[torch.Tensor], torch.Tensor] = hidden_layers(
+            x, pre_activation=pre_activation
+        )
+        return out
     if hasattr(model, "body") and isinstance(model.body, nn.Sequential) and not pre_activation:
         return _mlp_hidden(model, x)
     raise TypeError(
@@ -65,8 +72,9 @@ def _all_hidden(
 
 def model_depth(model: nn.Module) -> int:
     """Number of hidden layers of a supported model."""
-    if hasattr(model, "depth"):
-        return int(model.depth)
+    depth = getattr(model, "depth", None)
+    if depth is not None:
+        return int(depth)
     if hasattr(model, "body") and isinstance(model.body, nn.Sequential):
         return len(model.body) // 2
     raise TypeError(
@@ -231,7 +239,8 @@ def taylor_terms(
     else:
 
         def both(x: torch.Tensor, u: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-            return jvp(lambda y: jvp(fn, (y,), (u,))[1], (x,), (u,))
+            out = jvp(lambda y: jvp(fn, (y,), (u,))[1], (x,), (u,))
+            return out[0], out[1]  # f'(x) u and u^T f''(x) u
 
         d1, d2 = vmap(both)(m, v)
     first = torch.linalg.vector_norm(d1.flatten(1), dim=1)
