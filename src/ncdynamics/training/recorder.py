@@ -67,6 +67,8 @@ class Schedule:
     def __contains__(self, step: int) -> bool:
         if self.steps is not None:
             return int(step) in self.steps
+        if self.every is None:  # __post_init__ requires `every` when `steps` is None
+            raise ValueError("`every` must be set when `steps` is None.")
         return int(step) % int(self.every) == 0
 
 
