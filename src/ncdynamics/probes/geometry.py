@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 import torch
-from numpy.typing import NDArray
+from numpy.typing import ArrayLike, NDArray
 from torch import nn
 
 from .._validation import check_array, check_int
@@ -118,7 +118,7 @@ class PairObservables:
     loss: float
 
 
-def pair_observables_from(h: Any, out: Any, targets: Any) -> PairObservables:
+def pair_observables_from(h: ArrayLike, out: ArrayLike, targets: ArrayLike) -> PairObservables:
     """Pair observables from hidden activations and outputs of the two points.
 
     Parameters
@@ -143,7 +143,7 @@ def pair_observables_from(h: Any, out: Any, targets: Any) -> PairObservables:
 def pair_observables(
     model: nn.Module,
     x_pair: torch.Tensor,
-    targets: Any,
+    targets: ArrayLike,
     *,
     layer: int | None = None,
     pre_activation: bool = False,
@@ -166,7 +166,7 @@ def pair_observables(
     return pair_observables_from(h, out, targets)
 
 
-def squared_distances(z: Any) -> NDArray[np.float64]:
+def squared_distances(z: ArrayLike) -> NDArray[np.float64]:
     """Matrix of squared Euclidean distances (float64), shape (n, n), zero diagonal.
 
     Parameters
@@ -267,7 +267,10 @@ class PairAlignmentProbe:
     name = "pair_alignment"
 
     def __init__(
-        self, pair: tuple[int, int] = (0, 1), targets: Any = None, layer: int | None = None
+        self,
+        pair: tuple[int, int] = (0, 1),
+        targets: ArrayLike | None = None,
+        layer: int | None = None,
     ) -> None:
         self.pair = (check_int(pair[0], "pair[0]", low=0), check_int(pair[1], "pair[1]", low=0))
         self.targets = None if targets is None else check_array(targets, "targets", ndim=2)

@@ -35,6 +35,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from numpy.typing import ArrayLike
 
 from .._validation import check_array, check_int, check_labels, check_option, check_scalar
 from ._base import ProbeInput, ProbeOutput, register_probe
@@ -87,7 +88,12 @@ class InvariantMetrics:
 
 
 def invariant_metrics(
-    features: Any, labels: Any, weight: Any, kappas: Any, *, num_classes: int | None = None
+    features: ArrayLike,
+    labels: ArrayLike,
+    weight: ArrayLike,
+    kappas: ArrayLike,
+    *,
+    num_classes: int | None = None,
 ) -> InvariantMetrics:
     """Invariant norm and alignment of [1], eqs. (26), (28), as in spec §2.5.
 
