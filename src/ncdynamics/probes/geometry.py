@@ -15,6 +15,7 @@ family) or be an :class:`ncdynamics.models.MLP`. Everything is computed under
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -198,7 +199,11 @@ class TaylorTerms:
 
 
 def taylor_terms(
-    fn: Any, xi: torch.Tensor, xj: torch.Tensor, *, method: str = "difference"
+    fn: Callable[[torch.Tensor], torch.Tensor],
+    xi: torch.Tensor,
+    xj: torch.Tensor,
+    *,
+    method: str = "difference",
 ) -> TaylorTerms:
     """First- against second-order Taylor terms of ``fn`` between pairs (Fig. 14, App. C.4).
 
