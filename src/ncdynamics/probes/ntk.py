@@ -78,13 +78,16 @@ class Method(StrEnum):
     - ``JACOBIAN``: per-sample Jacobians with ``vmap(jacrev(functional_call))``, chunked over
       samples and outputs, contracted with one GEMM per block pair. Cost about N O backward
       passes plus 2 N^2 O^2 P flops (full) or 2 N^2 O P (diagonal, trace); memory N O P.
-      The generic reference.
+      Works on any model (the fallback of ``LAYERWISE``).
     - ``NTK_VP``: NTK-vector products: for each column (j, b), the gradient of f_b(x2_j)
       (one vjp) pushed forward through all of x (one jvp). No Jacobian is stored; memory
       about k (P + N A) for k columns at a time; cost N2 O batched jvps over x. Wins only
       when P is so large that the Jacobian does not fit.
     - ``AUTO`` (default): ``LAYERWISE`` when one chunk fits the memory budget, otherwise
       ``NTK_VP``.
+
+    The tests compare every method with the readable, unchunked Jacobian contraction of
+    :func:`ncdynamics.probes.ntk_reference.reference_ntk`.
     """
 
     AUTO = "auto"
