@@ -5,7 +5,10 @@ Compares, in one process:
 - computing X^T X once on the same array (the floor of any one-pass method that needs the
   within-class covariance);
 - a straightforward implementation: a Python loop over classes with np.cov per class,
-  trace(Sw @ pinv(Sb)), and NC4 from broadcast (N, C, d) distances.
+  trace(Sw @ pinv(Sb)), and NC4 from broadcast (N, C, d) distances (the recipe of the
+  package's readable reference, ``probes/collapse_reference.py``, cut to NC1-NC4).
+
+The fast path timed here is ``probes/_fast_collapse_stream.py``.
 
 The machine is shared, so the functions are timed in interleaved rounds (each round runs
 every function once, in rotating order) and each gets its minimum over the rounds; the
@@ -14,7 +17,7 @@ spread.
 
 Every function gets the same threads: ``--threads`` (default 1, the CLI's default) for torch
 and for NumPy's BLAS. The accumulator runs its BLAS calls on one thread whatever the setting
-(``probes/_syrk.py``), so with ``--threads 2`` the X^T X it is compared with runs on two
+(``probes/_fast_syrk.py``), so with ``--threads 2`` the X^T X it is compared with runs on two
 cores and it does not (``docs/performance.md`` has both figures).
 
 Usage: python benchmarks/bench_collapse.py [--quick] [--threads N]

@@ -2,8 +2,10 @@
 
 Baseline (the common recipe): per-sample Jacobians with ``vmap(jacrev(functional_call))``
 over all samples (built in chunks of 25 samples into one preallocated tensor, as planning
-needed for N=500), then one ``einsum('iap,jbp->ijab')``. The time of that einsum alone is
-printed as the GEMM floor of the Jacobian-contraction method.
+needed for N=500), then one ``einsum('iap,jbp->ijab')``: the recipe of the package's
+reference, ``probes/ntk_reference.py``, chunked. The time of that einsum alone is printed as
+the GEMM floor of the Jacobian-contraction method. Ours is ``method="auto"``, the
+layer-structured fast path (``probes/_fast_ntk_layers.py``, ``probes/_fast_ntk_contract.py``).
 
 Cases (issue 3): (a) MLP 784-512-512-10, N=500; (b) SmallCNN on 28x28, N=200; (c) ResNet20
 width 16 on 28x28, N=120. ``--quick`` uses N = 50 / 50 / 20 and finishes in under a minute

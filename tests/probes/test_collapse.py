@@ -192,3 +192,39 @@ def test_collapse_probe_reuses_labels_only_while_they_are_equal(rng):
     expected = collapse_metrics(h, labels.numpy())["nc1"]
     assert record() == pytest.approx(expected, rel=1e-12)
     assert expected != pytest.approx(collapse_metrics(h, y)["nc1"], rel=1e-3)
+
+
+EMPTY = np.empty((0, 3))
+
+
+@pytest.mark.parametrize(
+    "call, match",
+    [
+        (lambda: collapse_metrics(EMPTY, np.empty(0, int)), "`features` must hold at least one"),
+        (lambda: collapse_metrics(EMPTY, np.empty(0, int), np.ones((2, 3))), "`features`"),
+        (lambda: collapse_metrics(np.ones((4, 3)), np.empty(0, int)), "`labels`"),
+        (lambda: collapse_metrics(np.ones((4, 0)), np.array([0, 0, 1, 1])), "`features`.*column"),
+        (lambda: CollapseAccumulator(2).update(EMPTY, np.empty(0, int)), "`features`"),
+        (lambda: CollapseAccumulator(2).update(np.ones((4, 0)), [0, 0, 1, 1]), "column"),
+    ],
+)
+def test_empty_arrays_are_refused_in_one_line(call, match):
+    with pytest.raises(ValueError, match=match) as info:
+        call()
+    assert "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize("n_features", [3, 512])
+def test_a_huge_label_is_refused_before_class_buffers_are_allocated(n_features):
+    h = np.ones((4, n_features))
+    y = np.array([0, 0, 1, 10**9])
+    with pytest.raises(
+        ValueError, match=r"1000000001 classes \(largest label 1000000000\).*GiB"
+    ) as info:
+        collapse_metrics(h, y)
+    assert "\n" not in str(info.value)
+
+
+def test_an_accumulator_for_a_huge_class_count_is_refused():
+    with pytest.raises(ValueError, match=r"1000000000 classes.*GiB"):
+        CollapseAccumulator(10**9)

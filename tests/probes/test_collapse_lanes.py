@@ -74,10 +74,10 @@ def test_lanes_work_in_a_forked_child(rng):
 
 
 def test_wide_features_use_fewer_lanes(rng, monkeypatch):
-    from ncdynamics.probes import _collapse_batch
+    from ncdynamics.probes import _fast_collapse_stream
 
     h, y, mu = features(rng, n=3000)
-    monkeypatch.setattr(_collapse_batch, "_LANE_MEMORY", 1)  # less than one lane's worth
+    monkeypatch.setattr(_fast_collapse_stream, "_LANE_MEMORY", 1)  # less than one lane's worth
     capped, lanes = streamed(h, y, mu, threads=2)
     assert lanes == 1
     monkeypatch.undo()
@@ -88,13 +88,13 @@ def test_wide_features_use_fewer_lanes(rng, monkeypatch):
 
 
 def test_an_error_inside_a_lane_rolls_every_lane_back(rng, monkeypatch):
-    from ncdynamics.probes import _collapse_batch
+    from ncdynamics.probes import _fast_collapse_stream
 
     h, y, mu = features(rng, n=3000, dtype=np.float64)
     with threadpool_limits(2):
         expected = CollapseAccumulator(6).update(h[:1500], y[:1500]).update(h[1500:], y[1500:])
         acc = CollapseAccumulator(6).update(h[:1500], y[:1500])
-        run = _collapse_batch.ClassScatter._run
+        run = _fast_collapse_stream.ClassScatter._run
         calls = []
 
         def failing(self, lane, groups, block):
@@ -103,7 +103,7 @@ def test_an_error_inside_a_lane_rolls_every_lane_back(rng, monkeypatch):
                 raise MemoryError("no room")
             return run(self, lane, groups, block)
 
-        monkeypatch.setattr(_collapse_batch.ClassScatter, "_run", failing)
+        monkeypatch.setattr(_fast_collapse_stream.ClassScatter, "_run", failing)
         with pytest.raises(MemoryError):
             acc.update(h[1500:], y[1500:])
         monkeypatch.undo()

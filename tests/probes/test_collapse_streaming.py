@@ -4,7 +4,12 @@ import numpy as np
 import pytest
 import torch
 
-from ncdynamics.probes import CollapseAccumulator, _collapse_batch, _syrk, collapse_metrics
+from ncdynamics.probes import (
+    CollapseAccumulator,
+    _fast_collapse_stream,
+    _fast_syrk,
+    collapse_metrics,
+)
 
 
 def reference_metrics(h, y, w, b):
@@ -79,7 +84,7 @@ def test_many_small_classes_share_a_gemm_and_match_the_reference(rng, dtype):
 
 def test_blocks_beyond_the_float32_flush_match_the_reference(rng, monkeypatch):
     # three flushes of the float32 scatter into float64 within one update
-    monkeypatch.setattr(_collapse_batch, "_FLUSH_ROWS", 1000)
+    monkeypatch.setattr(_fast_collapse_stream, "_FLUSH_ROWS", 1000)
     h, y, mu = features(rng, n=9000, d=16, offset=3.0)
     w, b = mu, np.zeros(5)
     ours = collapse_metrics(h.astype(np.float32), y, w, b)
@@ -176,7 +181,10 @@ def test_a_non_finite_batch_leaves_the_accumulator_as_it_was(rng):
 def test_both_syrk_bindings_update_the_upper_triangle(rng, dtype):
     a = rng.standard_normal((37, 11)).astype(dtype)  # (k, d), C-contiguous
     lower = np.tril(rng.standard_normal((11, 11)), -1)
-    for update in (_syrk.syrk_update(np.dtype(dtype)), _syrk._scipy_update(np.dtype(dtype))):
+    for update in (
+        _fast_syrk.syrk_update(np.dtype(dtype)),
+        _fast_syrk._scipy_update(np.dtype(dtype)),
+    ):
         c = np.asfortranarray((np.eye(11) + lower).astype(dtype))
         update(-0.5, a, c)
         expected = np.eye(11) - 0.5 * a.astype(np.float64).T @ a
@@ -188,7 +196,7 @@ def test_metrics_do_not_depend_on_which_blas_runs_the_update(rng, monkeypatch):
     h, y, mu = features(rng, n=5000, d=32)
     h32 = h.astype(np.float32)
     fast = collapse_metrics(h32, y, mu)
-    monkeypatch.setattr(_collapse_batch, "syrk_update", _syrk._scipy_update)
+    monkeypatch.setattr(_fast_collapse_stream, "syrk_update", _fast_syrk._scipy_update)
     slow = collapse_metrics(h32, y, mu)
     for key, value in fast.items():
         assert slow[key] == pytest.approx(value, rel=1e-5, abs=1e-9), key

@@ -18,6 +18,7 @@ from ncdynamics.probes.kernels import (
 )
 from ncdynamics.probes.ntk import empirical_ntk
 from ncdynamics.probes.ntk_probes import class_ordered_subset
+from ncdynamics.probes.ntk_reference import reference_ntk
 
 
 def block_kernel(y, d, c, n):
@@ -228,17 +229,56 @@ def test_probe_rejects_bad_options():
         make_probe("ntk_alignment", method="fast")
 
 
-def test_probe_on_model_with_batchnorm_keeps_buffers():
+def _batchnorm_model():
+    """Linear - BatchNorm1d (non-trivial running statistics and affine) - ReLU - head."""
+    g = torch.Generator().manual_seed(5)
     model = nn.Module()
     model.body = nn.Sequential(nn.Linear(6, 5), nn.BatchNorm1d(5), nn.ReLU())
     model.classifier = nn.Linear(5, 3)
     model.features = model.body
     model.forward = lambda x: model.classifier(model.body(x))
+    with torch.no_grad():
+        bn = model.body[1]
+        bn.running_mean.uniform_(-0.5, 0.5, generator=g)
+        bn.running_var.uniform_(0.5, 2.0, generator=g)
+        bn.weight.uniform_(0.5, 1.5, generator=g)
+        bn.bias.uniform_(-0.3, 0.3, generator=g)
+    return model
+
+
+def test_probe_on_model_with_batchnorm_matches_the_reference_kernel_and_keeps_buffers():
+    model = _batchnorm_model()
     inp = _probe_input(model)
     before = [b.clone() for b in model.buffers()]
     out = make_probe("ntk_blocks", per_class=3)(inp)
     assert all(torch.equal(a, b) for a, b in zip(before, model.buffers(), strict=True))
-    assert np.isfinite(out.scalars["ntk_kappa_c"])
+    assert model.training  # the probe ran in eval mode and gave the flag back
+    idx = class_ordered_subset(inp.y.numpy(), 3, 3)
+    y = out.arrays["ntk_labels"]
+    x = inp.x[idx]
+    k_f = reference_ntk(model.double(), x.double()).numpy()  # eval-mode BN, float64
+    k_h = reference_ntk(model, x.double(), output="features", mode="diagonal").numpy()
+    model.float()
+    gamma, kappa = block_values(k_f, y), block_values(k_h, y)
+    for sym, v in (("gamma", gamma), ("kappa", kappa)):
+        assert out.scalars[f"ntk_{sym}_d"] == pytest.approx(v.diagonal, rel=1e-5)
+        assert out.scalars[f"ntk_{sym}_c"] == pytest.approx(v.same_class, rel=1e-4, abs=1e-6)
+        assert out.scalars[f"ntk_{sym}_n"] == pytest.approx(v.different_class, rel=1e-4, abs=1e-6)
+
+
+@pytest.mark.parametrize("method", ["auto", "layerwise", "jacobian", "ntk-vp"])
+def test_batchnorm_model_kernel_matches_the_reference_and_is_symmetric_psd(float64_torch, method):
+    model = _batchnorm_model().double()
+    model.train()
+    x = torch.randn(7, 6, generator=torch.Generator().manual_seed(2))
+    ref = reference_ntk(model, x)  # (n, n, O, O), eval-mode BN
+    k = empirical_ntk(model, x, method=method)
+    torch.testing.assert_close(k, ref, rtol=1e-10, atol=1e-10)
+    mat = k.permute(0, 2, 1, 3).reshape(7 * 3, 7 * 3)
+    torch.testing.assert_close(mat, mat.T, rtol=1e-12, atol=1e-12)
+    assert float(torch.linalg.eigvalsh(mat).min()) >= -1e-10 * float(mat.abs().max())
+    # eval mode: a sample's kernel does not depend on the rest of the batch
+    torch.testing.assert_close(empirical_ntk(model, x[:1], method=method), k[:1, :1])
 
 
 def test_statistics_are_invariant_to_sample_permutation(rng):

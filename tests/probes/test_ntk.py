@@ -7,10 +7,11 @@ from ntk_helpers import METHODS, MODES, as_mode, make, slow_ntk
 from torch import nn
 
 from ncdynamics.models import SmallCNN
-from ncdynamics.probes import _ntk_layers
+from ncdynamics.probes import _fast_ntk_layers
+from ncdynamics.probes._ntk_output import SelectedOutput
 from ncdynamics.probes._ntk_plan import SLACK
 from ncdynamics.probes.kernels import logit_ntk_from_features
-from ncdynamics.probes.ntk import Method, _Output, empirical_ntk
+from ncdynamics.probes.ntk import Method, empirical_ntk
 
 
 @pytest.mark.parametrize("name", ["mlp", "convbn", "shared"])
@@ -40,9 +41,9 @@ def test_resnet_methods_agree_float64(float64_torch):
 def test_layerwise_structures_every_resnet_layer(float64_torch):
     model, shape = make("resnet")
     model.eval()
-    wrapped = _Output(model, "logits", None)
+    wrapped = SelectedOutput(model, "logits", None)
     trainable = [p for p in wrapped.parameters()]
-    plan = _ntk_layers.plan_layers(wrapped, wrapped, torch.randn(2, *shape), trainable)
+    plan = _fast_ntk_layers.plan_layers(wrapped, wrapped, torch.randn(2, *shape), trainable)
     assert plan.param_ids == {id(p) for p in trainable}
     kinds = set(plan.modules.values())
     assert kinds == {"conv", "bn", "factored"}
@@ -318,7 +319,7 @@ def test_output_independent_of_parameters_gives_zero_kernel(float64_torch):
 
 
 def test_symmetric_blocked_gram_equals_plain_product(float64_torch):
-    from ncdynamics.probes._ntk_contract import gram
+    from ncdynamics.probes._fast_ntk_contract import gram
 
     u = torch.randn(601, 37)
     torch.testing.assert_close(gram(u, u, True), u @ u.T, rtol=1e-13, atol=1e-12)
@@ -349,3 +350,23 @@ def test_works_under_no_grad_and_with_inference_tensors(float64_torch):
     with torch.inference_mode():
         xi = x.clone()
     torch.testing.assert_close(empirical_ntk(model, xi), ref, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_a_submodule_registered_twice_keeps_its_parameters(float64_torch, method):
+    """``model.features = model.body`` registers one module under two names; torch's
+    functional_call with tied names used to leave plain tensors in place of its parameters."""
+    from ncdynamics.probes.ntk_reference import reference_ntk
+
+    model = nn.Module()
+    model.body = nn.Sequential(nn.Linear(4, 5), nn.Tanh())
+    model.classifier = nn.Linear(5, 3)
+    model.features = model.body
+    model.forward = lambda x: model.classifier(model.body(x))
+    params = list(model.parameters())
+    x = torch.randn(3, 4)
+    k = empirical_ntk(model, x, method=method)
+    assert all(a is b for a, b in zip(params, model.parameters(), strict=True))
+    assert all(isinstance(p, nn.Parameter) for p in model.body.parameters())
+    torch.testing.assert_close(k, reference_ntk(model, x), rtol=1e-10, atol=1e-10)
+    assert all(a is b for a, b in zip(params, model.parameters(), strict=True))

@@ -6,10 +6,11 @@ import torch
 from ntk_helpers import MODES, as_mode, make, slow_ntk
 from torch import nn
 
-from ncdynamics.probes import _ntk_layers
-from ncdynamics.probes._ntk_contract import contract
+from ncdynamics.probes import _fast_ntk_layers
+from ncdynamics.probes._fast_ntk_contract import contract
+from ncdynamics.probes._ntk_output import SelectedOutput
 from ncdynamics.probes._ntk_plan import SLACK
-from ncdynamics.probes.ntk import _Engine, _Output, empirical_ntk
+from ncdynamics.probes.ntk import _Engine, empirical_ntk
 
 
 class ConvVariety(nn.Module):
@@ -42,9 +43,9 @@ class ConvVariety(nn.Module):
 
 def _plan(model, x):
     model.eval()
-    wrapped = _Output(model, "logits", None)
+    wrapped = SelectedOutput(model, "logits", None)
     trainable = [p for p in wrapped.parameters() if p.requires_grad]
-    return wrapped, _ntk_layers.plan_layers(wrapped, wrapped, x[:2], trainable)
+    return wrapped, _fast_ntk_layers.plan_layers(wrapped, wrapped, x[:2], trainable)
 
 
 def test_every_conv_variety_is_structured_and_split_as_documented(float64_torch):
@@ -86,7 +87,7 @@ def test_deferred_weight_jacobian_equals_per_sample_autograd(float64_torch):
     model = ConvVariety().eval()
     x = torch.randn(3, 2, 7, 7)
     wrapped, plan = _plan(model, x)
-    chunk = _ntk_layers.structured_chunk(plan, wrapped, x, torch.arange(4))
+    chunk = _fast_ntk_layers.structured_chunk(plan, wrapped, x, torch.arange(4))
     by_module = {d.module: d.materialise() for d in chunk.deferred}  # (n, o, p)
     assert set(by_module) == {model.c1, model.c2}
     for m, jac in by_module.items():
@@ -179,5 +180,5 @@ def test_unfold_into_workspace_equals_f_unfold(float64_torch, kernel, dilation, 
     u = torch.randn(3, 2, 10, 11)
     ref = torch.nn.functional.unfold(u, kernel, dilation=dilation, padding=padding, stride=stride)
     work = torch.full((ref.numel() + 7,), float("nan"))  # larger than needed, stale content
-    cols = _ntk_layers._unfold(conv, u, work)  # (n, S, K)
+    cols = _fast_ntk_layers._unfold(conv, u, work)  # (n, S, K)
     assert torch.equal(cols, ref.transpose(1, 2))

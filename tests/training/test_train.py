@@ -8,7 +8,15 @@ from torch import nn
 from ncdynamics import data, runs
 from ncdynamics.models import MLP
 from ncdynamics.probes import classification_loss, collapse_metrics
-from ncdynamics.training import Recorder, Schedule, loop, param_groups, train
+from ncdynamics.training import (
+    Recorder,
+    Schedule,
+    TrainConfig,
+    loop,
+    param_groups,
+    train,
+    train_with_config,
+)
 
 
 def small_data():
@@ -166,3 +174,41 @@ def test_log_spaced_schedule_includes_ends():
     s = Schedule.log_spaced(1000, 10)
     assert s.steps[0] == 0 and s.steps[-1] == 1000 and len(s.steps) <= 11
     assert 1000 in s and 999 not in s
+
+
+def test_train_with_a_config_equals_train_with_keywords(tmp_path):
+    ds = small_data()
+    options = {"epochs": 6, "lr": 0.08, "batch_size": 16, "seed": 3, "milestones": (3,)}
+    by_keywords = train(make_model(), ds, progress=False, **options)
+    config = TrainConfig(progress=False, **options)
+    by_config = train_with_config(make_model(), ds, config)
+    assert by_config == by_keywords
+
+
+def test_train_config_normalises_integers_and_is_frozen():
+    config = TrainConfig(epochs=np.int64(4), batch_size=np.int32(8), per_class=np.int16(2))
+    assert type(config.epochs) is int and type(config.batch_size) is int
+    assert type(config.per_class) is int
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        config.epochs = 5
+
+
+@pytest.mark.parametrize(
+    "options, match",
+    [
+        ({"epochs": -1}, "`epochs`"),
+        ({"epochs": 1, "loss": "hinge"}, "`loss`"),
+        ({"epochs": 1, "lr": 0.0}, "`lr`"),
+        ({"epochs": 1, "momentum": 1.0}, "`momentum`"),
+        ({"epochs": 1, "weight_decay": -1e-3}, "`weight_decay`"),
+        ({"epochs": 1, "batch_size": 0}, "`batch_size`"),
+        ({"epochs": 1, "per_class": 0}, "`per_class`"),
+        ({"epochs": 1, "checkpoint_every": 0}, "`checkpoint_every`"),
+        ({"epochs": 1, "test_every": 0}, "`test_every`"),
+    ],
+)
+def test_train_config_rejects_bad_values_by_name(options, match):
+    with pytest.raises(ValueError, match=match):
+        TrainConfig(**options)
+    with pytest.raises(ValueError, match=match):
+        train(make_model(), small_data(), progress=False, **options)

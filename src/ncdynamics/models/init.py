@@ -69,7 +69,7 @@ def initialize(
     return model
 
 
-def _default_with_gen(m: nn.Module, generator: torch.Generator) -> None:
+def _default_with_gen(m: nn.Linear | nn.Conv1d | nn.Conv2d, generator: torch.Generator) -> None:
     fan_in, _ = _fans(m.weight)
     bound = 1.0 / math.sqrt(fan_in)
     # Kaiming-uniform with a = sqrt(5) has the same bound 1/sqrt(fan_in) as the bias.

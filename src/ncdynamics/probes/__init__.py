@@ -11,6 +11,7 @@ from ._base import make_probe as make_probe
 from ._base import register_probe as register_probe
 from .collapse import CollapseAccumulator as CollapseAccumulator
 from .collapse import collapse_metrics as collapse_metrics
+from .collapse_reference import reference_collapse_metrics as reference_collapse_metrics
 from .elasticity import ElasticityProbe as ElasticityProbe
 from .elasticity import measure_elasticity as measure_elasticity
 from .geometry import PairAlignmentProbe as PairAlignmentProbe
@@ -30,6 +31,7 @@ from .ntk import Method as NTKMethod
 from .ntk import empirical_ntk as empirical_ntk
 from .ntk_probes import NTKAlignmentProbe as NTKAlignmentProbe
 from .ntk_probes import NTKBlocksProbe as NTKBlocksProbe
+from .ntk_reference import reference_ntk as reference_ntk
 from .performance import PerformanceProbe as PerformanceProbe
 from .performance import classification_loss as classification_loss
 
@@ -57,6 +59,8 @@ __all__ = [
     "PerformanceProbe",
     "classification_loss",
     "collapse_metrics",
+    "reference_collapse_metrics",
+    "reference_ntk",
     "Probe",
     "ProbeInput",
     "ProbeOutput",

@@ -13,8 +13,23 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
+import torch
+from torch import nn
 
-__all__ = ["Probe", "ProbeInput", "ProbeOutput", "available_probes", "make_probe", "register_probe"]
+__all__ = [
+    "FeatureFn",
+    "Probe",
+    "ProbeInput",
+    "ProbeOutput",
+    "available_probes",
+    "make_probe",
+    "register_probe",
+]
+
+
+#: ``feature_fn(model, x) -> (features, logits)``: features of shape (n, n_features) and
+#: logits of shape (n, n_outputs), with gradients (the Recorder's feature extractor).
+FeatureFn = Callable[[nn.Module, torch.Tensor], tuple[torch.Tensor, torch.Tensor]]
 
 
 @dataclass
@@ -26,27 +41,30 @@ class ProbeInput:
     model : torch.nn.Module
         The model, in eval mode while probes run.
     x : torch.Tensor of shape (n_samples, *input_shape)
+        On the model's device and in its dtype.
     y : torch.Tensor of shape (n_samples,), int64
     features : torch.Tensor of shape (n_samples, n_features)
-        Input of the classifier layer.
+        Input of the classifier layer (on the CPU).
     logits : torch.Tensor of shape (n_samples, n_outputs)
+        On the CPU.
     classifier : torch.nn.Linear or None
+        The classifier layer, when it is a Linear layer.
     num_classes : int
     step : int
         The record's step (epoch or iteration, per the schedule).
-    feature_fn : callable
+    feature_fn : callable, optional
         ``feature_fn(model, x) -> (features, logits)``, for probes that need gradients.
     """
 
-    model: Any
-    x: Any
-    y: Any
-    features: Any
-    logits: Any
-    classifier: Any
+    model: nn.Module
+    x: torch.Tensor
+    y: torch.Tensor
+    features: torch.Tensor
+    logits: torch.Tensor
+    classifier: nn.Linear | None
     num_classes: int
     step: int = 0
-    feature_fn: Callable[..., Any] | None = None
+    feature_fn: FeatureFn | None = None
 
 
 @dataclass

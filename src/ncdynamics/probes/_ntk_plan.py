@@ -10,7 +10,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["ChunkPlan", "Sizes", "plan_jacobian_chunks", "plan_vp_chunks", "result_entries"]
+__all__ = [
+    "ChunkPlan",
+    "Sizes",
+    "one_chunk_entries",
+    "plan_jacobian_chunks",
+    "plan_vp_chunks",
+    "result_entries",
+]
 
 SLACK = 32 * 2**20  # bytes: allocator granularity and small temporaries not modelled
 
@@ -82,6 +89,13 @@ def _transient(s: Sizes, n: int, o: int) -> int:
     return 5 * n * s.act + generic
 
 
+def one_chunk_entries(s: Sizes) -> int:
+    """Entries one sample and one output need beyond the result: a stored block and the
+    graph of its pass (the smallest chunk of ``plan_jacobian_chunks``, quoted when even it
+    does not fit)."""
+    return _store(s, 1, 1) + 5 * s.act + s.unfold
+
+
 def _contraction(s: Sizes, n: int, o: int) -> int:
     """Working memory while two blocks are contracted: one deferred layer's Jacobian per
     block and one unfolded input."""
@@ -97,7 +111,7 @@ def plan_jacobian_chunks(
     and one output fit.
     """
     sym = n2 is None
-    n2v = n1 if sym else n2
+    n2v = n1 if n2 is None else n2
     n_max = max(n1, n2v)
     res = result_entries(mode, n1, n2v, n_out)
     # Full mode pairs every output block with every other, so all outputs per block are

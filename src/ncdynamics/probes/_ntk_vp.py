@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import torch
 from torch import nn
-from torch.func import functional_call, jvp, vmap
+from torch.func import jvp, vmap
+
+from ._ntk_output import alias_names, call_with
 
 __all__ = ["vp_kernel"]
 
@@ -29,11 +31,12 @@ def vp_kernel(
     params = {n: p.detach() for n, p in named.items() if p.requires_grad and id(p) not in unused}
     consts = {n: p.detach() for n, p in named.items() if n not in params}
     consts.update(dict(wrapped.named_buffers()))
+    aliases = alias_names(wrapped)
     xb = x if x2 is None else x2
     n1, n2 = x.shape[0], xb.shape[0]
 
     def f_batch(p: dict[str, torch.Tensor], inp: torch.Tensor) -> torch.Tensor:
-        return functional_call(wrapped, {**consts, **p}, (inp,))  # (n, O)
+        return call_with(wrapped, {**consts, **p}, aliases, (inp,))  # (n, O)
 
     def f_one(p: dict[str, torch.Tensor], xj: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
         return f_batch(p, xj[None])[0].gather(0, b[None])[0]

@@ -19,35 +19,31 @@ within-class covariance ``Sigma_W`` (normalised by N) and between-class covarian
 - ``nc3_papyan``     the same distance squared (Papyan et al. 2020)
 - ``nc4``            fraction of samples where argmax(W h + b) != argmin_c ||h - mu_c||
 
-Streaming: :class:`CollapseAccumulator` merges per-batch class statistics with the pairwise
-(Chan et al.) update, so the within-class scatter is accumulated from class-centred rows
-and stays accurate near collapse, when class means are far larger than the spread. Each
-block of up to 4096 rows is handled one class at a time: the class's rows are gathered into
-a buffer that stays in the CPU cache, centred there, and added to a running scatter with an
-in-place symmetric rank-k update (``syrk``) in the input precision (float32 features use
-float32 GEMMs), moved to float64 every 65,536 rows (``_collapse_batch.ClassScatter``).
-NC4 takes a second pass with one GEMM per block against the classifier and the centred
-class means (``_collapse_batch.NearestMeanScorer``).
+:class:`CollapseAccumulator` streams the same metrics over batches (NC4 takes a second pass,
+since it needs the final class means); :func:`collapse_metrics` computes them in one call.
 
-One-shot on small input (a Recorder's probe set), :func:`collapse_metrics` takes one dense
-pass instead (``_collapse_dense``): a few GEMMs against the one-hot labels give the class
-statistics and the within-class residuals, and one GEMM of the residuals against the mean
-subspace and the classifier gives both NC1's projections and NC4.
+Both run on the fast paths of ``_fast_collapse_stream`` (blocks of rows, class-centred
+scatter) and ``_fast_collapse_dense`` (one dense pass on small input), whose docstrings give
+the implementation; ``collapse_reference`` holds the short, readable reference the tests
+compare them against.
 """
 
 from __future__ import annotations
 
 import functools
 import math
+import os
 from typing import Any
 
 import numpy as np
 import torch
+from numpy.typing import ArrayLike, NDArray
 
+from .._simplex import etf_gram
 from .._validation import check_array, check_int, check_labels
 from ._base import ProbeInput, ProbeOutput, register_probe
-from ._collapse_batch import ClassScatter, NearestMeanScorer, SquaresOverflow
-from ._collapse_dense import DenseStats, LabelPlan, dense_stats
+from ._fast_collapse_dense import DenseStats, LabelPlan, dense_stats
+from ._fast_collapse_stream import ClassScatter, NearestMeanScorer, SquaresOverflow
 
 __all__ = ["CollapseAccumulator", "collapse_metrics"]
 
@@ -57,8 +53,48 @@ _BATCH = 4096
 #: Recorder's probe set.
 _DENSE_MAX = 1 << 20
 
+#: What the array arguments accept: anything NumPy reads, or a torch tensor (any device).
+Features = ArrayLike | torch.Tensor
 
-def _as_array(x: Any, name: str, ndim: int, *, finite: bool = True) -> np.ndarray:
+
+def _memory_bytes() -> int:
+    """Physical memory of this machine in bytes (0 if unknown)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return 0
+
+
+def _check_class_memory(num_classes: int, n_features: int, name: str) -> None:
+    """Refuse a class count whose per-class statistics cannot fit in memory.
+
+    Counts the float64 arrays that exist at once when the metrics are computed: (C, d)
+    means, scatters and block statistics, the (C, C) Gram, cosines and ETF target, and the
+    (C (C - 1) / 2, d) differences of class-mean pairs. A single stray label of 10^9 would
+    otherwise start allocating tens of gigabytes before failing.
+    """
+    C, d = num_classes, max(n_features, 1)
+    pairs = C * (C - 1) // 2
+    need = 8 * (6 * C * d + 5 * C * C + pairs * (2 * d + 3))
+    have = _memory_bytes()
+    if have and need > have:
+        largest = f" (largest label {C - 1})" if name == "labels" else ""
+        raise ValueError(
+            f"`{name}` gives {C} classes{largest}: their statistics for {d} features would "
+            f"need about {need / 2**30:.3g} GiB, more than this machine's {have / 2**30:.3g} "
+            "GiB. Number the classes 0..C-1."
+        )
+
+
+def _check_rows_and_columns(shape: tuple[int, ...], name: str) -> None:
+    """Refuse a 2-D feature array without rows or without columns."""
+    if len(shape) == 2 and shape[0] == 0:
+        raise ValueError(f"`{name}` must hold at least one sample (row); got shape {shape}.")
+    if len(shape) == 2 and shape[1] == 0:
+        raise ValueError(f"`{name}` must have at least one column (feature); got shape {shape}.")
+
+
+def _as_array(x: Features, name: str, ndim: int, *, finite: bool = True) -> np.ndarray:
     """A CPU float array view of ``x`` (NumPy or torch; half precision is upcast).
 
     With ``finite=False`` the caller checks finiteness itself (the accumulator checks the
@@ -108,12 +144,14 @@ class CollapseAccumulator:
         self,
         num_classes: int,
         *,
-        weight: Any = None,
-        bias: Any = None,
+        weight: Features | None = None,
+        bias: Features | None = None,
         nc1_divide_by_classes: bool = True,
         etf_normalize_means: bool = False,
     ) -> None:
         self.num_classes = check_int(num_classes, "num_classes", low=2)
+        n_features = 1 if weight is None else int(np.shape(weight)[-1])
+        _check_class_memory(self.num_classes, n_features, "num_classes")
         self.weight = None if weight is None else _as_array(weight, "weight", 2).astype(np.float64)
         self.bias = None if bias is None else _as_array(bias, "bias", 1).astype(np.float64)
         if self.weight is not None and self.weight.shape[0] != num_classes:
@@ -138,6 +176,7 @@ class CollapseAccumulator:
         self._dense: DenseStats | None = None  # set by collapse_metrics on small input
 
     def _init(self, d: int) -> None:
+        _check_class_memory(self.num_classes, d, "num_classes")
         self.dim = d
         if self.weight is not None and self.weight.shape[1] != d:
             raise ValueError(
@@ -147,8 +186,29 @@ class CollapseAccumulator:
         self.mean = np.zeros((self.num_classes, d))
         self.m2 = np.zeros((self.num_classes, d))
 
-    def _check_batch(self, features: Any, labels: Any) -> tuple[np.ndarray, np.ndarray]:
+    def _features(self) -> int:
+        """The feature count, once the first batch has set it."""
+        if self.dim is None:
+            raise ValueError("no features were added; call `update` with at least one batch.")
+        return self.dim
+
+    def _statistics(self) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+        """``(count, mean, m2)`` so far: shapes (C,), (C, d), (C, d), float64.
+
+        Raises
+        ------
+        ValueError
+            If no batch was added yet.
+        """
+        if self.mean is None or self.m2 is None:
+            raise ValueError("no features were added; call `update` with at least one batch.")
+        return self.count, self.mean, self.m2
+
+    def _check_batch(
+        self, features: Features, labels: Features | LabelPlan
+    ) -> tuple[np.ndarray, np.ndarray]:
         h = _as_array(features, "features", 2, finite=False)
+        _check_rows_and_columns(h.shape, "features")
         if isinstance(labels, LabelPlan):  # checked already; only the length can differ
             y = labels.y
             if y.size != h.shape[0]:
@@ -165,7 +225,7 @@ class CollapseAccumulator:
             )
         return h, y
 
-    def update(self, features: Any, labels: Any) -> CollapseAccumulator:
+    def update(self, features: Features, labels: Features) -> CollapseAccumulator:
         """Add a batch: features of shape (n, d), labels of shape (n,)."""
         h, y = self._check_batch(features, labels)
         if self.dim is None:
@@ -178,7 +238,7 @@ class CollapseAccumulator:
     def _scatter(self, dtype: np.dtype) -> ClassScatter:
         """The pooled scatter that takes blocks of ``dtype`` (made on first use)."""
         if dtype not in self._scatters:
-            self._scatters[dtype] = ClassScatter(self.dim, _BATCH, dtype)
+            self._scatters[dtype] = ClassScatter(self._features(), _BATCH, dtype)
         return self._scatters[dtype]
 
     def _update_block(self, h: np.ndarray, y: np.ndarray, start: int) -> None:
@@ -208,8 +268,8 @@ class CollapseAccumulator:
         self.mean += delta * np.divide(n_b, n, out=np.zeros(C), where=present)[:, None]
         self.count = n
 
-    def _update_dense(self, features: Any, labels: Any) -> None:
-        """The statistics of one small (n, d) array in one dense pass (``_collapse_dense``)
+    def _update_dense(self, features: Features, labels: Features | LabelPlan) -> None:
+        """The statistics of one small (n, d) array in one dense pass (``_fast_collapse_dense``)
         instead of the streaming machinery; NC4 then comes with :meth:`compute`. Same result
         as :meth:`update` and :meth:`update_nc4` (to the input precision)."""
         h, y = self._check_batch(features, labels)
@@ -226,9 +286,12 @@ class CollapseAccumulator:
         parts = [part.scatter() for part in self._scatters.values()]
         if self._dense is not None:
             parts.append(self._dense.scatter())
-        return sum(parts)
+        total = parts[0]
+        for part in parts[1:]:
+            total = total + part
+        return total
 
-    def update_nc4(self, features: Any, labels: Any) -> CollapseAccumulator:
+    def update_nc4(self, features: Features, labels: Features) -> CollapseAccumulator:
         """Second pass: count disagreements of the classifier and the nearest class mean."""
         if self.weight is None:
             raise ValueError("`weight` is required for NC4; pass it to CollapseAccumulator.")
@@ -240,8 +303,10 @@ class CollapseAccumulator:
 
     def _score_nc4(self, h: np.ndarray) -> None:
         if self._nc4 is None:
+            if self.weight is None:
+                raise ValueError("`weight` is required for NC4; pass it to CollapseAccumulator.")
             b = np.zeros(self.num_classes) if self.bias is None else self.bias
-            self._nc4 = NearestMeanScorer(self.weight, b, self.mean, self.count)
+            self._nc4 = NearestMeanScorer(self.weight, b, self._statistics()[1], self.count)
         for start in range(0, h.shape[0], _BATCH):
             hb = h[start : start + _BATCH]  # (B, d)
             self.nc4_mismatch += self._nc4.mismatches(hb)
@@ -303,7 +368,7 @@ def _mean_subspace(
 def _class_pair_constants(C: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Row and column indices of the class pairs c < c', the off-diagonal mask, the ETF Gram."""
     i, j = np.triu_indices(C, 1)
-    etf = (np.eye(C) - 1.0 / C) / np.sqrt(C - 1)
+    etf = etf_gram(C)
     off = ~np.eye(C, dtype=bool)
     for a in (i, j, off, etf):
         a.flags.writeable = False
@@ -324,7 +389,7 @@ def _metrics_from_stats(acc: CollapseAccumulator) -> dict[str, float]:
 def _metrics_from_stats_unchecked(acc: CollapseAccumulator) -> dict[str, float]:
     # The statistics are small (C x d, C x C): NumPy has less per-call overhead than torch.
     C = acc.num_classes
-    counts, mu = acc.count, acc.mean  # (C,), (C, d)
+    counts, mu, m2 = acc._statistics()  # (C,), (C, d), (C, d)
     n_total = float(counts.sum())
     M = (mu - counts @ mu / n_total).T  # (d, C) centred class means
     gram = M.T @ M  # (C, C) Gram of the centred means
@@ -347,10 +412,10 @@ def _metrics_from_stats_unchecked(acc: CollapseAccumulator) -> dict[str, float]:
     sq_norms = gram.diagonal()
     out: dict[str, float] = {
         "nc1": nc1 / C if acc.nc1_divide_by_classes else nc1,
-        "within_trace": float(acc.m2.sum()) / n_total,
+        "within_trace": float(m2.sum()) / n_total,
         "between_trace": float(sq_norms.sum() / C),
     }
-    var = np.maximum(acc.m2 / counts[:, None], 0.0)  # (C, d) population variances
+    var = np.maximum(m2 / counts[:, None], 0.0)  # (C, d) population variances
     out["nc1_std"] = float(np.sqrt(var).mean())
     v_c = var.sum(1)  # (C,) mean squared distance to the class mean
     i, j, off_diagonal, etf = _class_pair_constants(C)
@@ -377,16 +442,29 @@ def _metrics_from_stats_unchecked(acc: CollapseAccumulator) -> dict[str, float]:
 
 
 def collapse_metrics(
-    features: Any,
-    labels: Any,
-    weight: Any = None,
-    bias: Any = None,
+    features: Features,
+    labels: Features,
+    weight: Features | None = None,
+    bias: Features | None = None,
     *,
     num_classes: int | None = None,
     nc1_divide_by_classes: bool = True,
     etf_normalize_means: bool = False,
 ) -> dict[str, float]:
     """NC1--NC4 of a feature matrix in one call.
+
+    With class means ``mu_c``, global mean ``mu_G``, centred means ``M = [mu_c - mu_G]``
+    (d x C), ``Sigma_W`` the within-class covariance (normalised by N) and
+    ``Sigma_B = M M^T / C``, the main keys are (all of them in the module docstring and
+    ``docs/metrics.md``)::
+
+        nc1     = Tr(Sigma_W Sigma_B^+) / C                 (Papyan et al. 2020)
+        nc2_etf = || G / ||G||_F - (I - 11^T/C) / sqrt(C-1) ||_F,   G = M^T M
+        nc3     = || M / ||M||_F - W^T / ||W||_F ||_F         (Seleznova et al. 2023)
+        nc4     = mean over samples of [argmax(W h + b) != argmin_c ||h - mu_c||]
+
+    ``Sigma_B^+`` keeps the top C - 1 singular directions of ``M`` (the count-weighted
+    centred means sum to zero) and drops singular values below 1e-8 of the largest.
 
     Parameters
     ----------
@@ -399,12 +477,28 @@ def collapse_metrics(
     bias : array_like of shape (num_classes,), optional
     num_classes : int, optional
         Defaults to ``max(labels) + 1`` (or the rows of ``weight``).
-    nc1_divide_by_classes, etf_normalize_means : bool
-        Conventions, see :class:`CollapseAccumulator` and ``docs/metrics.md``.
+    nc1_divide_by_classes : bool, default=True
+        Divide the NC1 trace by C (Papyan's definition); ``False`` gives the plain trace.
+    etf_normalize_means : bool, default=False
+        Column-normalise ``M`` before comparing its Gram with the ETF in ``nc2_etf``.
 
     Returns
     -------
     dict of str to float
+        ``nc1``, ``nc1_std``, ``cdnv``, ``nc2_equinorm``, ``nc2_equiangular``,
+        ``nc2_maxangle``, ``nc2_etf``, ``within_trace``, ``between_trace``; with ``weight``
+        also ``nc3``, ``nc3_papyan`` and ``nc4``. Degenerate geometry (two equal class
+        means, a zero classifier) gives ``inf`` or ``nan`` for the metrics that divide by it.
+
+    Raises
+    ------
+    ValueError
+        Empty or non-finite features, labels out of range or of the wrong length, a class
+        with fewer than 2 samples, or a class count whose statistics cannot fit in memory.
+
+    See Also
+    --------
+    ncdynamics.probes.collapse_reference.reference_collapse_metrics : the readable reference.
 
     Examples
     --------
@@ -417,12 +511,18 @@ def collapse_metrics(
     >>> round(m["nc1"], 12), round(m["nc2_etf"], 12), round(m["nc3"], 12), m["nc4"]
     (0.0, 0.0, 0.0, 0.0)
     """
+    shape = tuple(features.shape) if isinstance(features, torch.Tensor) else np.shape(features)
+    _check_rows_and_columns(shape, "features")
+    n_labels = labels.numel() if isinstance(labels, torch.Tensor) else np.size(labels)
+    if n_labels == 0:
+        raise ValueError("`labels` must hold one label per sample; got an empty array.")
     if num_classes is None:
         if weight is not None:
             num_classes = int(np.shape(weight)[0])
         else:
             lab = labels.detach().cpu().numpy() if isinstance(labels, torch.Tensor) else labels
             num_classes = int(check_labels(lab, "labels").max()) + 1
+            _check_class_memory(num_classes, shape[-1] if shape else 1, "labels")
     acc = CollapseAccumulator(
         num_classes,
         weight=weight,
@@ -433,7 +533,9 @@ def collapse_metrics(
     return _one_shot(acc, features, labels)
 
 
-def _one_shot(acc: CollapseAccumulator, features: Any, labels: Any) -> dict[str, float]:
+def _one_shot(
+    acc: CollapseAccumulator, features: Features, labels: Features | LabelPlan
+) -> dict[str, float]:
     """Fill a fresh accumulator from one feature array and compute the metrics."""
     shape = features.shape if hasattr(features, "shape") else np.shape(features)
     if math.prod(shape) <= _DENSE_MAX:
@@ -459,7 +561,7 @@ class CollapseProbe:
         }
         self._labels: LabelPlan | None = None  # the last probe set's, reused while it is equal
 
-    def _checked_labels(self, y: Any, num_classes: int) -> LabelPlan:
+    def _checked_labels(self, y: Features, num_classes: int) -> LabelPlan:
         y_np = y.detach().cpu().numpy() if isinstance(y, torch.Tensor) else np.asarray(y)
         last = self._labels
         if (

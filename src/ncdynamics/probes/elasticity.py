@@ -16,17 +16,16 @@ the same-class mean of it exceeds the other-class mean, i.e. ``ratio`` > 1. The 
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 import numpy as np
 import torch
 import torch.nn.functional as F
-from numpy.typing import NDArray
+from numpy.typing import ArrayLike, NDArray
 
 from .._validation import check_int, check_labels, check_option, check_scalar
-from ._base import ProbeInput, ProbeOutput, register_probe
+from ._base import FeatureFn, ProbeInput, ProbeOutput, register_probe
 
 __all__ = ["ElasticityProbe", "ElasticityResult", "measure_elasticity"]
 
@@ -64,15 +63,17 @@ class ElasticityResult:
 
 
 def _default_fn(model: torch.nn.Module, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    if hasattr(model, "features") and hasattr(model, "classifier"):
-        h = model.features(x)
-        return h.flatten(1), model.classifier(h)
+    features = getattr(model, "features", None)
+    classifier = getattr(model, "classifier", None)
+    if features is not None and classifier is not None:
+        h = features(x)
+        return h.flatten(1), classifier(h)
     out = model(x)
     return out, out
 
 
 def choose_sources(
-    y: Any, n_per_class: int, *, generator: np.random.Generator, num_classes: int
+    y: ArrayLike, n_per_class: int, *, generator: np.random.Generator, num_classes: int
 ) -> NDArray[np.int64]:
     """``n_per_class`` random indices of every class (fewer where a class is smaller)."""
     y = np.asarray(y)
@@ -89,10 +90,10 @@ def measure_elasticity(
     y: torch.Tensor,
     *,
     lr: float = 0.005,
-    sources: Any = None,
+    sources: ArrayLike | None = None,
     n_sources_per_class: int = 5,
     target: Literal["logits", "features"] = "logits",
-    feature_fn: Callable[..., Any] | None = None,
+    feature_fn: FeatureFn | None = None,
     num_classes: int | None = None,
     seed: int = 0,
 ) -> ElasticityResult:

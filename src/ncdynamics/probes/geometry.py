@@ -15,12 +15,13 @@ family) or be an :class:`ncdynamics.models.MLP`. Everything is computed under
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import torch
-from numpy.typing import NDArray
+from numpy.typing import ArrayLike, NDArray
 from torch import nn
 
 from .._validation import check_array, check_int
@@ -41,20 +42,27 @@ __all__ = [
 
 
 def _mlp_hidden(model: nn.Module, x: torch.Tensor) -> tuple[list[torch.Tensor], torch.Tensor]:
+    body = model.get_submodule("body")
+    if not isinstance(body, nn.Sequential):  # checked by the callers
+        raise TypeError(f"`model.body` must be an nn.Sequential; got {type(body).__name__}.")
     h = x.flatten(1)
     outs = []
-    for i, m in enumerate(model.body):
+    for i, m in enumerate(body):
         h = m(h)
         if i % 2 == 1:  # after each activation
             outs.append(h)
-    return outs, model.classifier(h)
+    return outs, model.get_submodule("classifier")(h)
 
 
 def _all_hidden(
     model: nn.Module, x: torch.Tensor, pre_activation: bool = False
 ) -> tuple[list[torch.Tensor], torch.Tensor]:
-    if hasattr(model, "hidden_layers"):
-        return model.hidden_layers(x, pre_activation=pre_activation)
+    hidden_layers = getattr(model, "hidden_layers", None)
+    if hidden_layers is not None:
+        out: tuple[list[torch.Tensor], torch.Tensor] = hidden_layers(
+            x, pre_activation=pre_activation
+        )
+        return out
     if hasattr(model, "body") and isinstance(model.body, nn.Sequential) and not pre_activation:
         return _mlp_hidden(model, x)
     raise TypeError(
@@ -65,8 +73,9 @@ def _all_hidden(
 
 def model_depth(model: nn.Module) -> int:
     """Number of hidden layers of a supported model."""
-    if hasattr(model, "depth"):
-        return int(model.depth)
+    depth = getattr(model, "depth", None)
+    if depth is not None:
+        return int(depth)
     if hasattr(model, "body") and isinstance(model.body, nn.Sequential):
         return len(model.body) // 2
     raise TypeError(
@@ -110,7 +119,7 @@ class PairObservables:
     loss: float
 
 
-def pair_observables_from(h: Any, out: Any, targets: Any) -> PairObservables:
+def pair_observables_from(h: ArrayLike, out: ArrayLike, targets: ArrayLike) -> PairObservables:
     """Pair observables from hidden activations and outputs of the two points.
 
     Parameters
@@ -135,7 +144,7 @@ def pair_observables_from(h: Any, out: Any, targets: Any) -> PairObservables:
 def pair_observables(
     model: nn.Module,
     x_pair: torch.Tensor,
-    targets: Any,
+    targets: ArrayLike,
     *,
     layer: int | None = None,
     pre_activation: bool = False,
@@ -158,7 +167,7 @@ def pair_observables(
     return pair_observables_from(h, out, targets)
 
 
-def squared_distances(z: Any) -> NDArray[np.float64]:
+def squared_distances(z: ArrayLike) -> NDArray[np.float64]:
     """Matrix of squared Euclidean distances (float64), shape (n, n), zero diagonal.
 
     Parameters
@@ -190,7 +199,11 @@ class TaylorTerms:
 
 
 def taylor_terms(
-    fn: Any, xi: torch.Tensor, xj: torch.Tensor, *, method: str = "difference"
+    fn: Callable[[torch.Tensor], torch.Tensor],
+    xi: torch.Tensor,
+    xj: torch.Tensor,
+    *,
+    method: str = "difference",
 ) -> TaylorTerms:
     """First- against second-order Taylor terms of ``fn`` between pairs (Fig. 14, App. C.4).
 
@@ -231,7 +244,8 @@ def taylor_terms(
     else:
 
         def both(x: torch.Tensor, u: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-            return jvp(lambda y: jvp(fn, (y,), (u,))[1], (x,), (u,))
+            out = jvp(lambda y: jvp(fn, (y,), (u,))[1], (x,), (u,))
+            return out[0], out[1]  # f'(x) u and u^T f''(x) u
 
         d1, d2 = vmap(both)(m, v)
     first = torch.linalg.vector_norm(d1.flatten(1), dim=1)
@@ -258,7 +272,10 @@ class PairAlignmentProbe:
     name = "pair_alignment"
 
     def __init__(
-        self, pair: tuple[int, int] = (0, 1), targets: Any = None, layer: int | None = None
+        self,
+        pair: tuple[int, int] = (0, 1),
+        targets: ArrayLike | None = None,
+        layer: int | None = None,
     ) -> None:
         self.pair = (check_int(pair[0], "pair[0]", low=0), check_int(pair[1], "pair[1]", low=0))
         self.targets = None if targets is None else check_array(targets, "targets", ndim=2)

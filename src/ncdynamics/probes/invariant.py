@@ -34,9 +34,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import torch
+from numpy.typing import ArrayLike
 
 from .._validation import check_array, check_int, check_labels, check_option, check_scalar
 from ._base import ProbeInput, ProbeOutput, register_probe
+from ._ntk_output import NamedOutput
 from .kernels import ESTIMATORS, kernel_block_stats
 from .ntk import Method, empirical_ntk
 from .ntk_probes import class_ordered_subset
@@ -85,7 +88,12 @@ class InvariantMetrics:
 
 
 def invariant_metrics(
-    features: Any, labels: Any, weight: Any, kappas: Any, *, num_classes: int | None = None
+    features: ArrayLike,
+    labels: ArrayLike,
+    weight: ArrayLike,
+    kappas: ArrayLike,
+    *,
+    num_classes: int | None = None,
 ) -> InvariantMetrics:
     """Invariant norm and alignment of [1], eqs. (26), (28), as in spec §2.5.
 
@@ -190,7 +198,7 @@ class InvariantProbe:
         self.method = check_option(method, "method", [m.value for m in Method])
         self.memory_budget = memory_budget
 
-    def _kernel(self, inp: ProbeInput, x: Any, output: str) -> np.ndarray:
+    def _kernel(self, inp: ProbeInput, x: torch.Tensor, output: NamedOutput) -> np.ndarray:
         k = empirical_ntk(
             inp.model,
             x,
@@ -274,7 +282,7 @@ def _degenerate(K: np.ndarray) -> bool:
     """True when the traced kernel is zero after centring (its alignment is undefined)."""
     T = K.sum(axis=0)  # (N, N)
     Tc = T - T.mean(axis=0) - T.mean(axis=1, keepdims=True) + T.mean()
-    return bool(np.linalg.norm(Tc) <= 1e-12 * max(np.linalg.norm(T), 1e-300))
+    return bool(np.linalg.norm(Tc) <= 1e-12 * max(float(np.linalg.norm(T)), 1e-300))
 
 
 @register_probe("ntk_invariant")

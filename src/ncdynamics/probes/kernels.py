@@ -28,9 +28,10 @@ References
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .._validation import check_array, check_labels, check_option
 
@@ -93,7 +94,7 @@ class KernelBlockStats:
     n_outputs: int
 
 
-def _kernel(K: Any, name: str = "K") -> np.ndarray:
+def _kernel(K: ArrayLike, name: str = "K") -> np.ndarray:
     arr = check_array(K, name, dtype=np.float64)
     if arr.ndim not in (2, 3, 4):
         raise ValueError(
@@ -113,7 +114,7 @@ def _diagonal_blocks(K: np.ndarray) -> np.ndarray:
     return K if K.ndim == 3 else K[None]
 
 
-def trace_kernel(K: Any, *, average: bool = False) -> np.ndarray:
+def trace_kernel(K: ArrayLike, *, average: bool = False) -> np.ndarray:
     """Traced kernel ``sum_a Theta_aa`` of shape (n1, n2) ([1], Fig. 1a,b).
 
     Parameters
@@ -128,7 +129,7 @@ def trace_kernel(K: Any, *, average: bool = False) -> np.ndarray:
     return out / blocks.shape[0] if average else out
 
 
-def block_norms(K: Any) -> np.ndarray:
+def block_norms(K: ArrayLike) -> np.ndarray:
     """Frobenius norms ``||Theta_ab(X)||_F`` of the output-pair blocks, shape (O, O).
 
     Parameters
@@ -140,7 +141,7 @@ def block_norms(K: Any) -> np.ndarray:
     return np.sqrt(np.einsum("ijab,ijab->ab", arr, arr))
 
 
-def _square_labels(K: np.ndarray, labels: Any) -> np.ndarray:
+def _square_labels(K: np.ndarray, labels: ArrayLike) -> np.ndarray:
     n1, n2 = K.shape[:2] if K.ndim != 3 else K.shape[1:]
     if n1 != n2:
         raise ValueError(
@@ -168,7 +169,7 @@ def _half_split(y: np.ndarray) -> tuple[list[np.ndarray], list[np.ndarray]]:
 
 
 def block_values(
-    K: Any, labels: Any, *, estimator: Literal["exact", "half-split"] = "exact"
+    K: ArrayLike, labels: ArrayLike, *, estimator: Literal["exact", "half-split"] = "exact"
 ) -> BlockValues:
     """Same-sample, same-class and different-class values of a kernel ([1], Def. 3.1).
 
@@ -207,8 +208,8 @@ def block_values(
 
 
 def kernel_alignment(
-    K: Any,
-    labels: Any,
+    K: ArrayLike,
+    labels: ArrayLike,
     *,
     centered: bool = False,
     estimator: Literal["exact", "half-split"] = "exact",
@@ -268,7 +269,7 @@ def _alignment_half_split(k2: np.ndarray, y: np.ndarray) -> float:
     return float(inner / (norm_k * np.sqrt(k * k * n_cls)))
 
 
-def block_kernel_fit(K: Any, labels: Any) -> np.ndarray:
+def block_kernel_fit(K: ArrayLike, labels: ArrayLike) -> np.ndarray:
     """The block kernel ``d I + c (Y^T Y - I) + n (11^T - Y^T Y)`` of ``K``'s exact values."""
     v = block_values(K, labels)
     y = check_labels(labels, "labels")
@@ -279,7 +280,7 @@ def block_kernel_fit(K: Any, labels: Any) -> np.ndarray:
 
 
 def kernel_block_stats(
-    K: Any, labels: Any, *, estimator: Literal["exact", "half-split"] = "exact"
+    K: ArrayLike, labels: ArrayLike, *, estimator: Literal["exact", "half-split"] = "exact"
 ) -> KernelBlockStats:
     """Traced kernel, block norms, block values, alignments and block residual of ``K``.
 
@@ -309,10 +310,10 @@ def kernel_block_stats(
 
 
 def logit_ntk_from_features(
-    feature_kernel: Any,
-    weight: Any,
-    features: Any,
-    features2: Any = None,
+    feature_kernel: ArrayLike,
+    weight: ArrayLike,
+    features: ArrayLike,
+    features2: ArrayLike | None = None,
     *,
     bias: bool = True,
     mode: Literal["full", "diagonal", "trace"] = "full",

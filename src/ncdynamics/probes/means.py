@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .._validation import check_labels
 from ._base import ProbeInput, ProbeOutput, register_probe
@@ -17,7 +18,7 @@ from ._base import ProbeInput, ProbeOutput, register_probe
 __all__ = ["ClassMeansProbe", "class_means"]
 
 
-def class_means(values: Any, labels: Any, num_classes: int) -> np.ndarray:
+def class_means(values: ArrayLike, labels: ArrayLike, num_classes: int) -> np.ndarray:
     """Float64 means of the rows of ``values`` (n, k) per class; shape (num_classes, k).
 
     Every class must occur in ``labels``: a class mean of no sample is undefined.

@@ -31,27 +31,34 @@ References
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Literal, NoReturn
 
 import numpy as np
 import torch
 from torch import nn
-from torch.func import functional_call, jacrev, vmap
+from torch.func import jacrev, vmap
 
 from .._validation import check_finite_tensor, check_int, check_option
-from ..models.features import find_classifier
 from ..models.modes import eval_mode
-from . import _ntk_layers as _layers
-from ._ntk_contract import Block, contract, merge_small
-from ._ntk_plan import Sizes, plan_jacobian_chunks, plan_vp_chunks, result_entries
+from . import _fast_ntk_layers as _layers
+from ._fast_ntk_contract import Block, contract, merge_small
+from ._ntk_output import OUTPUTS, Output, SelectedOutput, alias_names, call_with
+from ._ntk_plan import (
+    ChunkPlan,
+    Sizes,
+    one_chunk_entries,
+    plan_jacobian_chunks,
+    plan_vp_chunks,
+    result_entries,
+)
 from ._ntk_vp import vp_kernel
 
-__all__ = ["DEFAULT_MEMORY_BUDGET", "Method", "empirical_ntk"]
+__all__ = ["DEFAULT_MEMORY_BUDGET", "Method", "Mode", "empirical_ntk"]
 
 MODES = ("full", "diagonal", "trace")
-OUTPUTS = ("logits", "features")
+#: Layout of the returned kernel (see the module docstring).
+Mode = Literal["full", "diagonal", "trace"]
 DEFAULT_MEMORY_BUDGET = 2 * 2**30  # bytes
 
 
@@ -71,68 +78,22 @@ class Method(StrEnum):
     - ``JACOBIAN``: per-sample Jacobians with ``vmap(jacrev(functional_call))``, chunked over
       samples and outputs, contracted with one GEMM per block pair. Cost about N O backward
       passes plus 2 N^2 O^2 P flops (full) or 2 N^2 O P (diagonal, trace); memory N O P.
-      The generic reference.
+      Works on any model (the fallback of ``LAYERWISE``).
     - ``NTK_VP``: NTK-vector products: for each column (j, b), the gradient of f_b(x2_j)
       (one vjp) pushed forward through all of x (one jvp). No Jacobian is stored; memory
       about k (P + N A) for k columns at a time; cost N2 O batched jvps over x. Wins only
       when P is so large that the Jacobian does not fit.
     - ``AUTO`` (default): ``LAYERWISE`` when one chunk fits the memory budget, otherwise
       ``NTK_VP``.
+
+    The tests compare every method with the readable, unchunked Jacobian contraction of
+    :func:`ncdynamics.probes.ntk_reference.reference_ntk`.
     """
 
     AUTO = "auto"
     LAYERWISE = "layerwise"
     JACOBIAN = "jacobian"
     NTK_VP = "ntk-vp"
-
-
-class _Output(nn.Module):
-    """Wraps ``model`` so that ``forward(x)`` returns the chosen output, shape (n, n_out)."""
-
-    def __init__(
-        self, model: nn.Module, output: str | Callable[[Any], torch.Tensor], layer: str | None
-    ) -> None:
-        super().__init__()
-        self.model = model
-        self.output = output
-        self.layer = layer
-        if output == "features" and (
-            layer is not None or not callable(getattr(model, "features", None))
-        ):
-            # not registered as a submodule: its parameters belong to ``model`` already
-            object.__setattr__(self, "_clf", find_classifier(model, layer))
-
-    def _features(self, x: torch.Tensor) -> torch.Tensor:
-        if self.layer is None and callable(getattr(self.model, "features", None)):
-            return self.model.features(x)
-        store: list[torch.Tensor] = []
-        handle = self._clf.register_forward_pre_hook(lambda _m, a: store.append(a[0]))
-        try:
-            self.model(x)
-        finally:
-            handle.remove()
-        if not store:
-            raise ValueError("`output`='features': the classifier layer was not called.")
-        return store[0]
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if self.output == "features":
-            out = self._features(x).flatten(1)
-        elif self.output == "logits":
-            out = self.model(x)
-        else:
-            out = self.output(self.model(x))
-        if not isinstance(out, torch.Tensor):
-            raise TypeError(
-                f"`output` must yield a tensor of shape (n, n_outputs); got "
-                f"{type(out).__name__}. Pass output=callable to select one."
-            )
-        if out.dim() != 2:
-            raise ValueError(
-                f"`output` must have shape (n, n_outputs) with a class axis; got shape "
-                f"{tuple(out.shape)}. Pass output=lambda y: y.reshape(len(y), -1) or similar."
-            )
-        return out
 
 
 def _flat(c: _layers.Chunk) -> list[tuple[torch.Tensor | None, bool]]:
@@ -145,16 +106,28 @@ def _flat(c: _layers.Chunk) -> list[tuple[torch.Tensor | None, bool]]:
     return out
 
 
+def _present(t: torch.Tensor | None) -> torch.Tensor:
+    """A chunk tensor that ``_flat`` never leaves out (layer gradients and conv inputs)."""
+    if t is None:
+        raise RuntimeError("a structured Jacobian block lost one of its tensors.")
+    return t
+
+
 def _unflat(c: _layers.Chunk, ts: list[torch.Tensor | None]) -> _layers.Chunk:
     """A chunk like ``c`` holding the tensors ``ts`` (in the order of ``_flat``)."""
     it = iter(ts)
     small = next(it)
-    deferred = [_layers.Deferred(d.module, d.kind, next(it), next(it)) for d in c.deferred]
-    factors = [_layers.Factor(next(it), fac.bias, next(it)) for fac in c.factors]
+    deferred = [
+        _layers.Deferred(d.module, d.kind, _present(next(it)), _present(next(it)))
+        for d in c.deferred
+    ]
+    factors = [_layers.Factor(next(it), fac.bias, _present(next(it))) for fac in c.factors]
     return _layers.Chunk(small, deferred, factors)
 
 
-def _allocate(parts: list[tuple[torch.Tensor | None, bool]], n: int, o: int) -> list:
+def _allocate(
+    parts: list[tuple[torch.Tensor | None, bool]], n: int, o: int
+) -> list[torch.Tensor | None]:
     """Empty tensors for a whole block of ``n`` samples and ``o`` outputs, shaped like the
     chunk tensors ``parts`` (with or without an output axis)."""
     return [
@@ -170,7 +143,7 @@ def _allocate(parts: list[tuple[torch.Tensor | None, bool]], n: int, o: int) -> 
 class _Engine:
     """Shared state of one call: wrapped model, parameter split, per-chunk Jacobians."""
 
-    def __init__(self, wrapped: _Output, plan: _layers.LayerPlan, n_out: int) -> None:
+    def __init__(self, wrapped: SelectedOutput, plan: _layers.LayerPlan, n_out: int) -> None:
         self.wrapped = wrapped
         self.plan = plan
         self.n_out = n_out
@@ -181,19 +154,22 @@ class _Engine:
         }
         self.consts = {k: p.detach() for k, p in named.items() if k not in self.generic}
         self.consts.update(dict(wrapped.named_buffers()))
+        self.aliases = alias_names(wrapped)
         self.p_generic = sum(p.numel() for p in self.generic.values())
 
     def _generic_jac(self, x: torch.Tensor, out_idx: torch.Tensor) -> list[torch.Tensor]:
         """Per-sample Jacobian pieces (n, o, p) of the generic parameters (torch.func)."""
-        consts, wrapped = self.consts, self.wrapped
+        consts, wrapped, aliases = self.consts, self.wrapped, self.aliases
 
         def f1(p: dict[str, torch.Tensor], xi: torch.Tensor) -> torch.Tensor:
-            return functional_call(wrapped, {**consts, **p}, (xi[None],))[0, out_idx]  # (o,)
+            return call_with(wrapped, {**consts, **p}, aliases, (xi[None],))[0, out_idx]  # (o,)
 
         jac = vmap(jacrev(f1), in_dims=(None, 0))(self.generic, x)  # name -> (n, o, *shape)
         return [j.reshape(j.shape[0], j.shape[1], -1) for j in jac.values()]
 
-    def _chunk(self, x: torch.Tensor, idx: torch.Tensor) -> tuple[_layers.Chunk, list]:
+    def _chunk(
+        self, x: torch.Tensor, idx: torch.Tensor
+    ) -> tuple[_layers.Chunk, list[torch.Tensor]]:
         """Structured part and generic pieces (n, o, p) of samples ``x`` and outputs ``idx``."""
         chunk = _layers.Chunk(None, [], [])
         if self.plan.modules:
@@ -205,11 +181,12 @@ class _Engine:
         """Jacobian block of all of ``x`` (n, ...) and outputs ``out_idx``, in chunks written
         into tensors allocated once for the whole block (no concatenation)."""
         n, o = x.shape[0], out_idx.numel()
+        first: _layers.Chunk | None = None
+        full: list[torch.Tensor | None] = []
         if n_chunk >= n and o_chunk >= o:  # one chunk: its tensors as they are
             first, generic = self._chunk(x, out_idx)
-            full = [p for p, _ in _flat(first)] + generic
+            full = [p for p, _ in _flat(first)] + list(generic)
         else:
-            first, full = None, []
             for s in range(0, n, n_chunk):
                 for t in range(0, o, o_chunk):
                     chunk, generic = self._chunk(x[s : s + n_chunk], out_idx[t : t + o_chunk])
@@ -218,13 +195,17 @@ class _Engine:
                         first, full = chunk, _allocate(parts, n, o)
                     for dst, (p, has_o) in zip(full, parts, strict=True):
                         if p is not None and has_o:
-                            dst[s : s + n_chunk, t : t + o_chunk] = p
+                            _present(dst)[s : s + n_chunk, t : t + o_chunk] = p
                         elif p is not None:
-                            dst[s : s + n_chunk] = p
+                            _present(dst)[s : s + n_chunk] = p
                     del chunk, generic, parts
+        if first is None:
+            raise ValueError(f"`x` must hold at least one sample; got shape {tuple(x.shape)}.")
         n_struct = len(_flat(first))
         blk = _unflat(first, full[:n_struct])
-        mats = ([blk.small] if blk.small is not None else []) + full[n_struct:]
+        mats = ([blk.small] if blk.small is not None else []) + [
+            _present(t) for t in full[n_struct:]
+        ]
         return Block(merge_small(mats), blk.deferred, blk.factors, n, o, x.dtype, x.device)
 
     def sizes(self) -> Sizes:
@@ -236,8 +217,7 @@ class _Engine:
                 int(p.numel())
                 for m in pl.modules
                 if pl.modules[m] == "factored"
-                for p in (m.weight, m.bias)
-                if p is not None and p.requires_grad
+                for p in _layers.trainable_params(m)
             )
         )
         return Sizes(
@@ -284,7 +264,7 @@ def _slices(n: int, size: int) -> list[slice]:
 
 
 def _jacobian_kernel(
-    eng: _Engine, x: torch.Tensor, x2: torch.Tensor | None, mode: str, plan: Any
+    eng: _Engine, x: torch.Tensor, x2: torch.Tensor | None, mode: str, plan: ChunkPlan
 ) -> torch.Tensor:
     n1, n_out = x.shape[0], eng.n_out
     n2 = n1 if x2 is None else x2.shape[0]
@@ -298,7 +278,7 @@ def _jacobian_kernel(
         key = (side, sl.start, k)
         if key in cache:
             return cache[key]
-        src = x if side == 1 else x2
+        src = x if side == 1 or x2 is None else x2
         blk = eng.block(src[sl], outs[k], plan.n_chunk, plan.o_chunk)
         if plan.store_all:
             cache[key] = blk
@@ -331,7 +311,7 @@ def _jacobian_kernel(
     return res
 
 
-def _check_inputs(model: Any, x: Any, x2: Any) -> tuple[torch.Tensor, torch.Tensor | None]:
+def _check_inputs(model: object, x: object, x2: object) -> tuple[torch.Tensor, torch.Tensor | None]:
     if not isinstance(model, nn.Module):
         raise TypeError(f"`model` must be a torch.nn.Module; got {type(model).__name__}.")
     params = [p for p in model.parameters() if p.requires_grad]
@@ -341,7 +321,7 @@ def _check_inputs(model: Any, x: Any, x2: Any) -> tuple[torch.Tensor, torch.Tens
             "(requires_grad=True); got none, so its NTK is zero."
         )
     dtype = params[0].dtype
-    out = []
+    out: list[torch.Tensor | None] = []
     for name, t in (("x", x), ("x2", x2)):
         if t is None:
             out.append(None)
@@ -365,12 +345,13 @@ def _check_inputs(model: Any, x: Any, x2: Any) -> tuple[torch.Tensor, torch.Tens
             with torch.inference_mode(False):
                 t = t.clone()
         out.append(t)
-    if out[1] is not None and out[1].shape[1:] != out[0].shape[1:]:
+    first, second = _present(out[0]), out[1]
+    if second is not None and second.shape[1:] != first.shape[1:]:
         raise ValueError(
-            f"`x2` must have shape (n2, {', '.join(map(str, x.shape[1:]))}) "
-            f"like `x`; got {tuple(out[1].shape)}."
+            f"`x2` must have shape (n2, {', '.join(map(str, first.shape[1:]))}) "
+            f"like `x`; got {tuple(second.shape)}."
         )
-    return out[0], out[1]
+    return first, second
 
 
 def empirical_ntk(
@@ -378,8 +359,8 @@ def empirical_ntk(
     x: torch.Tensor,
     x2: torch.Tensor | None = None,
     *,
-    output: Literal["logits", "features"] | Callable[[Any], torch.Tensor] = "logits",
-    mode: Literal["full", "diagonal", "trace"] = "full",
+    output: Output = "logits",
+    mode: Mode = "full",
     method: Method | str = Method.AUTO,
     memory_budget: int | None = None,
     average: bool = False,
@@ -433,10 +414,7 @@ def empirical_ntk(
     check_option(mode, "mode", MODES)
     if not callable(output):
         check_option(output, "output", OUTPUTS)
-    try:
-        method = Method(method)
-    except ValueError:
-        check_option(method, "method", [m.value for m in Method])
+    method = _as_method(method)
     if memory_budget is None:
         memory_budget = DEFAULT_MEMORY_BUDGET
     budget = check_int(memory_budget, "memory_budget", low=1)
@@ -444,13 +422,22 @@ def empirical_ntk(
         raise TypeError(f"`average` must be a bool; got {type(average).__name__}.")
     if average and mode != "trace":
         raise ValueError(f"`average`=True applies only to mode='trace'; got mode={mode!r}.")
-    wrapped = _Output(model, output, layer)
+    wrapped = SelectedOutput(model, output, layer)
     with eval_mode(model):
         return _compute(wrapped, x, x2, mode, method, budget, average)
 
 
+def _as_method(method: Method | str) -> Method:
+    """The :class:`Method` named by ``method``; an unknown name lists the known ones."""
+    try:
+        return Method(method)
+    except ValueError:
+        check_option(method, "method", [m.value for m in Method])
+        raise
+
+
 def _compute(
-    wrapped: _Output,
+    wrapped: SelectedOutput,
     x: torch.Tensor,
     x2: torch.Tensor | None,
     mode: str,
@@ -511,9 +498,9 @@ def _compute(
 
 def _raise_budget(
     name: str, budget: int, s: Sizes, mode: str, n1: int, n2: int | None, n_out: int, itemsize: int
-) -> None:
+) -> NoReturn:
     res = result_entries(mode, n1, n1 if n2 is None else n2, n_out) * itemsize
-    one = (s.p_mat + s.g_def + s.d_out + s.d_in + s.u_def + 5 * s.act + s.unfold) * itemsize
+    one = one_chunk_entries(s) * itemsize
     raise ValueError(
         f"`memory_budget` == {budget} bytes cannot hold one chunk of method {name!r}: the "
         f"result needs {res} bytes and one sample x one output about {one} more. Raise "

@@ -19,13 +19,16 @@ comparable over time. Kernels are computed with :func:`ncdynamics.probes.empiric
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 import torch
 
 from .._validation import check_int, check_labels, check_option
 from ._base import ProbeInput, ProbeOutput, register_probe
+from ._ntk_output import NamedOutput
 from .kernels import ESTIMATORS, kernel_alignment, kernel_block_stats
-from .ntk import Method, empirical_ntk
+from .ntk import Method, Mode, empirical_ntk
 
 __all__ = ["NTKAlignmentProbe", "NTKBlocksProbe", "class_ordered_subset"]
 
@@ -58,7 +61,7 @@ class _KernelProbe:
         idx = class_ordered_subset(y, self.per_class, inp.num_classes)
         return inp.x[torch.as_tensor(idx)], y[idx]
 
-    def _ntk(self, inp: ProbeInput, x: torch.Tensor, output: str, mode: str) -> np.ndarray:
+    def _ntk(self, inp: ProbeInput, x: torch.Tensor, output: NamedOutput, mode: Mode) -> np.ndarray:
         k = empirical_ntk(
             inp.model,
             x,
@@ -90,7 +93,7 @@ class NTKAlignmentProbe(_KernelProbe):
         )
         for o in outputs:
             check_option(o, "outputs", OUTPUTS)
-        self.outputs = tuple(outputs)
+        self.outputs = tuple(cast(NamedOutput, o) for o in outputs)  # checked just above
 
     def __call__(self, inp: ProbeInput) -> ProbeOutput:
         x, y = self._subset(inp)
@@ -128,7 +131,7 @@ class NTKBlocksProbe(_KernelProbe):
         x, y = self._subset(inp)
         out = ProbeOutput(arrays={"ntk_labels": y.astype(np.int64)})
         kf = kernel_block_stats(self._ntk(inp, x, "logits", "full"), y, estimator=self.estimator)
-        feat_mode = "full" if self.feature_block_norms else "diagonal"
+        feat_mode: Mode = "full" if self.feature_block_norms else "diagonal"
         kh = kernel_block_stats(
             self._ntk(inp, x, "features", feat_mode), y, estimator=self.estimator
         )

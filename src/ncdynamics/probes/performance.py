@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 import torch
 import torch.nn.functional as F
+from numpy.typing import ArrayLike
 
 from .._validation import check_option
 from ._base import ProbeInput, ProbeOutput, register_probe
@@ -30,7 +31,7 @@ def classification_loss(logits: torch.Tensor, y: torch.Tensor, loss: str) -> tor
     return 0.5 * ((logits - target) ** 2).sum(1).mean()
 
 
-def loss_and_accuracy(logits: Any, y: Any, loss: str) -> tuple[float, float]:
+def loss_and_accuracy(logits: ArrayLike, y: ArrayLike, loss: str) -> tuple[float, float]:
     """Mean loss and accuracy of ``logits`` (n, C) against integer labels ``y`` (n,).
 
     The conventions of :func:`classification_loss`, evaluated in NumPy float64: on the
@@ -40,17 +41,16 @@ def loss_and_accuracy(logits: Any, y: Any, loss: str) -> tuple[float, float]:
     check_option(loss, "loss", LOSSES)
     if isinstance(logits, torch.Tensor):
         logits = logits.detach().cpu().numpy()
-    if isinstance(y, torch.Tensor):
-        y = y.detach().cpu().numpy()
+    labels = np.asarray(y.detach().cpu().numpy() if isinstance(y, torch.Tensor) else y)  # (n,)
     z = np.asarray(logits, dtype=np.float64).copy()  # (n, C), our own copy
-    rows = np.arange(y.size)
-    accuracy = float(np.count_nonzero(z.argmax(1) == y)) / y.size
+    rows = np.arange(labels.size)
+    accuracy = float(np.count_nonzero(z.argmax(1) == labels)) / labels.size
     if loss == "cross-entropy":
         top = z.max(1)
         lse = top + np.log(np.exp(z - top[:, None]).sum(1))
-        return float((lse - z[rows, y]).mean()), accuracy
-    z[rows, y] -= 1.0  # logits - onehot, in place
-    return 0.5 * float(np.square(z).sum() / y.size), accuracy
+        return float((lse - z[rows, labels]).mean()), accuracy
+    z[rows, labels] -= 1.0  # logits - onehot, in place
+    return 0.5 * float(np.square(z).sum() / labels.size), accuracy
 
 
 class PerformanceProbe:

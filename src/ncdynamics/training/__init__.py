@@ -1,9 +1,12 @@
 """Training loops, the Recorder, checkpoints and the trial pool."""
 
+from .loop import CheckpointStore as CheckpointStore
+from .loop import TrainConfig as TrainConfig
 from .loop import TrainResult as TrainResult
 from .loop import default_device as default_device
 from .loop import param_groups as param_groups
 from .loop import train as train
+from .loop import train_with_config as train_with_config
 from .recorder import Recorder as Recorder
 from .recorder import Schedule as Schedule
 from .recorder import Sink as Sink
@@ -15,11 +18,13 @@ from .trials import default_workers as default_workers
 from .trials import run_trials as run_trials
 
 __all__ = [
+    "CheckpointStore",
     "Recorder",
     "Schedule",
     "Sink",
     "TeeSink",
     "TensorBoardSink",
+    "TrainConfig",
     "TrainResult",
     "TrialError",
     "default_device",
@@ -28,4 +33,5 @@ __all__ = [
     "param_groups",
     "run_trials",
     "train",
+    "train_with_config",
 ]

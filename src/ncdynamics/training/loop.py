@@ -10,8 +10,9 @@ repeats exactly what the killed one would have done.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 import numpy as np
 import torch
@@ -23,7 +24,15 @@ from ..models.modes import eval_mode
 from ..probes.performance import LOSSES, classification_loss, loss_and_accuracy
 from .recorder import Recorder
 
-__all__ = ["TrainResult", "default_device", "param_groups", "train"]
+__all__ = [
+    "CheckpointStore",
+    "TrainConfig",
+    "TrainResult",
+    "default_device",
+    "param_groups",
+    "train",
+    "train_with_config",
+]
 
 
 @dataclass(frozen=True)
@@ -56,7 +65,8 @@ def param_groups(model: nn.Module, weight_decay: float, *, decay_all: bool = Fal
     Parameters with one dimension (biases, norm-layer scales and shifts) get no decay unless
     ``decay_all``. Frozen parameters are left out.
     """
-    decay, no_decay = [], []
+    decay: list[nn.Parameter] = []
+    no_decay: list[nn.Parameter] = []
     for p in model.parameters():
         if not p.requires_grad:
             continue
@@ -97,6 +107,91 @@ def _evaluate(
         return total_loss / x.shape[0], correct / x.shape[0]
 
 
+class CheckpointStore(Protocol):
+    """Where :func:`train` keeps its checkpoints (a :class:`ncdynamics.runs.Run` is one)."""
+
+    def save_checkpoint(self, step: int, state: Mapping[str, object], *, tag: str = ...) -> object:
+        """Save ``state`` as the checkpoint of ``step`` under ``tag``."""
+        ...
+
+    def load_checkpoint(self, tag: str = ...) -> dict[str, Any] | None:
+        """The newest checkpoint of ``tag`` (a dict with ``step``), or ``None``."""
+        ...
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """The settings of :func:`train` (everything but the model, data and where things go).
+
+    Attributes
+    ----------
+    epochs : int
+        Total epochs (a resumed run continues up to this number).
+    loss : {"mse", "cross-entropy"}, default="cross-entropy"
+        MSE is ½·mean over samples of the squared error to one-hot targets.
+    lr, momentum, nesterov, weight_decay, gamma
+        SGD settings (defaults 0.05, 0.9, False, 0.0, 0.1); the learning rate is multiplied
+        by ``gamma`` at each epoch of ``milestones``. Nesterov applies only with momentum.
+    decay_all : bool, default=False
+        Apply weight decay to biases and normalisation parameters too.
+    milestones : tuple of int, default=()
+    batch_size : int, default=128
+        Used when ``per_class`` is None.
+    per_class : int, optional
+        Class-balanced batches of exactly ``per_class`` samples of every class.
+    seed : int, default=0
+        Seeds batch order (per epoch).
+    tag : str, default="main"
+        Checkpoint namespace within the store (several trainings in one run).
+    checkpoint_every : int, default=10
+        Epochs between checkpoints (the last epoch is always checkpointed).
+    evaluate_test : bool, default=True
+        Log test loss and accuracy at recorded epochs that are multiples of ``test_every``
+        (and at the last epoch).
+    test_every : int, default=1
+    progress : bool, default=True
+        Show a progress bar, labelled ``desc`` (default "train").
+
+    Raises
+    ------
+    ValueError
+        A value out of range (the message names the field).
+    """
+
+    epochs: int
+    loss: Literal["mse", "cross-entropy"] = "cross-entropy"
+    lr: float = 0.05
+    momentum: float = 0.9
+    nesterov: bool = False
+    weight_decay: float = 0.0
+    decay_all: bool = False
+    milestones: tuple[int, ...] = ()
+    gamma: float = 0.1
+    batch_size: int = 128
+    per_class: int | None = None
+    seed: int = 0
+    tag: str = "main"
+    checkpoint_every: int = 10
+    evaluate_test: bool = True
+    test_every: int = 1
+    progress: bool = True
+    desc: str = "train"
+
+    def __post_init__(self) -> None:
+        checked: dict[str, object] = {"epochs": check_int(self.epochs, "epochs", low=0)}
+        check_option(self.loss, "loss", LOSSES)
+        check_scalar(self.lr, "lr", low=0.0, closed="neither")
+        check_scalar(self.momentum, "momentum", low=0.0, high=1.0, closed="left")
+        check_scalar(self.weight_decay, "weight_decay", low=0.0)
+        checked["batch_size"] = check_int(self.batch_size, "batch_size", low=1)
+        checked["checkpoint_every"] = check_int(self.checkpoint_every, "checkpoint_every", low=1)
+        checked["test_every"] = check_int(self.test_every, "test_every", low=1)
+        if self.per_class is not None:
+            checked["per_class"] = check_int(self.per_class, "per_class", low=1)
+        for name, value in checked.items():  # plain ints (a NumPy integer is accepted)
+            object.__setattr__(self, name, value)
+
+
 def train(
     model: nn.Module,
     data: Dataset,
@@ -115,7 +210,7 @@ def train(
     seed: int = 0,
     device: str | torch.device | None = None,
     recorder: Recorder | None = None,
-    store: Any = None,
+    store: CheckpointStore | None = None,
     tag: str = "main",
     checkpoint_every: int = 10,
     evaluate_test: bool = True,
@@ -125,26 +220,19 @@ def train(
 ) -> TrainResult:
     """Train ``model`` on ``data`` with SGD and record along the way.
 
+    The keywords are the fields of :class:`TrainConfig` (see there), plus where things
+    run and go; ``train(model, data, epochs=e, ...)`` is
+    ``train_with_config(model, data, TrainConfig(epochs=e, ...), ...)``.
+
     Parameters
     ----------
     model : nn.Module
         Any classifier mapping inputs to ``(n, num_classes)`` logits; trained in place.
     data : Dataset
-    epochs : int
-        Total epochs (a resumed run continues up to this number).
-    loss : {"mse", "cross-entropy"}
-        MSE is ½·mean over samples of the squared error to one-hot targets.
-    lr, momentum, nesterov, weight_decay, gamma
-        SGD settings; the learning rate is multiplied by ``gamma`` at each epoch of
-        ``milestones``.
-    decay_all : bool, default=False
-        Apply weight decay to biases and normalisation parameters too.
-    batch_size : int, default=128
-        Used when ``per_class`` is None.
-    per_class : int, optional
-        Class-balanced batches of exactly ``per_class`` samples of every class.
-    seed : int
-        Seeds batch order (per epoch) and dropout.
+    epochs, loss, lr, momentum, nesterov, weight_decay, decay_all, milestones, gamma,
+    batch_size, per_class, seed, tag, checkpoint_every, evaluate_test, test_every,
+    progress, desc
+        The settings, see :class:`TrainConfig`.
     device : str or torch.device, optional
         Defaults to CUDA when available.
     recorder : Recorder, optional
@@ -152,89 +240,182 @@ def train(
         (epoch 0 is the initialisation; epoch e is the state after e epochs).
     store : Run, optional
         Where checkpoints go (``save_checkpoint``/``load_checkpoint``); enables resuming.
-    tag : str, default="main"
-        Checkpoint namespace within ``store`` (several trainings in one run).
-    checkpoint_every : int, default=10
-        Epochs between checkpoints (the last epoch is always checkpointed).
-    evaluate_test : bool, default=True
-        Log test loss and accuracy at recorded epochs that are multiples of ``test_every``
-        (and at the last epoch).
-    test_every : int, default=1
-    progress : bool, default=True
-        Show a progress bar.
 
     Returns
     -------
     TrainResult
     """
-    epochs = check_int(epochs, "epochs", low=0)
-    check_option(loss, "loss", LOSSES)
-    check_scalar(lr, "lr", low=0.0, closed="neither")
-    check_scalar(momentum, "momentum", low=0.0, high=1.0, closed="left")
-    check_scalar(weight_decay, "weight_decay", low=0.0)
-    batch_size = check_int(batch_size, "batch_size", low=1)
-    checkpoint_every = check_int(checkpoint_every, "checkpoint_every", low=1)
-    test_every = check_int(test_every, "test_every", low=1)
+    config = TrainConfig(
+        epochs=epochs,
+        loss=loss,
+        lr=lr,
+        momentum=momentum,
+        nesterov=nesterov,
+        weight_decay=weight_decay,
+        decay_all=decay_all,
+        milestones=milestones,
+        gamma=gamma,
+        batch_size=batch_size,
+        per_class=per_class,
+        seed=seed,
+        tag=tag,
+        checkpoint_every=checkpoint_every,
+        evaluate_test=evaluate_test,
+        test_every=test_every,
+        progress=progress,
+        desc=desc,
+    )
+    return train_with_config(model, data, config, device=device, recorder=recorder, store=store)
+
+
+@dataclass(frozen=True)
+class _Split:
+    """The training and test sets as tensors on the model's device and in its dtype."""
+
+    x_train: torch.Tensor
+    y_train: torch.Tensor
+    x_test: torch.Tensor
+    y_test: torch.Tensor
+
+
+def _to_device(model: nn.Module, data: Dataset, device: torch.device) -> _Split:
+    model.to(device)
+    dtype = next((p.dtype for p in model.parameters() if p.is_floating_point()), torch.float32)
+    return _Split(
+        torch.as_tensor(data.x_train, dtype=dtype, device=device),
+        torch.as_tensor(data.y_train, device=device),
+        torch.as_tensor(data.x_test, dtype=dtype, device=device),
+        torch.as_tensor(data.y_test, device=device),
+    )
+
+
+def _optimizer(
+    model: nn.Module, config: TrainConfig
+) -> tuple[torch.optim.SGD, torch.optim.lr_scheduler.MultiStepLR]:
+    """SGD over :func:`param_groups` and its multistep learning-rate schedule."""
+    optimizer = torch.optim.SGD(
+        param_groups(model, config.weight_decay, decay_all=config.decay_all),
+        lr=config.lr,
+        momentum=config.momentum,
+        nesterov=config.nesterov and config.momentum > 0,
+    )
+    milestones = list(config.milestones)
+    scheduler = torch.optim.lr_scheduler.MultiStepLR(optimizer, milestones, gamma=config.gamma)
+    return optimizer, scheduler
+
+
+def _resume(
+    store: CheckpointStore | None,
+    tag: str,
+    model: nn.Module,
+    optimizer: torch.optim.SGD,
+    scheduler: torch.optim.lr_scheduler.MultiStepLR,
+) -> int | None:
+    """Load the newest checkpoint of ``tag`` into the training state; its epoch, or None."""
+    ckpt = store.load_checkpoint(tag) if store is not None else None
+    if ckpt is None:
+        return None
+    model.load_state_dict(ckpt["model"])
+    optimizer.load_state_dict(ckpt["optimizer"])
+    scheduler.load_state_dict(ckpt["scheduler"])
+    torch.set_rng_state(ckpt["torch_rng"])
+    return int(ckpt["step"])
+
+
+def _train_epoch(
+    model: nn.Module,
+    split: _Split,
+    data: Dataset,
+    config: TrainConfig,
+    optimizer: torch.optim.SGD,
+    epoch: int,
+) -> tuple[float, float]:
+    """One epoch of SGD steps, batches drawn from ``(seed, epoch)``; mean loss and accuracy."""
+    model.train()
+    rng = np.random.default_rng([config.seed, epoch])
+    total, correct, count = 0.0, 0, 0
+    batches = _batches(data.y_train, data.num_classes, config.batch_size, config.per_class, rng)
+    for idx in batches:
+        ib = torch.as_tensor(idx, device=split.x_train.device)
+        xb, yb = split.x_train[ib], split.y_train[ib]  # (B, *input_shape), (B,)
+        out = model(xb)  # (B, C)
+        batch_loss = classification_loss(out, yb, config.loss)
+        optimizer.zero_grad(set_to_none=True)
+        batch_loss.backward()
+        optimizer.step()
+        total += float(batch_loss.detach()) * yb.shape[0]
+        correct += int((out.argmax(1) == yb).sum())
+        count += yb.shape[0]
+    return total / max(count, 1), correct / max(count, 1)
+
+
+def _record_epoch(
+    recorder: Recorder,
+    model: nn.Module,
+    done: int,
+    train_loss: float,
+    train_acc: float,
+    lr: float,
+    split: _Split,
+    config: TrainConfig,
+) -> bool:
+    """Log the epoch's training scalars and run the probes if the schedule says so;
+    whether they ran."""
+    recorder.log(done, **{"train/loss": train_loss, "train/accuracy": train_acc, "lr": lr})
+    scalars = recorder.step(model, done) if done in recorder.schedule else None
+    if scalars is None:
+        return False
+    if config.evaluate_test and (done % config.test_every == 0 or done == config.epochs):
+        _log_test(recorder, model, done, config.loss, split.x_test, split.y_test)
+    return True
+
+
+def train_with_config(
+    model: nn.Module,
+    data: Dataset,
+    config: TrainConfig,
+    *,
+    device: str | torch.device | None = None,
+    recorder: Recorder | None = None,
+    store: CheckpointStore | None = None,
+) -> TrainResult:
+    """:func:`train` with its settings in a :class:`TrainConfig`.
+
+    Raises
+    ------
+    ValueError
+        An empty training set.
+    FloatingPointError
+        The training loss is not finite (the message names the epoch).
+    """
     if len(data.y_train) == 0:
         raise ValueError(
             "`data` must hold at least one training sample; got an empty training set."
         )
-    if per_class is not None:
-        per_class = check_int(per_class, "per_class", low=1)
-    device = torch.device(device) if device is not None else default_device()
-    model.to(device)
-    dtype = next((p.dtype for p in model.parameters() if p.is_floating_point()), torch.float32)
-    x_tr = torch.as_tensor(data.x_train, dtype=dtype, device=device)
-    y_tr = torch.as_tensor(data.y_train, device=device)
-    x_te = torch.as_tensor(data.x_test, dtype=dtype, device=device)
-    y_te = torch.as_tensor(data.y_test, device=device)
-    optimizer = torch.optim.SGD(
-        param_groups(model, weight_decay, decay_all=decay_all),
-        lr=lr,
-        momentum=momentum,
-        nesterov=nesterov and momentum > 0,
+    split = _to_device(
+        model, data, torch.device(device) if device is not None else default_device()
     )
-    scheduler = torch.optim.lr_scheduler.MultiStepLR(optimizer, list(milestones), gamma=gamma)
-    start = 0
-    ckpt = store.load_checkpoint(tag) if store is not None else None
-    if ckpt is not None:
-        model.load_state_dict(ckpt["model"])
-        optimizer.load_state_dict(ckpt["optimizer"])
-        scheduler.load_state_dict(ckpt["scheduler"])
-        torch.set_rng_state(ckpt["torch_rng"])
-        start = int(ckpt["step"])
-    elif recorder is not None:
-        _record(recorder, model, 0, loss, x_tr, y_tr, x_te, y_te, evaluate_test)
+    optimizer, scheduler = _optimizer(model, config)
+    start = _resume(store, config.tag, model, optimizer, scheduler)
+    if start is None:
+        start = 0
+        if recorder is not None:
+            _record(recorder, model, 0, config.loss, split, config.evaluate_test)
 
     history: dict[str, list[float]] = {"train/loss": [], "train/accuracy": []}
     from tqdm.auto import tqdm
 
     bar = tqdm(
-        range(start, epochs),
-        desc=desc,
-        disable=not progress,
+        range(start, config.epochs),
+        desc=config.desc,
+        disable=not config.progress,
         leave=False,
         initial=start,
-        total=epochs,
+        total=config.epochs,
     )
-    y_np = data.y_train
     for epoch in bar:
-        model.train()
-        rng = np.random.default_rng([seed, epoch])
-        total, correct, count = 0.0, 0, 0
-        for idx in _batches(y_np, data.num_classes, batch_size, per_class, rng):
-            ib = torch.as_tensor(idx, device=device)
-            xb, yb = x_tr[ib], y_tr[ib]
-            out = model(xb)
-            batch_loss = classification_loss(out, yb, loss)
-            optimizer.zero_grad(set_to_none=True)
-            batch_loss.backward()
-            optimizer.step()
-            total += float(batch_loss.detach()) * yb.shape[0]
-            correct += int((out.argmax(1) == yb).sum())
-            count += yb.shape[0]
+        train_loss, train_acc = _train_epoch(model, split, data, config, optimizer, epoch)
         scheduler.step()
-        train_loss, train_acc = total / max(count, 1), correct / max(count, 1)
         if not np.isfinite(train_loss):
             raise FloatingPointError(
                 f"training diverged at epoch {epoch + 1}: loss is {train_loss}. "
@@ -244,20 +425,13 @@ def train(
         history["train/accuracy"].append(train_acc)
         done = epoch + 1
         if recorder is not None:
-            recorder.log(
-                done,
-                **{
-                    "train/loss": train_loss,
-                    "train/accuracy": train_acc,
-                    "lr": optimizer.param_groups[0]["lr"],
-                },
+            lr = optimizer.param_groups[0]["lr"]
+            recorded = _record_epoch(
+                recorder, model, done, train_loss, train_acc, lr, split, config
             )
-            scalars = recorder.step(model, done) if done in recorder.schedule else None
-            if scalars is not None and evaluate_test and (done % test_every == 0 or done == epochs):
-                _log_test(recorder, model, done, loss, x_te, y_te)
-            if scalars is not None and progress:
+            if recorded and config.progress:
                 bar.set_postfix(_postfix(recorder.last), refresh=False)
-        if store is not None and (done % checkpoint_every == 0 or done == epochs):
+        if store is not None and (done % config.checkpoint_every == 0 or done == config.epochs):
             store.save_checkpoint(
                 done,
                 {
@@ -266,29 +440,22 @@ def train(
                     "scheduler": scheduler.state_dict(),
                     "torch_rng": torch.get_rng_state(),
                 },
-                tag=tag,
+                tag=config.tag,
             )
     bar.close()
     final = dict(recorder.last) if recorder is not None else {}
-    return TrainResult(epochs=epochs, history=history, final=final)
+    return TrainResult(epochs=config.epochs, history=history, final=final)
 
 
 def _record(
-    rec: Recorder,
-    model: nn.Module,
-    step: int,
-    loss: str,
-    x_tr: torch.Tensor,
-    y_tr: torch.Tensor,
-    x_te: torch.Tensor,
-    y_te: torch.Tensor,
-    test: bool,
+    rec: Recorder, model: nn.Module, step: int, loss: str, split: _Split, test: bool
 ) -> None:
-    tl, ta = _evaluate(model, x_tr, y_tr, loss)
+    """The record of the initialisation (step 0): training-set loss, probes, test set."""
+    tl, ta = _evaluate(model, split.x_train, split.y_train, loss)
     rec.log(step, **{"train/loss": tl, "train/accuracy": ta})
     rec.record(model, step)
     if test:
-        _log_test(rec, model, step, loss, x_te, y_te)
+        _log_test(rec, model, step, loss, split.x_test, split.y_test)
 
 
 def _log_test(
@@ -302,7 +469,7 @@ def _log_test(
 
 
 def _postfix(last: dict[str, float]) -> dict[str, str]:
-    out = {}
+    out: dict[str, str] = {}
     for key, short in (("nc/nc1", "NC1"), ("probe/accuracy", "acc"), ("test/accuracy", "test")):
         for k, v in last.items():
             if k.endswith(key):

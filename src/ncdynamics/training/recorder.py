@@ -16,12 +16,13 @@ DESIGN.md puts ``training`` before ``runs``, so this module does not import the 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 import numpy as np
 import torch
+from numpy.typing import ArrayLike
 from torch import nn
 
 from .._validation import check_array, check_int, check_labels
@@ -35,9 +36,9 @@ __all__ = ["Recorder", "Schedule", "Sink"]
 class Sink(Protocol):
     """Where records go (a :class:`ncdynamics.runs.Run` is one)."""
 
-    def log(self, step: int, values: Any) -> None: ...
+    def log(self, step: int, values: Mapping[str, float]) -> None: ...
 
-    def save_array(self, name: str, step: int, array: Any) -> Any: ...
+    def save_array(self, name: str, step: int, array: np.ndarray) -> object: ...
 
     def flush(self) -> None: ...
 
@@ -67,6 +68,8 @@ class Schedule:
     def __contains__(self, step: int) -> bool:
         if self.steps is not None:
             return int(step) in self.steps
+        if self.every is None:  # __post_init__ requires `every` when `steps` is None
+            raise ValueError("`every` must be set when `steps` is None.")
         return int(step) % int(self.every) == 0
 
 
@@ -98,8 +101,8 @@ class Recorder:
     def __init__(
         self,
         run: Sink,
-        x: Any,
-        y: Any,
+        x: ArrayLike,
+        y: ArrayLike,
         *,
         probes: Sequence[str | Probe] = ("collapse", "performance"),
         schedule: Schedule | int = 1,

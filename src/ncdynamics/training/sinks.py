@@ -19,6 +19,9 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
+import torch
+from numpy.typing import ArrayLike
+from torch import nn
 
 from .recorder import Recorder, Sink
 
@@ -48,7 +51,7 @@ class TeeSink:
         for s in self.sinks:
             s.log(step, items)
 
-    def save_array(self, name: str, step: int, array: Any) -> Any:
+    def save_array(self, name: str, step: int, array: np.ndarray) -> object:
         results = [s.save_array(name, step, array) for s in self.sinks]
         return results[0]
 
@@ -99,8 +102,8 @@ class TensorBoardSink:
         for name, value in dict(values or {}, **kw).items():
             self.writer.add_scalar(str(name), float(value), int(step))
 
-    def save_array(self, name: str, step: int, array: Any) -> None:
-        arr = np.asarray(array.detach().cpu() if hasattr(array, "detach") else array)
+    def save_array(self, name: str, step: int, array: ArrayLike) -> None:
+        arr = np.asarray(array.detach().cpu() if isinstance(array, torch.Tensor) else array)
         self.writer.add_scalar(
             f"{name}/norm", float(np.linalg.norm(arr.astype(np.float64))), int(step)
         )
@@ -167,13 +170,13 @@ def lightning_callback(recorder: Recorder, *, log_metrics: bool = True) -> Any:
                     out[f"lightning/{k}"] = float(value)
             return out
 
-        def on_train_start(self, trainer: Any, pl_module: Any) -> None:
+        def on_train_start(self, trainer: Any, pl_module: nn.Module) -> None:
             self.recorder.step(pl_module, 0)
 
-        def on_train_epoch_end(self, trainer: Any, pl_module: Any) -> None:
+        def on_train_epoch_end(self, trainer: Any, pl_module: nn.Module) -> None:
             self.recorder.step(pl_module, trainer.current_epoch + 1, **self._extra(trainer))
 
-        def on_train_end(self, trainer: Any, pl_module: Any) -> None:
+        def on_train_end(self, trainer: Any, pl_module: nn.Module) -> None:
             self.recorder.close()
 
     return RecorderCallback()

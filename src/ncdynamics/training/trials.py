@@ -36,7 +36,7 @@ def _init_worker(threads: int) -> None:
     threadpool_limits(threads)  # NumPy was imported before this ran: limit its BLAS too
 
 
-def _call(fn: Callable[..., Any], index: int, args: Any) -> Any:
+def _call(fn: Callable[..., Any], index: int, args: object) -> Any:
     try:
         return fn(*args) if isinstance(args, tuple) else fn(args)
     except Exception as exc:
@@ -47,7 +47,7 @@ def _call(fn: Callable[..., Any], index: int, args: Any) -> Any:
 
 def run_trials(
     fn: Callable[..., Any],
-    trial_args: Sequence[Any],
+    trial_args: Sequence[object],
     *,
     workers: int | None = None,
     threads_per_worker: int = 1,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import torch
 
-from . import _ntk_layers as _layers
+from . import _fast_ntk_layers as _layers
 
 __all__ = ["Block", "contract", "gram", "merge_small"]
 
@@ -104,10 +104,9 @@ def contract(a: Block, b: Block, mode: str) -> torch.Tensor:
     for ma, mb in zip(a.mats, b.mats, strict=True):
         add_gram(r, ma, mb, mode, same)
     if a.deferred:  # workspaces reused by every layer: one Jacobian per side, one unfold
-        kw = {"dtype": dtype, "device": a.device}
-        work_a = torch.empty(max(d.numel() for d in a.deferred), **kw)
-        work_b = work_a if same else torch.empty(max(d.numel() for d in b.deferred), **kw)
-        cols = torch.empty(max(d.unfold_numel() for d in a.deferred + b.deferred), **kw)
+        work_a = r.new_empty(max(d.numel() for d in a.deferred))  # r's dtype and device
+        work_b = work_a if same else r.new_empty(max(d.numel() for d in b.deferred))
+        cols = r.new_empty(max(d.unfold_numel() for d in a.deferred + b.deferred))
     for da, db in zip(a.deferred, b.deferred, strict=True):
         ja = da.materialise(work_a, cols)  # (na, oa, p_layer): one layer at a time
         jb = ja if same else db.materialise(work_b, cols)
@@ -118,7 +117,7 @@ def contract(a: Block, b: Block, mode: str) -> torch.Tensor:
     for fa, fb in zip(a.factors, b.factors, strict=True):
         s = (
             fa.u @ fb.u.T
-            if fa.u is not None
+            if fa.u is not None and fb.u is not None  # the same layer on both sides
             else torch.zeros((na, nb), dtype=r.dtype, device=r.device)
         )
         if fa.bias:

@@ -1,5 +1,5 @@
 """In-place symmetric rank-k update ``C += alpha * A^T A`` (BLAS ``syrk``), for the collapse
-accumulator (``_collapse_batch.py``).
+accumulator (``_fast_collapse_stream.py``).
 
 NumPy has no ``syrk`` with ``beta = 1``, so the update goes to a BLAS directly. The one NumPy
 itself uses is preferred: NumPy's wheels bundle a 64-bit-integer OpenBLAS (``scipy-openblas64``,
@@ -63,7 +63,9 @@ def _cblas64_update(dtype: np.dtype) -> Update | None:
         fn.argtypes = [enum, enum, enum, i64, i64, real, ptr, i64, real, ptr, i64]
         fn.restype = None
 
-        def update(alpha: float, rows: np.ndarray, c: np.ndarray, fn=fn) -> None:
+        def update(
+            alpha: float, rows: np.ndarray, c: np.ndarray, fn: Callable[..., None] = fn
+        ) -> None:
             k, d = rows.shape  # rows: C-contiguous (k, d), i.e. column-major (d, k)
             fn(_COL_MAJOR, _UPPER, _NO_TRANS, d, k, alpha, rows.ctypes.data, d, 1.0,
                c.ctypes.data, d)  # fmt: skip

@@ -31,15 +31,29 @@ outside the module's own forward). Every other trainable parameter goes to the g
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-__all__ = ["Chunk", "Deferred", "Factor", "LayerPlan", "plan_layers", "structured_chunk"]
+__all__ = [
+    "Chunk",
+    "Deferred",
+    "Factor",
+    "LayerPlan",
+    "plan_layers",
+    "structured_chunk",
+    "trainable_params",
+]
 
 _BN = (nn.BatchNorm1d, nn.BatchNorm2d)
+
+#: ``forward(x) -> (n, O)``: the wrapped model whose outputs the kernel is taken of.
+Forward = Callable[[torch.Tensor], torch.Tensor]
+#: What a capture hook records per call of a module: (its input, its output).
+Calls = dict[nn.Module, list[tuple[torch.Tensor, torch.Tensor]]]
 
 
 @dataclass
@@ -84,8 +98,39 @@ class Factor:
     g: torch.Tensor
 
 
-def _trainable(p: torch.nn.Parameter | None) -> bool:
+def _trainable(p: torch.Tensor | None) -> bool:
     return p is not None and p.requires_grad
+
+
+def _weight(m: nn.Module) -> torch.Tensor | None:
+    """The module's registered ``weight`` parameter (None if it has none)."""
+    return m._parameters.get("weight")
+
+
+def _bias(m: nn.Module) -> torch.Tensor | None:
+    """The module's registered ``bias`` parameter (None if it has none)."""
+    return m._parameters.get("bias")
+
+
+def trainable_params(m: nn.Module) -> list[torch.Tensor]:
+    """The module's trainable ``weight`` and ``bias``, in that order."""
+    return [p for p in (_weight(m), _bias(m)) if p is not None and p.requires_grad]
+
+
+def _layer_weight(m: nn.Module) -> torch.Tensor:
+    """The ``weight`` of a structured layer that has one (deferred layers always do)."""
+    w = _weight(m)
+    if w is None:
+        raise ValueError(f"`{type(m).__name__}` has no weight.")
+    return w
+
+
+def _buffer(m: nn.Module, name: str) -> torch.Tensor:
+    """A registered buffer that the layer's kind guarantees (BN running statistics)."""
+    buf = m._buffers.get(name)
+    if buf is None:
+        raise ValueError(f"`{type(m).__name__}` has no buffer {name!r}.")
+    return buf
 
 
 def _kind(m: nn.Module, inp: torch.Tensor) -> str | None:
@@ -105,11 +150,11 @@ def _kind(m: nn.Module, inp: torch.Tensor) -> str | None:
     return None
 
 
-def _bn_xhat(m: nn.Module, u: torch.Tensor) -> torch.Tensor:
+def _bn_xhat(m: nn.BatchNorm1d | nn.BatchNorm2d, u: torch.Tensor) -> torch.Tensor:
     """Normalised BN input, (n, C, S)."""
     u = u.reshape(u.shape[0], u.shape[1], -1)  # (n, C, S)
-    mean = m.running_mean.to(u.dtype)[None, :, None]
-    std = torch.sqrt(m.running_var.to(u.dtype) + m.eps)[None, :, None]
+    mean = _buffer(m, "running_mean").to(u.dtype)[None, :, None]
+    std = torch.sqrt(_buffer(m, "running_var").to(u.dtype) + m.eps)[None, :, None]
     return (u - mean) / std
 
 
@@ -123,6 +168,8 @@ def _unfold(m: nn.Module, u: torch.Tensor, out: torch.Tensor | None = None) -> t
     """
     if not isinstance(m, nn.Conv2d):
         return u.reshape(u.shape[0], -1, u.shape[-1])  # (n, T, d_in)
+    if isinstance(m.padding, str):  # excluded by ``_kind``
+        raise ValueError(f"`{type(m).__name__}` with padding={m.padding!r} is not structured.")
     if out is None:
         cols = F.unfold(
             u, m.kernel_size, dilation=m.dilation, padding=m.padding, stride=m.stride
@@ -140,7 +187,7 @@ def _unfold(m: nn.Module, u: torch.Tensor, out: torch.Tensor | None = None) -> t
 
 def _deferred(m: nn.Module, kind: str) -> bool:
     """Whether the layer's weight Jacobian is deferred (conv and sequence Linear weights)."""
-    return kind in ("conv", "seq-linear") and _trainable(m.weight)
+    return kind in ("conv", "seq-linear") and _trainable(_weight(m))
 
 
 def weight_jacobian(
@@ -173,14 +220,20 @@ def weight_jacobian(
 
 def _small_width(m: nn.Module, kind: str) -> int:
     """Columns of the pieces formed right away: BN weight and bias, conv/Linear bias."""
-    if kind == "bn":
-        return m.num_features * (_trainable(m.weight) + _trainable(m.bias))
-    if kind == "factored" or not _trainable(m.bias):
+    if isinstance(m, _BN):  # kind "bn"
+        return m.num_features * (_trainable(_weight(m)) + _trainable(_bias(m)))
+    if kind == "factored" or not _trainable(_bias(m)):
         return 0
-    return m.out_channels if kind == "conv" else m.out_features
+    if isinstance(m, nn.Conv2d):  # kind "conv"
+        return m.out_channels
+    if isinstance(m, nn.Linear):  # kind "seq-linear"
+        return m.out_features
+    raise TypeError(f"not a structured layer: {type(m).__name__}.")
 
 
-def small_pieces(m: nn.Module, kind: str, xhat: torch.Tensor | None, g: torch.Tensor) -> list:
+def small_pieces(
+    m: nn.Module, kind: str, xhat: torch.Tensor | None, g: torch.Tensor
+) -> list[torch.Tensor]:
     """Jacobian pieces (n, p) formed right away from one output's gradient ``g`` (n, *out).
 
     BN: ``sum_s g_cs xhat_cs`` (weight) and ``sum_s g_cs`` (bias), with ``xhat`` the
@@ -190,12 +243,14 @@ def small_pieces(m: nn.Module, kind: str, xhat: torch.Tensor | None, g: torch.Te
     if kind == "bn":
         gs = g.reshape(n, g.shape[1], -1)  # (n, C, S)
         pieces = []
-        if _trainable(m.weight):  # dot products over S (measured faster than bmm, mul-sum)
+        if _trainable(_weight(m)):  # dot products over S (measured faster than bmm, mul-sum)
+            if xhat is None:
+                raise ValueError("a BatchNorm weight needs the normalised input `xhat`.")
             pieces.append(torch.linalg.vecdot(gs, xhat))  # (n, C)
-        if _trainable(m.bias):
+        if _trainable(_bias(m)):
             pieces.append(gs.sum(-1))  # (n, C)
         return pieces
-    if kind == "factored" or not _trainable(m.bias):
+    if kind == "factored" or not _trainable(_bias(m)):
         return []
     if kind == "conv":
         return [g.reshape(n, g.shape[1], -1).sum(-1)]  # (n, Cout)
@@ -207,7 +262,7 @@ def _layer_param_grads(
 ) -> list[torch.Tensor]:
     """Parameter gradients of ``m`` (weight, then bias) summed over the samples, from the
     layer formulas; ``g`` (n, *out_shape) is the gradient of a scalar w.r.t. the output."""
-    xhat = _bn_xhat(m, u) if kind == "bn" else None
+    xhat = _bn_xhat(m, u) if isinstance(m, _BN) else None  # kind "bn"
     out = []
     if _deferred(m, kind):
         out.append(weight_jacobian(m, kind, u, g[:, None]).sum((0, 1)))
@@ -223,13 +278,13 @@ def _param_owner_counts(model: nn.Module) -> Counter[int]:
     return counts
 
 
-def _capture(modules: list[nn.Module], store: dict[nn.Module, list]) -> list:
+def _capture(modules: Sequence[nn.Module], store: Calls) -> list[torch.utils.hooks.RemovableHandle]:
     """Forward hooks: record (input, output) of each call; return a clone downstream.
 
     The clone keeps the recorded output untouched by later in-place operations.
     """
 
-    def hook(mod: nn.Module, args: tuple, out: torch.Tensor) -> torch.Tensor:
+    def hook(mod: nn.Module, args: tuple[torch.Tensor, ...], out: torch.Tensor) -> torch.Tensor:
         store.setdefault(mod, []).append((args[0].detach(), out))
         return out.clone()
 
@@ -246,7 +301,7 @@ def _close(a: torch.Tensor, b: torch.Tensor) -> bool:
 
 def plan_layers(
     model: nn.Module,
-    forward,
+    forward: Forward,
     x1: torch.Tensor,
     trainable: list[torch.nn.Parameter],
     *,
@@ -262,10 +317,10 @@ def plan_layers(
     plan = LayerPlan()
     owners = _param_owner_counts(model)
     leaves = [m for m in model.modules() if not list(m.children())]
-    sizes: dict[nn.Module, list] = {}
-    calls: dict[nn.Module, list] = {}
+    sizes: dict[nn.Module, list[int]] = {}
+    calls: Calls = {}
 
-    def size_hook(mod, args, out):
+    def size_hook(mod: nn.Module, args: tuple[torch.Tensor, ...], out: object) -> None:
         if isinstance(out, torch.Tensor):
             sizes.setdefault(mod, []).append(out[0].numel())
 
@@ -297,7 +352,7 @@ def plan_layers(
                 if kind is not None and rec[0][1].requires_grad:
                     chosen.append((m, kind))
             tensors = [calls[m][0][1] for m, _ in chosen]
-            params = [p for m, _ in chosen for p in (m.weight, m.bias) if _trainable(p)]
+            params = [p for m, _ in chosen for p in trainable_params(m)]
             wrt = tensors + params + trainable
             grads = (
                 torch.autograd.grad(s, wrt, allow_unused=True)
@@ -313,15 +368,15 @@ def plan_layers(
         id(p) for p, g in zip(trainable, grads[nt + npar :], strict=True) if g is None
     }
     for (m, kind), go in zip(chosen, g_out, strict=True):
-        mine = [p for p in (m.weight, m.bias) if _trainable(p)]
+        mine = trainable_params(m)
         true = [g_par.pop(0) for _ in mine]
         if go is None:  # output independent of this layer: its parameters are unused
             continue
         u = calls[m][0][0]
         if kind == "factored":
             go2 = go.reshape(go.shape[0], -1)
-            pred = ([go2.T @ u] if _trainable(m.weight) else []) + (
-                [go2.sum(0)] if _trainable(m.bias) else []
+            pred = ([go2.T @ u] if _trainable(_weight(m)) else []) + (
+                [go2.sum(0)] if _trainable(_bias(m)) else []
             )
         else:
             pred = _layer_param_grads(m, kind, u, go)
@@ -337,7 +392,7 @@ def plan_layers(
         plan.out_per_sample += n_out
         if kind == "factored":
             plan.d_out_factored += go.shape[-1]
-            plan.d_in_factored += u.shape[-1] if _trainable(m.weight) else 0
+            plan.d_in_factored += u.shape[-1] if _trainable(_weight(m)) else 0
         else:
             plan.n_mat += sum(p.numel() for p in mine)
             plan.n_small += _small_width(m, kind)
@@ -345,7 +400,7 @@ def plan_layers(
                 plan.unfold_max = max(plan.unfold_max, _unfold(m, u[:1]).numel())
                 plan.g_deferred += n_out
                 plan.u_deferred += u[0].numel()
-                plan.p_deferred_max = max(plan.p_deferred_max, m.weight.numel())
+                plan.p_deferred_max = max(plan.p_deferred_max, _layer_weight(m).numel())
     plan.act_per_sample = sum(sum(v) for v in sizes.values()) + 1
     return plan
 
@@ -380,7 +435,7 @@ class Deferred:
 
     def numel(self) -> int:
         """Entries of the materialised Jacobian."""
-        return self.g.shape[0] * self.g.shape[1] * self.module.weight.numel()
+        return self.g.shape[0] * self.g.shape[1] * _layer_weight(self.module).numel()
 
 
 @dataclass
@@ -398,7 +453,7 @@ class Chunk:
 
 def structured_chunk(
     plan: LayerPlan,
-    forward,
+    forward: Forward,
     x: torch.Tensor,
     out_idx: torch.Tensor,
 ) -> Chunk:
@@ -424,13 +479,13 @@ def structured_chunk(
     del store
     kinds = [plan.modules[m] for m in mods]
     xhats = [
-        _bn_xhat(m, u) if k == "bn" else None for m, k, u in zip(mods, kinds, inputs, strict=True)
+        _bn_xhat(m, u) if isinstance(m, _BN) else None  # kind "bn"
+        for m, u in zip(mods, inputs, strict=True)
     ]
-    kw = {"dtype": f.dtype, "device": f.device}
-    small = torch.empty((n, o, plan.n_small), **kw) if plan.n_small else None
+    small = f.new_empty((n, o, plan.n_small)) if plan.n_small else None  # f's dtype, device
     # (n, o, *out_shape) per deferred or factored layer, None for the others
     keep = [
-        torch.empty((n, o, *t.shape[1:]), **kw) if k == "factored" or _deferred(m, k) else None
+        f.new_empty((n, o, *t.shape[1:])) if k == "factored" or _deferred(m, k) else None
         for m, k, t in zip(mods, kinds, outs, strict=True)
     ]
     cols = [0]
@@ -444,10 +499,13 @@ def structured_chunk(
             return
         seen.add(i)
         k = current[0]
-        if keep[i] is not None:
-            keep[i][:, k] = g
+        kept = keep[i]
+        if kept is not None:
+            kept[:, k] = g
         col = cols[i]
         for piece in small_pieces(mods[i], kinds[i], xhats[i], g):
+            if small is None:  # n_small counts every piece, so this cannot happen
+                raise RuntimeError("a small Jacobian piece without a `small` store.")
             small[:, k, col : col + piece.shape[1]] = piece
             col += piece.shape[1]
 
@@ -479,8 +537,8 @@ def structured_chunk(
     xhats.clear()  # free the normalised BN inputs before the caller contracts
     deferred, factors = [], []
     for m, kind, u, g in zip(mods, kinds, inputs, keep, strict=True):
-        if kind == "factored":
-            factors.append(Factor(u if _trainable(m.weight) else None, _trainable(m.bias), g))
+        if kind == "factored" and g is not None:  # every factored layer keeps its gradients
+            factors.append(Factor(u if _trainable(_weight(m)) else None, _trainable(_bias(m)), g))
         elif g is not None:
             deferred.append(Deferred(m, kind, u, g))
     return Chunk(small, deferred, factors)

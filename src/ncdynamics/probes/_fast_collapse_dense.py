@@ -1,7 +1,7 @@
-"""The dense pass of the collapse metrics (used by ``collapse.py`` on small input).
+"""Fast path of the one-shot collapse metrics on small input (used by ``collapse.py``).
 
 A Recorder's probe set (a few hundred rows) is cheaper to handle in a few whole-array GEMMs
-against the one-hot label matrix than with the streaming machinery of ``_collapse_batch``.
+against the one-hot label matrix than with the streaming machinery of ``_fast_collapse_stream``.
 :func:`dense_stats` gives the class counts, means and per-feature scatter, and keeps the
 within-class residuals, so that every later product with the features goes through the
 residuals: NC1 needs them projected on the mean subspace, NC4 the classifier scores and the
@@ -15,6 +15,10 @@ precision *of r* however large the means are; the residuals' own class means ``c
 exact mean ``a + c`` back in float64, and the scatter about it is ``sum r^2 - n c^2``.
 Float32 features whose squares leave float32's range (a spread beyond ~1e19) are redone in
 float64.
+
+``collapse_metrics`` takes this path up to 2^20 feature entries (``collapse._DENSE_MAX``), and
+the streaming blocks of ``_fast_collapse_stream`` beyond. The readable reference both are
+tested against is ``collapse_reference.py``.
 """
 
 from __future__ import annotations
@@ -93,7 +97,7 @@ class DenseStats:
         The logits are ``W x + (W mu_y + b)``, and the nearest class mean maximises
         ``x . v_c + v_y . v_c - |v_c|^2 / 2`` (since ``h - mu_G = x + v_y``): both are the
         products plus a (C, 2C) table indexed by the label. Products of the small residuals
-        keep float32 rounding far below that of ``h`` itself (``_collapse_batch``'s
+        keep float32 rounding far below that of ``h`` itself (``_fast_collapse_stream``'s
         ``NearestMeanScorer`` streams the same test on the rows). ``nan`` if a score is not
         finite.
         """

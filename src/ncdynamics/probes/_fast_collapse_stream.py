@@ -1,15 +1,22 @@
-"""Per-block kernels of the streaming collapse metrics (used by ``collapse.py``).
+"""Fast path of the streaming collapse metrics: per-block kernels used by ``collapse.py``.
 
-:class:`ClassScatter` turns a block of features into per-class statistics with one pass over
-memory: it gathers one class at a time into a scratch buffer small enough to stay in the CPU
-cache, centres it there, and adds its scatter to a running Gram with an in-place symmetric
-rank-k update (BLAS ``syrk``, ``beta=1``). Centring before the GEMM keeps NC1 accurate near
-collapse, where class means are orders of magnitude larger than the spread and a raw second
-moment would cancel; doing it class by class in cache makes it almost free
-(``docs/metrics.md``, "Numerics and streaming").
+``CollapseAccumulator.update`` cuts its input into blocks of up to 4096 rows and merges each
+block's per-class statistics into the running ones with the pairwise update of Chan, Golub
+and LeVeque (1979). The within-class scatter is therefore accumulated from class-centred
+rows and stays accurate near collapse, when class means are far larger than the spread.
 
-:class:`NearestMeanScorer` scores a block against the classifier and the centred class
-means with one GEMM.
+:class:`ClassScatter` turns a block into per-class statistics with one pass over memory: it
+gathers one class at a time into a scratch buffer small enough to stay in the CPU cache,
+centres it there, and adds its scatter to a running Gram with an in-place symmetric rank-k
+update (BLAS ``syrk``, ``beta=1``, through ``_fast_syrk``) in the input precision (float32
+features use float32 GEMMs), moved into a float64 total every 65,536 rows. Centring before
+the GEMM keeps NC1 accurate where a raw second moment would cancel; doing it class by class
+in cache makes it almost free (``docs/metrics.md``, "Numerics and streaming").
+
+:class:`NearestMeanScorer` is NC4's second pass: it scores a block against the classifier and
+the centred class means with one GEMM.
+
+The readable reference these kernels are tested against is ``collapse_reference.py``.
 """
 
 from __future__ import annotations
@@ -20,7 +27,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ._syrk import blas_controller, syrk_update
+from ._fast_syrk import blas_controller, syrk_update
 
 __all__ = ["ClassScatter", "NearestMeanScorer", "SquaresOverflow"]
 
@@ -152,7 +159,7 @@ class ClassScatter:
         self._diag = np.zeros(n_features)  # diagonal of the blocks' updates, float64
         self._pending: list[tuple[float, np.ndarray]] = []  # (sign, rows) for add_outer
         self._rows = 0
-        self._syrk = syrk_update(self.dtype)
+        self._fast_syrk = syrk_update(self.dtype)
 
     def _lanes_for(self, groups: list[list[int]]) -> list[_Lane]:
         d, block_rows = self._shape
@@ -252,7 +259,7 @@ class ClassScatter:
                     np.matmul(self._ones[:k], part, out=block.rest[c])
                     if len(group) > 1:
                         block.m2[c] = np.einsum("ij,ij->j", part, part)
-                self._syrk(1.0, rows, lane.gram)
+                self._fast_syrk(1.0, rows, lane.gram)
                 if len(group) == 1:
                     block.m2[group[0]] = lane.gram_diag  # this class's update only
                 lane.gram_diag[:] = 0.0
@@ -320,14 +327,14 @@ class NearestMeanScorer:
         v = mean - mu_g  # (C, d)
         self.proj = np.ascontiguousarray(np.concatenate([weight, v]).T)  # (d, 2C)
         self.offset = np.concatenate([bias, -(0.5 * (v**2).sum(1) + v @ mu_g)])  # (2C,)
-        self._cast: dict[np.dtype, tuple[np.ndarray, np.ndarray]] = {}
+        self._cast: dict[np.dtype, tuple[np.ndarray, np.ndarray] | None] = {}
 
     def mismatches(self, h: np.ndarray) -> int:
         """Disagreements among the rows of ``h`` (shape (n, d), float32 or float64)."""
         if h.dtype not in self._cast:
             with np.errstate(over="ignore"):
-                cast = (self.proj.astype(h.dtype), self.offset.astype(h.dtype))
-            self._cast[h.dtype] = cast if all(np.isfinite(a).all() for a in cast) else None
+                pair = (self.proj.astype(h.dtype), self.offset.astype(h.dtype))
+            self._cast[h.dtype] = pair if all(np.isfinite(a).all() for a in pair) else None
         cast = self._cast[h.dtype]
         scores = None
         if cast is not None:
