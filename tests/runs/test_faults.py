@@ -20,7 +20,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from ncdynamics import experiments, report, runs
+from ncdynamics import experiments, runs
 
 SETTINGS = {"losses": ("mse",), "epochs": 2, "width": 16, "depth": 1, "checkpoint_every": 1}
 
@@ -68,12 +68,6 @@ def _arm(monkeypatch, root, pattern, occurrence, when):
     return state
 
 
-def _run_and_report(out, *, resume=False):
-    run = experiments.run("demo", "smoke", out, resume=resume, progress=False, **SETTINGS)
-    report.write_report(run)  # what `ncdyn run` does after the experiment
-    return run
-
-
 def _leftovers(root):
     return sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.name.endswith(".tmp")) + (
         ["error.txt"] if (root / "error.txt").exists() else []
@@ -114,16 +108,25 @@ def test_killed_at_a_write_point_resumes_to_the_same_records(
     assert json.loads((out / ".ncdynamics-run").read_text()) == {"format": 1}
 
 
-def test_killed_while_writing_the_report_resume_writes_it(tmp_path, monkeypatch, reference):
+def test_killed_while_writing_the_report_ncdyn_resume_writes_it(tmp_path, monkeypatch, capsys):
+    from ncdynamics.cli import main
+
     out = tmp_path / "r"
+    argv = ["run", "demo", "--preset", "smoke", "--out", str(out), "--no-progress"]
+    argv += ["--set", "epochs=2", "--set", "width=16", "--set", "depth=1"]
     _arm(monkeypatch, out, r"figures/.*\.png", 1, "before")
     with pytest.raises(Killed):
-        _run_and_report(out)
+        main(argv)
     monkeypatch.undo()
     assert runs.open(out).state == "completed" and not (out / "report.html").exists()
-    resumed = _run_and_report(out, resume=True)
-    assert (out / "report.html").is_file() and resumed.figures()
-    pd.testing.assert_frame_equal(resumed.metrics, reference[0])
+    before = runs.open(out).metrics
+    assert main(argv) == 2  # without --resume: refused, with the hint
+    assert "its report is missing: --resume writes it" in capsys.readouterr().err
+    assert main([*argv, "--resume"]) == 0
+    assert f"report: {out / 'report.html'}" in capsys.readouterr().out
+    resumed = runs.open(out)
+    assert (out / "report.html").is_file() and len(resumed.figures()) > 1
+    pd.testing.assert_frame_equal(resumed.metrics, before)
     assert _leftovers(out) == []
 
 

@@ -109,7 +109,10 @@ def test_drop_records_after_keeps_the_step_itself_and_everything_before(tmp_path
         run.save_array("k", step, np.full(2, step))
         if step % 2:
             run.flush()  # records spread over parts and the buffer
+    run.log(2, x=-2.0)  # buffered, at or before the step: kept (and the last record wins)
+    run.log(9, x=9.0)  # buffered, after the step: dropped
     run.drop_records_after(3)
+    assert run.metrics.set_index(["name", "step"]).loc[("x", 2), "value"] == -2.0
     assert sorted(set(run.metrics["step"])) == [0, 1, 2, 3]
     assert sorted(run.arrays("k")) == [0, 1, 2, 3]
     run.drop_records_after(-1)

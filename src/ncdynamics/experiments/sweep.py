@@ -323,11 +323,11 @@ def _run_row(path: Path, point: Mapping[str, Any]) -> dict[str, Any]:
     out = path / point["run_id"]
     if not (out / "status.json").is_file():
         return row
-    run_ = runs.open_run(out)
-    status = run_.status
-    row["status"] = status.get("state", "?")
-    row["started"], row["finished"] = status.get("started"), status.get("finished")
     try:
+        run_ = runs.open_run(out)
+        status = run_.status
+        row["status"] = status.get("state", "?")
+        row["started"], row["finished"] = status.get("started"), status.get("finished")
         _flatten("summary", run_.summary, row)
         wide = run_.metrics_wide()
     except runs.RunCorruptError as exc:  # one damaged run must not hide the others
