@@ -150,3 +150,28 @@ def test_out_that_is_a_file_is_refused(tmp_path):
     with pytest.raises(runs.RunExistsError, match="is not a directory"):
         runs.create(tmp_path / "f", overwrite=True)
     assert (tmp_path / "f").read_text() == "x"
+
+
+def test_overwrite_stopped_midway_leaves_a_run_that_never_started(tmp_path, monkeypatch):
+    """status.json goes first: a half-removed run is never mistaken for one with records."""
+    from pathlib import Path
+
+    _completed_run(tmp_path / "r")
+    real = Path.unlink
+    removed = []
+
+    def unlink(self, missing_ok=False):
+        if len(removed) == 2:
+            raise KeyboardInterrupt  # stands for a kill in the middle of the removal
+        removed.append(self.name)
+        return real(self, missing_ok=missing_ok)
+
+    monkeypatch.setattr(Path, "unlink", unlink)
+    with pytest.raises(KeyboardInterrupt):
+        runs.create(tmp_path / "r", config={"a": 2}, overwrite=True)
+    monkeypatch.undo()
+    assert removed[0] == "status.json" and (tmp_path / "r" / "metrics.parquet").exists()
+    with pytest.raises(runs.RunExistsError, match="killed before it started"):
+        runs.create(tmp_path / "r", config={"a": 2})
+    fresh = runs.create(tmp_path / "r", config={"a": 2}, resume=True)
+    assert fresh.state == "running" and fresh.metrics.empty and fresh.summary == {}

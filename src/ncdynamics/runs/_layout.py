@@ -165,14 +165,17 @@ def first_foreign(path: Path) -> str | None:
 
 
 def remove_store_files(path: Path) -> None:
-    """Delete every file and folder of the layout under ``path``, except the lock file.
+    """Delete every file and folder of the layout under ``path``, but the marker and the lock.
 
-    The caller has checked that nothing foreign is there (:func:`first_foreign`); anything
-    that appeared since stays, with the folder that holds it.
+    ``status.json`` goes first, so that a kill during the removal leaves a run that never
+    started rather than a run with part of its records. The caller has checked that nothing
+    foreign is there (:func:`first_foreign`); anything that appeared since stays, with the
+    folder that holds it.
     """
     found = scan(path)
-    for f in found.files:
-        if not (f.parent == path and f.name == LOCK_NAME):
+    keep = {path / MARKER, path / LOCK_NAME}
+    for f in sorted(found.files, key=lambda f: f != path / "status.json"):
+        if f not in keep:
             f.unlink(missing_ok=True)
     for d in found.folders:
         try:

@@ -622,8 +622,12 @@ def _open_locked(
     if kind in ("run", "legacy"):
         if overwrite:
             _refuse_foreign(p, "--overwrite removes only a run's own files")
+        # marker first, status.json next: a kill during the removal leaves a run that was
+        # never started, which --resume or --overwrite starts, never a half-deleted run
+        write_json(p / MARKER, {"format": MARKER_FORMAT})
         remove_store_files(p)
-    write_json(p / MARKER, {"format": MARKER_FORMAT})
+    else:
+        write_json(p / MARKER, {"format": MARKER_FORMAT})
     write_json(p / "config.json", full_config)
     run._set_status(
         state="running",
