@@ -94,3 +94,54 @@ def test_ray_sweep_with_a_killed_worker_completes(tmp_path, kill_when_running):
     assert list(table["status"]) == ["completed", "completed"]
     assert table.loc["lr=0.1_seed=0", "attempts"] == 2
     assert table.loc["lr=0.05_seed=0", "attempts"] == 1
+
+
+_PARENT = """
+import sys, threading, time
+from ncdynamics.experiments.executors import LocalExecutor, Task
+
+ex = LocalExecutor(workers=1)
+
+def report():
+    while not ex.worker_pids():
+        time.sleep(0.05)
+    print(ex.worker_pids()[0], flush=True)
+
+threading.Thread(target=report, daemon=True).start()
+list(ex.run([Task("forever", time.sleep, (600,))]))
+"""
+
+
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie is dead too
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().split(") ", 1)[1][0] != "Z"
+    except OSError:
+        return True
+
+
+def test_workers_die_with_a_killed_parent():
+    """A SIGKILLed sweep leaves no worker behind that would go on writing its run."""
+    import subprocess
+    import sys
+
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    parent = subprocess.Popen(
+        [sys.executable, "-c", _PARENT], stdout=subprocess.PIPE, text=True, env=env
+    )
+    try:
+        worker = int(parent.stdout.readline())
+        assert _alive(worker)
+        parent.send_signal(signal.SIGKILL)
+        parent.wait()
+        deadline = time.monotonic() + 20
+        while _alive(worker) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not _alive(worker), f"worker {worker} outlived its killed parent"
+    finally:
+        parent.kill()
+        parent.wait()

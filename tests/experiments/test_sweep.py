@@ -114,3 +114,63 @@ def test_sweep_out_must_be_empty_or_a_sweep(tmp_path):
     (tmp_path / "x" / "file.txt").write_text("hi")
     with pytest.raises(FileExistsError, match="is not a sweep directory"):
         sweep("demo", "smoke", tmp_path / "x", grid={"lr": [0.1]})
+
+
+_HOLD_SWEEP = """
+import sys, time
+from pathlib import Path
+from ncdynamics.runs._lock import acquire
+acquire(Path(sys.argv[1]), what="sweep directory")
+print("ready", flush=True)
+time.sleep(300)
+"""
+
+
+def test_a_second_sweep_into_a_live_sweep_directory_is_refused(tmp_path):
+    """The same sweep started twice: the second names the PID of the first, runs nothing."""
+    import subprocess
+    import sys
+
+    from ncdynamics.runs import RunInUseError
+
+    out = tmp_path / "sw"
+    out.mkdir()
+    holder = subprocess.Popen(
+        [sys.executable, "-c", _HOLD_SWEEP, str(out)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout.readline().strip() == "ready"
+        with pytest.raises(RunInUseError, match=f"process {holder.pid}"):
+            sweep("demo", "smoke", out, grid={"lr": [0.1]}, overrides=SMALL)
+        assert sorted(p.name for p in out.iterdir()) == [".lock"]
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_a_run_killed_inside_create_is_started_by_the_next_sweep(tmp_path, one_worker):
+    """A run directory holding only the marker (and its lock file) is not an error."""
+    out = tmp_path / "sw"
+    first = sweep("demo", "smoke", out, grid={"lr": [0.1]}, overrides=SMALL, executor=one_worker)
+    run_dir = out / first.completed[0]
+    for p in sorted(run_dir.rglob("*"), reverse=True):
+        if p.name not in (".ncdynamics-run", ".lock"):
+            p.unlink() if p.is_file() else p.rmdir()
+    again = sweep("demo", "smoke", out, grid={"lr": [0.1]}, overrides=SMALL, executor=one_worker)
+    assert again.completed == first.completed and again.ok
+
+
+def test_a_damaged_run_is_a_row_of_the_table_not_a_crash(tmp_path, one_worker):
+    out = tmp_path / "sw"
+    grid = {"lr": [0.05, 0.1]}
+    res = sweep("demo", "smoke", out, grid=grid, overrides=SMALL, executor=one_worker)
+    damaged = out / res.completed[0] / "metrics.parquet"
+    data = bytearray(damaged.read_bytes())
+    data[len(data) // 2 : len(data) // 2 + 64] = bytes(64)
+    damaged.write_bytes(bytes(data))
+    from ncdynamics.experiments import write_sweep_table
+
+    table = write_sweep_table(out).set_index("run_id")
+    assert table.loc[res.completed[0], "status"] == "damaged"
+    assert "metrics.parquet" in table.loc[res.completed[0], "error"]
+    assert table.loc[res.completed[1], "status"] == "completed"

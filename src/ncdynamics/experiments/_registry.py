@@ -15,6 +15,7 @@ from typing import Any
 
 from .. import runs, theories
 from .._validation import check_int, check_option
+from ..runs._io import write_bytes
 from ..theories.experiment import PRESETS, ExperimentSpec, config_to_dict
 
 __all__ = ["get", "list_experiments", "run"]
@@ -75,9 +76,11 @@ def run(
         Run directory; defaults to ``runs/<name>-<preset>``.
     seed : int, default=0
     resume : bool, default=False
-        Continue an unfinished run in ``out``.
+        Continue an unfinished run in ``out`` (from its last checkpoint when the experiment
+        is resumable, otherwise from the start). A completed run is returned as it is.
     overwrite : bool, default=False
-        Replace a run already in ``out``.
+        Replace a run already in ``out`` (only the run store's own files are removed; a
+        directory holding anything else is refused).
     progress : bool, default=True
         Show progress bars.
     **overrides
@@ -86,8 +89,9 @@ def run(
     Returns
     -------
     Run
-        The completed run. Figures and the HTML report are written by
-        :func:`ncdynamics.report.write_report` (``ncdyn run`` does both).
+        The completed run, its lock released. Figures and the HTML report are written by
+        :func:`ncdynamics.report.write_report` (``ncdyn run`` does both; with ``--resume`` it
+        also writes the report that a kill after completion left unwritten).
     """
     spec = get(name)
     check_option(preset, "preset", PRESETS)
@@ -103,16 +107,19 @@ def run(
         resume=resume,
         overwrite=overwrite,
     )
-    if resume and not spec.resumable:
-        run_.drop_records_after(-1)
-    try:
-        spec.run(config, run_, seed=seed, progress=progress)
-    except BaseException as exc:
-        reason = f"{type(exc).__name__}: {exc}"
-        run_.mark_failed(reason)
-        (run_.path / "error.txt").write_text(traceback.format_exc())
-        raise
-    run_.mark_completed()
+    with run_:  # holds the run directory's lock until the run is completed or failed
+        if run_.state == "completed":  # resumed after it completed: nothing left to run
+            return run_
+        if resume and not spec.resumable:
+            run_.drop_records_after(-1)
+        try:
+            spec.run(config, run_, seed=seed, progress=progress)
+        except BaseException as exc:
+            reason = f"{type(exc).__name__}: {exc}"
+            run_.mark_failed(reason)
+            write_bytes(run_.path / "error.txt", traceback.format_exc().encode())
+            raise
+        run_.mark_completed()
     return run_
 
 

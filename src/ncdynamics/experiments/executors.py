@@ -7,7 +7,8 @@ stops a sweep. Two executors:
 
 - :class:`LocalExecutor`: a pool of long-lived worker processes on this machine. Each worker
   holds one task at a time; a worker that dies (killed, out of memory) is replaced and only
-  its own task fails.
+  its own task fails. Workers die with their parent: a killed sweep leaves no worker behind
+  that goes on writing.
 - :class:`RayExecutor`: tasks on a Ray cluster, a new local one or an existing one at
   ``address`` (install with ``pip install 'ncdynamics[ray]'``).
 
@@ -100,8 +101,34 @@ class Executor(abc.ABC):
 
 
 # ---------------------------------------------------------------------------- local
-def _worker_main(conn: Any, threads: int) -> None:
+PARENT_POLL_S = 0.25
+
+
+def _die_with_parent(parent: int) -> None:
+    """SIGKILL this worker as soon as its parent process (pid ``parent``) is gone.
+
+    A daemon thread polls ``os.getppid()``, which changes when the parent dies and the
+    worker is re-parented; it works on every POSIX system and whichever thread of the parent
+    started the worker. The worker then dies as it would from a kill: its run keeps every
+    record flushed so far, its lock is freed by the kernel, and the next invocation of the
+    sweep resumes it. Without this, the workers of a killed sweep would go on writing into
+    runs that a re-run of the sweep also writes.
+    """
+    import threading
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(PARENT_POLL_S)
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    if os.getppid() != parent:  # the parent died before this worker got here
+        os.kill(os.getpid(), signal.SIGKILL)
+    threading.Thread(target=watch, name="ncdynamics-parent-watch", daemon=True).start()
+
+
+def _worker_main(conn: Any, threads: int, parent: int) -> None:
     """Loop of one local worker: receive a task, send back ``(ok, value_or_error)``."""
+    _die_with_parent(parent)
     _set_threads(threads)
     while True:
         try:
@@ -130,7 +157,9 @@ def _worker_main(conn: Any, threads: int) -> None:
 class _Worker:
     def __init__(self, ctx: Any, threads: int) -> None:
         self.conn, child = ctx.Pipe()
-        self.proc = ctx.Process(target=_worker_main, args=(child, threads), daemon=True)
+        self.proc = ctx.Process(
+            target=_worker_main, args=(child, threads, os.getpid()), daemon=True
+        )
         self.proc.start()
         child.close()
         self.task: Task | None = None

@@ -22,7 +22,6 @@ import itertools
 import json
 import os
 import re
-import shutil
 import socket
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -33,7 +32,9 @@ import pandas as pd
 
 from .. import runs
 from .._validation import check_int, check_option
-from ..runs._io import atomic_write, read_json, write_json
+from ..runs._io import TMP_RE, atomic_write, read_json, write_json
+from ..runs._layout import classify
+from ..runs._lock import LOCK_NAME, DirLock, acquire
 from ..theories.experiment import PRESETS, config_to_dict
 from ._registry import get
 from .executors import Executor, LocalExecutor, Task
@@ -163,7 +164,9 @@ def expand_grid(
 
     fields = [f.name for f in dataclasses.fields(spec.config)]
     checked = _check_grid(fields, name, grid, overrides)
-    if isinstance(seeds, (int,)) and not isinstance(seeds, bool):
+    if isinstance(seeds, bool):
+        raise TypeError(f"`seeds` must be a count or a sequence of seeds; got {seeds!r}.")
+    if isinstance(seeds, int):
         seed_list = list(range(check_int(seeds, "seeds", low=1)))
     else:
         seed_list = [check_int(s, "seeds", low=0) for s in seeds]
@@ -206,8 +209,8 @@ def _execute_point(
     record = {"pid": os.getpid(), "host": socket.gethostname(), "started": _now()}
     write_json(root / ".workers" / f"{run_id}.json", record)
     state = _run_state(out, root)
-    if state == "partial":  # a worker died inside runs.create: only our own config was written
-        shutil.rmtree(out)
+    if state == "legacy-partial":  # an earlier version died inside runs.create: its config only
+        (out / "config.json").unlink()
         state = None
     if state != "completed":
         run_ = run_experiment(
@@ -227,16 +230,25 @@ def _execute_point(
 
 
 def _run_state(out: Path, root: Path) -> str | None:
-    """``None`` (no run yet), ``"partial"``, or the run's state; another format is an error."""
-    if not out.exists():
+    """The state of a sweep's run directory, for the worker that takes it.
+
+    ``None`` (nothing there yet), ``"partial"`` (killed inside ``runs.create`` before its
+    status: resuming starts it), ``"legacy-partial"`` (the same, written by a version without
+    the format marker: only a ``config.json``), or the run's state. Anything else, or a run
+    of another format version, is an error naming the directory.
+    """
+    kind = classify(out)
+    if kind in ("absent", "empty"):
         return None
-    if not (out / "status.json").is_file():
-        leftovers = {p.name for p in out.iterdir()}
-        if leftovers <= {"config.json"}:
-            return "partial"
+    if kind == "run" and not (out / "status.json").is_file():
+        return "partial"
+    if kind == "foreign":
+        names = {p.name for p in out.iterdir() if p.name != LOCK_NAME and not TMP_RE.match(p.name)}
+        if names == {"config.json"}:
+            return "legacy-partial"
         raise ValueError(
-            f"run directory {str(out)!r} of sweep {str(root)!r} holds files but no status.json; "
-            "move it away and run the sweep again."
+            f"run directory {str(out)!r} of sweep {str(root)!r} holds files but no run "
+            "(no status.json); move it away and run the sweep again."
         )
     try:
         return runs.open_run(out).state
@@ -250,9 +262,36 @@ def is_sweep(path: str | os.PathLike[str]) -> bool:
     return (Path(path) / "sweep.json").is_file()
 
 
-def _open_sweep_dir(path: Path, meta: dict[str, Any]) -> dict[str, Any]:
-    if is_sweep(path):
+def _open_sweep_dir(path: Path, meta: dict[str, Any]) -> tuple[dict[str, Any], DirLock]:
+    """The sweep's state (new or read back) and the sweep directory's lock.
+
+    The lock makes one sweep process at a time work in a directory; a second invocation
+    gets :class:`~ncdynamics.runs.RunInUseError` naming the PID of the first.
+    """
+    if path.exists() and not is_sweep(path):
+        if not path.is_dir():
+            raise runs.RunExistsError(f"`out` {str(path)!r} exists and is not a directory.")
+        held = sorted(p.name for p in path.iterdir() if p.name != LOCK_NAME)
+        if held:
+            raise runs.RunExistsError(
+                f"`out` {str(path)!r} exists and is not a sweep directory (it holds "
+                f"{held[0]!r}); choose an empty directory."
+            )
+    path.mkdir(parents=True, exist_ok=True)
+    lock = acquire(path, what="sweep directory")
+    try:
+        if not is_sweep(path):
+            return {
+                "format_version": SWEEP_FORMAT_VERSION,
+                **meta,
+                "created": _now(),
+                "runs": {},
+            }, lock
         state = read_json(path / "sweep.json")
+        if not isinstance(state, dict):
+            raise runs.RunCorruptError(
+                f"{str(path / 'sweep.json')!r} must hold a JSON object; got {type(state).__name__}."
+            )
         version = state.get("format_version", 0)
         if version != SWEEP_FORMAT_VERSION:
             raise ValueError(
@@ -265,13 +304,10 @@ def _open_sweep_dir(path: Path, meta: dict[str, Any]) -> dict[str, Any]:
                 f"`out` {str(path)!r} holds a sweep with another {', '.join(differs)}; "
                 "choose another directory, or give the same settings to resume it."
             )
-        return state
-    if path.exists() and any(path.iterdir()):
-        raise runs.RunExistsError(
-            f"`out` {str(path)!r} exists and is not a sweep directory; choose an empty directory."
-        )
-    path.mkdir(parents=True, exist_ok=True)
-    return {"format_version": SWEEP_FORMAT_VERSION, **meta, "created": _now(), "runs": {}}
+        return state, lock
+    except BaseException:
+        lock.release()
+        raise
 
 
 def _flatten(prefix: str, obj: Any, out: dict[str, float]) -> None:
@@ -287,12 +323,16 @@ def _run_row(path: Path, point: Mapping[str, Any]) -> dict[str, Any]:
     out = path / point["run_id"]
     if not (out / "status.json").is_file():
         return row
-    run_ = runs.open_run(out)
-    status = run_.status
-    row["status"] = status.get("state", "?")
-    row["started"], row["finished"] = status.get("started"), status.get("finished")
-    _flatten("summary", run_.summary, row)
-    wide = run_.metrics_wide()
+    try:
+        run_ = runs.open_run(out)
+        status = run_.status
+        row["status"] = status.get("state", "?")
+        row["started"], row["finished"] = status.get("started"), status.get("finished")
+        _flatten("summary", run_.summary, row)
+        wide = run_.metrics_wide()
+    except runs.RunCorruptError as exc:  # one damaged run must not hide the others
+        row["status"], row["error"] = "damaged", str(exc)
+        return row
     if not wide.empty:
         last = wide.ffill().iloc[-1]
         row.update({f"final.{k}": float(v) for k, v in last.items()})
@@ -391,7 +431,28 @@ def sweep(
             "seeds": sorted({p.seed for p in points}),
         }
     )
-    state = _open_sweep_dir(path, meta)
+    state, lock = _open_sweep_dir(path, meta)
+    try:
+        return _sweep_locked(
+            path, state, points, name, preset, overrides, executor, retries, after_run, progress
+        )
+    finally:
+        lock.release()
+
+
+def _sweep_locked(
+    path: Path,
+    state: dict[str, Any],
+    points: tuple[SweepPoint, ...],
+    name: str,
+    preset: str,
+    overrides: dict[str, Any],
+    executor: Executor | None,
+    retries: int,
+    after_run: Callable[[runs.Run], Any] | None,
+    progress: bool,
+) -> SweepResult:
+    """The body of :func:`sweep`, run while this process holds the sweep directory's lock."""
     states = {p.run_id: _run_state(path / p.run_id, path) for p in points}
     for p in points:
         state["runs"].setdefault(

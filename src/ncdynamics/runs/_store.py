@@ -2,48 +2,76 @@
 
 Layout of a run directory::
 
+    .ncdynamics-run        format marker, {"format": 1}: what makes a directory a run
+    .lock                  the writer's lock (PID and host of the process holding it)
     config.json            resolved experiment config, experiment name, preset
     status.json            state (running / completed / failed), seed, versions, host, times
-    metrics/part-*.parquet long table (step, name, value), one part per flush
+    metrics/part-<n>-<pid>-<token>.parquet  long table (step, name, value), one per flush
     metrics.parquet        the parts compacted, written when the run completes
     arrays/<name>/<step>.npy
-    checkpoints/step-<step>.pt
+    checkpoints/<tag>/step-<step>.pt
     figures/<name>.png
     summary.json           final scalars and notes written by the experiment
-    report.html
+    report.html            written by ncdynamics.report
+    error.txt              traceback of a failed attempt (removed when the run completes)
 
 Every file is written to a temporary name and renamed, so a run killed at any moment holds
 only whole files. Metrics are flushed in parts; a resumed run may write a record for a step
-again, and readers keep the last one.
+again, and readers keep the last one. One process writes a run at a time (an OS lock,
+``_lock.py``); metric files carry checksums (``_tables.py``); checkpoints load without
+running code (``_checkpoint.py``); ``overwrite`` deletes only the store's own files
+(``_layout.py``). docs/runs.md states the guarantees.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
+import json
 import os
 import platform
 import re
+import secrets
 import socket
 import sys
 import warnings
 from collections.abc import Mapping
 from pathlib import Path
+from types import TracebackType
 from typing import Any
 
 import numpy as np
 import pandas as pd
+from numpy.typing import NDArray
 
-from ._io import atomic_write, read_json, write_json, write_npy
+from ._checkpoint import load_checkpoint_file, reason
+from ._errors import RunCorruptError, RunExistsError, RunInUseError
+from ._io import _json_default, atomic_write, read_json, write_json, write_npy
+from ._layout import (
+    MARKER,
+    MARKER_FORMAT,
+    Kind,
+    classify,
+    first_foreign,
+    read_marker,
+    remove_leftovers,
+    remove_store_files,
+)
+from ._lock import DirLock, acquire
+from ._tables import read_metric_table, write_metric_table
 
-__all__ = ["FORMAT_VERSION", "Run", "RunExistsError", "create", "open_run"]
+__all__ = [
+    "FORMAT_VERSION",
+    "Run",
+    "RunCorruptError",
+    "RunExistsError",
+    "RunInUseError",
+    "create",
+    "open_run",
+]
 
 FORMAT_VERSION = 1
 _STATES = ("running", "completed", "failed")
 _NAME_RE = re.compile(r"^[A-Za-z0-9_.\-]+$")
-
-
-class RunExistsError(FileExistsError):
-    """Raised when a directory already holds a completed run and overwriting was not asked."""
 
 
 def _now() -> str:
@@ -70,10 +98,20 @@ def _check_name(name: str, what: str) -> str:
     return name
 
 
+def _part_index(path: Path) -> int:
+    """The write-order index of ``part-<index>[-<pid>-<token>].parquet``."""
+    return int(path.name.split("-")[1].split(".")[0])
+
+
+def _step_of(path: Path) -> int:
+    return int(path.stem.split("-")[1])
+
+
 class Run:
     """A run directory opened for reading and, while running, for writing.
 
-    Use :func:`ncdynamics.runs.create` to start or resume one and
+    Use :func:`ncdynamics.runs.create` to start or resume one (the returned run holds the
+    directory's lock until :meth:`close` or the end of the process) and
     :func:`ncdynamics.runs.open` to read one.
     """
 
@@ -81,25 +119,61 @@ class Run:
         self.path = Path(path)
         self._buffer: list[tuple[int, str, float]] = []
         self._warned_nonfinite = False
+        self._lock: DirLock | None = None
+        self._next_part: int | None = None
+
+    # ------------------------------------------------------------------ lock
+    def close(self) -> None:
+        """Release the directory's lock (idempotent); buffered records are not flushed."""
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
+
+    def __enter__(self) -> Run:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
 
     # ------------------------------------------------------------------ metadata
+    def _read_object(self, name: str) -> dict[str, Any]:
+        path = self.path / name
+        value = read_json(path)
+        if not isinstance(value, dict):
+            raise RunCorruptError(
+                f"{str(path)!r} must hold a JSON object; got {type(value).__name__}."
+            )
+        return value
+
     @property
     def config(self) -> dict[str, Any]:
         """The resolved config (``config.json``)."""
-        return read_json(self.path / "config.json")
+        return self._read_object("config.json")
 
     @property
     def status(self) -> dict[str, Any]:
         """The status record (``status.json``)."""
-        return read_json(self.path / "status.json")
+        return self._read_object("status.json")
 
     @property
     def state(self) -> str:
-        return self.status["state"]
+        state = self.status.get("state")
+        if state not in _STATES:
+            raise RunCorruptError(
+                f"{str(self.path / 'status.json')!r} must give a state among "
+                f"{', '.join(_STATES)}; got {state!r}."
+            )
+        return str(state)
 
     @property
     def experiment(self) -> str | None:
-        return self.config.get("experiment")
+        name = self.config.get("experiment")
+        return None if name is None else str(name)
 
     def _set_status(self, **changes: Any) -> None:
         status = self.status if (self.path / "status.json").exists() else {}
@@ -107,10 +181,15 @@ class Run:
         write_json(self.path / "status.json", status)
 
     def mark_completed(self) -> None:
-        """Flush, compact the metric parts and set the state to ``completed``."""
+        """Flush, compact the metric parts, set the state to ``completed`` and tidy up.
+
+        Tidying removes the temporary files of writes that a kill interrupted and the
+        ``error.txt`` of an earlier failed attempt.
+        """
         self.flush()
         self._compact_metrics()
         self._set_status(state="completed", finished=_now(), error=None)
+        remove_leftovers(self.path)
 
     def mark_failed(self, error: str) -> None:
         """Flush and set the state to ``failed`` with a one-line reason."""
@@ -132,43 +211,45 @@ class Run:
                 self._warned_nonfinite = True
             self._buffer.append((int(step), str(name), v))
 
+    def _parts(self) -> list[Path]:
+        """The metric parts in write order."""
+        found = (self.path / "metrics").glob("part-*.parquet")
+        return sorted(found, key=lambda p: (_part_index(p), p.name))
+
     def flush(self) -> None:
-        """Write buffered metrics as a new Parquet part (atomically)."""
+        """Write buffered metrics as a new Parquet part (atomically).
+
+        A part is named ``part-<index>-<pid>-<token>.parquet``: the index orders the parts
+        in write order (the lock makes this process the only writer), and the process id
+        and a random token keep two names from ever colliding.
+        """
         if not self._buffer:
             return
-        # pyarrow directly: a pandas round trip costs several times the write on the
-        # Recorder's small parts (benchmarks/bench_recorder.py).
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
+        if self._next_part is None:
+            parts = self._parts()
+            self._next_part = _part_index(parts[-1]) + 1 if parts else 0
+        index = self._next_part
         steps, names, values = zip(*self._buffer, strict=True)
-        table = pa.table(
-            {
-                "step": pa.array(steps, pa.int64()),
-                "name": pa.array(names, pa.string()),
-                "value": pa.array(values, pa.float64()),
-            }
-        )
-        parts = self.path / "metrics"
-        parts.mkdir(exist_ok=True)
-        existing = sorted(parts.glob("part-*.parquet"))
-        index = int(existing[-1].stem.split("-")[1]) + 1 if existing else 0
-        atomic_write(parts / f"part-{index:06d}.parquet", lambda p: pq.write_table(table, p))
+        name = f"part-{index:06d}-{os.getpid()}-{secrets.token_hex(4)}.parquet"
+        write_metric_table(self.path / "metrics" / name, steps, names, values)
+        self._next_part = index + 1
         self._buffer.clear()
 
     def _read_metric_frames(self) -> list[pd.DataFrame]:
         frames = []
         if (self.path / "metrics.parquet").exists():
-            frames.append(pd.read_parquet(self.path / "metrics.parquet"))
-        for part in sorted((self.path / "metrics").glob("part-*.parquet")):
-            frames.append(pd.read_parquet(part))
+            frames.append(read_metric_table(self.path / "metrics.parquet"))
+        for part in self._parts():
+            frames.append(read_metric_table(part))
         return frames
 
     @property
     def metrics(self) -> pd.DataFrame:
         """All scalar records as a long table with columns ``step, name, value``.
 
-        Where a step was recorded twice (a resumed run), the last record wins.
+        Where a step was recorded twice (a resumed run), the last record wins. Every file
+        is verified (page checksums and a content digest); a damaged one raises
+        :class:`RunCorruptError` naming it.
         """
         frames = self._read_metric_frames()
         if self._buffer:
@@ -193,22 +274,32 @@ class Run:
             return pd.DataFrame()
         return df.pivot(index="step", columns="name", values="value").sort_index()
 
-    def drop_records_after(self, step: int) -> None:
-        """Forget metric records and arrays after ``step`` (used when resuming)."""
-        df = self.metrics
-        keep = df[df["step"] <= step]
-        atomic_write(self.path / "metrics.parquet", lambda p: keep.to_parquet(p, index=False))
-        for part in (self.path / "metrics").glob("part-*.parquet"):
+    def _write_compacted(self, df: pd.DataFrame) -> None:
+        """``df`` as ``metrics.parquet``, then the parts (now in it) removed."""
+        write_metric_table(
+            self.path / "metrics.parquet",
+            df["step"].to_numpy(np.int64),
+            df["name"].to_numpy(dtype=object),
+            df["value"].to_numpy(np.float64),
+        )
+        for part in self._parts():
             part.unlink()
+
+    def drop_records_after(self, step: int) -> None:
+        """Forget metric records and arrays after ``step`` (used when resuming).
+
+        Records at ``step`` itself are kept; so are buffered records up to it (they are
+        written with the rest).
+        """
+        df = self.metrics
+        self._write_compacted(df[df["step"] <= step])
+        self._buffer.clear()
         for npy in (self.path / "arrays").glob("*/*.npy"):
             if int(npy.stem) > step:
                 npy.unlink()
 
     def _compact_metrics(self) -> None:
-        df = self.metrics
-        atomic_write(self.path / "metrics.parquet", lambda p: df.to_parquet(p, index=False))
-        for part in (self.path / "metrics").glob("part-*.parquet"):
-            part.unlink()
+        self._write_compacted(self.metrics)
 
     # ------------------------------------------------------------------ arrays
     def save_array(self, name: str, step: int, array: Any) -> Path:
@@ -221,7 +312,7 @@ class Run:
         root = self.path / "arrays"
         return sorted(p.name for p in root.iterdir() if p.is_dir()) if root.exists() else []
 
-    def arrays(self, name: str) -> dict[int, np.ndarray]:
+    def arrays(self, name: str) -> dict[int, NDArray[Any]]:
         """All arrays of probe ``name``, as ``{step: ndarray}`` in step order."""
         folder = self.path / "arrays" / name
         if not folder.is_dir():
@@ -229,20 +320,27 @@ class Run:
             raise KeyError(f"run {self.path} has no arrays named {name!r}; known: {known}.")
         return {int(p.stem): np.load(p) for p in sorted(folder.glob("*.npy"))}
 
-    def array_stack(self, name: str) -> tuple[np.ndarray, np.ndarray]:
+    def array_stack(self, name: str) -> tuple[NDArray[np.int64], NDArray[Any]]:
         """``(steps, values)`` with the arrays of ``name`` stacked along a first time axis."""
         series = self.arrays(name)
         steps = np.array(list(series), dtype=np.int64)
         return steps, np.stack(list(series.values())) if series else np.empty((0,))
 
     # ------------------------------------------------------------------ checkpoints
+    def _checkpoints(self, tag: str) -> list[Path]:
+        return sorted((self.path / "checkpoints" / tag).glob("step-*.pt"), key=_step_of)
+
     def save_checkpoint(
         self, step: int, state: Mapping[str, Any], *, tag: str = "main", keep: int = 2
     ) -> Path:
         """Save a torch checkpoint for ``step`` under ``checkpoints/<tag>/``.
 
         Buffered metrics are flushed first, so every record made before the checkpoint is
-        on disk when it exists. The newest ``keep`` checkpoints of the tag are kept.
+        on disk when it exists. The newest ``keep`` checkpoints of the tag are kept, and
+        checkpoints of later steps are removed (left by a run that resumed from an earlier
+        checkpoint because a later one was damaged). ``state`` must hold only what
+        :meth:`load_checkpoint` accepts: tensors, numbers, strings, lists, tuples and dicts
+        (``state_dict()`` s and RNG states do).
         """
         import io
 
@@ -256,18 +354,51 @@ class Run:
         path = atomic_write(
             folder / f"step-{int(step):09d}.pt", lambda p: p.write_bytes(buf.getvalue())
         )
-        for old in sorted(folder.glob("step-*.pt"))[:-keep]:
+        for stale in self._checkpoints(tag):
+            if _step_of(stale) > int(step):
+                stale.unlink()
+        for old in self._checkpoints(tag)[:-keep]:
             old.unlink()
         return path
 
     def load_checkpoint(self, tag: str = "main") -> dict[str, Any] | None:
-        """The newest checkpoint of ``tag`` (a dict with ``step``), or ``None``."""
-        import torch
+        """The newest loadable checkpoint of ``tag`` (a dict with ``step``), or ``None``.
 
-        ckpts = sorted((self.path / "checkpoints" / tag).glob("step-*.pt"))
+        Checkpoints load with ``torch.load(weights_only=True)``: tensors and plain
+        containers only, so a crafted file runs no code. When the newest one cannot be
+        loaded (damaged, truncated, or holding anything else), the previous kept checkpoint
+        is used and a ``RuntimeWarning`` names both files.
+
+        Raises
+        ------
+        RunCorruptError
+            If checkpoints of ``tag`` exist and none of them can be loaded.
+        """
+        ckpts = self._checkpoints(tag)
         if not ckpts:
             return None
-        return torch.load(ckpts[-1], map_location="cpu", weights_only=False)
+        failed: list[tuple[Path, str]] = []
+        for path in reversed(ckpts):
+            try:
+                state = load_checkpoint_file(path)
+            except Exception as exc:  # noqa: BLE001 - any failure makes this file unusable
+                failed.append((path, reason(exc)))
+                continue
+            if failed:
+                bad, why = failed[0]
+                warnings.warn(
+                    f"checkpoint {str(bad)!r} cannot be loaded ({why}); resuming from the "
+                    f"previous one, {path.name} (step {state['step']}).",
+                    RuntimeWarning,
+                    stacklevel=2,
+                )
+            return state
+        bad, why = failed[0]
+        others = f" (nor can the {len(failed) - 1} older)" if len(failed) > 1 else ""
+        raise RunCorruptError(
+            f"checkpoint {str(bad)!r} cannot be loaded ({why}){others}; remove the "
+            "checkpoints of this tag to start it over, or --overwrite the run."
+        )
 
     # ------------------------------------------------------------------ figures, summary
     def save_figure(self, fig: Any, name: str, *, dpi: int = 110) -> Path:
@@ -294,15 +425,20 @@ class Run:
     @property
     def summary(self) -> dict[str, Any]:
         p = self.path / "summary.json"
-        return read_json(p) if p.exists() else {}
+        return self._read_object("summary.json") if p.exists() else {}
 
     def __repr__(self) -> str:
-        state = self.status.get("state", "?") if (self.path / "status.json").exists() else "?"
+        try:
+            state = self.status.get("state", "?")
+        except (OSError, RunCorruptError):
+            state = "?"
         return f"Run({str(self.path)!r}, state={state!r})"
 
 
 def open_run(path: str | os.PathLike[str]) -> Run:
     """Open an existing run directory for reading.
+
+    Runs written before the format marker existed open as well.
 
     Raises
     ------
@@ -310,20 +446,49 @@ def open_run(path: str | os.PathLike[str]) -> Run:
         If ``path`` is not a run directory.
     ValueError
         If it was written by a newer, unknown format version.
+    RunCorruptError
+        If its status or config is not a JSON object.
     """
     p = Path(path)
     if not (p / "status.json").is_file() or not (p / "config.json").is_file():
         raise FileNotFoundError(
             f"`path` must be a run directory holding status.json and config.json; got {str(p)!r}."
         )
+    if (p / MARKER).is_file():
+        read_marker(p)
     run = Run(p)
+    _check_version(run)
+    return run
+
+
+def _check_version(run: Run) -> None:
     version = run.status.get("format_version", 0)
     if version != FORMAT_VERSION:
         raise ValueError(
-            f"run {str(p)!r} has format version {version}; this ncdynamics reads version "
+            f"run {str(run.path)!r} has format version {version}; this ncdynamics reads version "
             f"{FORMAT_VERSION}. Re-run the experiment with this version."
         )
-    return run
+
+
+def _jsonable(obj: Any) -> Any:
+    return json.loads(json.dumps(obj, default=_json_default))
+
+
+def _refuse_foreign(p: Path, why: str) -> None:
+    foreign = first_foreign(p)
+    if foreign is not None:
+        raise RunExistsError(
+            f"`out` {str(p)!r} holds {foreign!r}, which the run store did not write; {why}. "
+            "Nothing was changed: move it away or choose another directory."
+        )
+
+
+def _not_a_run(p: Path) -> RunExistsError:
+    named = first_foreign(p) or sorted(e.name for e in p.iterdir())[0]
+    return RunExistsError(
+        f"`out` {str(p)!r} exists and is not a run directory (it holds {named!r} and no "
+        f"{MARKER} marker); choose an empty directory. Nothing was changed."
+    )
 
 
 def create(
@@ -338,10 +503,13 @@ def create(
 ) -> Run:
     """Create a run directory, or reopen one to resume it.
 
+    The returned run holds the directory's lock (one writer at a time) until
+    :meth:`Run.close` or the end of the process.
+
     Parameters
     ----------
     path : path-like
-        Run directory.
+        Run directory: absent, empty, or a run.
     config : mapping, optional
         Resolved settings, stored as ``config.json``.
     seed : int, optional
@@ -349,50 +517,118 @@ def create(
     experiment, preset : str, optional
         Names stored beside the config.
     resume : bool, default=False
-        Reopen an unfinished run (state ``running`` or ``failed``) keeping its records.
+        Reopen a run with the same config, keeping its records: an unfinished one (state
+        ``running`` or ``failed``) is set running again; a completed one is returned as it
+        is (state ``completed``: nothing left to run; its leftovers are tidied); one killed
+        before it wrote its status starts afresh.
     overwrite : bool, default=False
-        Replace whatever the directory holds, a completed run included.
+        Replace the run in ``path``, a completed one included. Only the store's own files
+        are removed; a directory holding anything else is refused untouched.
 
     Raises
     ------
     RunExistsError
-        If the directory holds a completed run and ``overwrite`` is false, or holds an
-        unfinished run and neither ``resume`` nor ``overwrite`` is set.
+        If the directory holds a completed run and neither ``overwrite`` nor ``resume`` is
+        set, an unfinished run and neither ``resume`` nor ``overwrite`` is set, or files the
+        store did not write (any flag; the message names one).
+    RunInUseError
+        If another live process holds the run (the message gives its PID).
+    ValueError
+        If ``resume`` finds another config, or a run of another format version.
     """
     p = Path(path)
-    full_config = {"experiment": experiment, "preset": preset, "seed": seed, **dict(config or {})}
-    if (p / "status.json").exists():
-        old = Run(p)
-        state = old.status.get("state")
-        if overwrite:
-            import shutil
+    full_config = _jsonable(
+        {"experiment": experiment, "preset": preset, "seed": seed, **dict(config or {})}
+    )
+    kind = classify(p)
+    # refusals that must touch nothing come before the lock file is created
+    if kind == "foreign":
+        raise _not_a_run(p)
+    if kind == "run":
+        read_marker(p)
+    if overwrite and kind in ("run", "legacy"):
+        _refuse_foreign(p, "--overwrite removes only a run's own files")
+    if resume and kind == "legacy":
+        _refuse_foreign(
+            p,
+            "a run of an earlier ncdynamics (no format marker) is resumed only "
+            "when it holds nothing else",
+        )
+    p.mkdir(parents=True, exist_ok=True)
+    run = Run(p)
+    run._lock = acquire(p)
+    try:
+        _open_locked(run, classify(p), full_config, seed, experiment, preset, resume, overwrite)
+    except BaseException:
+        run.close()
+        raise
+    return run
 
-            shutil.rmtree(p)
-        elif state == "completed":
-            raise RunExistsError(
-                f"`out` {str(p)!r} already holds a completed run; choose another directory "
-                "or pass --overwrite."
-            )
-        elif resume:
-            if old.config != _jsonable(full_config):
-                raise ValueError(
-                    f"cannot resume {str(p)!r}: its config differs from the one given. "
-                    "Resume with the same experiment, preset and options."
+
+def _open_locked(
+    run: Run,
+    kind: Kind,
+    full_config: dict[str, Any],
+    seed: int | None,
+    experiment: str | None,
+    preset: str | None,
+    resume: bool,
+    overwrite: bool,
+) -> None:
+    """The part of :func:`create` done under the lock (the directory may have changed)."""
+    p = run.path
+    if kind == "foreign":
+        raise _not_a_run(p)
+    has_status = (p / "status.json").is_file()
+    if kind in ("run", "legacy") and has_status and not overwrite:
+        state = run.state
+        if not resume:
+            if state == "completed":
+                hint = (
+                    ""
+                    if (p / "report.html").exists()
+                    else " (its report is missing: --resume writes it)"
                 )
-            old._set_status(state="running", resumed=_now(), host=socket.gethostname())
-            return old
-        else:
+                raise RunExistsError(
+                    f"`out` {str(p)!r} already holds a completed run{hint}; choose another "
+                    "directory, pass --resume to finish it, or --overwrite to replace it."
+                )
             raise RunExistsError(
                 f"`out` {str(p)!r} holds an unfinished run (state {state!r}); "
                 "pass --resume to continue it or --overwrite to start over."
             )
-    elif p.exists() and any(p.iterdir()) and not overwrite:
+        _check_version(run)
+        stored = run.config if (p / "config.json").is_file() else None
+        if stored != full_config:
+            raise ValueError(
+                f"cannot resume {str(p)!r}: its config differs from the one given. "
+                "Resume with the same experiment, preset and options."
+            )
+        if kind == "legacy":
+            _refuse_foreign(
+                p, "a run of an earlier ncdynamics is resumed only when it holds nothing else"
+            )
+            write_json(p / MARKER, {"format": MARKER_FORMAT})
+        if state == "completed":
+            remove_leftovers(p)
+        else:
+            run._set_status(state="running", resumed=_now(), host=socket.gethostname())
+        return
+    if kind == "run" and not has_status and not (resume or overwrite):
         raise RunExistsError(
-            f"`out` {str(p)!r} exists and is not a run directory; choose an empty directory."
+            f"`out` {str(p)!r} holds a run killed before it started (no status.json); "
+            "pass --resume or --overwrite to start it."
         )
-    p.mkdir(parents=True, exist_ok=True)
+    if kind in ("run", "legacy"):
+        if overwrite:
+            _refuse_foreign(p, "--overwrite removes only a run's own files")
+        # marker first, status.json next: a kill during the removal leaves a run that was
+        # never started, which --resume or --overwrite starts, never a half-deleted run
+        write_json(p / MARKER, {"format": MARKER_FORMAT})
+        remove_store_files(p)
+    else:
+        write_json(p / MARKER, {"format": MARKER_FORMAT})
     write_json(p / "config.json", full_config)
-    run = Run(p)
     run._set_status(
         state="running",
         format_version=FORMAT_VERSION,
@@ -406,12 +642,3 @@ def create(
         finished=None,
         error=None,
     )
-    return run
-
-
-def _jsonable(obj: Any) -> Any:
-    import json
-
-    from ._io import _json_default
-
-    return json.loads(json.dumps(obj, default=_json_default))
