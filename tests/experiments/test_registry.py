@@ -53,11 +53,18 @@ def test_spec_requires_exactly_the_three_presets():
 
 
 def test_failed_experiment_marks_the_run_failed(tmp_path):
+    # A valid config that fails while running: MNIST needs a local `root`.
     with pytest.raises(ValueError):
-        experiments.run("demo", out=tmp_path / "r", progress=False, dataset="nope")
+        experiments.run("demo", out=tmp_path / "r", progress=False, dataset="mnist")
     run = runs.open(tmp_path / "r")
-    assert run.state == "failed" and "`name` must be one of" in run.status["error"]
+    assert run.state == "failed" and "`root` is required" in run.status["error"]
     assert (tmp_path / "r" / "error.txt").exists()
+
+
+def test_invalid_config_is_refused_before_the_run_directory_exists(tmp_path):
+    with pytest.raises(ValueError, match="`dataset` must be one of"):
+        experiments.run("demo", out=tmp_path / "r", progress=False, dataset="nope")
+    assert not (tmp_path / "r").exists()
 
 
 def test_config_of_rebuilds_the_typed_config_of_a_run(tmp_path):

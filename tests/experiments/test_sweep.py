@@ -96,15 +96,15 @@ def test_failing_run_is_retried_a_bounded_number_of_times(tmp_path, one_worker):
         "demo",
         "smoke",
         out,
-        grid={"dataset": ["no-such-dataset"]},
+        grid={"dataset": ["mnist"]},  # valid, but fails while running: no local files
         overrides=SMALL,
         executor=one_worker,
         retries=2,
     )
-    assert not res.ok and res.failed == ("dataset=no-such-dataset_seed=0",)
+    assert not res.ok and res.failed == ("dataset=mnist_seed=0",)
     row = read_sweep_table(out).iloc[0]
     assert row["status"] == "failed" and row["attempts"] == 3
-    assert "no-such-dataset" in row["error"] and "\n" not in row["error"]
+    assert "`root` is required" in row["error"] and "\n" not in row["error"]
     errors = json.loads((out / "sweep.json").read_text())["runs"][row["run_id"]]["errors"]
     assert len(errors) == 3
 
