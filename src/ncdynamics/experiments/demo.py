@@ -10,7 +10,7 @@ Metric names carry the loss as a prefix (``mse/nc/nc1``, ``cross-entropy/nc/nc1`
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 import numpy as np
 import torch
@@ -21,7 +21,7 @@ from ..models import MLP
 from ..models.init import INIT_SCHEMES
 from ..probes import PairAlignmentProbe, PerformanceProbe
 from ..probes.performance import LOSSES
-from ..theories.experiment import ExperimentSpec
+from ..theories.experiment import ExperimentSpec, RunWriter
 from ..training import Recorder, train
 
 __all__ = ["DemoConfig", "EXPERIMENTS", "run_demo"]
@@ -81,7 +81,7 @@ class DemoConfig:
             check_int(getattr(self, name), name, low=1)
 
 
-def run_demo(config: DemoConfig, run: Any, *, seed: int, progress: bool) -> None:
+def run_demo(config: DemoConfig, run: RunWriter, *, seed: int, progress: bool) -> None:
     ds = nc_data.load(config.dataset)
     probe = nc_data.balanced_subset(ds.y_train, config.probe_per_class, np.random.default_rng(seed))
     in_features = int(torch.tensor(ds.x_train.shape[1:]).prod())

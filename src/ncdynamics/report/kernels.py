@@ -29,6 +29,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
+from ..runs import Run  # noqa: E402
+
 __all__ = ["kernel_figures"]
 
 _OUTPUTS = ("logits", "features")
@@ -40,7 +42,7 @@ def _find(names: list[str], key: str) -> str | None:
     return min(hits, key=len) if hits else None
 
 
-def _latest(run: Any, key: str) -> tuple[int, np.ndarray] | None:
+def _latest(run: Run, key: str) -> tuple[int, np.ndarray] | None:
     name = _find(run.array_names(), key)
     if name is None:
         return None
@@ -60,7 +62,7 @@ def _class_lines(ax: Any, labels: np.ndarray | None, n: int) -> None:
         ax.axvline(e, color="white", lw=0.6)
 
 
-def _heatmaps(run: Any) -> Figure | None:
+def _heatmaps(run: Run) -> Figure | None:
     latest = {o: _latest(run, f"ntk_traced_{o}") for o in _OUTPUTS}
     kernels = {o: v for o, v in latest.items() if v is not None}
     if not kernels:
@@ -80,7 +82,7 @@ def _heatmaps(run: Any) -> Figure | None:
     return fig
 
 
-def _block_norms(run: Any) -> Figure | None:
+def _block_norms(run: Run) -> Figure | None:
     latest = {o: _latest(run, f"ntk_block_norms_{o}") for o in _OUTPUTS}
     norms = {o: v for o, v in latest.items() if v is not None}
     if not norms:
@@ -153,7 +155,7 @@ def _block_values(metrics: Any) -> Figure | None:
     return fig
 
 
-def kernel_figures(run: Any) -> list[tuple[str, Figure]]:
+def kernel_figures(run: Run) -> list[tuple[str, Figure]]:
     """Figures of the NTK probes recorded in ``run``; ``[]`` when it recorded none.
 
     Parameters

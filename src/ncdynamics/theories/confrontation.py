@@ -24,10 +24,15 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 from numpy.typing import NDArray
+
+if TYPE_CHECKING:  # the run store is imported by whoever builds a Stream
+    import pandas as pd
+
+    from ..runs import Run
 
 __all__ = [
     "Confrontation",
@@ -74,7 +79,12 @@ class Stream:
     """
 
     def __init__(
-        self, run: Any, prefix: str = "", *, until: float = math.inf, wide: Any = None
+        self,
+        run: Run,
+        prefix: str = "",
+        *,
+        until: float = math.inf,
+        wide: pd.DataFrame | None = None,
     ) -> None:
         self.run = run
         self.prefix = prefix

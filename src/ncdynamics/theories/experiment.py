@@ -21,9 +21,12 @@ import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from numpy.typing import NDArray
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = [
     "PRESETS",
@@ -60,6 +63,10 @@ class RunWriter(Protocol):
 
     def arrays(self, name: str) -> dict[int, NDArray[Any]]:
         """Every stored array of ``name``, by step."""
+        ...
+
+    def metrics_wide(self) -> pd.DataFrame:
+        """The scalar records written so far, one row per step and one column per name."""
         ...
 
     def save_figure(self, fig: Any, name: str, *, dpi: int = 110) -> Path:
