@@ -292,3 +292,8 @@ def test_cifar10_archive_with_a_hostile_member_is_refused(server, tmp_path, monk
 def test_timeout_must_be_positive(tmp_path, timeout):
     with pytest.raises(ValueError, match="timeout"):
         data.load("mnist", root=tmp_path, download=True, timeout=timeout)
+
+
+def test_downloaded_file_is_readable_by_all(server, tmp_path):
+    path = _download.fetch(server.serve("a.bin", b"payload"), tmp_path, timeout=5)
+    assert path.stat().st_mode & 0o777 == 0o644

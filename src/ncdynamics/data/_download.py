@@ -315,6 +315,7 @@ def fetch(remote: RemoteFile, folder: str | Path, *, timeout: float = 60.0) -> P
                 f"download of {remote.url} has the wrong SHA-256: expected {remote.sha256}, "
                 f"got {sha256}; the file was not saved."
             )
+        os.chmod(tmp, 0o644)  # mkstemp makes 0600; a dataset file is readable by all
         os.replace(tmp, dest)
     finally:
         tmp.unlink(missing_ok=True)

@@ -312,6 +312,7 @@ def _extract_cifar(archive: Path, root: Path) -> Path:
                     with os.fdopen(fd, "wb") as out, src:
                         while chunk := src.read(1 << 20):
                             out.write(chunk)
+                    os.chmod(tmp, 0o644)  # mkstemp makes 0600
                     os.replace(tmp, target / n)
                 finally:
                     Path(tmp).unlink(missing_ok=True)

@@ -155,6 +155,7 @@ def _write_cache(file: Path, stamp: np.ndarray, pixels: np.ndarray, labels: np.n
             np.savez(fh, stamp=stamp, pixels=pixels, labels=labels)
             fh.flush()
             os.fsync(fh.fileno())
+        os.chmod(tmp, 0o644)  # mkstemp makes 0600
         os.replace(tmp, file)
         tmp = None
     except OSError as exc:
