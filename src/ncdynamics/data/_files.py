@@ -1,7 +1,11 @@
 """Readers for datasets stored as local files: MNIST-format IDX and CIFAR-10 pickles.
 
-Nothing is downloaded. Put the files under ``root`` (directly, or in the usual sub-folders
-``MNIST/raw``, ``FashionMNIST/raw``, ``cifar-10-batches-py``) and pass ``root=``.
+Put the files under ``root`` (directly, or in the usual sub-folders ``MNIST/raw``,
+``FashionMNIST/raw``, ``cifar-10-batches-py``) and pass ``root=``; or pass ``download=True``
+to fetch the official files into those sub-folders, verified by SHA-256 (:mod:`._download`).
+With ``download=True`` the loader reads exactly the verified files it fetched (or found
+already verified); the CIFAR-10 batches are then taken out of the verified archive by name,
+as regular files only (never ``extractall``: no links, no paths outside ``root``).
 
 The CIFAR-10 batches are Python pickles, and unpickling can run arbitrary code. They are read
 with a restricted unpickler (:class:`_BatchUnpickler`) that builds only what the real files
@@ -15,15 +19,20 @@ from __future__ import annotations
 
 import gzip
 import math
+import os
 import pickle
+import tarfile
+import tempfile
+import zlib
 from pathlib import Path
 from typing import Any, BinaryIO
 
 import numpy as np
 from numpy._core.multiarray import _reconstruct
 
-from .._validation import check_int
+from .._validation import check_int, check_scalar
 from ._dataset import Dataset, as_float32, register
+from ._download import fetch_all
 
 # The globals a CIFAR-10 batch pickle needs: a numpy array pickles as
 # _reconstruct(ndarray, shape, dtype) followed by ndarray.__setstate__. The real files were
@@ -103,24 +112,31 @@ def _find(root: Path, stem: str, subdirs: tuple[str, ...]) -> Path:
             return c
     raise FileNotFoundError(
         f"dataset file {stem!r} (raw or .gz) not found under {str(root)!r}; looked in "
-        f"{', '.join(sorted({str(c.parent) for c in candidates}))}."
+        f"{', '.join(sorted({str(c.parent) for c in candidates}))}; or pass download=True "
+        "to fetch the official files."
     )
 
 
-def _check_root(root: str | Path | None, name: str) -> Path:
+def _check_root(root: str | Path | None, name: str, *, create: bool = False) -> Path:
     if root is None:
         raise ValueError(f"`root` is required for dataset {name!r}: the folder holding its files.")
     path = Path(root).expanduser()
+    if create:
+        path.mkdir(parents=True, exist_ok=True)
     if not path.is_dir():
         raise FileNotFoundError(f"`root` must be an existing directory; got {str(path)!r}.")
     return path
 
 
 def _load_idx_pair(
-    root: Path, prefix: str, subdirs: tuple[str, ...]
+    root: Path, prefix: str, subdirs: tuple[str, ...], fetched: dict[str, Path] | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
-    img_path = _find(root, f"{prefix}-images-idx3-ubyte", subdirs)
-    lab_path = _find(root, f"{prefix}-labels-idx1-ubyte", subdirs)
+    if fetched is not None:
+        img_path = fetched[f"{prefix}-images-idx3-ubyte.gz"]
+        lab_path = fetched[f"{prefix}-labels-idx1-ubyte.gz"]
+    else:
+        img_path = _find(root, f"{prefix}-images-idx3-ubyte", subdirs)
+        lab_path = _find(root, f"{prefix}-labels-idx1-ubyte", subdirs)
     images, labels = read_idx(img_path), read_idx(lab_path)
     if images.ndim != 3:
         raise ValueError(f"{str(img_path)!r} must hold images of shape (n, rows, cols).")
@@ -137,14 +153,28 @@ def _check_limit(limit: int | None) -> int | None:
     return None if limit is None else check_int(limit, "limit", low=1)
 
 
+def _check_timeout(timeout: float) -> float:
+    return check_scalar(timeout, "timeout", low=0.0, closed="neither")
+
+
 def _mnist_like(
-    name: str, root: str | Path | None, subdirs: tuple[str, ...], flatten: bool, limit: int | None
+    name: str,
+    root: str | Path | None,
+    subdirs: tuple[str, ...],
+    flatten: bool,
+    limit: int | None,
+    download: bool = False,
+    timeout: float = 60.0,
 ) -> Dataset:
     limit = _check_limit(limit)
-    path = _check_root(root, name)
+    timeout = _check_timeout(timeout)
+    path = _check_root(root, name, create=download)
+    fetched = None
+    if download:
+        fetched = {p.name: p for p in fetch_all(name, path, timeout=timeout)}
     out = []
     for prefix in ("train", "t10k"):
-        images, labels = _load_idx_pair(path, prefix, subdirs)
+        images, labels = _load_idx_pair(path, prefix, subdirs, fetched)
         if limit is not None:
             images, labels = images[:limit], labels[:limit]
         x = images.astype(np.float32)[:, None] / 255.0
@@ -158,22 +188,43 @@ def _mnist_like(
 
 @register("mnist")
 def load_mnist(
-    *, root: str | Path | None = None, flatten: bool = False, limit: int | None = None
+    *,
+    root: str | Path | None = None,
+    flatten: bool = False,
+    limit: int | None = None,
+    download: bool = False,
+    timeout: float = 60.0,
 ) -> Dataset:
     """MNIST from IDX files (``train-images-idx3-ubyte`` etc., raw or ``.gz``) under ``root``.
 
     Pixels are scaled to [0, 1]; images have shape (1, 28, 28) unless ``flatten``.
-    ``limit`` keeps the first ``limit`` images of each split.
+    ``limit`` keeps the first ``limit`` images of each split. ``download=True`` fetches
+    the four ``.gz`` files into ``root/MNIST/raw`` (creating ``root``), verified by SHA-256,
+    unless verified copies are already there; ``timeout`` is in seconds per socket operation.
+
+    Raises
+    ------
+    DownloadError
+        (a ``ConnectionError``) for a failed download, in one line naming the URL.
     """
-    return _mnist_like("mnist", root, ("MNIST/raw", "mnist"), flatten, limit)
+    return _mnist_like("mnist", root, ("MNIST/raw", "mnist"), flatten, limit, download, timeout)
 
 
 @register("fashion-mnist")
 def load_fashion_mnist(
-    *, root: str | Path | None = None, flatten: bool = False, limit: int | None = None
+    *,
+    root: str | Path | None = None,
+    flatten: bool = False,
+    limit: int | None = None,
+    download: bool = False,
+    timeout: float = 60.0,
 ) -> Dataset:
-    """Fashion-MNIST from IDX files under ``root`` (same layout and options as ``mnist``)."""
-    return _mnist_like("fashion-mnist", root, ("FashionMNIST/raw", "fashion-mnist"), flatten, limit)
+    """Fashion-MNIST from IDX files under ``root`` (same layout and options as ``mnist``).
+
+    ``download=True`` fetches into ``root/FashionMNIST/raw``.
+    """
+    subdirs = ("FashionMNIST/raw", "fashion-mnist")
+    return _mnist_like("fashion-mnist", root, subdirs, flatten, limit, download, timeout)
 
 
 def _first_line(exc: BaseException) -> str:
@@ -221,6 +272,55 @@ def _read_cifar_batch(path: Path) -> tuple[np.ndarray, np.ndarray]:
     return data.reshape(-1, 3, 32, 32), labels
 
 
+_CIFAR_BATCHES = tuple(f"data_batch_{i}" for i in range(1, 6)) + ("test_batch",)
+
+
+def _extract_cifar(archive: Path, root: Path) -> Path:
+    """Take the six batches out of the verified archive into ``root/cifar-10-batches-py``.
+
+    Only the members ``cifar-10-batches-py/<batch>`` are read, and only as regular files;
+    each is written to a temporary file and renamed into place. Batches already there are
+    kept (the archive is not opened when all six are present).
+
+    Raises
+    ------
+    ValueError
+        Naming the archive, when it cannot be read, lacks a batch, or holds one that is not
+        a regular file (a link, a device).
+    """
+    target = root / "cifar-10-batches-py"
+    missing = [n for n in _CIFAR_BATCHES if not (target / n).is_file()]
+    if not missing:
+        return target
+    target.mkdir(parents=True, exist_ok=True)
+    where = str(archive)
+    try:
+        with tarfile.open(archive, "r:gz") as tar:
+            for n in missing:
+                try:
+                    member = tar.getmember(f"cifar-10-batches-py/{n}")
+                except KeyError:
+                    raise ValueError(f"CIFAR-10 archive {where!r} has no batch {n!r}.") from None
+                src = tar.extractfile(member) if member.isfile() else None
+                if src is None:
+                    raise ValueError(
+                        f"CIFAR-10 archive {where!r}: member {member.name!r} is not a regular "
+                        "file; refused."
+                    )
+                fd, tmp = tempfile.mkstemp(prefix=f".{n}.", suffix=".tmp", dir=target)
+                try:
+                    with os.fdopen(fd, "wb") as out, src:
+                        while chunk := src.read(1 << 20):
+                            out.write(chunk)
+                    os.chmod(tmp, 0o644)  # mkstemp makes 0600
+                    os.replace(tmp, target / n)
+                finally:
+                    Path(tmp).unlink(missing_ok=True)
+    except (tarfile.TarError, OSError, EOFError, zlib.error) as exc:
+        raise ValueError(f"cannot extract CIFAR-10 archive {where!r}: {_first_line(exc)}.") from exc
+    return target
+
+
 @register("cifar10")
 def load_cifar10(
     *,
@@ -228,16 +328,24 @@ def load_cifar10(
     classes: Any = None,
     flatten: bool = False,
     limit: int | None = None,
+    download: bool = False,
+    timeout: float = 60.0,
 ) -> Dataset:
     """CIFAR-10 from the python pickle batches (``data_batch_1..5``, ``test_batch``).
 
     Looks under ``root`` and ``root/cifar-10-batches-py``. ``classes`` keeps a subset of
     the ten classes, relabelled 0..k-1 in the given order. Pixels are scaled to [0, 1].
     The batches are unpickled by a restricted reader that builds only dicts, lists, bytes,
-    str, int and numpy arrays (module docstring).
+    str, int and numpy arrays (module docstring). ``download=True`` fetches
+    ``cifar-10-python.tar.gz`` into ``root`` (verified by SHA-256, unless a verified copy is
+    there) and takes the batches out into ``root/cifar-10-batches-py`` (:func:`_extract_cifar`).
     """
     limit = _check_limit(limit)
-    path = _check_root(root, "cifar10")
+    timeout = _check_timeout(timeout)
+    path = _check_root(root, "cifar10", create=download)
+    if download:
+        (archive,) = fetch_all("cifar10", path, timeout=timeout)
+        _extract_cifar(archive, path)
     base = path / "cifar-10-batches-py" if (path / "cifar-10-batches-py").is_dir() else path
     parts = {}
     for split, names in (
@@ -248,7 +356,10 @@ def load_cifar10(
         for n in names:
             f = base / n
             if not f.is_file():
-                raise FileNotFoundError(f"CIFAR-10 batch file {str(f)!r} not found.")
+                raise FileNotFoundError(
+                    f"CIFAR-10 batch file {str(f)!r} not found; or pass download=True to fetch "
+                    "the official archive."
+                )
             x, y = _read_cifar_batch(f)
             xs.append(x)
             ys.append(y)
