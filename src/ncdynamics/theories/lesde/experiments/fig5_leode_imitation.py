@@ -13,6 +13,7 @@ import warnings
 from dataclasses import dataclass
 
 import numpy as np
+from matplotlib import patheffects
 from numpy.typing import NDArray
 
 from ...experiment import RunWriter
@@ -34,7 +35,7 @@ from .geomnist_trials import (
     train,
     trials_settings,
 )
-from .plotting import Figure, plt
+from .plotting import Figure, plt, rolling_mean
 
 __all__ = ["Fig5Config", "plot_fig5", "run_fig5"]
 
@@ -127,8 +128,9 @@ def plot_fig5(
     Row k shows class k: its K real mean logits (solid, one colour per logit) against the
     L-model LE-ODE mean (dashed, same colour; grey bars: sd over random starts) driven by
     rates from the l-estimator (column 0) and the L-estimator (column 1), and RD_k(t) of
-    every (estimator, model) pairing (column 2). Titles and legends give the terminal RD_k
-    (mean over the last ``tail`` iterations). The paper's Fig. 5 shows class 0 only.
+    every (estimator, model) pairing as a rolling mean over T/100 iterations (column 2).
+    Titles and legends give the terminal RD_k (mean over the last ``tail`` iterations). The
+    paper's Fig. 5 shows class 0 only.
 
     Parameters
     ----------
@@ -147,18 +149,30 @@ def plot_fig5(
     bars = np.linspace(0, t[-1], 20).astype(int)
     colours = [f"C{j}" for j in range(n_classes)]
     terminal = {key: _terminal_rd(rd, tail) for key, rd in rds.items()}
+    outline = [patheffects.withStroke(linewidth=3.2, foreground="white")]
+    smooth = max(1, real.shape[0] // 100)  # RD_k(t) is noisy: drawn as a rolling mean
     for k in range(n_classes):
         for ax, est_name in zip(axes[k, :2], ("l", "L"), strict=True):
             mean, sd = sims[(est_name, "L")]
             for j in range(n_classes):
-                ax.plot(t, real[:, k, j], ls="-", lw=1.5, color=colours[j], label=f"real logit {j}")
+                ax.plot(
+                    t,
+                    real[:, k, j],
+                    ls="-",
+                    lw=0.8,
+                    alpha=0.45,
+                    color=colours[j],
+                    label=f"real logit {j}",
+                )
             for j in range(n_classes):
                 ax.plot(
                     t,
                     mean[:, k, j],
                     ls="--",
-                    lw=1.0,
+                    lw=1.8,
                     color=colours[j],
+                    path_effects=outline,  # visible over the noisy real logits
+                    zorder=3,
                     label="LE-ODE" if j == 0 else None,
                 )
                 ax.errorbar(
@@ -186,13 +200,16 @@ def plot_fig5(
         for (est_name, model), rd in rds.items():
             ax.plot(
                 t,
-                rd[:, k],
+                rolling_mean(rd[:, k], smooth),
                 lw=1.0,
                 label=f"{model}-model ({est_name}-est.): {terminal[(est_name, model)][k]:.3g}",
             )
         ax.set_yscale("log")
         ax.set_xlabel("iteration")
         ax.set_ylabel(f"RD of class {k}")
-        ax.set_title(f"class {k}: relative distance (terminal value in legend)", fontsize=9)
+        ax.set_title(
+            f"class {k}: RD (rolling mean over {smooth} its; terminal value in legend)",
+            fontsize=9,
+        )
         ax.legend(fontsize=7)
     return fig
