@@ -55,3 +55,14 @@ def test_fig11_has_the_fit_loss_bars_as_a_second_panel(rng):
     np.testing.assert_allclose(sorted(heights), sorted(losses.values()))
     ticks = [t.get_text() for t in bar_ax.get_xticklabels()]
     assert all(any(v in tick for tick in ticks) for v in VARIANTS)
+
+
+def test_fig11_marks_the_papers_losses_only_when_given(rng):
+    from ncdynamics.theories.alignment.experiments.fig11_alternatives import PAPER_ALT_LOSS
+
+    epochs, measured, theories, losses = _inputs(rng)
+    with_paper = plot_fig11(epochs, measured, theories, losses, title="d", paper=PAPER_ALT_LOSS)
+    (ticks,) = [ln for ln in with_paper.axes[3].get_lines() if ln.get_label() == "paper"]
+    np.testing.assert_allclose(ticks.get_ydata(), [PAPER_ALT_LOSS[v] for v in VARIANTS])
+    without = plot_fig11(epochs, measured, theories, losses, title="s")
+    assert not [ln for ln in without.axes[3].get_lines() if ln.get_label() == "paper"]
