@@ -193,22 +193,26 @@ class _MemorySink:
         return None
 
 
-class _Every:
-    """Runs a probe only at multiples of ``every`` and at ``last`` (kernels are costly).
+class _OnSteps:
+    """Runs a probe only at the given steps (the Recorder's schedule is their union).
 
-    Known bug, kept for identical numbers (issue 19): the Recorder calls probes only at its
-    own schedule (multiples of ``record_every``), so the probe runs at the common multiples
-    of ``every`` and ``record_every`` -- every 30 epochs for the ``cpu`` preset's
-    ``kernel_every=15``, ``record_every=2``, not every 15 as documented.
+    The kernel probe runs at multiples of ``kernel_every`` and the NC probes at multiples of
+    ``record_every`` (both also at the last epoch); the Recorder fires at the union of the
+    two, and each probe returns nothing at the other one's steps.
     """
 
-    def __init__(self, probe: Probe, every: int, last: int) -> None:
-        self.probe, self.name, self.every, self.last = probe, probe.name, every, last
+    def __init__(self, probe: Probe, steps: frozenset[int]) -> None:
+        self.probe, self.name, self.steps = probe, probe.name, steps
 
     def __call__(self, inp: ProbeInput) -> ProbeOutput:
-        if inp.step % self.every and inp.step != self.last:
+        if inp.step not in self.steps:
             return ProbeOutput()
         return self.probe(inp)
+
+
+def _grid(every: int, last: int) -> frozenset[int]:
+    """The multiples of ``every`` in ``[0, last]`` and ``last`` itself."""
+    return frozenset(range(0, last + 1, every)) | {last}
 
 
 class _Timed:
@@ -266,19 +270,18 @@ def train_one(
     gen = torch.Generator().manual_seed(seed)
     model = build_model(cfg, ds, init, gen)
     probe_idx = class_ordered_subset(ds.y_train, cfg.probe_per_class, ds.num_classes)
-    kernel_probe = _Timed(
-        _Every(InvariantProbe(per_class=cfg.kernel_per_class), cfg.kernel_every, cfg.epochs)
-    )
+    record_steps = _grid(cfg.record_every, cfg.epochs)
+    kernel_steps = _grid(cfg.kernel_every, cfg.epochs)
+    kernel_probe = _Timed(_OnSteps(InvariantProbe(per_class=cfg.kernel_per_class), kernel_steps))
     probes = [
-        _Timed(make_probe("collapse")),
-        _Timed(make_probe("performance")),
-        _Timed(make_probe("class_means")),  # for the logit theories in `ncdyn compare`
+        _Timed(_OnSteps(make_probe("collapse"), record_steps)),
+        _Timed(_OnSteps(make_probe("performance"), record_steps)),
+        # class means feed the logit theories in `ncdyn compare`
+        _Timed(_OnSteps(make_probe("class_means"), record_steps)),
         kernel_probe,
     ]
     sink = _MemorySink()
-    schedule = Schedule(
-        steps=tuple(sorted(set(range(0, cfg.epochs + 1, cfg.record_every)) | {cfg.epochs}))
-    )
+    schedule = Schedule(steps=tuple(sorted(record_steps | kernel_steps)))
     rec = Recorder(
         sink,
         ds.x_train[probe_idx],

@@ -13,6 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from matplotlib.colors import to_rgba
+from matplotlib.ticker import MaxNLocator
 from numpy.typing import NDArray
 
 from ...experiment import RunWriter
@@ -133,7 +135,7 @@ def plot_fig1(
     pair : (int, int)
         The classes that define ``nu``.
     """
-    fig = plt.figure(figsize=(11, 4.5))
+    fig = plt.figure(figsize=(12, 5))
     ax = fig.add_subplot(1, 2, 1)
     for c in range(3):
         sel = labels == c
@@ -143,6 +145,7 @@ def plot_fig1(
             s=6,
             marker=MARKERS[c],
             alpha=0.5,
+            color=f"C{c}",
             label=NAMES[c],
         )
         ax.plot(rolling_mean(means[:, c] @ nu, 50), np.arange(means.shape[0]), lw=1.5, color="k")
@@ -152,12 +155,43 @@ def plot_fig1(
     ax.set_title("Projected logits; black: class means, red dashed: LE-ODE (L-model)", fontsize=9)
     ax.legend(fontsize=7)
     ax3 = fig.add_subplot(1, 2, 2, projection="3d")
-    t = np.arange(means.shape[0])[::5]
-    for c in range(3):
-        ax3.scatter(*means[::5, c].T, c=t, cmap="viridis", s=2, marker=MARKERS[c])
-    for i in np.linspace(0, means.shape[0] - 1, 20).astype(int):
+    n_t = means.shape[0]
+    t = np.arange(n_t)[::5]
+    opacity = 0.1 + 0.9 * t / max(1, n_t - 1)  # faint early, opaque late
+    for i in np.linspace(0, n_t - 1, 12).astype(int):  # class-mean triangles at 12 times
         tri = np.vstack([means[i], means[i, :1]])
-        ax3.plot(*tri.T, color=plt.cm.viridis(i / max(1, means.shape[0] - 1)), lw=0.6)
-    ax3.set_title("Class-mean logits (colour: iteration)")
+        ax3.plot(*tri.T, color="0.4", lw=0.6, alpha=float(0.15 + 0.6 * i / max(1, n_t - 1)))
+    for c in range(3):
+        rgba = np.tile(to_rgba(f"C{c}"), (len(t), 1))
+        rgba[:, 3] = opacity
+        ax3.scatter(
+            *means[t, c].T,
+            color=rgba,
+            s=4 + 10 * t / max(1, n_t - 1),
+            marker=MARKERS[c],
+            depthshade=False,
+            label=NAMES[c],
+        )
+        ax3.scatter(
+            *means[-1, c], color=f"C{c}", s=60, marker=MARKERS[c], edgecolors="k", depthshade=False
+        )
+    # look along (1, 1, 1): logits nearly sum to a constant, so the paths lie close to a plane
+    # orthogonal to it, which this view shows face-on (the classes fan out)
+    ax3.view_init(elev=float(np.degrees(np.arctan(1 / np.sqrt(2)))), azim=45)
+    for axis in (ax3.xaxis, ax3.yaxis, ax3.zaxis):
+        axis.set_major_locator(MaxNLocator(4))
+    ax3.tick_params(labelsize=7)
+    ax3.set_xlabel("logit 0")
+    ax3.set_ylabel("logit 1")
+    ax3.set_zlabel("logit 2")
+    ax3.set_title(
+        "Class-mean logits (colour: class; faint to opaque: early to late,\n"
+        "outlined: final; grey: class-mean triangles over time)",
+        fontsize=9,
+    )
+    legend = ax3.legend(fontsize=7, loc="upper left")
+    for handle in legend.legend_handles:  # opaque markers in the legend, whatever the time
+        if handle is not None:
+            handle.set_alpha(1.0)
     fig.tight_layout()
     return fig

@@ -9,9 +9,11 @@ of order 1e-2-1e-1 in the terminal phase and below the l-model's.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
+from matplotlib import patheffects
 from numpy.typing import NDArray
 
 from ...experiment import RunWriter
@@ -33,7 +35,7 @@ from .geomnist_trials import (
     train,
     trials_settings,
 )
-from .plotting import Figure, plt
+from .plotting import Figure, plt, rolling_mean
 
 __all__ = ["Fig5Config", "plot_fig5", "run_fig5"]
 
@@ -76,13 +78,17 @@ def run_fig5(config: Fig5Config, run: RunWriter, *, seed: int, progress: bool) -
     for key, (m, _) in sims.items():
         run.save_array(f"sim_{key[0]}est_{key[1]}model", 0, m.astype(np.float32))
     run.save_array("real_means", 0, means.astype(np.float32))
-    run.save_figure(plot_fig5(means, sims, rds), "fig5_imitation")
+    run.save_figure(plot_fig5(means, sims, rds, tail=tail), "fig5_imitation")
     term = slice(config.n_iter - tail, config.n_iter)
     rd_term = {f"{a}-est/{b}-model": float(np.nanmean(v[term])) for (a, b), v in rds.items()}
+    rd_class = {
+        f"{a}-est/{b}-model": [float(x) for x in _terminal_rd(v, tail)] for (a, b), v in rds.items()
+    }
     rd_L, rd_l = rd_term["L-est/L-model"], rd_term["L-est/l-model"]
     run.save_summary(
         {
             "terminal_rd": rd_term,
+            "terminal_rd_per_class": rd_class,
             "terminal_rd_L_model_started_at_real_means": {
                 f"{a}-est": float(np.nanmean(v[term])) for a, v in real_init.items()
             },
@@ -103,12 +109,28 @@ def run_fig5(config: Fig5Config, run: RunWriter, *, seed: int, progress: bool) -
     )
 
 
+def _terminal_rd(rd: NDArray[np.float64], tail: int) -> NDArray[np.float64]:
+    """Mean of RD_k(t) over the last ``tail`` iterations, per class: shape (K,)."""
+    with warnings.catch_warnings():  # a class whose RD is NaN throughout gives NaN
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return np.asarray(np.nanmean(rd[-tail:], axis=0), dtype=np.float64)
+
+
 def plot_fig5(
     real: NDArray[np.float64],
     sims: Imitations,
     rds: dict[tuple[str, str], NDArray[np.float64]],
+    *,
+    tail: int,
 ) -> Figure:
-    """Real class-0 logits against LE-ODE means (± sd), and RD_k(t).
+    """Real class-mean logits against LE-ODE means (± sd), one row per class, and RD_k(t).
+
+    Row k shows class k: its K real mean logits (solid, one colour per logit) against the
+    L-model LE-ODE mean (dashed, same colour; grey bars: sd over random starts) driven by
+    rates from the l-estimator (column 0) and the L-estimator (column 1), and RD_k(t) of
+    every (estimator, model) pairing as a rolling mean over T/100 iterations (column 2).
+    Titles and legends give the terminal RD_k (mean over the last ``tail`` iterations). The
+    paper's Fig. 5 shows class 0 only.
 
     Parameters
     ----------
@@ -116,30 +138,78 @@ def plot_fig5(
         Real class-mean logits.
     sims : dict of (estimator, model) to (mean, sd), each of shape (T, K, K)
     rds : dict of (estimator, model) to ndarray of shape (T, K)
+    tail : int
+        Length of the terminal phase over which RD_k is averaged.
     """
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
+    n_classes = real.shape[1]
+    fig, axes = plt.subplots(
+        n_classes, 3, figsize=(16, 3.3 * n_classes), squeeze=False, constrained_layout=True
+    )
     t = np.arange(real.shape[0])
     bars = np.linspace(0, t[-1], 20).astype(int)
-    for ax, est_name in zip(axes[:2], ("l", "L"), strict=True):
-        mean, sd = sims[(est_name, "L")]
-        for j in range(3):
-            ax.plot(t, real[:, 0, j], lw=1.5, label=f"real logit {j}")
-            ax.plot(t, mean[:, 0, j], ls="--", color="k", lw=0.8)
-            ax.errorbar(
-                bars, mean[bars, 0, j], yerr=sd[bars, 0, j], fmt="none", ecolor="grey", lw=0.6
+    colours = [f"C{j}" for j in range(n_classes)]
+    terminal = {key: _terminal_rd(rd, tail) for key, rd in rds.items()}
+    outline = [patheffects.withStroke(linewidth=3.2, foreground="white")]
+    smooth = max(1, real.shape[0] // 100)  # RD_k(t) is noisy: drawn as a rolling mean
+    for k in range(n_classes):
+        for ax, est_name in zip(axes[k, :2], ("l", "L"), strict=True):
+            mean, sd = sims[(est_name, "L")]
+            for j in range(n_classes):
+                ax.plot(
+                    t,
+                    real[:, k, j],
+                    ls="-",
+                    lw=0.8,
+                    alpha=0.45,
+                    color=colours[j],
+                    label=f"real logit {j}",
+                )
+            for j in range(n_classes):
+                ax.plot(
+                    t,
+                    mean[:, k, j],
+                    ls="--",
+                    lw=1.8,
+                    color=colours[j],
+                    path_effects=outline,  # visible over the noisy real logits
+                    zorder=3,
+                    label="LE-ODE" if j == 0 else None,
+                )
+                ax.errorbar(
+                    bars,
+                    mean[bars, k, j],
+                    yerr=sd[bars, k, j],
+                    fmt="none",
+                    ecolor="grey",
+                    lw=0.6,
+                    label="± sd over starts" if j == 0 else None,
+                )
+            shown = np.concatenate([real[:, k].ravel(), mean[:, k].ravel()])
+            lo, hi = np.nanmin(shown), np.nanmax(shown)
+            pad = 0.15 * (hi - lo) if hi > lo else 1.0
+            ax.set_ylim(lo - pad, hi + pad)  # error bars (sd over random starts) are clipped
+            rd_k = terminal[(est_name, "L")][k]
+            ax.set_title(
+                f"class {k}: L-model LE-ODE, {est_name}-est. rates (terminal RD {rd_k:.3g})",
+                fontsize=9,
             )
-        lo, hi = np.nanmin(real[:, 0]), np.nanmax(real[:, 0])
-        pad = 0.3 * (hi - lo)
-        ax.set_ylim(lo - pad, hi + pad)  # error bars (sd over random starts) are clipped
-        ax.set_title(f"class 0: L-model LE-ODE, rates from the {est_name}-estimator")
+            ax.set_xlabel("iteration")
+            ax.set_ylabel(f"mean logit of class {k}")
+            ax.legend(fontsize=7, ncol=2)
+        ax = axes[k, 2]
+        for (est_name, model), rd in rds.items():
+            ax.plot(
+                t,
+                rolling_mean(rd[:, k], smooth),
+                lw=1.0,
+                label=f"{model}-model ({est_name}-est.): {terminal[(est_name, model)][k]:.3g}",
+            )
+        ax.set_yscale("log")
         ax.set_xlabel("iteration")
+        ax.set_ylabel(f"RD of class {k}")
+        ax.set_title(
+            f"class {k}: RD (rolling mean over {smooth} its; terminal value in legend)",
+            fontsize=9,
+        )
         ax.legend(fontsize=7)
-    ax = axes[2]
-    for (est_name, model), rd in rds.items():
-        ax.plot(t, np.nanmean(rd, axis=1), label=f"{model}-model ({est_name}-est.)")
-    ax.set_yscale("log")
-    ax.set_xlabel("iteration")
-    ax.set_ylabel("RD (mean over classes)")
-    ax.legend(fontsize=7)
-    fig.tight_layout()
     return fig
