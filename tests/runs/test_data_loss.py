@@ -175,3 +175,29 @@ def test_overwrite_stopped_midway_leaves_a_run_that_never_started(tmp_path, monk
         runs.create(tmp_path / "r", config={"a": 2})
     fresh = runs.create(tmp_path / "r", config={"a": 2}, resume=True)
     assert fresh.state == "running" and fresh.metrics.empty and fresh.summary == {}
+
+
+def test_demo_twice_with_overwrite_removes_its_own_compare_and_forecast_output(tmp_path):
+    # Regression: `ncdyn demo` writes RUN/compare, and `make demo` runs it again with
+    # --overwrite; the store refused the run because it did not know that folder.
+    from ncdynamics.cli import main
+
+    out = tmp_path / "demo"
+    argv = ["demo", "--preset", "smoke", "--out", str(out), "--overwrite", "--no-progress"]
+    assert main(argv) == 0
+    assert main(["forecast", str(out), "--at", "0.5"]) == 0
+    assert (out / "compare" / ".ncdynamics-compare").is_file()
+    assert (out / "forecast-0.5" / ".ncdynamics-forecast").is_file()
+    assert main(argv) == 0
+    assert not (out / "forecast-0.5").exists() and (out / "compare" / "report.html").is_file()
+
+
+def test_overwrite_refuses_an_unmarked_folder_inside_a_run(tmp_path):
+    run = runs.create(tmp_path / "r", config={"a": 1})
+    run.mark_completed()
+    run.close()
+    (tmp_path / "r" / "compare").mkdir()
+    (tmp_path / "r" / "compare" / "notes.txt").write_text("mine")
+    with pytest.raises(runs.RunExistsError, match="'compare'"):
+        runs.create(tmp_path / "r", config={"a": 1}, overwrite=True)
+    assert (tmp_path / "r" / "compare" / "notes.txt").read_text() == "mine"

@@ -30,6 +30,9 @@ import pandas as pd
 
 from .. import runs, theories
 from .._validation import check_scalar
+from ..runs._outputs import OUTPUT_FORMAT as OUTPUT_FORMAT
+from ..runs._outputs import check_output_dir as check_output_dir
+from ..runs._outputs import write_output_marker as write_output_marker
 from ..theories.confrontation import Confrontation, NotApplicable, Series, Stream, TheoryFit
 
 __all__ = [
@@ -336,83 +339,3 @@ def default_out(run_dir: str | os.PathLike[str], kind: str, at: float | None = N
     """
     name = kind if at is None else f"{kind}-{at:g}"
     return Path(run_dir) / name
-
-
-# ---------------------------------------------------------------------------- output ownership
-OUTPUT_FORMAT = 1
-"""Format version of the marker file that ``compare`` and ``forecast`` write into their output."""
-
-
-def _marker_name(command: str) -> str:
-    return f".ncdynamics-{command}"
-
-
-def write_output_marker(directory: str | os.PathLike[str], command: str) -> Path:
-    """Mark ``directory`` as the output of ``command`` (``.ncdynamics-<command>``, JSON
-    ``{"format": OUTPUT_FORMAT, "command": command}``), so that the command may replace it
-    later (:func:`check_output_dir`)."""
-    path = Path(directory) / _marker_name(command)
-    path.write_text(json.dumps({"format": OUTPUT_FORMAT, "command": command}) + "\n")
-    return path
-
-
-def check_output_dir(out: str | os.PathLike[str], command: str) -> Path:
-    """Check that ``command`` may write its output directory ``out``, replacing it as a whole.
-
-    The one rule of what ``compare`` and ``forecast`` may replace: a path that does not
-    exist, an empty directory, or a directory holding the marker that ``command`` itself
-    wrote (:func:`write_output_marker`) with a format version this version knows. Anything
-    else (a run, a folder of runs, a user's files, a regular file, a symbolic link, another
-    command's output) is refused and left untouched.
-
-    Returns
-    -------
-    Path
-        ``out``.
-
-    Raises
-    ------
-    FileExistsError
-        If ``out`` exists and is not ``command``'s own output; the message says why.
-    """
-    out = Path(out)
-    if out.is_symlink():
-        raise FileExistsError(
-            f"`out` {str(out)!r} is a symbolic link; `{command}` writes only into a real "
-            "directory of its own. Choose another directory."
-        )
-    if not out.exists():
-        return out
-    if not out.is_dir():
-        raise FileExistsError(
-            f"`out` {str(out)!r} exists and is not a directory; choose another path for "
-            f"the output of `{command}`."
-        )
-    marker = out / _marker_name(command)
-    if not marker.is_file():
-        if not any(out.iterdir()):
-            return out
-        raise FileExistsError(
-            f"`out` {str(out)!r} is not an output of `{command}` (no {marker.name} marker) "
-            "and is not empty; choose another directory (nothing was changed)."
-        )
-    try:
-        meta = json.loads(marker.read_text())
-    except (OSError, ValueError) as exc:
-        raise FileExistsError(
-            f"`out` {str(out)!r}: its marker {marker.name} cannot be read ({exc}); "
-            "choose another directory (nothing was changed)."
-        ) from exc
-    fmt = meta.get("format") if isinstance(meta, dict) else None
-    if not isinstance(meta, dict) or meta.get("command") != command:
-        raise FileExistsError(
-            f"`out` {str(out)!r} is not an output of `{command}` (its marker {marker.name} "
-            "names another command); choose another directory (nothing was changed)."
-        )
-    if fmt != OUTPUT_FORMAT:
-        raise FileExistsError(
-            f"`out` {str(out)!r} holds output of `{command}` in format {fmt!r}; this "
-            f"version writes format {OUTPUT_FORMAT} and replaces only that. Choose another "
-            "directory (nothing was changed)."
-        )
-    return out

@@ -23,6 +23,7 @@ from typing import Literal
 from ._errors import RunExistsError
 from ._io import TMP_RE, read_json
 from ._lock import LOCK_NAME
+from ._outputs import output_command
 
 __all__ = [
     "MARKER",
@@ -98,8 +99,29 @@ def _scan_tagged(folder: Path, item: re.Pattern[str], out: Scan) -> None:
             out.foreign.append(sub)
 
 
+def _scan_command_output(folder: Path, out: Scan) -> None:
+    """A ``compare``/``forecast`` output inside the run: all of it was written by ncdynamics."""
+    for root, dirs, files in os.walk(folder, topdown=False):
+        here = Path(root)
+        for name in sorted(files):
+            entry = here / name
+            (out.files if _is_file(entry) else out.foreign).append(entry)
+        for name in sorted(dirs):
+            entry = here / name
+            if entry.is_symlink():
+                out.foreign.append(entry)
+            else:
+                out.folders.append(entry)
+    out.folders.append(folder)
+
+
 def scan(path: Path) -> Scan:
-    """Every entry under ``path``: the store's files and folders, and the foreign ones."""
+    """Every entry under ``path``: the store's files and folders, and the foreign ones.
+
+    Besides the run's own layout, a subfolder that holds the current-format output of
+    ``ncdyn compare`` or ``ncdyn forecast`` (their default ``RUN/compare``,
+    ``RUN/forecast-<at>``) counts as the store's: ncdynamics wrote all of it.
+    """
     out = Scan()
     for entry in sorted(path.iterdir()):
         name = entry.name
@@ -114,6 +136,8 @@ def scan(path: Path) -> Scan:
         elif _is_dir(entry) and name in ("arrays", "checkpoints"):
             _scan_tagged(entry, _ARRAY if name == "arrays" else _CHECKPOINT, out)
             out.folders.append(entry)
+        elif _is_dir(entry) and output_command(entry) is not None:
+            _scan_command_output(entry, out)
         else:
             out.foreign.append(entry)
     return out
