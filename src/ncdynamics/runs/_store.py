@@ -74,6 +74,12 @@ _STATES = ("running", "completed", "failed")
 _NAME_RE = re.compile(r"^[A-Za-z0-9_.\-]+$")
 
 
+def one_line_reason(exc: BaseException) -> str:
+    """``"<ExceptionType>: <first line of its message>"``, the reason stored for a failed run."""
+    lines = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__
+
+
 def _now() -> str:
     return _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
 
@@ -117,6 +123,8 @@ class Run:
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
+        #: Whether leaving a ``with`` block normally marks a still-running run completed.
+        self.complete_on_exit = True
         self._buffer: list[tuple[int, str, float]] = []
         self._warned_nonfinite = False
         self._lock: DirLock | None = None
@@ -129,6 +137,24 @@ class Run:
             self._lock.release()
             self._lock = None
 
+    def finish(self, error: BaseException | str | None = None) -> None:
+        """Close a run this process writes: mark it completed or failed, then release it.
+
+        Only a run that this process created (it holds the lock) and that is still
+        ``running`` is marked: ``completed`` when ``error`` is ``None`` (and
+        :attr:`complete_on_exit` is true), otherwise ``failed`` with a one-line reason
+        (``"ZeroDivisionError: division by zero"`` for an exception). A state set before
+        (``mark_completed``, ``mark_failed``) is kept. The lock is released in every case.
+        """
+        try:
+            if self._lock is not None and self.state == "running":
+                if error is not None:
+                    self.mark_failed(error if isinstance(error, str) else one_line_reason(error))
+                elif self.complete_on_exit:
+                    self.mark_completed()
+        finally:
+            self.close()
+
     def __enter__(self) -> Run:
         return self
 
@@ -138,7 +164,8 @@ class Run:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        self.close()
+        """Leave ``with runs.create(...) as run:``: see :meth:`finish` (exceptions propagate)."""
+        self.finish(exc)
 
     # ------------------------------------------------------------------ metadata
     def _read_object(self, name: str) -> dict[str, Any]:

@@ -2,12 +2,11 @@
 
 Inside your own training loop::
 
-    run = ncdynamics.runs.create("runs/mine")
-    rec = Recorder(run, x_probe, y_probe, probes=["collapse", "performance"])
-    for epoch in range(n_epochs):
-        ...                       # your training step(s)
-        rec.step(model, epoch)    # records when the schedule says so
-    run.mark_completed()
+    with ncdynamics.runs.create("runs/mine") as run:   # completed on exit, failed on error
+        rec = Recorder(run, x_probe, y_probe, probes=["collapse", "performance"])
+        for epoch in range(n_epochs):
+            ...                       # your training step(s)
+            rec.step(model, epoch)    # records when the schedule says so
 
 The Recorder writes into any *sink* with ``log(step, mapping)``, ``save_array(name, step,
 array)`` and ``flush()``: a :class:`ncdynamics.runs.Run` is one. (The layer order of
