@@ -54,3 +54,50 @@ def test_a_run_opened_for_reading_is_never_marked(tmp_path):
     with runs.open(tmp_path / "r") as run:
         assert run.state == "running"
     assert runs.open(tmp_path / "r").state == "running"
+
+
+@pytest.mark.parametrize(
+    ("state", "keyword"),
+    [("completed", "overwrite=True"), ("running", "resume=True"), ("running", "overwrite=True")],
+)
+def test_refusals_name_the_python_keyword_and_the_cli_flag(tmp_path, state, keyword):
+    run = runs.create(tmp_path / "r")
+    if state == "completed":
+        run.mark_completed()
+    run.close()
+    with pytest.raises(runs.RunExistsError) as info:
+        runs.create(tmp_path / "r")
+    message = str(info.value)
+    assert keyword in message
+    assert "--" + keyword.split("=")[0] in message  # the CLI prints the same line
+
+
+def test_log_kernel_stores_block_statistics_and_arrays(tmp_path):
+    import numpy as np
+
+    from ncdynamics.probes import kernel_block_stats
+
+    rng = np.random.default_rng(0)
+    labels = np.repeat(np.arange(3), 4)
+    feats = rng.normal(size=(12, 5)) + 3 * np.eye(5)[labels]
+    kernel = feats @ feats.T
+    with runs.create(tmp_path / "r") as run:
+        stats = run.log_kernel("my_ntk", 5, kernel, labels)
+        run.log_kernel("by_hand", 6, kernel_block_stats(kernel, labels))
+    assert repr(stats) == repr(kernel_block_stats(kernel, labels))
+    again = runs.open(tmp_path / "r")
+    wide = again.metrics_wide()
+    assert wide.loc[5, "my_ntk/alignment"] == pytest.approx(stats.alignment)
+    assert wide.loc[5, "my_ntk/same_class"] == pytest.approx(stats.values.same_class)
+    assert wide.loc[5, "my_ntk/block_residual"] == pytest.approx(stats.block_residual)
+    assert wide.loc[6, "by_hand/different_class"] == pytest.approx(stats.values.different_class)
+    np.testing.assert_allclose(again.arrays("my_ntk.traced")[5], kernel)
+    np.testing.assert_array_equal(again.arrays("my_ntk.labels")[5], labels)
+    assert "by_hand.labels" not in again.array_names()
+
+
+def test_log_kernel_needs_labels_for_a_raw_kernel(tmp_path):
+    import numpy as np
+
+    with runs.create(tmp_path / "r") as run, pytest.raises(ValueError, match="`labels`"):
+        run.log_kernel("k", 0, np.eye(4))

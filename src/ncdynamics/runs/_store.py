@@ -37,11 +37,11 @@ import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import pandas as pd
-from numpy.typing import NDArray
+from numpy.typing import ArrayLike, NDArray
 
 from ._checkpoint import load_checkpoint_file, reason
 from ._errors import RunCorruptError, RunExistsError, RunInUseError
@@ -58,6 +58,9 @@ from ._layout import (
 )
 from ._lock import DirLock, acquire
 from ._tables import read_metric_table, write_metric_table
+
+if TYPE_CHECKING:  # the probes import torch; the run store stays light until it needs them
+    from ..probes.kernels import KernelBlockStats
 
 __all__ = [
     "FORMAT_VERSION",
@@ -353,6 +356,61 @@ class Run:
         steps = np.array(list(series), dtype=np.int64)
         return steps, np.stack(list(series.values())) if series else np.empty((0,))
 
+    def log_kernel(
+        self,
+        name: str,
+        step: int,
+        kernel: ArrayLike | KernelBlockStats,
+        labels: ArrayLike | None = None,
+        *,
+        estimator: Literal["exact", "half-split"] = "exact",
+    ) -> KernelBlockStats:
+        """Record a kernel computed by hand (an NTK, a Gram matrix) with its block statistics.
+
+        ``kernel`` is a kernel in a layout of :func:`ncdynamics.probes.empirical_ntk` (full
+        ``(n, n, O, O)``, ``(O, n, n)`` or traced ``(n, n)``) with its ``labels`` of shape
+        ``(n,)``, or the :class:`~ncdynamics.probes.KernelBlockStats` already computed from
+        one (then ``labels`` are only stored). Scalars go to the metrics table as
+        ``<name>/diagonal``, ``<name>/same_class``, ``<name>/different_class``,
+        ``<name>/alignment``, ``<name>/alignment_centered`` and ``<name>/block_residual``;
+        arrays as ``<name>.traced`` (n, n), ``<name>.labels`` (n,) and, from a full kernel,
+        ``<name>.block_norms`` (O, O). Returns the statistics.
+
+        Raises
+        ------
+        ValueError
+            If ``kernel`` is an array and ``labels`` is missing, or they do not match.
+        """
+        from ..probes.kernels import KernelBlockStats, kernel_block_stats
+
+        _check_name(name, "name")
+        if isinstance(kernel, KernelBlockStats):
+            stats = kernel
+        elif labels is None:
+            raise ValueError(
+                "`labels` must be given with a kernel array (one class per sample); got None."
+            )
+        else:
+            stats = kernel_block_stats(kernel, labels, estimator=estimator)
+        v = stats.values
+        self.log(
+            step,
+            {
+                f"{name}/diagonal": v.diagonal,
+                f"{name}/same_class": v.same_class,
+                f"{name}/different_class": v.different_class,
+                f"{name}/alignment": stats.alignment,
+                f"{name}/alignment_centered": stats.centered_alignment,
+                f"{name}/block_residual": stats.block_residual,
+            },
+        )
+        self.save_array(f"{name}.traced", step, stats.traced)
+        if labels is not None:
+            self.save_array(f"{name}.labels", step, np.asarray(labels))
+        if stats.block_norms is not None:
+            self.save_array(f"{name}.block_norms", step, stats.block_norms)
+        return stats
+
     # ------------------------------------------------------------------ checkpoints
     def _checkpoints(self, tag: str) -> list[Path]:
         return sorted((self.path / "checkpoints" / tag).glob("step-*.pt"), key=_step_of)
@@ -424,7 +482,8 @@ class Run:
         others = f" (nor can the {len(failed) - 1} older)" if len(failed) > 1 else ""
         raise RunCorruptError(
             f"checkpoint {str(bad)!r} cannot be loaded ({why}){others}; remove the "
-            "checkpoints of this tag to start it over, or --overwrite the run."
+            "checkpoints of this tag to start it over, or replace the run (overwrite=True, "
+            "--overwrite)."
         )
 
     # ------------------------------------------------------------------ figures, summary
@@ -574,7 +633,7 @@ def create(
     if kind == "run":
         read_marker(p)
     if overwrite and kind in ("run", "legacy"):
-        _refuse_foreign(p, "--overwrite removes only a run's own files")
+        _refuse_foreign(p, "overwrite (--overwrite) removes only a run's own files")
     if resume and kind == "legacy":
         _refuse_foreign(
             p,
@@ -618,11 +677,13 @@ def _open_locked(
                 )
                 raise RunExistsError(
                     f"`out` {str(p)!r} already holds a completed run{hint}; choose another "
-                    "directory, pass --resume to finish it, or --overwrite to replace it."
+                    "directory, pass resume=True (ncdyn: --resume) to finish it, or "
+                    "overwrite=True (--overwrite) to replace it."
                 )
             raise RunExistsError(
                 f"`out` {str(p)!r} holds an unfinished run (state {state!r}); "
-                "pass --resume to continue it or --overwrite to start over."
+                "pass resume=True (ncdyn: --resume) to continue it or overwrite=True "
+                "(--overwrite) to start over."
             )
         _check_version(run)
         stored = run.config if (p / "config.json").is_file() else None
@@ -644,11 +705,11 @@ def _open_locked(
     if kind == "run" and not has_status and not (resume or overwrite):
         raise RunExistsError(
             f"`out` {str(p)!r} holds a run killed before it started (no status.json); "
-            "pass --resume or --overwrite to start it."
+            "pass resume=True or overwrite=True (ncdyn: --resume or --overwrite) to start it."
         )
     if kind in ("run", "legacy"):
         if overwrite:
-            _refuse_foreign(p, "--overwrite removes only a run's own files")
+            _refuse_foreign(p, "overwrite (--overwrite) removes only a run's own files")
         # marker first, status.json next: a kill during the removal leaves a run that was
         # never started, which --resume or --overwrite starts, never a half-deleted run
         write_json(p / MARKER, {"format": MARKER_FORMAT})
