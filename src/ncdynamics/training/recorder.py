@@ -15,6 +15,7 @@ DESIGN.md puts ``training`` before ``runs``, so this module does not import the 
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -138,6 +139,7 @@ class Recorder:
         self.run = run
         self.last: dict[str, float] = {}
         self._inputs: dict[tuple[torch.device, torch.dtype], torch.Tensor] = {}
+        self._checked_head = False  # the warning about NC3/NC4 is given once
 
     def _forward(self, model: nn.Module) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         device = next((p.device for p in model.parameters()), torch.device("cpu"))
@@ -174,6 +176,8 @@ class Recorder:
                 step=int(step),
                 feature_fn=self.extract,
             )
+            if not self._checked_head:
+                self._warn_about_head(classifier, features.shape[1])
             scalars: dict[str, float] = {f"{self.prefix}{k}": float(v) for k, v in extra.items()}
             for probe in self.probes:
                 out = probe(inp)
@@ -183,6 +187,28 @@ class Recorder:
         self.run.log(step, scalars)
         self.last = scalars
         return scalars
+
+    def _warn_about_head(self, classifier: nn.Module, n_features: int) -> None:
+        """Warn once when the collapse probe cannot compare the class means with the head."""
+        self._checked_head = True
+        if not any(getattr(p, "name", None) == "collapse" for p in self.probes):
+            return
+        expected = (self.num_classes, n_features)
+        name = self.layer if self.layer is not None else "classifier"
+        if not isinstance(classifier, nn.Linear):
+            got = f"is a {type(classifier).__name__}, not a Linear layer"
+        elif tuple(classifier.weight.shape) != expected:
+            got = f"has a weight of shape {tuple(classifier.weight.shape)}"
+        else:
+            return
+        warnings.warn(
+            f"layer {name!r} {got}; NC3 and NC4 compare the class means with the rows of a "
+            f"weight of shape {expected} ({self.num_classes} classes, {n_features} features), "
+            "so they are not recorded (NC1 and NC2 are). Pass `layer=` naming the final "
+            f"Linear layer (the one with {self.num_classes} outputs) to record them.",
+            UserWarning,
+            stacklevel=3,  # the caller of record() (this helper is one frame deeper)
+        )
 
     def step(self, model: nn.Module, step: int, **extra: float) -> dict[str, float] | None:
         """Record if ``step`` is in the schedule; returns the scalars or ``None``."""
