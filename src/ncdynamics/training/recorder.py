@@ -29,6 +29,7 @@ from .._validation import check_array, check_int, check_labels
 from ..models.features import FeatureExtractor, find_classifier
 from ..models.modes import eval_mode
 from ..probes import Probe, ProbeInput, make_probe
+from .inputs import LabelledData, labelled_arrays
 
 __all__ = ["Recorder", "Schedule", "Sink"]
 
@@ -80,10 +81,13 @@ class Recorder:
     ----------
     run : Sink
         Where to write: a :class:`ncdynamics.runs.Run` (from ``ncdynamics.runs.create``).
-    x : array_like or Tensor of shape (n_probe, *input_shape)
-        The fixed probe inputs.
-    y : array_like or Tensor of shape (n_probe,)
-        Their labels.
+    x : array_like or Tensor of shape (n_probe, *input_shape), or a labelled container
+        The fixed probe inputs; or, with ``y`` left out, the whole probe set as a pair
+        ``(x, y)``, an :class:`ncdynamics.data.Dataset` (its training split), a torch
+        ``Dataset`` of ``(x, y)`` items or a ``DataLoader`` of ``(x, y)`` batches (read once;
+        see :mod:`ncdynamics.training.inputs`).
+    y : array_like or Tensor of shape (n_probe,), optional
+        The labels of ``x`` when it is an array or a tensor.
     probes : sequence of str or Probe, default=("collapse", "performance")
         Registered probe names (see ``ncdynamics.probes.available_probes()``) or objects.
     schedule : Schedule or int, default=1
@@ -101,8 +105,8 @@ class Recorder:
     def __init__(
         self,
         run: Sink,
-        x: ArrayLike,
-        y: ArrayLike,
+        x: ArrayLike | torch.Tensor | LabelledData,
+        y: ArrayLike | torch.Tensor | None = None,
         *,
         probes: Sequence[str | Probe] = ("collapse", "performance"),
         schedule: Schedule | int = 1,
@@ -111,6 +115,7 @@ class Recorder:
         prefix: str = "",
         batch_size: int = 1024,
     ) -> None:
+        x, y = labelled_arrays(x, y, name="x")
         x_t = (
             x
             if isinstance(x, torch.Tensor)
