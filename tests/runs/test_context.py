@@ -101,3 +101,30 @@ def test_log_kernel_needs_labels_for_a_raw_kernel(tmp_path):
 
     with runs.create(tmp_path / "r") as run, pytest.raises(ValueError, match="`labels`"):
         run.log_kernel("k", 0, np.eye(4))
+
+
+def test_a_run_shows_inline_in_jupyter_with_escaped_text(tmp_path):
+    with runs.create(tmp_path / "r", experiment="demo", preset="smoke", seed=3) as run:
+        run.log(0, {"nc/nc1": 2.0, "probe/accuracy": 0.5})
+        run.log(4, {"nc/nc1": 0.25, "probe/accuracy": 0.75, "<b>odd</b>": 1.0})
+    page = runs.open(tmp_path / "r")._repr_html_()
+    assert "completed" in page and "demo" in page and "smoke" in page
+    assert "nc/nc1" in page and "0.25" in page and "0.75" in page  # final values
+    assert "2.0" not in page  # only the last record of each metric
+    assert "<b>odd</b>" not in page and "&lt;b&gt;odd&lt;/b&gt;" in page
+    assert str(tmp_path / "r") in page
+
+
+def test_a_failed_run_shows_its_error_inline(tmp_path):
+    with pytest.raises(ValueError), runs.create(tmp_path / "r"):
+        raise ValueError("bad <input>")
+    page = runs.open(tmp_path / "r")._repr_html_()
+    assert "failed" in page and "ValueError: bad &lt;input&gt;" in page
+
+
+def test_report_figure_functions_are_public():
+    import ncdynamics.report as report
+
+    for name in ("metric_figures", "kernel_figures", "sweep_figures", "metric_groups"):
+        assert name in report.__all__ and callable(getattr(report, name))
+        assert getattr(report, name).__doc__

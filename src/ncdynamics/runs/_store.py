@@ -26,6 +26,7 @@ running code (``_checkpoint.py``); ``overwrite`` deletes only the store's own fi
 from __future__ import annotations
 
 import datetime as _dt
+import html
 import json
 import os
 import platform
@@ -75,6 +76,11 @@ __all__ = [
 FORMAT_VERSION = 1
 _STATES = ("running", "completed", "failed")
 _NAME_RE = re.compile(r"^[A-Za-z0-9_.\-]+$")
+
+
+def _escape(value: Any) -> str:
+    """``str(value)`` escaped for HTML text and attributes (runs/ does not import report/)."""
+    return html.escape(str(value), quote=True)
 
 
 def one_line_reason(exc: BaseException) -> str:
@@ -519,6 +525,49 @@ class Run:
         except (OSError, RunCorruptError):
             state = "?"
         return f"Run({str(self.path)!r}, state={state!r})"
+
+    def _repr_html_(self, max_metrics: int = 8) -> str:
+        """A small HTML card for Jupyter: path, state, experiment, last values of metrics.
+
+        Every value is escaped (``html.escape``); a run that cannot be read shows its
+        ``repr`` instead. At most ``max_metrics`` metrics are listed, by name.
+        """
+        try:
+            status, config = self.status, self.config
+            last = self.metrics.groupby("name", sort=True)[["step", "value"]].last()
+        except (OSError, ValueError, RunCorruptError):
+            return f"<pre>{_escape(repr(self))}</pre>"
+        state = str(status.get("state", "?"))
+        color = {"completed": "#1a7f37", "failed": "#b42318"}.get(state, "#9a6700")
+        rows = [
+            ("path", str(self.path)),
+            ("experiment", config.get("experiment") or "-"),
+            ("preset", config.get("preset") or "-"),
+            ("seed", status.get("seed")),
+        ]
+        if status.get("error"):
+            rows.append(("error", status["error"]))
+        head = "".join(
+            f"<tr><th style='text-align:left'>{_escape(k)}</th><td>{_escape(v)}</td></tr>"
+            for k, v in rows
+        )
+        metric_rows = "".join(
+            f"<tr><td><code>{_escape(name)}</code></td><td>{int(row.step)}</td>"
+            f"<td>{_escape(f'{row.value:.4g}')}</td></tr>"
+            for name, row in last.head(max_metrics).iterrows()
+        )
+        more = len(last) - max_metrics
+        more_row = f"<tr><td colspan='3'>... and {more} more</td></tr>" if more > 0 else ""
+        metrics_table = (
+            "<table><tr><th>metric</th><th>last step</th><th>value</th></tr>"
+            f"{metric_rows}{more_row}</table>"
+            if len(last)
+            else "<p>no metrics recorded</p>"
+        )
+        return (
+            f"<div><b>Run</b> <span style='color:{color}'>{_escape(state)}</span>"
+            f"<table>{head}</table>{metrics_table}</div>"
+        )
 
 
 def open_run(path: str | os.PathLike[str]) -> Run:
