@@ -112,8 +112,85 @@ def test_bad_inputs_are_rejected():
         geo.pair_observables(net, torch.zeros(3, 3), np.zeros((3, 1)))
     with pytest.raises(ValueError, match="targets"):
         geo.pair_observables(net, torch.zeros(2, 3), np.zeros((2, 2)))
-    with pytest.raises(TypeError, match="hidden_layers"):
-        geo.hidden_and_output(torch.nn.Linear(3, 1), torch.zeros(2, 3))
+    with pytest.raises(TypeError, match=r"hidden_layers\(x, pre_activation=False\).*among 0\."):
+        geo.hidden_and_output(
+            torch.nn.Sequential(torch.nn.Linear(3, 1)), torch.zeros(2, 3), layer=1
+        )
+
+
+def _sequential():
+    torch.manual_seed(0)
+    return torch.nn.Sequential(
+        torch.nn.Linear(3, 8),
+        torch.nn.ReLU(),
+        torch.nn.Linear(8, 8),
+        torch.nn.Tanh(),
+        torch.nn.Linear(8, 2),
+    )
+
+
+def test_a_layer_name_takes_that_modules_output_on_any_module(rng):
+    net = _sequential()
+    x = torch.tensor(rng.normal(size=(2, 3)), dtype=torch.float32)
+    h, out = geo.hidden_and_output(net, x, layer="1")
+    torch.testing.assert_close(h, net[1](net[0](x)))
+    torch.testing.assert_close(out, net(x))
+    obs = geo.pair_observables(net, x, np.eye(2), layer="3")
+    h3 = net[3](net[2](net[1](net[0](x))))
+    assert obs.a == pytest.approx(float(((h3[1] - h3[0]) ** 2).sum()), rel=1e-6)
+
+
+def test_the_default_layer_of_a_plain_module_is_the_classifiers_input(rng):
+    net = _sequential()
+    x = torch.tensor(rng.normal(size=(2, 3)), dtype=torch.float32)
+    h, _ = geo.hidden_and_output(net, x)
+    torch.testing.assert_close(h, net[:4](x))
+
+
+def test_a_table1_net_takes_module_names_too(rng):
+    net = _net()
+    x = torch.tensor(rng.normal(size=(2, 3)), dtype=torch.float32)
+    h, _ = geo.hidden_and_output(net, x, layer="layers.1")  # pre-activation of layer 2
+    hidden, _ = net.hidden_layers(x, pre_activation=True)
+    torch.testing.assert_close(h, hidden[1])
+
+
+def test_pair_alignment_probe_works_on_a_plain_sequential(rng):
+    net = _sequential()
+    x = torch.tensor(rng.normal(size=(5, 3)), dtype=torch.float32)
+    y = torch.tensor([0, 1, 1, 0, 1])
+    out = make_probe("pair_alignment", pair=(0, 2), layer="3")(
+        ProbeInput(net, x, y, None, None, None, 2)
+    )
+    direct = geo.pair_observables(net, x[[0, 2]], np.eye(2)[[0, 1]], layer="3")
+    assert out.scalars["pair_a"] == pytest.approx(float(direct.a))
+
+
+@pytest.mark.parametrize(
+    ("layer", "options", "error", "match"),
+    [
+        ("fc", {}, ValueError, r"`layer` must name a module.*got 'fc'.*0, 1, 2, 3, 4"),
+        ("3", {"pre_activation": True}, ValueError, "pre_activation"),
+        (1.5, {}, TypeError, "`layer` must be a module name"),
+    ],
+)
+def test_bad_layer_names_are_refused_with_the_valid_names(layer, options, error, match):
+    with pytest.raises(error, match=match):
+        geo.hidden_and_output(_sequential(), torch.zeros(2, 3), layer=layer, **options)
+
+
+def test_a_module_not_called_in_forward_is_named():
+    class WithSpare(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.body, self.unused = _sequential(), torch.nn.ReLU()
+
+        def forward(self, x):
+            return self.body(x)
+
+    net = WithSpare()
+    with pytest.raises(ValueError, match="'unused' was not called"):
+        geo.hidden_and_output(net, torch.zeros(2, 3), layer="unused")
 
 
 def test_taylor_difference_sees_kinks_that_autodiff_misses(float64_torch):

@@ -295,3 +295,16 @@ def test_statistics_are_invariant_to_sample_permutation(rng):
         assert kernel_alignment(kp, yp, centered=centered) == pytest.approx(
             kernel_alignment(k, y, centered=centered), rel=1e-12
         )
+
+
+def test_kernel_block_stats_has_a_short_repr():
+    from ncdynamics.probes import kernel_block_stats
+
+    rng = np.random.default_rng(0)
+    feats = rng.normal(size=(100, 5))
+    stats = kernel_block_stats(feats @ feats.T, np.arange(100) % 10)
+    text = repr(stats)
+    assert len(text) < 400 and "\n" not in text
+    assert text.startswith("KernelBlockStats(n=100, n_outputs=1")
+    assert f"alignment={stats.alignment:.4g}" in text and "traced=(100, 100)" in text
+    assert str(stats) == text

@@ -115,3 +115,80 @@ def test_lightning_callback_drives_the_recorder(rng):
 def test_lightning_callback_needs_a_recorder():
     with pytest.raises(TypeError, match="`recorder` must be a Recorder"):
         lightning_callback(object())
+
+
+class _FakeTrainer:
+    """The attributes of a Lightning Trainer that the callback reads."""
+
+    def __init__(self):
+        self.current_epoch = 0
+        self.callback_metrics = {"train_loss": torch.tensor(0.5)}
+
+
+def _fake_fit(callback, model, n_epochs, fail_at=None):
+    """Call the hooks in Lightning's order; an error goes to `on_exception`, then re-raises."""
+    trainer = _FakeTrainer()
+    try:
+        callback.on_train_start(trainer, model)
+        for epoch in range(n_epochs):
+            trainer.current_epoch = epoch
+            if epoch == fail_at:
+                raise RuntimeError("loss is nan\nmore detail")
+            callback.on_train_epoch_end(trainer, model)
+        callback.on_train_end(trainer, model)
+    except BaseException as exc:
+        callback.on_exception(trainer, model, exc)
+        raise
+
+
+def _callback_with_fake_lightning(monkeypatch, rec):
+    from ncdynamics.training import sinks
+
+    monkeypatch.setattr(sinks, "_lightning_callback_base", lambda: object)
+    return lightning_callback(rec)
+
+
+def test_lightning_callback_marks_its_run_completed_at_fit_end(rng, tmp_path, monkeypatch):
+    from ncdynamics import runs
+
+    x, y = _probe_set(rng)
+    model = MLP(6, 3, depth=1, width=8, generator=torch.Generator().manual_seed(0))
+    run = create(tmp_path / "run")
+    callback = _callback_with_fake_lightning(monkeypatch, Recorder(run, x, y, probes=["collapse"]))
+    _fake_fit(callback, model, 2)
+    again = runs.open(tmp_path / "run")
+    assert again.state == "completed"
+    assert sorted(set(again.metrics["step"])) == [0, 1, 2]
+    assert "lightning/train_loss" in set(again.metrics["name"])
+    create(tmp_path / "run", overwrite=True).close()  # the lock was released
+
+
+def test_lightning_callback_marks_its_run_failed_on_an_exception(rng, tmp_path, monkeypatch):
+    from ncdynamics import runs
+
+    x, y = _probe_set(rng)
+    model = MLP(6, 3, depth=1, width=8, generator=torch.Generator().manual_seed(0))
+    run = create(tmp_path / "run")
+    tee = TeeSink(run, ListSink())
+    callback = _callback_with_fake_lightning(monkeypatch, Recorder(tee, x, y, probes=["collapse"]))
+    with pytest.raises(RuntimeError, match="loss is nan"):
+        _fake_fit(callback, model, 3, fail_at=1)
+    again = runs.open(tmp_path / "run")
+    assert again.state == "failed"
+    assert again.status["error"] == "RuntimeError: loss is nan"
+    assert sorted(set(again.metrics["step"])) == [0, 1]  # what was recorded is kept
+
+
+def test_lightning_callback_can_leave_the_run_open(rng, tmp_path, monkeypatch):
+    from ncdynamics import runs
+    from ncdynamics.training import sinks
+
+    monkeypatch.setattr(sinks, "_lightning_callback_base", lambda: object)
+    x, y = _probe_set(rng)
+    model = MLP(6, 3, depth=1, width=8, generator=torch.Generator().manual_seed(0))
+    run = create(tmp_path / "run")
+    callback = lightning_callback(Recorder(run, x, y, probes=["collapse"]), close_run=False)
+    _fake_fit(callback, model, 1)
+    assert runs.open(tmp_path / "run").state == "running"
+    run.mark_completed()
+    run.close()

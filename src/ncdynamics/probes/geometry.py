@@ -7,10 +7,17 @@ ICML 2024, eq. (8)) measured on a network, for a hidden layer ``H``::
     w = b - dy.(y2 - y1),  ybar = (f(x1) + f(x2)) / 2,
     L = mean_i |f(x_i) - y_i|^2 / 2                  (eq. (1) normalisation)
 
-Hidden layers are numbered 1..depth; the default is the middle one (``depth // 2``,
-post-activation). Models must expose ``hidden_layers(x) -> (list, out)`` (the Table 1
-family) or be an :class:`ncdynamics.models.MLP`. Everything is computed under
-``torch.no_grad()`` in eval mode (dropout off) and returned in float64.
+The layer ``H`` is chosen with ``layer=``, as everywhere in ncdynamics, by **module name**
+(a key of ``model.named_modules()``, e.g. ``"3"`` in an ``nn.Sequential`` or
+``"layers.1"``): ``h`` is that module's output, flattened to ``(n, width)``, captured by a
+forward hook, so any ``nn.Module`` works. Without ``layer``, models that number their hidden
+layers (``hidden_layers(x, pre_activation=False) -> (list of depth tensors (n, width),
+output)`` and ``depth``: the Table 1 family, and :class:`ncdynamics.models.MLP`) use the
+middle one (``depth // 2``, post-activation), and any other model the input of its
+classifier (the Recorder's features: ``model.classifier`` or the last ``nn.Linear``). An int
+``layer`` is the earlier convention, kept for those numbered models: hidden layer 1..depth.
+Everything is computed under ``torch.no_grad()`` in eval mode (dropout off) and returned in
+float64.
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ from numpy.typing import ArrayLike, NDArray
 from torch import nn
 
 from .._validation import check_array, check_int
+from ..models.features import FeatureExtractor
 from ..models.modes import eval_mode
 from ._base import ProbeInput, ProbeOutput, register_probe
 
@@ -65,39 +73,127 @@ def _all_hidden(
         return out
     if hasattr(model, "body") and isinstance(model.body, nn.Sequential) and not pre_activation:
         return _mlp_hidden(model, x)
-    raise TypeError(
-        f"`model` must define `hidden_layers(x)` or be an ncdynamics MLP; got "
-        f"{type(model).__name__}."
+    raise _not_numbered(model)
+
+
+def _module_names(model: nn.Module) -> str:
+    names = [n for n, _ in model.named_modules() if n]
+    shown = ", ".join(names[:40]) + (f", ... ({len(names)} in all)" if len(names) > 40 else "")
+    return shown or "none"
+
+
+def _not_numbered(model: nn.Module) -> TypeError:
+    return TypeError(
+        "a numbered `layer` needs a model with `hidden_layers(x, pre_activation=False)` "
+        "returning (list of hidden tensors, output) and `depth`, or an ncdynamics MLP; got "
+        f"{type(model).__name__}. Name a module instead: layer='<name>' with a name among "
+        f"{_module_names(model)}."
     )
 
 
+def _is_numbered(model: nn.Module) -> bool:
+    numbered = callable(getattr(model, "hidden_layers", None)) and hasattr(model, "depth")
+    return numbered or isinstance(getattr(model, "body", None), nn.Sequential)
+
+
 def model_depth(model: nn.Module) -> int:
-    """Number of hidden layers of a supported model."""
+    """Number of hidden layers of a model that numbers them (see the module docstring)."""
     depth = getattr(model, "depth", None)
     if depth is not None:
         return int(depth)
     if hasattr(model, "body") and isinstance(model.body, nn.Sequential):
         return len(model.body) // 2
-    raise TypeError(
-        "`model` must define `hidden_layers(x)` and `depth`, or be an ncdynamics "
-        f"MLP; got {type(model).__name__}."
-    )
+    raise _not_numbered(model)
+
+
+def _named_output(
+    model: nn.Module, x: torch.Tensor, name: str
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The output of submodule ``name`` (forward hook) and the model's output."""
+    modules = dict(model.named_modules())
+    if name not in modules or not name:
+        raise ValueError(
+            f"`layer` must name a module of the model (a key of named_modules()); got "
+            f"{name!r}. Modules: {_module_names(model)}."
+        )
+    store: list[torch.Tensor] = []
+
+    def hook(_m: nn.Module, _inputs: tuple[torch.Tensor, ...], output: object) -> None:
+        if not isinstance(output, torch.Tensor):
+            raise TypeError(
+                f"`layer` {name!r} must output a tensor; it returned {type(output).__name__}."
+            )
+        store.append(output)
+
+    handle = modules[name].register_forward_hook(hook)
+    try:
+        out = model(x)
+    finally:
+        handle.remove()
+    if not store:
+        raise ValueError(
+            f"`layer` {name!r} was not called in the forward pass; name a module the "
+            f"forward pass uses. Modules: {_module_names(model)}."
+        )
+    return store[-1].flatten(1), out
 
 
 def hidden_and_output(
-    model: nn.Module, x: torch.Tensor, *, layer: int | None = None, pre_activation: bool = False
+    model: nn.Module,
+    x: torch.Tensor,
+    *,
+    layer: str | int | None = None,
+    pre_activation: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Activations of hidden layer ``layer`` (1-indexed; default middle) and the output.
+    """The representation at ``layer`` and the output of ``model`` in one forward pass.
+
+    Parameters
+    ----------
+    model : nn.Module
+    x : torch.Tensor of shape (n, *input_shape)
+    layer : str or int, optional
+        A module name (its output, flattened); the default and the int form (hidden layer
+        1..depth of numbered models) are described in the module docstring.
+    pre_activation : bool, default=False
+        For numbered layers: the affine pre-activation instead of the layer's output. With
+        a module name, name the pre-activation module itself (e.g. the ``nn.Linear``).
 
     Returns
     -------
     h : torch.Tensor of shape (n, width)
     out : torch.Tensor of shape (n, n_outputs)
+
+    Raises
+    ------
+    ValueError
+        If ``layer`` names no module (the message lists them), a module the forward pass
+        does not call, or a numbered layer out of range; if ``pre_activation`` is given
+        with a module name.
+    TypeError
+        If ``layer`` is neither a string nor an int, or an int for a model that does not
+        number its hidden layers.
     """
+    if isinstance(layer, str):
+        if pre_activation:
+            raise ValueError(
+                "`pre_activation` applies to numbered layers; with a module name, name the "
+                f"pre-activation module itself (e.g. its nn.Linear); got layer={layer!r}."
+            )
+        return _named_output(model, x, layer)
+    if layer is not None and (isinstance(layer, bool) or not isinstance(layer, int)):
+        raise TypeError(
+            f"`layer` must be a module name (str) or a hidden-layer number (int); got "
+            f"{type(layer).__name__}. Modules: {_module_names(model)}."
+        )
+    if layer is None and not _is_numbered(model):
+        if pre_activation:
+            raise ValueError("`pre_activation` needs a numbered `layer`; got layer=None.")
+        h, out = FeatureExtractor()(model, x)
+        return h, out
     depth = model_depth(model)
-    layer = max(1, depth // 2) if layer is None else check_int(layer, "layer", low=1, high=depth)
+    number = max(1, depth // 2) if layer is None else check_int(layer, "layer", low=1, high=depth)
     hidden, out = _all_hidden(model, x, pre_activation)
-    return hidden[layer - 1], out
+    return hidden[number - 1], out
 
 
 @dataclass(frozen=True)
@@ -146,7 +242,7 @@ def pair_observables(
     x_pair: torch.Tensor,
     targets: ArrayLike,
     *,
-    layer: int | None = None,
+    layer: str | int | None = None,
     pre_activation: bool = False,
 ) -> PairObservables:
     """Measure ``a, b, w, ybar`` and the loss for a pair of inputs (eval mode).
@@ -156,8 +252,9 @@ def pair_observables(
     model : nn.Module
     x_pair : torch.Tensor of shape (2, *input_shape)
     targets : array of shape (2, n_outputs)
-    layer : int, optional
-        Hidden layer (1-indexed); the middle one by default.
+    layer : str or int, optional
+        Module name, or hidden-layer number of numbered models (see
+        :func:`hidden_and_output`).
     pre_activation : bool, default=False
     """
     if x_pair.shape[0] != 2:
@@ -265,8 +362,11 @@ class PairAlignmentProbe:
         Indices into the probe set.
     targets : array of shape (2, n_outputs), optional
         Targets of the pair; one-hot of the labels by default.
-    layer : int, optional
-        Hidden layer (1-indexed); middle by default.
+    layer : str or int, optional
+        Name of the module whose output is the representation (``"3"``, ``"body.1"``), as
+        ``layer=`` everywhere; by default the middle hidden layer of models that number
+        theirs, else the classifier's input. An int is the earlier convention: hidden layer
+        1..depth of numbered models (see :func:`hidden_and_output`).
     """
 
     name = "pair_alignment"
@@ -275,7 +375,7 @@ class PairAlignmentProbe:
         self,
         pair: tuple[int, int] = (0, 1),
         targets: ArrayLike | None = None,
-        layer: int | None = None,
+        layer: str | int | None = None,
     ) -> None:
         self.pair = (check_int(pair[0], "pair[0]", low=0), check_int(pair[1], "pair[1]", low=0))
         self.targets = None if targets is None else check_array(targets, "targets", ndim=2)

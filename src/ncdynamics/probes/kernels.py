@@ -63,7 +63,7 @@ class BlockValues:
     different_class: float
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class KernelBlockStats:
     """Summary of a kernel on a labelled sample set.
 
@@ -92,6 +92,19 @@ class KernelBlockStats:
     centered_alignment: float
     block_residual: float
     n_outputs: int
+
+    def __repr__(self) -> str:
+        """One line: the scalars, and the shapes of the arrays instead of their values."""
+        norms = "None" if self.block_norms is None else str(tuple(self.block_norms.shape))
+        v = self.values
+        return (
+            f"KernelBlockStats(n={self.traced.shape[0]}, n_outputs={self.n_outputs}, "
+            f"values=BlockValues(diagonal={v.diagonal:.4g}, same_class={v.same_class:.4g}, "
+            f"different_class={v.different_class:.4g}), alignment={self.alignment:.4g}, "
+            f"centered_alignment={self.centered_alignment:.4g}, "
+            f"block_residual={self.block_residual:.4g}, traced={tuple(self.traced.shape)}, "
+            f"block_norms={norms})"
+        )
 
 
 def _kernel(K: ArrayLike, name: str = "K") -> np.ndarray:

@@ -26,6 +26,7 @@ running code (``_checkpoint.py``); ``overwrite`` deletes only the store's own fi
 from __future__ import annotations
 
 import datetime as _dt
+import html
 import json
 import os
 import platform
@@ -37,11 +38,11 @@ import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import pandas as pd
-from numpy.typing import NDArray
+from numpy.typing import ArrayLike, NDArray
 
 from ._checkpoint import load_checkpoint_file, reason
 from ._errors import RunCorruptError, RunExistsError, RunInUseError
@@ -59,6 +60,9 @@ from ._layout import (
 from ._lock import DirLock, acquire
 from ._tables import read_metric_table, write_metric_table
 
+if TYPE_CHECKING:  # the probes import torch; the run store stays light until it needs them
+    from ..probes.kernels import KernelBlockStats
+
 __all__ = [
     "FORMAT_VERSION",
     "Run",
@@ -72,6 +76,17 @@ __all__ = [
 FORMAT_VERSION = 1
 _STATES = ("running", "completed", "failed")
 _NAME_RE = re.compile(r"^[A-Za-z0-9_.\-]+$")
+
+
+def _escape(value: Any) -> str:
+    """``str(value)`` escaped for HTML text and attributes (runs/ does not import report/)."""
+    return html.escape(str(value), quote=True)
+
+
+def one_line_reason(exc: BaseException) -> str:
+    """``"<ExceptionType>: <first line of its message>"``, the reason stored for a failed run."""
+    lines = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__
 
 
 def _now() -> str:
@@ -117,6 +132,8 @@ class Run:
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
+        #: Whether leaving a ``with`` block normally marks a still-running run completed.
+        self.complete_on_exit = True
         self._buffer: list[tuple[int, str, float]] = []
         self._warned_nonfinite = False
         self._lock: DirLock | None = None
@@ -129,6 +146,24 @@ class Run:
             self._lock.release()
             self._lock = None
 
+    def finish(self, error: BaseException | str | None = None) -> None:
+        """Close a run this process writes: mark it completed or failed, then release it.
+
+        Only a run that this process created (it holds the lock) and that is still
+        ``running`` is marked: ``completed`` when ``error`` is ``None`` (and
+        :attr:`complete_on_exit` is true), otherwise ``failed`` with a one-line reason
+        (``"ZeroDivisionError: division by zero"`` for an exception). A state set before
+        (``mark_completed``, ``mark_failed``) is kept. The lock is released in every case.
+        """
+        try:
+            if self._lock is not None and self.state == "running":
+                if error is not None:
+                    self.mark_failed(error if isinstance(error, str) else one_line_reason(error))
+                elif self.complete_on_exit:
+                    self.mark_completed()
+        finally:
+            self.close()
+
     def __enter__(self) -> Run:
         return self
 
@@ -138,7 +173,8 @@ class Run:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        self.close()
+        """Leave ``with runs.create(...) as run:``: see :meth:`finish` (exceptions propagate)."""
+        self.finish(exc)
 
     # ------------------------------------------------------------------ metadata
     def _read_object(self, name: str) -> dict[str, Any]:
@@ -326,6 +362,61 @@ class Run:
         steps = np.array(list(series), dtype=np.int64)
         return steps, np.stack(list(series.values())) if series else np.empty((0,))
 
+    def log_kernel(
+        self,
+        name: str,
+        step: int,
+        kernel: ArrayLike | KernelBlockStats,
+        labels: ArrayLike | None = None,
+        *,
+        estimator: Literal["exact", "half-split"] = "exact",
+    ) -> KernelBlockStats:
+        """Record a kernel computed by hand (an NTK, a Gram matrix) with its block statistics.
+
+        ``kernel`` is a kernel in a layout of :func:`ncdynamics.probes.empirical_ntk` (full
+        ``(n, n, O, O)``, ``(O, n, n)`` or traced ``(n, n)``) with its ``labels`` of shape
+        ``(n,)``, or the :class:`~ncdynamics.probes.KernelBlockStats` already computed from
+        one (then ``labels`` are only stored). Scalars go to the metrics table as
+        ``<name>/diagonal``, ``<name>/same_class``, ``<name>/different_class``,
+        ``<name>/alignment``, ``<name>/alignment_centered`` and ``<name>/block_residual``;
+        arrays as ``<name>.traced`` (n, n), ``<name>.labels`` (n,) and, from a full kernel,
+        ``<name>.block_norms`` (O, O). Returns the statistics.
+
+        Raises
+        ------
+        ValueError
+            If ``kernel`` is an array and ``labels`` is missing, or they do not match.
+        """
+        from ..probes.kernels import KernelBlockStats, kernel_block_stats
+
+        _check_name(name, "name")
+        if isinstance(kernel, KernelBlockStats):
+            stats = kernel
+        elif labels is None:
+            raise ValueError(
+                "`labels` must be given with a kernel array (one class per sample); got None."
+            )
+        else:
+            stats = kernel_block_stats(kernel, labels, estimator=estimator)
+        v = stats.values
+        self.log(
+            step,
+            {
+                f"{name}/diagonal": v.diagonal,
+                f"{name}/same_class": v.same_class,
+                f"{name}/different_class": v.different_class,
+                f"{name}/alignment": stats.alignment,
+                f"{name}/alignment_centered": stats.centered_alignment,
+                f"{name}/block_residual": stats.block_residual,
+            },
+        )
+        self.save_array(f"{name}.traced", step, stats.traced)
+        if labels is not None:
+            self.save_array(f"{name}.labels", step, np.asarray(labels))
+        if stats.block_norms is not None:
+            self.save_array(f"{name}.block_norms", step, stats.block_norms)
+        return stats
+
     # ------------------------------------------------------------------ checkpoints
     def _checkpoints(self, tag: str) -> list[Path]:
         return sorted((self.path / "checkpoints" / tag).glob("step-*.pt"), key=_step_of)
@@ -397,7 +488,8 @@ class Run:
         others = f" (nor can the {len(failed) - 1} older)" if len(failed) > 1 else ""
         raise RunCorruptError(
             f"checkpoint {str(bad)!r} cannot be loaded ({why}){others}; remove the "
-            "checkpoints of this tag to start it over, or --overwrite the run."
+            "checkpoints of this tag to start it over, or replace the run (overwrite=True, "
+            "--overwrite)."
         )
 
     # ------------------------------------------------------------------ figures, summary
@@ -433,6 +525,49 @@ class Run:
         except (OSError, RunCorruptError):
             state = "?"
         return f"Run({str(self.path)!r}, state={state!r})"
+
+    def _repr_html_(self, max_metrics: int = 8) -> str:
+        """A small HTML card for Jupyter: path, state, experiment, last values of metrics.
+
+        Every value is escaped (``html.escape``); a run that cannot be read shows its
+        ``repr`` instead. At most ``max_metrics`` metrics are listed, by name.
+        """
+        try:
+            status, config = self.status, self.config
+            last = self.metrics.groupby("name", sort=True)[["step", "value"]].last()
+        except (OSError, ValueError, RunCorruptError):
+            return f"<pre>{_escape(repr(self))}</pre>"
+        state = str(status.get("state", "?"))
+        color = {"completed": "#1a7f37", "failed": "#b42318"}.get(state, "#9a6700")
+        rows = [
+            ("path", str(self.path)),
+            ("experiment", config.get("experiment") or "-"),
+            ("preset", config.get("preset") or "-"),
+            ("seed", status.get("seed")),
+        ]
+        if status.get("error"):
+            rows.append(("error", status["error"]))
+        head = "".join(
+            f"<tr><th style='text-align:left'>{_escape(k)}</th><td>{_escape(v)}</td></tr>"
+            for k, v in rows
+        )
+        metric_rows = "".join(
+            f"<tr><td><code>{_escape(name)}</code></td><td>{int(row.step)}</td>"
+            f"<td>{_escape(f'{row.value:.4g}')}</td></tr>"
+            for name, row in last.head(max_metrics).iterrows()
+        )
+        more = len(last) - max_metrics
+        more_row = f"<tr><td colspan='3'>... and {more} more</td></tr>" if more > 0 else ""
+        metrics_table = (
+            "<table><tr><th>metric</th><th>last step</th><th>value</th></tr>"
+            f"{metric_rows}{more_row}</table>"
+            if len(last)
+            else "<p>no metrics recorded</p>"
+        )
+        return (
+            f"<div><b>Run</b> <span style='color:{color}'>{_escape(state)}</span>"
+            f"<table>{head}</table>{metrics_table}</div>"
+        )
 
 
 def open_run(path: str | os.PathLike[str]) -> Run:
@@ -547,7 +682,7 @@ def create(
     if kind == "run":
         read_marker(p)
     if overwrite and kind in ("run", "legacy"):
-        _refuse_foreign(p, "--overwrite removes only a run's own files")
+        _refuse_foreign(p, "overwrite (--overwrite) removes only a run's own files")
     if resume and kind == "legacy":
         _refuse_foreign(
             p,
@@ -591,11 +726,13 @@ def _open_locked(
                 )
                 raise RunExistsError(
                     f"`out` {str(p)!r} already holds a completed run{hint}; choose another "
-                    "directory, pass --resume to finish it, or --overwrite to replace it."
+                    "directory, pass resume=True (ncdyn: --resume) to finish it, or "
+                    "overwrite=True (--overwrite) to replace it."
                 )
             raise RunExistsError(
                 f"`out` {str(p)!r} holds an unfinished run (state {state!r}); "
-                "pass --resume to continue it or --overwrite to start over."
+                "pass resume=True (ncdyn: --resume) to continue it or overwrite=True "
+                "(--overwrite) to start over."
             )
         _check_version(run)
         stored = run.config if (p / "config.json").is_file() else None
@@ -617,11 +754,11 @@ def _open_locked(
     if kind == "run" and not has_status and not (resume or overwrite):
         raise RunExistsError(
             f"`out` {str(p)!r} holds a run killed before it started (no status.json); "
-            "pass --resume or --overwrite to start it."
+            "pass resume=True or overwrite=True (ncdyn: --resume or --overwrite) to start it."
         )
     if kind in ("run", "legacy"):
         if overwrite:
-            _refuse_foreign(p, "--overwrite removes only a run's own files")
+            _refuse_foreign(p, "overwrite (--overwrite) removes only a run's own files")
         # marker first, status.json next: a kill during the removal leaves a run that was
         # never started, which --resume or --overwrite starts, never a half-deleted run
         write_json(p / MARKER, {"format": MARKER_FORMAT})

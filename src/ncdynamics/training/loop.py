@@ -22,6 +22,7 @@ from .._validation import check_int, check_option, check_scalar
 from ..data import Dataset, class_balanced_batches
 from ..models.modes import eval_mode
 from ..probes.performance import LOSSES, classification_loss, loss_and_accuracy
+from .inputs import LabelledData, as_dataset
 from .recorder import Recorder
 
 __all__ = [
@@ -194,7 +195,7 @@ class TrainConfig:
 
 def train(
     model: nn.Module,
-    data: Dataset,
+    data: Dataset | LabelledData,
     *,
     epochs: int,
     loss: Literal["mse", "cross-entropy"] = "cross-entropy",
@@ -228,7 +229,11 @@ def train(
     ----------
     model : nn.Module
         Any classifier mapping inputs to ``(n, num_classes)`` logits; trained in place.
-    data : Dataset
+    data : Dataset, torch Dataset or DataLoader
+        An :class:`ncdynamics.data.Dataset`, or the training samples in another container
+        of :mod:`ncdynamics.training.inputs` (a torch ``Dataset`` of ``(x, y)`` items, a
+        ``DataLoader``, a pair ``(x, y)``): read into memory once, with an empty test split;
+        batches are then drawn by this loop (the loader's own batching is not used).
     epochs, loss, lr, momentum, nesterov, weight_decay, decay_all, milestones, gamma,
     batch_size, per_class, seed, tag, checkpoint_every, evaluate_test, test_every,
     progress, desc
@@ -372,7 +377,7 @@ def _record_epoch(
 
 def train_with_config(
     model: nn.Module,
-    data: Dataset,
+    data: Dataset | LabelledData,
     config: TrainConfig,
     *,
     device: str | torch.device | None = None,
@@ -388,6 +393,7 @@ def train_with_config(
     FloatingPointError
         The training loss is not finite (the message names the epoch).
     """
+    data = as_dataset(data)
     if len(data.y_train) == 0:
         raise ValueError(
             "`data` must hold at least one training sample; got an empty training set."

@@ -2,12 +2,11 @@
 
 Inside your own training loop::
 
-    run = ncdynamics.runs.create("runs/mine")
-    rec = Recorder(run, x_probe, y_probe, probes=["collapse", "performance"])
-    for epoch in range(n_epochs):
-        ...                       # your training step(s)
-        rec.step(model, epoch)    # records when the schedule says so
-    run.mark_completed()
+    with ncdynamics.runs.create("runs/mine") as run:   # completed on exit, failed on error
+        rec = Recorder(run, x_probe, y_probe, probes=["collapse", "performance"])
+        for epoch in range(n_epochs):
+            ...                       # your training step(s)
+            rec.step(model, epoch)    # records when the schedule says so
 
 The Recorder writes into any *sink* with ``log(step, mapping)``, ``save_array(name, step,
 array)`` and ``flush()``: a :class:`ncdynamics.runs.Run` is one. (The layer order of
@@ -16,6 +15,7 @@ DESIGN.md puts ``training`` before ``runs``, so this module does not import the 
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -29,6 +29,7 @@ from .._validation import check_array, check_int, check_labels
 from ..models.features import FeatureExtractor, find_classifier
 from ..models.modes import eval_mode
 from ..probes import Probe, ProbeInput, make_probe
+from .inputs import LabelledData, labelled_arrays
 
 __all__ = ["Recorder", "Schedule", "Sink"]
 
@@ -80,10 +81,13 @@ class Recorder:
     ----------
     run : Sink
         Where to write: a :class:`ncdynamics.runs.Run` (from ``ncdynamics.runs.create``).
-    x : array_like or Tensor of shape (n_probe, *input_shape)
-        The fixed probe inputs.
-    y : array_like or Tensor of shape (n_probe,)
-        Their labels.
+    x : array_like or Tensor of shape (n_probe, *input_shape), or a labelled container
+        The fixed probe inputs; or, with ``y`` left out, the whole probe set as a pair
+        ``(x, y)``, an :class:`ncdynamics.data.Dataset` (its training split), a torch
+        ``Dataset`` of ``(x, y)`` items or a ``DataLoader`` of ``(x, y)`` batches (read once;
+        see :mod:`ncdynamics.training.inputs`).
+    y : array_like or Tensor of shape (n_probe,), optional
+        The labels of ``x`` when it is an array or a tensor.
     probes : sequence of str or Probe, default=("collapse", "performance")
         Registered probe names (see ``ncdynamics.probes.available_probes()``) or objects.
     schedule : Schedule or int, default=1
@@ -101,8 +105,8 @@ class Recorder:
     def __init__(
         self,
         run: Sink,
-        x: ArrayLike,
-        y: ArrayLike,
+        x: ArrayLike | torch.Tensor | LabelledData,
+        y: ArrayLike | torch.Tensor | None = None,
         *,
         probes: Sequence[str | Probe] = ("collapse", "performance"),
         schedule: Schedule | int = 1,
@@ -111,6 +115,7 @@ class Recorder:
         prefix: str = "",
         batch_size: int = 1024,
     ) -> None:
+        x, y = labelled_arrays(x, y, name="x")
         x_t = (
             x
             if isinstance(x, torch.Tensor)
@@ -139,6 +144,7 @@ class Recorder:
         self.run = run
         self.last: dict[str, float] = {}
         self._inputs: dict[tuple[torch.device, torch.dtype], torch.Tensor] = {}
+        self._checked_head = False  # the warning about NC3/NC4 is given once
 
     def _forward(self, model: nn.Module) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         device = next((p.device for p in model.parameters()), torch.device("cpu"))
@@ -175,6 +181,8 @@ class Recorder:
                 step=int(step),
                 feature_fn=self.extract,
             )
+            if not self._checked_head:
+                self._warn_about_head(classifier, features.shape[1])
             scalars: dict[str, float] = {f"{self.prefix}{k}": float(v) for k, v in extra.items()}
             for probe in self.probes:
                 out = probe(inp)
@@ -184,6 +192,28 @@ class Recorder:
         self.run.log(step, scalars)
         self.last = scalars
         return scalars
+
+    def _warn_about_head(self, classifier: nn.Module, n_features: int) -> None:
+        """Warn once when the collapse probe cannot compare the class means with the head."""
+        self._checked_head = True
+        if not any(getattr(p, "name", None) == "collapse" for p in self.probes):
+            return
+        expected = (self.num_classes, n_features)
+        name = self.layer if self.layer is not None else "classifier"
+        if not isinstance(classifier, nn.Linear):
+            got = f"is a {type(classifier).__name__}, not a Linear layer"
+        elif tuple(classifier.weight.shape) != expected:
+            got = f"has a weight of shape {tuple(classifier.weight.shape)}"
+        else:
+            return
+        warnings.warn(
+            f"layer {name!r} {got}; NC3 and NC4 compare the class means with the rows of a "
+            f"weight of shape {expected} ({self.num_classes} classes, {n_features} features), "
+            "so they are not recorded (NC1 and NC2 are). Pass `layer=` naming the final "
+            f"Linear layer (the one with {self.num_classes} outputs) to record them.",
+            UserWarning,
+            stacklevel=3,  # the caller of record() (this helper is one frame deeper)
+        )
 
     def step(self, model: nn.Module, step: int, **extra: float) -> dict[str, float] | None:
         """Record if ``step`` is in the schedule; returns the scalars or ``None``."""

@@ -25,7 +25,7 @@ from torch import nn
 
 from .recorder import Recorder, Sink
 
-__all__ = ["TeeSink", "TensorBoardSink", "lightning_callback"]
+__all__ = ["TeeSink", "TensorBoardSink", "finish_sink", "lightning_callback"]
 
 
 class TeeSink:
@@ -64,6 +64,27 @@ class TeeSink:
             close = getattr(s, "close", None)
             if callable(close):
                 close()
+
+    def finish(self, error: BaseException | None = None) -> None:
+        """Finish every sink: :func:`finish_sink` on each (a run is marked and released)."""
+        for s in self.sinks:
+            finish_sink(s, error)
+
+
+def finish_sink(sink: object, error: BaseException | None = None) -> None:
+    """End the records of ``sink``: its ``finish(error)`` if it has one, else ``close()``.
+
+    A :class:`ncdynamics.runs.Run` that this process writes is then marked completed
+    (``error`` is ``None``) or failed with the exception's one-line reason, and its lock is
+    released; a :class:`TeeSink` finishes each of its sinks.
+    """
+    finish = getattr(sink, "finish", None)
+    if callable(finish):
+        finish(error)
+        return
+    close = getattr(sink, "close", None)
+    if callable(close):
+        close()
 
 
 class TensorBoardSink:
@@ -128,12 +149,17 @@ def _lightning_callback_base() -> type:
     return Callback
 
 
-def lightning_callback(recorder: Recorder, *, log_metrics: bool = True) -> Any:
+def lightning_callback(
+    recorder: Recorder, *, log_metrics: bool = True, close_run: bool = True
+) -> Any:
     """A Lightning ``Callback`` that records with ``recorder`` on the trainer's epochs.
 
     The Recorder's step is the number of finished epochs: step 0 at the start of training
     (the initialisation), step ``e`` after epoch ``e``, recorded when the Recorder's schedule
-    contains it. At the end of training the Recorder is flushed.
+    contains it. At the end of training the Recorder is flushed and, with ``close_run``, its
+    run is marked completed and released; when ``fit`` raises, Lightning's
+    ``on_exception`` hook marks the run failed with the exception's one-line reason (what
+    was recorded before stays).
 
     Parameters
     ----------
@@ -143,6 +169,9 @@ def lightning_callback(recorder: Recorder, *, log_metrics: bool = True) -> Any:
     log_metrics : bool, default=True
         Also store the trainer's scalar ``callback_metrics`` (e.g. what ``self.log`` logged)
         as ``lightning/<name>`` beside the probes' scalars.
+    close_run : bool, default=True
+        Finish the Recorder's sink when training ends or fails (see :func:`finish_sink`);
+        ``False`` leaves the run running, to record more after ``fit``.
 
     Raises
     ------
@@ -178,5 +207,15 @@ def lightning_callback(recorder: Recorder, *, log_metrics: bool = True) -> Any:
 
         def on_train_end(self, trainer: Any, pl_module: nn.Module) -> None:
             self.recorder.close()
+            if close_run:
+                finish_sink(self.recorder.run)
+
+        def on_exception(
+            self, trainer: Any, pl_module: nn.Module, exception: BaseException
+        ) -> None:
+            if close_run:
+                finish_sink(self.recorder.run, exception)
+            else:
+                self.recorder.close()
 
     return RecorderCallback()
