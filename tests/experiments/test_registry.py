@@ -72,3 +72,16 @@ def test_config_of_rebuilds_the_typed_config_of_a_run(tmp_path):
     spec, config = experiments.config_of(run)
     assert spec.name == "demo"
     assert config == spec.make_config("smoke", {"epochs": 1, "width": 8})
+
+
+def test_failure_reason_is_one_line_even_for_a_multi_line_message(tmp_path, monkeypatch):
+    from ncdynamics.experiments import _registry
+
+    def boom(config, run, *, seed, progress):
+        raise RuntimeError("first line\nsecond line")
+
+    spec = dataclasses.replace(experiments.get("demo"), run=boom)
+    monkeypatch.setattr(_registry, "get", lambda name: spec)
+    with pytest.raises(RuntimeError):
+        experiments.run("demo", out=tmp_path / "r", progress=False)
+    assert runs.open(tmp_path / "r").status["error"] == "RuntimeError: first line"

@@ -16,6 +16,7 @@ from typing import Any
 from .. import runs, theories
 from .._validation import check_int, check_option
 from ..runs._io import write_bytes
+from ..runs._store import one_line_reason
 from ..theories.experiment import PRESETS, ExperimentSpec, config_to_dict
 
 __all__ = ["get", "list_experiments", "run"]
@@ -115,8 +116,7 @@ def run(
         try:
             spec.run(config, run_, seed=seed, progress=progress)
         except BaseException as exc:
-            reason = f"{type(exc).__name__}: {exc}"
-            run_.mark_failed(reason)
+            run_.mark_failed(one_line_reason(exc))
             write_bytes(run_.path / "error.txt", traceback.format_exc().encode())
             raise
         run_.mark_completed()
