@@ -2,31 +2,18 @@
 
 import numpy as np
 import pytest
+from ntk_collapse_helpers import P, _random_state, _rel
 
-from ncdynamics.theories.ntk_collapse.initial import (
-    init_random,
-)
 from ncdynamics.theories.ntk_collapse.invariants import (
     invariant,
     invariant_end_of_training,
     invariant_tilde,
 )
 from ncdynamics.theories.ntk_collapse.model import (
-    BlockParams,
     State,
     loss,
 )
 from ncdynamics.theories.ntk_collapse.simulate import simulate_flow, simulate_gd
-
-P = BlockParams(n_classes=4, n_per_class=5, n_features=12, kappa_d=3.0, kappa_c=1.0, kappa_n=0.2)
-
-
-def _rel(a, b):
-    return np.linalg.norm(a - b) / np.linalg.norm(b)
-
-
-def _random_state(rng, p=P, bias=0.3):
-    return init_random(p, rng=rng, feature_scale=0.7, weight_scale=1.0, bias_scale=bias)
 
 
 def test_invariant_is_conserved_along_gradient_flow_o4(rng):

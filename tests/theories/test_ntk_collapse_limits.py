@@ -3,6 +3,7 @@ and for E negative (App. B.3), with the corrected theta."""
 
 import numpy as np
 import pytest
+from ntk_collapse_helpers import P
 
 from ncdynamics.probes.collapse import collapse_metrics
 from ncdynamics.theories.labels import class_major_labels
@@ -13,7 +14,6 @@ from ncdynamics.theories.ntk_collapse.decomposition import (
 from ncdynamics.theories.ntk_collapse.initial import (
     init_equal_bias,
     init_negative_invariant,
-    init_random,
     init_zero_invariant,
 )
 from ncdynamics.theories.ntk_collapse.invariants import (
@@ -31,16 +31,6 @@ from ncdynamics.theories.ntk_collapse.model import (
     loss,
 )
 from ncdynamics.theories.ntk_collapse.simulate import simulate_flow
-
-P = BlockParams(n_classes=4, n_per_class=5, n_features=12, kappa_d=3.0, kappa_c=1.0, kappa_n=0.2)
-
-
-def _rel(a, b):
-    return np.linalg.norm(a - b) / np.linalg.norm(b)
-
-
-def _random_state(rng, p=P, bias=0.3):
-    return init_random(p, rng=rng, feature_scale=0.7, weight_scale=1.0, bias_scale=bias)
 
 
 @pytest.fixture(scope="module")

@@ -3,6 +3,7 @@ and the errata of eqs. (40), (46)."""
 
 import numpy as np
 import pytest
+from ntk_collapse_helpers import P, _random_state
 
 from ncdynamics.theories.labels import label_matrix
 from ncdynamics.theories.ntk_collapse.blocks import feature_basis
@@ -25,16 +26,6 @@ from ncdynamics.theories.ntk_collapse.model import (
     loss,
 )
 from ncdynamics.theories.ntk_collapse.simulate import simulate_flow
-
-P = BlockParams(n_classes=4, n_per_class=5, n_features=12, kappa_d=3.0, kappa_c=1.0, kappa_n=0.2)
-
-
-def _rel(a, b):
-    return np.linalg.norm(a - b) / np.linalg.norm(b)
-
-
-def _random_state(rng, p=P, bias=0.3):
-    return init_random(p, rng=rng, feature_scale=0.7, weight_scale=1.0, bias_scale=bias)
 
 
 def test_full_flow_projected_with_q_equals_decomposed_flow_o3(rng):
