@@ -16,6 +16,7 @@ Each theory is a subpackage (``lesde``, ``ntk_collapse``, ``alignment``, ``trunc
 How to add a theory is in ``docs/extending.md``.
 """
 
+from .confrontation import Assumption as Assumption
 from .confrontation import Confrontation as Confrontation
 from .confrontation import Need as Need
 from .confrontation import NotApplicable as NotApplicable
@@ -37,6 +38,7 @@ from .theory import TheoryDeclarationError as TheoryDeclarationError
 __all__ = [
     "ENTRY_POINT_GROUP",
     "PRESETS",
+    "Assumption",
     "Confrontation",
     "ConvergenceWarning",
     "ExperimentSpec",

@@ -35,6 +35,7 @@ if TYPE_CHECKING:  # the run store is imported by whoever builds a Stream
     from ..runs import Run
 
 __all__ = [
+    "Assumption",
     "Confrontation",
     "Need",
     "NotApplicable",
@@ -74,6 +75,8 @@ class Stream:
         Metric-name prefix, e.g. ``"mse/"``; array names use it with ``/`` replaced by ``.``.
     until : float, default=inf
         Records after this step are invisible.
+    since : float, default=-inf
+        Records before this step are invisible (a window of the run, see :meth:`window`).
     wide : pandas.DataFrame, optional
         ``run.metrics_wide()``, when the caller has it already (it reads every Parquet part).
     """
@@ -84,11 +87,13 @@ class Stream:
         prefix: str = "",
         *,
         until: float = math.inf,
+        since: float = -math.inf,
         wide: pd.DataFrame | None = None,
     ) -> None:
         self.run = run
         self.prefix = prefix
         self.until = float(until)
+        self.since = float(since)
         self._wide = run.metrics_wide() if wide is None else wide
 
     @property
@@ -97,26 +102,55 @@ class Stream:
         path = self.run.path / "config.json"
         return self.run.config if path.exists() else {}
 
+    def setting(self, key: str, default: Any = None) -> Any:
+        """A setting of this stream: ``config["streams"][name][key]``, else ``config[key]``.
+
+        ``name`` is the prefix without its trailing ``/`` or ``.`` (``"mse"`` for ``"mse/"``),
+        so a run that trains several models (the demo) can state each one's loss, learning
+        rate or initialisation; ``default`` when neither is recorded.
+        """
+        config = self.config
+        streams = config.get("streams")
+        name = self.prefix.rstrip("/.")
+        if isinstance(streams, Mapping) and isinstance(streams.get(name), Mapping):
+            if key in streams[name]:
+                return streams[name][key]
+        return config.get(key, default)
+
     def cut(self, until: float) -> Stream:
         """The same stream, seeing only records at steps ``<= until``."""
-        return Stream(self.run, self.prefix, until=min(until, self.until), wide=self._wide)
+        return self.window(self.since, until)
+
+    def window(self, since: float, until: float) -> Stream:
+        """The same stream, seeing only records at steps in ``[since, until]`` (within the
+        window this stream already has)."""
+        return Stream(
+            self.run,
+            self.prefix,
+            until=min(until, self.until),
+            since=max(since, self.since),
+            wide=self._wide,
+        )
+
+    def _visible(self, steps: Any) -> Any:
+        return (steps >= self.since) & (steps <= self.until)
 
     def _array_name(self, name: str) -> str:
         return f"{self.prefix}{name}".replace("/", ".")
 
     def scalar(self, name: str) -> Series:
-        """Finite values of metric ``prefix + name`` at steps ``<= until``."""
+        """Finite values of metric ``prefix + name`` at steps in ``[since, until]``."""
         col = f"{self.prefix}{name}"
         if col not in self._wide.columns:
             raise KeyError(f"run {self.run.path} has no metric {col!r}.")
         s = self._wide[col]
-        s = s[np.isfinite(s.to_numpy(dtype=np.float64)) & (s.index <= self.until)]
+        s = s[np.isfinite(s.to_numpy(dtype=np.float64)) & self._visible(s.index)]
         return s.index.to_numpy(dtype=np.float64), s.to_numpy(dtype=np.float64)
 
     def array(self, name: str) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-        """``(steps, stacked)`` of array ``prefix + name`` at steps ``<= until``."""
+        """``(steps, stacked)`` of array ``prefix + name`` at steps in ``[since, until]``."""
         series = self.run.arrays(self._array_name(name))
-        steps = np.array([s for s in series if s <= self.until], dtype=np.float64)
+        steps = np.array([s for s in series if self._visible(s)], dtype=np.float64)
         if steps.size == 0:
             return steps, np.empty((0,))
         return steps, np.stack([np.asarray(series[int(s)], np.float64) for s in steps])
@@ -141,6 +175,42 @@ class TheoryFit:
         ``predict(steps) -> {observable: values}`` for steps after the last fitted record.
     fit_until : float
         The last step the fit saw.
+    notes : tuple of str
+        One-line remarks on the fit (an optimiser message, a choice made).
+    intervals : dict
+        Parameter name -> ``(low, high)``: its 95% interval. A parameter that was not fitted
+        (a constant read from the run, like ``X``) has none.
+    interval_method : str
+        How the intervals were obtained, in a few words (e.g. ``"least-squares Jacobian,
+        t(n-p)"``, ``"profile likelihood"``, ``"bootstrap over records (200)"``).
+    units : dict
+        Parameter name -> unit, e.g. ``"1/step"`` for a rate per recorded step.
+    bounds : dict
+        Parameter name -> ``(low, high)`` of the search: a value at a bound means the data
+        wanted to go further, and the verdict is ``degenerate``.
+    signs : dict
+        Parameter name -> ``+1`` or ``-1``: the sign the theory requires (a rate, a time
+        scale). A value of the other sign is unphysical; an interval that holds zero means
+        the rate is indistinguishable from zero. Both make the verdict ``degenerate``.
+    expected : dict
+        Parameter name -> the value the theory predicts from the run's settings alone (the
+        Hadamard time scale ``c = 2 eta``), shown beside the fitted one.
+    scales : dict
+        Observable name -> ``"log"`` or ``"linear"``: where residuals and skill are measured
+        (``"log"`` for positive quantities spanning decades; the default for an observable
+        not named is ``"log"`` when all its values are positive).
+    n_fitted : int or None
+        Number of free parameters (for information criteria); ``None`` counts ``intervals``.
+    band : callable or None
+        ``band(steps) -> {observable: (low, high)}``: a 95% prediction band beside
+        ``predict`` (parameter uncertainty propagated, plus the residual scatter).
+    ahead : dict
+        Observable name -> ``(steps, values)``: one-record-ahead predictions, for a theory
+        whose fit is record to record (each record carried to the next); empty when the
+        increments of ``fitted`` serve (see :mod:`ncdynamics.theories.verdict`).
+    alternatives : dict
+        Variant name -> numbers (``aic``, ``heldout_rmse``, ``chosen``...) where the theory
+        compared readings of itself (constant vs decaying rates) and kept one.
     """
 
     theory: str
@@ -151,6 +221,43 @@ class TheoryFit:
     predict: Callable[[NDArray[np.float64]], dict[str, NDArray[np.float64]]]
     fit_until: float
     notes: tuple[str, ...] = field(default=())
+    intervals: dict[str, tuple[float, float]] = field(default_factory=dict)
+    interval_method: str = ""
+    units: dict[str, str] = field(default_factory=dict)
+    bounds: dict[str, tuple[float, float]] = field(default_factory=dict)
+    signs: dict[str, int] = field(default_factory=dict)
+    expected: dict[str, float] = field(default_factory=dict)
+    scales: dict[str, str] = field(default_factory=dict)
+    n_fitted: int | None = None
+    band: Callable[[NDArray[np.float64]], dict[str, tuple[Any, Any]]] | None = None
+    ahead: dict[str, Series] = field(default_factory=dict)
+    alternatives: dict[str, dict[str, float]] = field(default_factory=dict)
+
+    @property
+    def n_free(self) -> int:
+        """Free parameters of the fit: ``n_fitted``, else the number with an interval."""
+        return self.n_fitted if self.n_fitted is not None else len(self.intervals)
+
+
+@dataclass(frozen=True)
+class Assumption:
+    """One condition of the regime a theory assumes, checked against a stream.
+
+    Parameters
+    ----------
+    name : str
+        Short name (``"loss"``, ``"learning rate"``, ``"classes"``).
+    statement : str
+        What the theory assumes, in one line (``"squared-error loss"``).
+    check : callable
+        ``check(stream) -> str | None``: the reason the stream is outside the regime (one
+        line, naming what was recorded), or ``None`` when it is inside or the run does not
+        record the setting (then the report says the assumption was not checked).
+    """
+
+    name: str
+    statement: str
+    check: Callable[[Stream], str | None]
 
 
 @dataclass(frozen=True)
@@ -169,6 +276,8 @@ class Confrontation:
     fit : callable
         ``fit(stream) -> TheoryFit``; raises :class:`NotApplicable` when the records exist
         but the theory's assumptions do not hold, ``ValueError`` when too few records.
+    assumptions : tuple of Assumption
+        The regime the theory assumes; a stream outside it is not fitted unless forced.
     """
 
     theory: str
@@ -176,6 +285,11 @@ class Confrontation:
     needs: tuple[Need, ...]
     observe: Callable[[Stream], dict[str, Series]]
     fit: Callable[[Stream], TheoryFit]
+    assumptions: tuple[Assumption, ...] = ()
+
+    def out_of_regime(self, stream: Stream) -> list[str]:
+        """The reasons ``stream`` lies outside the regime (empty when inside)."""
+        return [r for a in self.assumptions if (r := a.check(stream))]
 
 
 def r_squared(observed: Any, fitted: Any) -> float:

@@ -1,0 +1,167 @@
+"""95% intervals for fitted parameters and prediction bands for what a fit predicts.
+
+Every confrontation fits a few parameters by least squares on a stream's records, so the
+first-order (Gauss-Newton) approximation is the common tool: with residuals ``r`` (n of
+them, weighted as in the fit) and their Jacobian ``J`` at the optimum,
+
+    cov = s^2 (J^T J)^+,   s^2 = |r|^2 / (n - p),
+
+and the interval of parameter ``i`` is ``theta_i -/+ t_{0.975, n-p} sqrt(cov_ii)``. It is
+exact for linear models with Gaussian residuals and cheap (one Jacobian), which matters because
+``ncdyn compare`` refits every sliding window. It is optimistic where records are serially
+correlated (as training curves are): the report says which method each theory used. A theory
+whose parameter lives on a log scale (a rate over decades) fits ``log theta`` and reports
+``exp`` of the interval, which keeps it positive.
+
+A prediction band propagates ``cov`` through the prediction by the delta method (central
+differences in the parameters) and widens it by the residual scatter ``s`` in the scale the
+residuals live in (see :func:`delta_band`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+from scipy import stats
+
+__all__ = [
+    "LEVEL",
+    "covariance_from_jacobian",
+    "delta_band",
+    "intervals_from_covariance",
+    "numeric_jacobian",
+]
+
+#: Coverage of every interval and band the toolkit reports.
+LEVEL = 0.95
+
+
+def covariance_from_jacobian(
+    jacobian: ArrayLike, residuals: ArrayLike
+) -> tuple[NDArray[np.float64], float, int]:
+    """``(cov, s2, dof)``: Gauss-Newton covariance of least-squares parameters.
+
+    ``cov`` is all-``inf`` when there are no degrees of freedom left (``n <= p``); a direction
+    the residuals do not depend on (a column of zeros) gets an infinite variance instead of
+    the pseudo-inverse's zero, since the data say nothing about it.
+    """
+    jac = np.atleast_2d(np.asarray(jacobian, dtype=np.float64))
+    res = np.asarray(residuals, dtype=np.float64).ravel()
+    n, p = jac.shape
+    if res.size != n:
+        raise ValueError(
+            f"`residuals` must have {n} entries (rows of the Jacobian); got {res.size}."
+        )
+    dof = n - p
+    if dof <= 0 or not np.all(np.isfinite(jac)) or not np.all(np.isfinite(res)):
+        return np.full((p, p), np.inf), float("nan"), dof
+    s2 = float(res @ res) / dof
+    cov = s2 * np.linalg.pinv(jac.T @ jac)
+    flat = ~np.any(np.abs(jac) > 0, axis=0)
+    cov[flat, :] = np.inf
+    cov[:, flat] = np.inf
+    return cov, s2, dof
+
+
+def intervals_from_covariance(
+    names: Sequence[str],
+    values: ArrayLike,
+    cov: ArrayLike,
+    dof: int,
+    *,
+    log_scale: Sequence[bool] | None = None,
+    level: float = LEVEL,
+) -> dict[str, tuple[float, float]]:
+    """Student-t intervals ``value -/+ t sqrt(cov_ii)`` by name.
+
+    With ``log_scale[i]`` true, ``values[i]`` and ``cov`` are for ``log theta_i`` and the
+    interval returned is ``exp`` of the log interval (a positive parameter stays positive).
+    Infinite variance gives ``(-inf, inf)`` (or ``(0, inf)`` on a log scale).
+    """
+    vals = np.asarray(values, dtype=np.float64).ravel()
+    var = np.diag(np.asarray(cov, dtype=np.float64))
+    logs = list(log_scale) if log_scale is not None else [False] * len(names)
+    if not (len(names) == vals.size == var.size == len(logs)):
+        raise ValueError(
+            f"`names`, `values`, `cov` and `log_scale` must agree in size; got {len(names)}, "
+            f"{vals.size}, {var.size}, {len(logs)}."
+        )
+    q = float(stats.t.ppf(0.5 + level / 2, dof)) if dof > 0 else np.inf
+    out: dict[str, tuple[float, float]] = {}
+    for name, v, vv, log in zip(names, vals, var, logs, strict=True):
+        half = q * np.sqrt(vv) if np.isfinite(vv) and vv >= 0 else np.inf
+        lo, hi = (v - half, v + half) if np.isfinite(half) else (-np.inf, np.inf)
+        out[name] = (float(np.exp(lo)), float(np.exp(hi))) if log else (float(lo), float(hi))
+    return out
+
+
+def numeric_jacobian(
+    func: Callable[[NDArray[np.float64]], NDArray[np.float64]],
+    theta: ArrayLike,
+    *,
+    rel_step: float = 1e-5,
+) -> NDArray[np.float64]:
+    """Central-difference Jacobian of ``func`` (a flat float array) at ``theta``."""
+    th = np.asarray(theta, dtype=np.float64).ravel()
+    base = np.asarray(func(th), dtype=np.float64).ravel()
+    jac = np.empty((base.size, th.size))
+    for i in range(th.size):
+        h = rel_step * max(abs(th[i]), 1.0)
+        up, down = th.copy(), th.copy()
+        up[i] += h
+        down[i] -= h
+        diff = np.asarray(func(up), np.float64).ravel() - np.asarray(func(down), np.float64).ravel()
+        jac[:, i] = diff / (2 * h)
+    return jac
+
+
+def delta_band(
+    predict_with: Callable[[NDArray[np.float64], NDArray[np.float64]], Mapping[str, Any]],
+    theta: ArrayLike,
+    cov: ArrayLike,
+    at: ArrayLike,
+    *,
+    scatter: Mapping[str, float] | None = None,
+    log_observables: Sequence[str] = (),
+    level: float = LEVEL,
+) -> dict[str, tuple[NDArray[np.float64], NDArray[np.float64]]]:
+    """A ``level`` prediction band for each observable ``predict_with(theta, at)`` returns.
+
+    The variance at each step is ``g^T cov g`` (``g`` the gradient of the prediction in the
+    parameters, by central differences) plus ``scatter[name]**2``, the residual variance of
+    the fit. Observables named in ``log_observables`` are banded in ``log`` and exponentiated,
+    with ``scatter`` then in log units too. A non-finite covariance gives an infinite band.
+    """
+    th = np.asarray(theta, dtype=np.float64).ravel()
+    cv = np.asarray(cov, dtype=np.float64)
+    steps = np.asarray(at, dtype=np.float64)
+    z = float(stats.norm.ppf(0.5 + level / 2))
+    centre = {k: np.asarray(v, dtype=np.float64) for k, v in predict_with(th, steps).items()}
+    logs = set(log_observables)
+
+    def transformed(name: str) -> Callable[[NDArray[np.float64]], NDArray[np.float64]]:
+        def f(t: NDArray[np.float64]) -> NDArray[np.float64]:
+            v = np.asarray(predict_with(t, steps)[name], dtype=np.float64)
+            return np.log(np.abs(v)) if name in logs else v
+
+        return f
+
+    out: dict[str, tuple[NDArray[np.float64], NDArray[np.float64]]] = {}
+    for name, value in centre.items():
+        mid = np.log(np.abs(value)) if name in logs else value
+        if np.all(np.isfinite(cv)):
+            g = numeric_jacobian(transformed(name), th)
+            var = np.einsum("ij,jk,ik->i", g, cv, g)
+        else:
+            var = np.full(mid.shape, np.inf)
+        var = var + float((scatter or {}).get(name, 0.0)) ** 2
+        half = z * np.sqrt(np.maximum(var, 0.0))
+        lo, hi = mid - half, mid + half
+        if name in logs:
+            sign = np.sign(value)
+            lo, hi = np.sort(np.stack([sign * np.exp(lo), sign * np.exp(hi)]), axis=0)
+        out[name] = (lo, hi)
+    return out

@@ -1,0 +1,115 @@
+"""The verdict rules and the interval helpers of the confrontation contract."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from ncdynamics.theories.confrontation import TheoryFit
+from ncdynamics.theories.uncertainty import (
+    covariance_from_jacobian,
+    delta_band,
+    intervals_from_covariance,
+    numeric_jacobian,
+)
+from ncdynamics.theories.verdict import degeneracy, judge, power_law_in_time, skill
+
+
+def _fit(steps, curve, **kw):
+    return TheoryFit(
+        theory="toy",
+        params=kw.pop("params", {"rate": 0.1}),
+        goodness={},
+        predictions={},
+        fitted={"v": (steps, curve)},
+        predict=lambda at: {"v": np.asarray(at)},
+        fit_until=float(steps[-1]),
+        **kw,
+    )
+
+
+def test_linear_regression_intervals_match_scipy():
+    rng = np.random.default_rng(0)
+    x = np.linspace(0, 5, 30)
+    y = 1.5 * x - 2 + rng.normal(0, 0.3, x.size)
+    slope, icept = np.polyfit(x, y, 1)
+    jac = np.stack([x, np.ones_like(x)], axis=1)
+    cov, s2, dof = covariance_from_jacobian(jac, y - (slope * x + icept))
+    got = intervals_from_covariance(["slope", "icept"], [slope, icept], cov, dof)
+    ref = stats.linregress(x, y)
+    half = stats.t.ppf(0.975, x.size - 2) * ref.stderr
+    assert got["slope"] == pytest.approx((slope - half, slope + half), rel=1e-9)
+    assert dof == 28 and s2 > 0
+
+
+def test_no_degrees_of_freedom_gives_infinite_intervals():
+    cov, _, dof = covariance_from_jacobian(np.eye(2), [0.1, 0.2])
+    assert dof == 0
+    got = intervals_from_covariance(["a", "b"], [1.0, 2.0], cov, dof, log_scale=[True, False])
+    assert got["a"] == (0.0, math.inf) and got["b"] == (-math.inf, math.inf)
+
+
+def test_numeric_jacobian_and_band_of_a_line():
+    jac = numeric_jacobian(lambda t: np.array([t[0] * 2 + t[1], t[0] * t[1]]), [3.0, 4.0])
+    np.testing.assert_allclose(jac, [[2, 1], [4, 3]], rtol=1e-8)
+    cov = np.diag([0.01, 0.04])
+    band = delta_band(
+        lambda th, at: {"y": th[0] * at + th[1]}, [1.0, 0.0], cov, np.array([0.0, 2.0])
+    )
+    lo, hi = band["y"]
+    np.testing.assert_allclose(hi - lo, 2 * 1.959964 * np.sqrt([0.04, 0.04 * 1 + 0.04]), rtol=1e-5)
+
+
+def test_degenerate_rules():
+    steps = np.arange(10.0)
+    fit = _fit(steps, steps, params={"rate": 1e-8}, bounds={"rate": (1e-8, 1e3)})
+    assert "lower bound" in degeneracy(fit)
+    fit = _fit(steps, steps, params={"rate": -0.2}, signs={"rate": 1})
+    assert "unphysical" in degeneracy(fit)
+    fit = _fit(
+        steps, steps, params={"rate": 0.2}, signs={"rate": 1}, intervals={"rate": (-0.1, 0.5)}
+    )
+    assert "indistinguishable from zero" in degeneracy(fit)
+    fit = _fit(
+        steps, steps, params={"rate": 0.2}, signs={"rate": 1}, intervals={"rate": (0.1, 0.3)}
+    )
+    assert degeneracy(fit) is None
+    assert "records" in degeneracy(fit, n_records=2)
+    assert "not finite" in degeneracy(_fit(steps, steps, params={"rate": math.nan}))
+
+
+def test_exponential_decay_fitted_well_holds_and_a_flat_curve_fails():
+    rng = np.random.default_rng(1)
+    steps = np.sort(rng.choice(np.arange(5, 200), 25, replace=False)).astype(float)
+    truth = 3.0 * np.exp(-0.02 * steps)
+    obs = truth * np.exp(rng.normal(0, 0.01, steps.size))
+    fit = _fit(steps, truth, intervals={"rate": (0.019, 0.021)}, signs={"rate": 1})
+    v = judge(fit, {"v": (steps, obs)})
+    assert v.verdict == "holds", v.reason
+    assert v.skill["v.ahead_skill_vs_persistence"] > 0.9
+    flat = _fit(steps, np.full(steps.size, obs.mean()))
+    assert judge(flat, {"v": (steps, obs)}).verdict == "fails"
+
+
+def test_power_law_data_fails_a_theory_that_is_beaten_by_the_power_law():
+    steps = np.geomspace(1, 1000, 30)
+    obs = 5.0 * (steps + 1.0) ** -0.7
+    # an exponential-ish curve with the right endpoints: R2 high-ish but worse than a power law
+    curve = np.exp(np.interp(np.log(steps + 1), [np.log(2), np.log(1001)], np.log(obs[[0, -1]])))
+    curve *= np.exp(0.05 * np.sin(np.linspace(0, 6, steps.size)))
+    numbers = skill(_fit(steps, curve), {"v": (steps, obs)})
+    assert numbers["v.skill_vs_power_law"] < 0
+    law = power_law_in_time(steps, obs)
+    np.testing.assert_allclose(law, obs, rtol=1e-10)
+
+
+def test_ahead_predictions_given_by_the_theory_are_used():
+    steps = np.arange(0.0, 20.0, 2.0)
+    obs = np.exp(-0.1 * steps)
+    fit = _fit(steps[1:], obs[1:] * 1.001)
+    fit = TheoryFit(**{**fit.__dict__, "ahead": {"v": (steps[1:], obs[1:] * 1.001)}})
+    numbers = skill(fit, {"v": (steps, obs)})
+    assert numbers["v.ahead_skill_vs_persistence"] > 0.99
