@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 export OMP_NUM_THREADS ?= 1
 export MPLBACKEND := Agg
 
-.PHONY: venv demo test test-slow test-all doctest bench lint clean
+.PHONY: venv demo test test-slow test-all doctest bench lint clean claims
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -37,6 +37,10 @@ bench: $(STAMP)
 doctest: $(STAMP)
 	$(BIN)/python -m pytest -q -p no:cacheprovider -o addopts="" \
 		--doctest-modules src/ncdynamics --doctest-glob='*.md' docs
+
+# The generated claims tables of docs/theories/*.md, from every experiment's smoke run.
+claims: $(STAMP)
+	$(BIN)/ncdyn claims --smoke --update-docs docs
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks

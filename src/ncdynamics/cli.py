@@ -166,6 +166,27 @@ def _build_parser() -> argparse.ArgumentParser:
         "--out", type=Path, default=None, help="output directory (default RUN_DIR/forecast-AT)"
     )
 
+    clm = sub.add_parser(
+        "claims",
+        help="tabulate the paper claims that runs checked",
+        description="Read the claims in the summary.json of each run (or of every run under "
+        "a folder, such as a sweep), count over runs (seeds) how many held, with mean ± sd "
+        "of our numbers, and print one Markdown table per experiment and preset.",
+    )
+    clm.add_argument("runs", type=Path, nargs="*", help="run directories or folders of runs")
+    clm.add_argument(
+        "--smoke",
+        action="store_true",
+        help="first run every experiment's smoke preset (seed 0) in a temporary directory",
+    )
+    clm.add_argument(
+        "--update-docs",
+        type=Path,
+        default=None,
+        metavar="DOCS_DIR",
+        help="also rewrite the generated claims regions of the *.md pages under DOCS_DIR",
+    )
+
     swp = sub.add_parser(
         "sweep",
         help="run an experiment over a grid of options and seeds",
@@ -369,6 +390,32 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_claims(args: argparse.Namespace) -> int:
+    import tempfile
+
+    from .experiments import claims, list_experiments
+
+    if not args.runs and not args.smoke:
+        raise ValueError("`runs` must name at least one run directory (or pass --smoke).")
+    with tempfile.TemporaryDirectory() as tmp:
+        names = [s.name for s in list_experiments() if "." in s.name]  # theories' own
+        made = claims.run_smoke(names, tmp) if args.smoke else []
+        rows = claims.collect([*args.runs, *made])
+    if not rows:
+        print("no claims found in these runs")
+        return 0
+    groups: dict[tuple[str, str], list[claims.ClaimRow]] = {}
+    for r in rows:
+        groups.setdefault((r.experiment, r.preset), []).append(r)
+    for (experiment, preset), group in groups.items():
+        print(f"\n## {experiment} ({preset}, {len(group[0].held)} run(s))\n")
+        print(claims.markdown_table(group), end="")
+    if args.update_docs is not None:
+        for page in claims.update_docs(rows, args.update_docs):
+            print(f"updated: {page}")
+    return 0
+
+
 def _cmd_forecast(args: argparse.Namespace) -> int:
     from . import report
     from .experiments import confront
@@ -493,6 +540,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         return _cmd_compare(args)
     if args.command == "forecast":
         return _cmd_forecast(args)
+    if args.command == "claims":
+        return _cmd_claims(args)
     raise AssertionError(args.command)  # pragma: no cover - argparse guarantees a command
 
 
