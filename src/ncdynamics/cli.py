@@ -408,7 +408,9 @@ def _cmd_claims(args: argparse.Namespace) -> int:
     for r in rows:
         groups.setdefault((r.experiment, r.preset), []).append(r)
     for (experiment, preset), group in groups.items():
-        print(f"\n## {experiment} ({preset}, {len(group[0].held)} run(s))\n")
+        first = group[0]
+        seeds = ", ".join(map(str, sorted(set(first.seeds))))
+        print(f"\n## {experiment} ({preset}; seeds {seeds}; {', '.join(sorted(first.sources))})\n")
         print(claims.markdown_table(group), end="")
     if args.update_docs is not None:
         for page in claims.update_docs(rows, args.update_docs):

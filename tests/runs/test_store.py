@@ -171,3 +171,13 @@ def test_completion_removes_leftover_temporary_files_and_a_stale_error(tmp_path)
     names = {p.name for p in (tmp_path / "r").rglob("*")}
     assert "error.txt" not in names and not any(n.startswith(".part") for n in names)
     assert "user.tmp" in names
+
+
+def test_status_records_the_source_commit(tmp_path):
+    from ncdynamics.runs._store import source_commit
+
+    run = runs.create(tmp_path / "r", config={"a": 1})
+    commit = run.status["versions"]["ncdynamics_commit"]
+    assert commit == (source_commit() or "unknown")
+    if commit != "unknown":  # a source checkout: a 40-hex commit, maybe marked dirty
+        assert len(commit.split("+")[0]) == 40

@@ -55,6 +55,7 @@ class ClaimRow:
     held: list[bool] = field(default_factory=list)
     ours: list[Any] = field(default_factory=list)
     seeds: list[int] = field(default_factory=list)
+    sources: set[str] = field(default_factory=set)
 
     @property
     def theory(self) -> str:
@@ -126,6 +127,17 @@ def _summary(run_dir: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     return out[0], out[1]
 
 
+def _source(run_dir: Path) -> str:
+    """``"ncdynamics <version> @ <commit>"`` from the run's ``status.json`` (what ran it)."""
+    try:
+        versions = json.loads((run_dir / "status.json").read_text()).get("versions", {})
+    except (OSError, ValueError, AttributeError):
+        return "ncdynamics (version unknown)"
+    commit = str(versions.get("ncdynamics_commit", "unknown"))
+    dirty = "+dirty" if commit.endswith("+dirty") else ""
+    return f"ncdynamics {versions.get('ncdynamics', '?')} @ {commit[:12]}{dirty}"
+
+
 def _run_dirs(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
     """Run directories under ``paths`` (a run, or a folder such as a sweep holding runs)."""
     found: list[Path] = []
@@ -156,6 +168,7 @@ def collect(paths: Sequence[str | os.PathLike[str]]) -> list[ClaimRow]:
         experiment = str(config.get("experiment", "?"))
         preset = str(config.get("preset", "?"))
         seed = int(config.get("seed", 0))
+        source = _source(run_dir)
         for item in summary.get("claims", []):
             if not isinstance(item, dict) or "claim" not in item:
                 continue
@@ -164,6 +177,7 @@ def collect(paths: Sequence[str | os.PathLike[str]]) -> list[ClaimRow]:
             row.held.append(bool(item.get("held")))
             row.ours.append(item.get("ours"))
             row.seeds.append(seed)
+            row.sources.add(source)
     return list(rows.values())
 
 

@@ -26,6 +26,7 @@ running code (``_checkpoint.py``); ``overwrite`` deletes only the store's own fi
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import html
 import json
 import os
@@ -33,6 +34,7 @@ import platform
 import re
 import secrets
 import socket
+import subprocess
 import sys
 import warnings
 from collections.abc import Mapping
@@ -102,7 +104,35 @@ def _versions() -> dict[str, str]:
             out[pkg] = md.version(pkg)
         except md.PackageNotFoundError:
             out[pkg] = "unknown"
+    out["ncdynamics_commit"] = source_commit() or "unknown"
     return out
+
+
+@functools.cache
+def source_commit() -> str | None:
+    """The git commit of the ncdynamics source, ``+dirty`` when it has uncommitted changes;
+    ``None`` for an installed wheel or where git is not available."""
+    src = Path(__file__).resolve().parents[1]
+    if not any((d / ".git").exists() for d in src.parents):
+        return None
+    try:
+        head = subprocess.run(
+            ["git", "-C", str(src), "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=True,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", str(src), "status", "--porcelain", "--untracked-files=no", "."],
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return f"{head}+dirty" if dirty else head
 
 
 def _check_name(name: str, what: str) -> str:
