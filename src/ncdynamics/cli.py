@@ -42,6 +42,11 @@ def _runner_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--overwrite", action="store_true", help="replace a run already in --out")
     p.add_argument("--no-progress", action="store_true", help="hide progress bars")
     p.add_argument(
+        "--device",
+        default="auto",
+        help="auto (CUDA when present, the default), cpu, cuda or cuda:N",
+    )
+    p.add_argument(
         "--threads",
         type=int,
         default=1,
@@ -480,6 +485,7 @@ def _run_and_report(
         resume=args.resume,
         overwrite=args.overwrite,
         progress=not args.no_progress,
+        device=args.device,
         **overrides,
     )
     table = run.summary.get("table")

@@ -13,11 +13,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import torch
+
 from .. import runs, theories
 from .._validation import check_int, check_option
 from ..runs._io import write_bytes
 from ..runs._store import one_line_reason
 from ..theories.experiment import PRESETS, ExperimentSpec, config_to_dict
+from ..training.devices import resolve_device, use_device
 
 __all__ = ["get", "list_experiments", "run"]
 
@@ -64,6 +67,7 @@ def run(
     resume: bool = False,
     overwrite: bool = False,
     progress: bool = True,
+    device: str | torch.device | None = "auto",
     **overrides: Any,
 ) -> runs.Run:
     """Run experiment ``name`` at ``preset`` into the run directory ``out``.
@@ -84,6 +88,10 @@ def run(
         directory holding anything else is refused).
     progress : bool, default=True
         Show progress bars.
+    device : {"auto", "cpu", "cuda", "cuda:N"} or torch.device, default="auto"
+        Where training runs (``auto``: CUDA when present); every training path of the
+        experiment takes it from :func:`ncdynamics.training.current_device`. Recorded in
+        ``status.json``; not part of the config, so a run may resume on another device.
     **overrides
         Config fields that replace the preset's values; unknown keys are an error.
 
@@ -97,6 +105,7 @@ def run(
     spec = get(name)
     check_option(preset, "preset", PRESETS)
     seed = check_int(seed, "seed", low=0)
+    dev = resolve_device(device)
     config = spec.make_config(preset, overrides)
     out = Path(out) if out is not None else Path("runs") / f"{name}-{preset}"
     run_ = runs.create(
@@ -113,8 +122,10 @@ def run(
             return run_
         if resume and not spec.resumable:
             run_.drop_records_after(-1)
+        run_._set_status(device=str(dev))
         try:
-            spec.run(config, run_, seed=seed, progress=progress)
+            with use_device(dev):
+                spec.run(config, run_, seed=seed, progress=progress)
         except BaseException as exc:
             run_.mark_failed(one_line_reason(exc))
             write_bytes(run_.path / "error.txt", traceback.format_exc().encode())

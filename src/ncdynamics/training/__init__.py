@@ -1,5 +1,8 @@
 """Training loops, the Recorder, checkpoints and the trial pool."""
 
+from .devices import current_device as current_device
+from .devices import resolve_device as resolve_device
+from .devices import use_device as use_device
 from .loop import CheckpointStore as CheckpointStore
 from .loop import TrainConfig as TrainConfig
 from .loop import TrainResult as TrainResult
@@ -27,11 +30,14 @@ __all__ = [
     "TrainConfig",
     "TrainResult",
     "TrialError",
+    "current_device",
     "default_device",
     "default_workers",
     "lightning_callback",
     "param_groups",
+    "resolve_device",
     "run_trials",
     "train",
     "train_with_config",
+    "use_device",
 ]

@@ -22,6 +22,7 @@ from .._validation import check_int, check_option, check_scalar
 from ..data import Dataset, class_balanced_batches
 from ..models.modes import eval_mode
 from ..probes.performance import LOSSES, classification_loss, loss_and_accuracy
+from .devices import current_device
 from .inputs import LabelledData, as_dataset
 from .recorder import Recorder
 
@@ -57,7 +58,8 @@ class TrainResult:
 
 
 def default_device() -> torch.device:
-    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    """The current device (:func:`ncdynamics.training.devices.current_device`)."""
+    return current_device()
 
 
 def param_groups(model: nn.Module, weight_decay: float, *, decay_all: bool = False) -> list[dict]:
