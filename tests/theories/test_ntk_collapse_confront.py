@@ -113,6 +113,11 @@ def test_a_learning_rate_drop_splits_the_records_and_the_fit_keeps_to_one_rate(t
     assert "steps 30-60" in whole.notes[0]
     early = CONFRONTATION.fit(Stream(run).window(0, drop))
     assert early.params["flow_time_per_step"] == pytest.approx(tau1, rel=1e-3)
+    # kernel records every epoch: the first gap has no logged rate (the loop logs none at 0)
+    every = _write(
+        tmp_path / "every", np.arange(7), S[:7], Et, lr=_training_loop_lr_log(6, [3], 0.1)
+    )
+    assert lr_segments(Stream(every), np.arange(7.0)) == [(1, 3), (3, 6)]
     # a window with fewer than 3 records at one rate is out of regime
     short = Stream(run).window(27, 33)
     assert "share one learning rate" in CONFRONTATION.out_of_regime(short)[0]

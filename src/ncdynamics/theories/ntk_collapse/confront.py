@@ -199,8 +199,8 @@ def _logged_lr(stream: Stream) -> tuple[NDArray[np.float64], NDArray[np.float64]
 
 def lr_segments(stream: Stream, steps: NDArray[np.float64]) -> list[tuple[int, int]]:
     """``[(first, last), ...]``: index ranges of records between which the learning rate
-    stayed constant, in order (module docstring). A gap across a drop joins no segment;
-    one run of records when the run records no schedule."""
+    stayed constant, in order (module docstring). A gap across a drop, or one with no logged
+    rate inside, joins no segment; one run of records when the run records no schedule."""
     if steps.size < 2:
         return [(0, steps.size - 1)] if steps.size else []
     logged = _logged_lr(stream)
@@ -214,23 +214,21 @@ def lr_segments(stream: Stream, steps: NDArray[np.float64]) -> list[tuple[int, i
         if vals.size:
             gap_lr[i] = vals[0]
             mixed[i] = bool(np.ptp(vals) > 1e-9 * np.max(np.abs(vals)))
-    known = np.flatnonzero(np.isfinite(gap_lr))
-    if known.size == 0:
+    known = np.isfinite(gap_lr)
+    if not np.any(known):
         return [(0, steps.size - 1)]
-    # a gap with no logged rate (the initial record) takes that of the next logged one
-    fill = np.searchsorted(known, np.arange(gap_lr.size)).clip(max=known.size - 1)
-    gap_lr = gap_lr[known[fill]]
+    # a gap with no logged rate (the first one: the loop logs none at step 0) or with a drop
+    # inside joins no segment
     segments: list[tuple[int, int]] = []
     first: int | None = None
     for i in range(gap_lr.size):
-        same = first is not None and abs(gap_lr[i] - gap_lr[first]) <= 1e-9 * abs(gap_lr[first])
-        if mixed[i]:
+        if mixed[i] or not known[i]:
             if first is not None:
                 segments.append((first, i))
             first = None
         elif first is None:
             first = i
-        elif not same:
+        elif abs(gap_lr[i] - gap_lr[first]) > 1e-9 * abs(gap_lr[first]):
             segments.append((first, i))
             first = i
     if first is not None:
