@@ -6,33 +6,81 @@ see a logit offset shared by all outputs, and the reduced dynamics live off the 
 directions, so ``Zbar`` is centred on both sides before its top ``K - 1`` singular values are
 taken. The reduced ODE (9) of [1] is fitted to their logarithms with
 :func:`~ncdynamics.theories.hadamard.estimate.fit_reduced` (initial reduced values and the
-time scale ``c`` per recorded step, started from the best of a few scales). The off-diagonal
-part of the Hadamard core of ``Zbar`` at the last record (:func:`offdiagonal_fraction`) says how
-far the run is from the subspace where the theory is exact. ``K`` must be a power of two.
+time scale ``c`` per recorded step, started from the best of a few scales and the predicted
+one). ``K`` must be a power of two (else :class:`NotApplicable`).
+
+**Regime** (:data:`ASSUMPTIONS`, each checked against the run's config and records, unchecked
+where the run does not record the setting): cross-entropy loss; a constant learning rate over
+the records; full-batch gradient descent on the unregularised loss (no momentum, no weight
+decay); and a logit matrix near the subspace where the reduction is exact ([1], Thm 1/2): the
+off-diagonal part of the Hadamard core of ``Zbar`` (:func:`offdiagonal_fraction`) at most
+:data:`OFFDIAGONAL_MAX` at every record. The theory is an initial-value problem on that
+subspace (the flow stays in it, Thm 2), so a run from a random initialisation, whose early
+logits are far off it, is in the regime only in a later window.
+
+**Predicted time scale.** Gradient descent with step ``eta`` on the *summed* loss (1) is the
+flow (2) at time ``t = eta k``, and the reduced time is ``tau = 2 sqrt(n) t`` (spec §2, [1]
+eqs. (9)-(10)), so ``c = 2 sqrt(n) eta`` per iteration. The theory's own experiments
+(``hadamard.*``) run exactly that, one record step per iteration. A run of
+:func:`ncdynamics.training.train` records per epoch and averages the loss over batches of
+``B`` samples (with momentum ``mu``): one SGD step moves like ``eta / N`` on the summed loss of
+all ``N`` samples, an epoch has ``N / B`` steps, and momentum multiplies the step by
+``1 / (1 - mu)``, so ``c = 2 sqrt(n) eta / (B (1 - mu))`` per epoch (``n`` the training
+samples per class, read from ``samples_per_class`` or ``train_per_class``). Where the run does
+not state what that needs, no value is predicted.
 
 Observables: the geometric mean of the singular values (``logit_scale``, which grows like
 ``log t`` once the loss is small) and their ratio max/min (``logit_anisotropy``, 1 at a
-simplex).
+simplex), both on a log scale.
+
+Intervals: Gauss-Newton (least-squares Jacobian of the log residuals in ``log a(0)`` and
+``log c``, Student t), exponentiated, so they stay positive. The residuals of successive records
+are correlated, so the intervals are optimistic; the Jacobian is cheap, which matters since the
+engine refits sliding windows.
 """
 
 from __future__ import annotations
 
+import math
 import warnings
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from ..confrontation import Confrontation, Need, NotApplicable, Series, Stream, TheoryFit
+from ..confrontation import (
+    Assumption,
+    Confrontation,
+    Need,
+    NotApplicable,
+    Series,
+    Stream,
+    TheoryFit,
+)
 from ..integrate import ConvergenceWarning
-from .estimate import fit_reduced
+from ..uncertainty import covariance_from_jacobian, delta_band, intervals_from_covariance
+from .estimate import ReducedFit, fit_reduced
 from .metrics import reduced_basis
 
-__all__ = ["CONFRONTATION", "centred_singular_values", "offdiagonal_fraction"]
+__all__ = [
+    "ASSUMPTIONS",
+    "CONFRONTATION",
+    "OFFDIAGONAL_MAX",
+    "centred_singular_values",
+    "expected_time_scale",
+    "offdiagonal_fraction",
+]
 
 _NEEDS = (Need("array", "class_means_logits", "class_means"),)
 #: Starting values of the time scale per recorded step tried by the fit (``c = 2 eta``).
 _START_SCALES = (1e-3, 1e-2, 1e-1, 1.0)
+#: Largest off-diagonal fraction of the Hadamard core at any record inside the regime. GD on
+#: the UFM from a small random init (K = 4) starts near 0.7-0.85 and falls to 0.16 when the
+#: loss drops, 0.02 later; from the first record below this, the ODE fits with R^2 > 0.99 and
+#: c within its interval of 2 eta (the calibration tests).
+OFFDIAGONAL_MAX = 0.25
+_CE_NAMES = {"cross-entropy", "cross_entropy", "crossentropy", "ce"}
+_OBSERVABLES = ("logit_scale", "logit_anisotropy")
 
 
 def centred_singular_values(means: Any) -> NDArray[np.float64]:
@@ -78,6 +126,143 @@ def _summaries(sigma: NDArray[np.float64]) -> dict[str, NDArray[np.float64]]:
     }
 
 
+# ---------------------------------------------------------------------------- settings
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value) if math.isfinite(float(value)) else None
+
+
+def _recorded_lr(stream: Stream) -> NDArray[np.float64] | None:
+    """The stream's recorded ``lr`` metric at steps in its window, or ``None``."""
+    try:
+        _, values = stream.scalar("lr")
+    except KeyError:
+        return None
+    return values if values.size else None
+
+
+def _learning_rate(stream: Stream) -> float | None:
+    """The run's step size: ``lr`` or ``learning_rate`` setting, else a constant recorded
+    ``lr``; ``None`` when neither is recorded or the recorded one varies."""
+    for key in ("lr", "learning_rate"):
+        value = _number(stream.setting(key))
+        if value is not None:
+            return value
+    lr = _recorded_lr(stream)
+    if lr is not None and np.ptp(lr) <= 1e-12 * np.max(np.abs(lr)):
+        return float(lr[0])
+    return None
+
+
+def _own_experiment(stream: Stream) -> bool:
+    """Whether the run is one of this theory's experiments (GD on the summed loss (1))."""
+    name = stream.config.get("experiment")
+    return isinstance(name, str) and name.startswith("hadamard.")
+
+
+def _time_unit(stream: Stream) -> str:
+    if _own_experiment(stream):
+        return "iteration"
+    return "epoch" if stream.setting("epochs") is not None else "step"
+
+
+def expected_time_scale(stream: Stream) -> tuple[float | None, str]:
+    """``(c, how)``: the time scale per recorded step the theory predicts from the run's
+    settings (module docstring), or ``None`` with the reason it cannot be predicted."""
+    eta = _learning_rate(stream)
+    if eta is None:
+        return None, "the run records no constant learning rate"
+    if _own_experiment(stream):
+        n_own = _number(stream.setting("n")) or 1.0
+        return 2.0 * math.sqrt(n_own) * eta, f"2 sqrt(n) eta per GD iteration (n = {n_own:g})"
+    if stream.setting("epochs") is None:
+        return None, "the run does not say how many GD iterations a recorded step is"
+    batch = _number(stream.setting("batch_size"))
+    mu = _number(stream.setting("momentum")) or 0.0
+    n = _number(stream.setting("samples_per_class")) or _number(stream.setting("train_per_class"))
+    if batch is None or n is None or not mu < 1:
+        return None, "the run does not record its batch size and training samples per class"
+    return (
+        2.0 * math.sqrt(n) * eta / (batch * (1.0 - mu)),
+        f"2 sqrt(n) eta / (B (1 - momentum)) per epoch (n = {n:g}, B = {batch:g})",
+    )
+
+
+# ---------------------------------------------------------------------------- assumptions
+def _check_loss(stream: Stream) -> str | None:
+    loss = stream.setting("loss")
+    if loss is None or str(loss).lower() in _CE_NAMES:
+        return None
+    return f"the run's loss is {loss!r}; the reduced ODE (9) is derived for cross-entropy"
+
+
+def _check_lr(stream: Stream) -> str | None:
+    lr = _recorded_lr(stream)
+    if lr is not None:
+        if np.ptp(lr) > 1e-12 * np.max(np.abs(lr)):
+            return (
+                f"the recorded learning rate varies from {lr.max():.4g} to {lr.min():.4g} "
+                "within the records; the flow's time scale assumes it constant"
+            )
+        return None
+    drops = stream.setting("milestones") or stream.setting("lr_drops")
+    if drops:
+        return f"the run drops its learning rate (at {list(drops)}); the fit assumes it constant"
+    return None
+
+
+def _check_optimiser(stream: Stream) -> str | None:
+    momentum = _number(stream.setting("momentum"))
+    if momentum:
+        return f"momentum {momentum:g}; the theory is gradient descent without momentum"
+    decay = _number(stream.setting("weight_decay"))
+    if decay:
+        return f"weight decay {decay:g}; the theory's loss (1) is unregularised"
+    batch = _number(stream.setting("batch_size"))
+    n = _number(stream.setting("samples_per_class")) or _number(stream.setting("train_per_class"))
+    if batch is not None and n is not None:
+        steps, means = stream.array("class_means_logits")
+        k = means.shape[1] if means.ndim == 3 else 0
+        if k and batch < n * k:
+            return f"batch size {batch:g} < {n * k:g} samples: SGD, the theory is full-batch GD"
+    return None
+
+
+def _check_subspace(stream: Stream) -> str | None:
+    steps, means = stream.array("class_means_logits")
+    if means.ndim != 3 or steps.size == 0 or means.shape[1] & (means.shape[1] - 1):
+        return None  # the fit says what is wrong with the records
+    off = np.array([offdiagonal_fraction(m) for m in means])
+    worst = int(np.nanargmax(off)) if np.any(np.isfinite(off)) else 0
+    if off[worst] > OFFDIAGONAL_MAX:
+        return (
+            f"off-diagonal fraction of the Hadamard core {off[worst]:.3g} > {OFFDIAGONAL_MAX} "
+            f"at step {steps[worst]:g}: the logits are off the subspace where the ODE (9) is "
+            "exact (a later window may be inside)"
+        )
+    return None
+
+
+#: The regime of the reduced ODE (module docstring).
+ASSUMPTIONS = (
+    Assumption("loss", "cross-entropy loss (1)", _check_loss),
+    Assumption("learning rate", "a constant learning rate over the records", _check_lr),
+    Assumption(
+        "optimiser",
+        "full-batch gradient descent on the unregularised loss, no momentum",
+        _check_optimiser,
+    ),
+    Assumption(
+        "Hadamard subspace",
+        f"centred class-mean logits near the Hadamard-diagonal subspace (Thm 1/2): "
+        f"off-diagonal fraction <= {OFFDIAGONAL_MAX} at every record",
+        _check_subspace,
+    ),
+)
+
+
+# ---------------------------------------------------------------------------- observe and fit
 def _observe(stream: Stream) -> dict[str, Series]:
     steps, means = stream.array("class_means_logits")
     if means.ndim != 3 or means.shape[1] != means.shape[2] or steps.size == 0:
@@ -97,35 +282,85 @@ def _fit(stream: Stream) -> TheoryFit:
     sigma = centred_singular_values(means)
     if np.any(sigma <= 0):
         raise ValueError("a centred class-mean logit singular value is zero; log undefined.")
+    c_expected, how = expected_time_scale(stream)
+    starts = _START_SCALES + ((c_expected,) if c_expected else ())
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        best = fit_reduced(steps, sigma, learning_rate=None, start_scales=_START_SCALES)
-    reduced = best.params
+        best = fit_reduced(steps, sigma, learning_rate=None, start_scales=starts)
+    reduced: ReducedFit = best.params
     pred_sigma = reduced.predict(steps)
     offdiag = offdiagonal_fraction(means[-1])
     log_obs, log_fit = np.log(sigma), np.log(pred_sigma)
     ss_tot = float(np.sum((log_obs - log_obs.mean(axis=0)) ** 2))
     r2 = 1.0 - float(np.sum((log_obs - log_fit) ** 2)) / ss_tot if ss_tot > 0 else float("nan")
 
+    names = [*(f"a0_{i}" for i in range(k - 1)), "time_scale"]
+    theta = np.log(np.append(reduced.a0, reduced.time_scale))
+    cov, _, dof = covariance_from_jacobian(best.extra["jacobian"], best.extra["residuals"])
+    with np.errstate(over="ignore"):  # an unidentified parameter: exp of a huge log bound
+        intervals = intervals_from_covariance(names, theta, cov, dof, log_scale=[True] * len(names))
+    fitted = _summaries(pred_sigma)
+    observed = _summaries(sigma)
+    scatter = {
+        name: float(np.sqrt(np.mean((np.log(observed[name]) - np.log(fitted[name])) ** 2)))
+        for name in _OBSERVABLES
+    }
+    step0 = reduced.step0
+
+    def predict_with(th: NDArray[np.float64], at: NDArray[np.float64]) -> dict[str, Any]:
+        model = ReducedFit(np.exp(th[:-1]), float(np.exp(th[-1])), k, 1, step0)
+        return _summaries(model.predict(np.asarray(at, dtype=np.float64)))
+
     def predict(at: NDArray[np.float64]) -> dict[str, NDArray[np.float64]]:
         return _summaries(reduced.predict(np.asarray(at, dtype=np.float64)))
 
+    def band(at: NDArray[np.float64]) -> dict[str, tuple[Any, Any]]:
+        out = delta_band(
+            predict_with, theta, cov, at, scatter=scatter, log_observables=_OBSERVABLES
+        )
+        return dict(out)
+
+    unit = f"1/{_time_unit(stream)}"
+    notes = [] if best.success else [f"least squares: {best.message}"]
+    expected: dict[str, float] = {}
+    goodness = {
+        "r2_log_singular_values": r2,
+        "rms_log_error": float(np.sqrt(best.loss)),
+        "offdiagonal_fraction_last": offdiag,
+    }
+    if c_expected is not None:
+        expected["time_scale"] = c_expected
+        goodness["time_scale_over_expected"] = reduced.time_scale / c_expected
+        notes.append(f"expected time scale {c_expected:.4g} {unit}: {how}")
+    else:
+        notes.append(f"no expected time scale: {how}")
     return TheoryFit(
         theory="hadamard",
         params={
             "time_scale": reduced.time_scale,
-            **{f"a0_{i}": v for i, v in enumerate(reduced.a0)},
+            **{f"a0_{i}": float(v) for i, v in enumerate(reduced.a0)},
         },
-        goodness={
-            "r2_log_singular_values": r2,
-            "rms_log_error": float(np.sqrt(best.loss)),
-            "offdiagonal_fraction_last": offdiag,
-        },
+        goodness=goodness,
         predictions={"singular_values_at_end": [float(v) for v in pred_sigma[-1]]},
-        fitted={n: (steps, v) for n, v in _summaries(pred_sigma).items()},
+        fitted={n: (steps, v) for n, v in fitted.items()},
         predict=predict,
         fit_until=float(steps[-1]),
-        notes=() if best.success else (f"least squares: {best.message}",),
+        notes=tuple(notes),
+        intervals=intervals,
+        interval_method=(
+            "least-squares Jacobian of the log singular-value residuals in log parameters, "
+            "t(n-p), exponentiated (records are serially correlated: optimistic)"
+        ),
+        units={
+            "time_scale": unit,
+            **{f"a0_{i}": "reduced logit (sigma / K)" for i in range(k - 1)},
+        },
+        bounds={"time_scale": best.extra["bounds"]},
+        signs={"time_scale": 1},
+        expected=expected,
+        scales=dict.fromkeys(_OBSERVABLES, "log"),
+        n_fitted=len(names),
+        band=band,
     )
 
 
@@ -135,4 +370,5 @@ CONFRONTATION = Confrontation(
     needs=_NEEDS,
     observe=_observe,
     fit=_fit,
+    assumptions=ASSUMPTIONS,
 )

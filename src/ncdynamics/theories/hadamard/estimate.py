@@ -15,7 +15,7 @@ Two steps:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,7 +28,17 @@ from .metrics import mode_values, residual_energy
 from .model import iterations_to_time, solve_reduced, to_reduced
 from .structure import check_power_of_two
 
-__all__ = ["HadamardProjection", "ReducedFit", "fit_reduced", "project_onto_hadamard"]
+__all__ = [
+    "TIME_SCALE_BOUNDS",
+    "HadamardProjection",
+    "ReducedFit",
+    "fit_reduced",
+    "project_onto_hadamard",
+]
+
+#: Search bounds of the time scale ``c`` (per iteration of the records' step axis): a fitted
+#: ``c`` at one of them means the records wanted a flow slower or faster than any searched.
+TIME_SCALE_BOUNDS = (1e-10, 1e4)
 
 
 @dataclass(frozen=True)
@@ -132,7 +142,10 @@ def fit_reduced(
     FitResult
         ``params`` is a :class:`ReducedFit`; ``loss`` the mean squared log error;
         ``extra["time_scale_theory"]`` the theory's ``2 √n η`` (NaN without
-        ``learning_rate``).
+        ``learning_rate``); ``extra["jacobian"]`` (central differences, tight solves) and
+        ``extra["residuals"]`` of the log residuals in the fitted coordinates ``log a(0)``
+        (and ``log c``) at the optimum, for Gauss-Newton intervals; ``extra["bounds"]`` the
+        search bounds of ``c`` (:data:`TIME_SCALE_BOUNDS`).
     """
     from scipy.optimize import least_squares
 
@@ -184,9 +197,23 @@ def fit_reduced(
             )
         x0 = np.append(x0, np.log(c0))
 
+    lower = np.full(x0.size, -np.inf)
+    upper = np.full(x0.size, np.inf)
+    if fit_time_scale:
+        lower[-1], upper[-1] = np.log(TIME_SCALE_BOUNDS[0]), np.log(TIME_SCALE_BOUNDS[1])
+        x0[-1] = float(np.clip(x0[-1], lower[-1] + 1e-9, upper[-1] - 1e-9))
     # diff_step well above the solver tolerance, so the finite-difference Jacobian is clean
-    res = least_squares(residuals, x0, method="trf", x_scale="jac", diff_step=1e-4, max_nfev=200)
+    res = least_squares(
+        residuals,
+        x0,
+        bounds=(lower, upper),
+        method="trf",
+        x_scale="jac",
+        diff_step=1e-4,
+        max_nfev=200,
+    )
     a0, c = unpack(res.x)
+    jac = _central_jacobian(residuals, res.x)
     fit = ReducedFit(a0, c, K, n, float(k0))
     loss = float(np.mean(res.fun**2))
     out = FitResult(
@@ -195,6 +222,26 @@ def fit_reduced(
         bool(res.success),
         str(res.message),
         int(res.nfev),
-        {"time_scale_theory": c_theory, "step0": float(k0)},
+        {
+            "time_scale_theory": c_theory,
+            "step0": float(k0),
+            "jacobian": jac,
+            "residuals": np.asarray(res.fun, dtype=np.float64),
+            "bounds": TIME_SCALE_BOUNDS,
+        },
     )
     return out.warn_if_failed()
+
+
+def _central_jacobian(
+    residuals: Callable[..., NDArray[np.float64]], x: NDArray[np.float64], h: float = 1e-4
+) -> NDArray[np.float64]:
+    """Central differences of ``residuals`` in each coordinate of ``x`` (log parameters), with
+    solves at ``rtol = 1e-10`` so the step ``h`` is far above the solver's noise."""
+    cols = []
+    for i in range(x.size):
+        up, down = x.copy(), x.copy()
+        up[i] += h
+        down[i] -= h
+        cols.append((residuals(up, rtol=1e-10) - residuals(down, rtol=1e-10)) / (2 * h))
+    return np.stack(cols, axis=1)

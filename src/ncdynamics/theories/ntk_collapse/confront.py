@@ -14,11 +14,26 @@ with ``S(0) = H H^T`` (``H`` of rank ``r``) and ``H^ = V^T H``,
 
 (linearise ``S = X Y^{-1}`` with ``X' = -E~ X``, ``Y' = E~ Y + 2 m X``). The one unknown is the
 flow time ``tau`` per recorded step (SGD with momentum, weight decay and a changing kernel is not
-the gradient flow of the theory). It is fitted so that each record, carried forward with its own
-``E~`` over the gap to the next record, predicts that record's ``tr S_W``: a one-record-ahead fit
-in ``log tr S_W``. The flow describes the terminal phase of training, so the fit uses the later
-half of the records it is given (at least three), as the power-law baseline of ``ncdyn
-forecast`` does. Beyond the last fitted record the prediction starts from that record.
+the gradient flow of the theory, so [1] gives no parameter-free value). It is fitted so that
+each record, carried forward with its own ``E~`` over the gap to the next record, predicts that
+record's ``tr S_W``: a one-record-ahead fit in ``log tr S_W``, searched over
+:data:`TAU_BOUNDS` (a log grid, then a bounded refinement). Its one-record-ahead predictions
+are the fit's ``ahead`` curve, so the verdict scores them against carrying each record forward
+(persistence); ``tau`` at the lower bound is persistence itself (verdict ``degenerate``).
+Interval: Gauss-Newton in ``log tau`` (one parameter, one Jacobian column), exponentiated.
+
+The fit uses the records it is given (the engine slides windows over a run with
+:meth:`Stream.window`), with one restriction: the flow time per step is proportional to the
+learning rate, so the fit uses the latest stretch of at least three records between which
+the learning rate stayed the same (:func:`lr_segments`, from the recorded ``lr`` metric or the
+run's schedule settings); a gap across an LR drop is never fitted. Beyond the last fitted
+record the prediction starts from that record.
+
+**Regime** (:data:`ASSUMPTIONS`, unchecked where the run does not record the setting):
+squared-error loss; a piecewise-constant learning rate with such a stretch; the terminal phase
+of (44) (``R_1 = 0``, the class means fitted), read as train accuracy at least
+:data:`TERMINAL_ACCURACY` at the first fitted record; and the class-block feature kernel of
+Assumption 3.2, ``kappa_d > kappa_c > kappa_n`` at every fitted record.
 
 Observable: ``within_scatter`` = ``tr S_W`` on the probe's class-ordered NTK sample.
 """
@@ -32,10 +47,28 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy.optimize import minimize_scalar
 
-from ..confrontation import Confrontation, Need, Series, Stream, TheoryFit, r_squared
+from ..confrontation import (
+    Assumption,
+    Confrontation,
+    Need,
+    NotApplicable,
+    Series,
+    Stream,
+    TheoryFit,
+    r_squared,
+)
+from ..uncertainty import covariance_from_jacobian, delta_band, intervals_from_covariance
 from .estimate import predict_collapse
 
-__all__ = ["CONFRONTATION", "RiccatiState", "riccati_trace"]
+__all__ = [
+    "ASSUMPTIONS",
+    "CONFRONTATION",
+    "TAU_BOUNDS",
+    "TERMINAL_ACCURACY",
+    "RiccatiState",
+    "lr_segments",
+    "riccati_trace",
+]
 
 _GRAMS = ("gram_w", "class_means", "within_scatter", "kappas")
 _NEEDS = tuple(Need("array", f"invariant_{g}", "ntk_invariant") for g in _GRAMS) + (
@@ -48,6 +81,13 @@ _MAX_WDU = 15.0
 _MAX_STEPS = 20_000
 #: The same, per record gap while fitting (a flow time that long is far off the data anyway).
 _FIT_STEPS = 200
+#: Search range of the flow time per recorded step (log grid, then a bounded refinement).
+#: At the lower bound the data prefer no flow at all: persistence (verdict ``degenerate``).
+TAU_BOUNDS = (1e-8, 1e3)
+#: Least train accuracy at the first fitted record for the terminal phase (a proxy for the
+#: class-mean residual R_1 = 0 of (44), which no probe records; SGD epoch averages of a
+#: fitted network stay a little below 1).
+TERMINAL_ACCURACY = 0.95
 
 
 @dataclass(frozen=True)
@@ -130,6 +170,164 @@ def _state(rec: dict[str, Any], i: int) -> RiccatiState:
     return RiccatiState.from_record(e_tilde, rec["within_scatter"][i] / rec["m"], rec["m"])
 
 
+# ---------------------------------------------------------------------------- LR segments
+def _logged_lr(stream: Stream) -> tuple[NDArray[np.float64], NDArray[np.float64]] | None:
+    """``(steps, lr)``: the learning rate as logged by the run, or from its schedule settings.
+
+    :func:`ncdynamics.training.train` logs at epoch ``e`` the rate of epoch ``e + 1`` (after
+    the scheduler's step); a run that logs none but states ``lr`` and its drops (``milestones``
+    in epochs, or ``lr_drops`` as fractions of ``epochs``, each dividing by 10 or ``gamma``)
+    gets the same log synthesised. ``None`` when the run says nothing of its schedule.
+    """
+    try:
+        steps, lr = stream.scalar("lr")
+    except KeyError:
+        steps, lr = np.empty(0), np.empty(0)
+    if steps.size:
+        return steps, lr
+    epochs, eta = stream.setting("epochs"), stream.setting("lr")
+    if not isinstance(epochs, int) or not isinstance(eta, (int, float)):
+        return None
+    drops = stream.setting("milestones")
+    if not drops and stream.setting("lr_drops"):
+        drops = sorted({int(round(f * epochs)) for f in stream.setting("lr_drops")} - {0})
+    gamma = float(stream.setting("gamma", 0.1) or 0.1)
+    e = np.arange(0, epochs + 1, dtype=np.float64)
+    count = np.array([sum(1 for d in (drops or ()) if d <= x) for x in e])
+    return e, float(eta) * gamma**count
+
+
+def lr_segments(stream: Stream, steps: NDArray[np.float64]) -> list[tuple[int, int]]:
+    """``[(first, last), ...]``: index ranges of records between which the learning rate
+    stayed constant, in order (module docstring). A gap across a drop, or one with no logged
+    rate inside, joins no segment; one run of records when the run records no schedule."""
+    if steps.size < 2:
+        return [(0, steps.size - 1)] if steps.size else []
+    logged = _logged_lr(stream)
+    if logged is None:
+        return [(0, steps.size - 1)]
+    lr_steps, lr = logged
+    gap_lr = np.full(steps.size - 1, np.nan)
+    mixed = np.zeros(steps.size - 1, dtype=bool)
+    for i in range(steps.size - 1):
+        vals = lr[(lr_steps >= steps[i]) & (lr_steps < steps[i + 1])]
+        if vals.size:
+            gap_lr[i] = vals[0]
+            mixed[i] = bool(np.ptp(vals) > 1e-9 * np.max(np.abs(vals)))
+    known = np.isfinite(gap_lr)
+    if not np.any(known):
+        return [(0, steps.size - 1)]
+    # a gap with no logged rate (the first one: the loop logs none at step 0) or with a drop
+    # inside joins no segment
+    segments: list[tuple[int, int]] = []
+    first: int | None = None
+    for i in range(gap_lr.size):
+        if mixed[i] or not known[i]:
+            if first is not None:
+                segments.append((first, i))
+            first = None
+        elif first is None:
+            first = i
+        elif abs(gap_lr[i] - gap_lr[first]) > 1e-9 * abs(gap_lr[first]):
+            segments.append((first, i))
+            first = i
+    if first is not None:
+        segments.append((first, gap_lr.size))
+    return segments
+
+
+def _fit_segment(stream: Stream, steps: NDArray[np.float64]) -> tuple[int, int] | None:
+    """The latest LR segment with at least 3 records (the one the fit uses), or ``None``."""
+    long = [s for s in lr_segments(stream, steps) if s[1] - s[0] >= 2]
+    return long[-1] if long else None
+
+
+# ---------------------------------------------------------------------------- assumptions
+def _check_loss(stream: Stream) -> str | None:
+    loss = stream.setting("loss")
+    if loss is None or str(loss).lower() in ("mse", "squared-error", "squared_error"):
+        return None
+    return f"the run's loss is {loss!r}; the flows (19)-(44) are derived for the squared error"
+
+
+def _check_lr(stream: Stream) -> str | None:
+    steps = stream.array("invariant_gram_w")[0]
+    if steps.size >= 3 and _fit_segment(stream, steps) is None:
+        return (
+            "no 3 consecutive kernel records share one learning rate; the flow time per step "
+            "assumes it constant"
+        )
+    return None
+
+
+def _segment_steps(stream: Stream) -> NDArray[np.float64]:
+    steps = stream.array("invariant_gram_w")[0]
+    seg = _fit_segment(stream, steps)
+    return steps[seg[0] : seg[1] + 1] if seg is not None else steps
+
+
+def _check_terminal(stream: Stream) -> str | None:
+    steps = _segment_steps(stream)
+    if steps.size == 0:
+        return None
+    for name in ("train/accuracy", "probe/accuracy"):
+        try:
+            at, acc = stream.scalar(name)
+        except KeyError:
+            continue
+        here = acc[np.isclose(at, steps[0])]
+        if here.size and here[0] < TERMINAL_ACCURACY:
+            return (
+                f"{name} {here[0]:.3g} < {TERMINAL_ACCURACY} at step {steps[0]:g}, the first "
+                "fitted record: the flow (44) is the end of training (class means fitted)"
+            )
+        return None
+    return None
+
+
+def _check_kernel(stream: Stream) -> str | None:
+    steps = _segment_steps(stream)
+    at, kappas = stream.array("invariant_kappas")
+    keep = np.isin(at, steps)
+    if not np.any(keep) or kappas.ndim != 2:
+        return None
+    kd, kc, kn = kappas[keep].T
+    bad = np.flatnonzero(~((kd > kc) & (kc > kn)))
+    if bad.size:
+        i = bad[0]
+        return (
+            f"kappa_d, kappa_c, kappa_n = {kd[i]:.3g}, {kc[i]:.3g}, {kn[i]:.3g} at step "
+            f"{at[keep][i]:g}: not the block structure kappa_d > kappa_c > kappa_n "
+            "(Assumption 3.2)"
+        )
+    return None
+
+
+#: The regime of the end-of-training flow (module docstring).
+ASSUMPTIONS = (
+    Assumption("loss", "squared-error loss", _check_loss),
+    Assumption(
+        "learning rate",
+        "piecewise-constant learning rate; the fit uses the latest stretch of >= 3 kernel "
+        "records at one rate",
+        _check_lr,
+    ),
+    Assumption(
+        "terminal phase",
+        f"end of training (R_1 = 0): train accuracy >= {TERMINAL_ACCURACY} at the first "
+        "fitted record",
+        _check_terminal,
+    ),
+    Assumption(
+        "block kernel",
+        "class-block feature kernel, kappa_d > kappa_c > kappa_n (Assumption 3.2) at every "
+        "fitted record",
+        _check_kernel,
+    ),
+)
+
+
+# ---------------------------------------------------------------------------- fit
 def _fit(stream: Stream) -> TheoryFit:
     rec = _records(stream)
     steps, m = rec["steps"], rec["m"]
@@ -138,10 +336,18 @@ def _fit(stream: Stream) -> TheoryFit:
     trace = np.trace(rec["within_scatter"], axis1=1, axis2=2)
     if np.any(trace <= 0):
         raise ValueError("the within-class scatter is zero at some record; log undefined.")
-    # the flow (44) describes the terminal phase: fit the later half of the records seen
-    first = min(steps.size // 2, steps.size - 3)
-    steps, trace = steps[first:], trace[first:]
-    states = [_state(rec, i) for i in range(first, first + steps.size)]
+    seg = _fit_segment(stream, steps)
+    if seg is None:
+        raise NotApplicable(_check_lr(stream) or "no learning-rate segment of 3 records")
+    first, last_i = seg
+    notes = []
+    if (first, last_i) != (0, steps.size - 1):
+        notes.append(
+            f"fitted the records at steps {steps[first]:g}-{steps[last_i]:g} (the latest "
+            "stretch at one learning rate)"
+        )
+    steps, trace = steps[first : last_i + 1], trace[first : last_i + 1]
+    states = [_state(rec, i) for i in range(first, last_i + 1)]
     gaps = np.diff(steps)
     target = np.log(trace[1:])
 
@@ -157,21 +363,55 @@ def _fit(stream: Stream) -> TheoryFit:
         err = float(np.mean((ahead(log_tau) - target) ** 2))
         return err if np.isfinite(err) else np.inf
 
-    grid = np.linspace(np.log(1e-8), np.log(1e3), 45)
+    lo, hi = np.log(TAU_BOUNDS[0]), np.log(TAU_BOUNDS[1])
+    grid = np.linspace(lo, hi, 45)
     start = grid[int(np.argmin([loss(g) for g in grid]))]
-    res = minimize_scalar(loss, bounds=(start - 0.6, start + 0.6), method="bounded")
+    res = minimize_scalar(
+        loss, bounds=(max(lo, start - 0.6), min(hi, start + 0.6)), method="bounded"
+    )
     log_tau = float(res.x)
     tau = float(np.exp(log_tau))
     last = states[-1]
     verdict = predict_collapse(
-        rec["gram_w"][-1], rec["class_means"][-1], rec["within_scatter"][-1], rec["kappas"][-1], m
+        rec["gram_w"][last_i],
+        rec["class_means"][last_i],
+        rec["within_scatter"][last_i],
+        rec["kappas"][last_i],
+        m,
     )
     fitted_log = ahead(log_tau)
+    residuals = fitted_log - target
+    h = 1e-4
+    jac = ((ahead(log_tau + h) - ahead(log_tau - h)) / (2 * h))[:, None]
+    cov, _, dof = covariance_from_jacobian(jac, residuals)
+    with np.errstate(over="ignore"):  # an unidentified tau: exp of a huge log bound
+        intervals = intervals_from_covariance(
+            ["flow_time_per_step"], [log_tau], cov, dof, log_scale=[True]
+        )
+    scatter = float(np.sqrt(np.mean(residuals**2))) if np.all(np.isfinite(residuals)) else np.inf
+    end = float(steps[-1])
 
-    def predict(at: NDArray[np.float64]) -> dict[str, NDArray[np.float64]]:
-        u = tau * np.maximum(np.asarray(at, dtype=np.float64) - steps[-1], 0.0)
+    def predict_with(th: NDArray[np.float64], at: NDArray[np.float64]) -> dict[str, Any]:
+        u = np.exp(th[0]) * np.maximum(np.asarray(at, dtype=np.float64) - end, 0.0)
         return {"within_scatter": m * riccati_trace(last, u)}
 
+    def predict(at: NDArray[np.float64]) -> dict[str, NDArray[np.float64]]:
+        return {"within_scatter": predict_with(np.array([log_tau]), at)["within_scatter"]}
+
+    def band(at: NDArray[np.float64]) -> dict[str, tuple[Any, Any]]:
+        return dict(
+            delta_band(
+                predict_with,
+                [log_tau],
+                cov,
+                at,
+                scatter={"within_scatter": scatter},
+                log_observables=("within_scatter",),
+            )
+        )
+
+    unit = "epoch" if stream.setting("epochs") is not None else "step"
+    curve = (steps[1:], np.exp(fitted_log))
     return TheoryFit(
         theory="ntk_collapse",
         params={"flow_time_per_step": tau, "m": float(m)},
@@ -184,9 +424,22 @@ def _fit(stream: Stream) -> TheoryFit:
             "residual_fraction": verdict.residual_fraction,
             "slowest_rate": verdict.slowest_rate,
         },
-        fitted={"within_scatter": (steps[1:], np.exp(fitted_log))},
+        fitted={"within_scatter": curve},
         predict=predict,
-        fit_until=float(steps[-1]),
+        fit_until=end,
+        notes=tuple(notes),
+        intervals=intervals,
+        interval_method=(
+            "least-squares Jacobian of the one-record-ahead log residuals in log tau, t(n-1), "
+            "exponentiated (one parameter; records serially correlated: optimistic)"
+        ),
+        units={"flow_time_per_step": f"flow time/{unit}", "m": "samples per class"},
+        bounds={"flow_time_per_step": TAU_BOUNDS},
+        signs={"flow_time_per_step": 1},
+        scales={"within_scatter": "log"},
+        n_fitted=1,
+        band=band,
+        ahead={"within_scatter": curve},
     )
 
 
@@ -196,4 +449,5 @@ CONFRONTATION = Confrontation(
     needs=_NEEDS,
     observe=_observe,
     fit=_fit,
+    assumptions=ASSUMPTIONS,
 )

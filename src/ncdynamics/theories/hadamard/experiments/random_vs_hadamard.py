@@ -79,7 +79,10 @@ def _first_drop(steps: NDArray[np.int64], loss: NDArray[np.float64], frac: float
 
 
 def run_compare(config: CompareConfig, run: RunWriter, *, seed: int, progress: bool) -> None:
-    """Run Random, Hadamard and ODE side by side and write metrics, arrays, figure, summary."""
+    """Run Random, Hadamard and ODE side by side and write metrics, arrays, figure, summary.
+
+    The class-mean logits of the first realisation of each initialisation are saved per
+    logged step for ``ncdyn compare`` (:func:`_save_class_means`)."""
     K = check_power_of_two(config.K, "K")
     n = check_int(config.n, "n", low=1)
     d = check_int(config.d, "d", low=K - 1)
@@ -135,12 +138,26 @@ def run_compare(config: CompareConfig, run: RunWriter, *, seed: int, progress: b
         )
     run.flush()
     run.save_array("steps", T, steps)
+    _save_class_means(run, steps, Z, R, n)
     for w, c in curves.items():
         for name, arr in c.items():
             run.save_array(f"{w}_{name}", T, arr)
     title = f"K={K}, d={d}, n={n}, δ={config.delta:g}, η={eta:g}, {R} realisations (mean ± SE)"
     run.save_figure(comparison_figure(steps, curves, title=title), "comparison")
     run.save_summary(_compare_summary(config, steps, curves, gd_seconds))
+
+
+def _save_class_means(
+    run: RunWriter, steps: NDArray[np.int64], Z: NDArray[np.float64], R: int, n: int
+) -> None:
+    """Class-mean logits of realisation 0 of each initialisation, as the ``class_means``
+    probe names them (``random.class_means_logits``, ``hadamard.class_means_logits``; rows
+    are classes), so that ``ncdyn compare`` confronts the theory with its own runs."""
+    K = Z.shape[-2]
+    for which, col in (("random", 0), ("hadamard", R)):
+        zbar = Z[:, col].reshape(Z.shape[0], K, K, n).mean(axis=-1)  # outputs x classes
+        for k, m in zip(steps, np.swapaxes(zbar, 1, 2), strict=True):
+            run.save_array(f"{which}.class_means_logits", int(k), m)
 
 
 def _compare_summary(

@@ -2,7 +2,9 @@
 
 Two checks: the ETF distance of ``Z(t*)`` after gradient descent falls with the width ``d``
 (about ``√(K/d)``), and the relative error of the finite-width prediction at ``t*`` (exact
-gradient flow) falls with ``ε``.
+gradient flow) falls with ``ε``. The class-mean logits of the first realisation at the
+smallest width are saved along the gradient-descent path (``gd.class_means_logits``, 30
+log-spaced iterations up to ``t*``) for ``ncdyn compare``.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from ...experiment import RunWriter
 from ..fast_batched_gd import run_gd
 from ..init import theorem8_init
 from ..theorem8 import etf_distance, thm8_prediction, thm8_time
-from ..ufm import solve_gradient_flow, unpack_state
+from ..ufm import solve_gradient_flow, state_matrices, unpack_state
 from ._plotting import log_axes, mean_se, pyplot
 
 if TYPE_CHECKING:
@@ -46,12 +48,17 @@ def run_thm8(config: Thm8Config, run: RunWriter, *, seed: int, progress: bool) -
     R = check_int(config.n_realizations, "n_realizations", low=1)
     rng = np.random.default_rng(seed)
     k_star = int(round(thm8_time(config.eps_width) / config.learning_rate))
+    path = _path_steps(k_star)
     etf_rows = []
-    for d in config.widths:
+    for i, d in enumerate(config.widths):
         init = theorem8_init(K, d, eps=config.eps_width, n_realizations=R, rng=rng)
-        traj = run_gd(init.W, init.H, steps=[k_star], learning_rate=config.learning_rate)
+        traj = run_gd(init.W, init.H, steps=path, learning_rate=config.learning_rate)
         W, H = unpack_state(traj.ys[:, -1], K)  # (R, K, d), (R, d, K)
         etf_rows.append(etf_distance(W @ H))
+        if i == 0:  # class-mean logits (n = 1: Z itself, rows = classes) along the path
+            Z = state_matrices(traj.ys[0], K)[0]  # (n_path, K, K)
+            for k, z in zip(path, Z, strict=True):
+                run.save_array("gd.class_means_logits", int(k), z.T)
     error_rows = []
     for eps in config.eps_values:
         errs = []
@@ -91,6 +98,12 @@ def run_thm8(config: Thm8Config, run: RunWriter, *, seed: int, progress: bool) -
             ],
         }
     )
+
+
+def _path_steps(k_star: int, n_log: int = 30) -> list[int]:
+    """0 and ``n_log`` log-spaced iterations up to ``k_star`` (which is last)."""
+    k = np.unique(np.round(np.geomspace(1, max(k_star, 1), n_log)).astype(np.int64))
+    return sorted({0, k_star, *(int(v) for v in k)})
 
 
 def thm8_figure(

@@ -1,0 +1,183 @@
+"""Calibration of the ntk_collapse confrontation: recovery, an in-regime run, degenerate and
+out-of-regime runs.
+
+Recovery: kernel records made by the Riccati flow (44) with a known flow time per step,
+recorded late, unevenly, cut mid-transient and with 0.2% noise, must give back ``tau`` inside
+its 95% interval; across a learning-rate drop the fit keeps to one rate. In regime: an MLP
+trained by full-batch gradient descent on the squared error, in its terminal phase, must get
+the verdict ``holds``. Degenerate: records that do not move (the issue's smoke run after its
+last LR drop) put ``tau`` at the floor of its search. Out of regime: cross-entropy, the early
+phase of training, and a kernel without class-block structure.
+"""
+
+import numpy as np
+import pytest
+import torch
+from scipy.integrate import solve_ivp
+
+from ncdynamics import runs
+from ncdynamics.models.mlp import MLP
+from ncdynamics.probes.invariant import InvariantProbe
+from ncdynamics.theories.confrontation import Stream
+from ncdynamics.theories.ntk_collapse.confront import CONFRONTATION, TAU_BOUNDS, lr_segments
+from ncdynamics.theories.verdict import judge
+from ncdynamics.training import Recorder, train
+
+N_FEAT, M, C, MU_S = 6, 4, 3, 0.8
+
+
+def _verdict(stream):
+    fit = CONFRONTATION.fit(stream)
+    observed = CONFRONTATION.observe(stream)
+    return fit, judge(fit, observed, n_records=observed["within_scatter"][0].size)
+
+
+def _flow(seed=0):
+    rng = np.random.default_rng(seed)
+    A = rng.standard_normal((N_FEAT, N_FEAT))
+    Et = (A + A.T) / 2 + 1.0 * np.eye(N_FEAT)
+    H = rng.standard_normal((N_FEAT, 3))
+    return Et, H @ H.T
+
+
+def _riccati(Et, S0, u):
+    def rhs(_, y):
+        S = y.reshape(N_FEAT, N_FEAT)
+        return (-(Et @ S + S @ Et) - 2 * M * S @ S).ravel()
+
+    sol = solve_ivp(rhs, (0, u[-1]), S0.ravel(), t_eval=u, rtol=1e-11, atol=1e-13)
+    return sol.y.T.reshape(-1, N_FEAT, N_FEAT)
+
+
+def _write(path, steps, S, Et, *, config=None, noise=0.0, lr=None, kappas=(1.0, 0.2, 0.1)):
+    """A run with the ntk_invariant records of within-class Grams ``S`` (one per step)."""
+    rng = np.random.default_rng(1)
+    run = runs.create(path, config={"loss": "mse", **(config or {})})
+    labels = np.repeat(np.arange(C), M)
+    kd = kappas[0]
+    kc, kn = kd - MU_S, kappas[2] if kd - MU_S > kappas[2] else kappas[1]
+    for i, t in enumerate(steps):
+        S_W = M * S[i] * (1.0 + noise * rng.standard_normal())
+        run.save_array("invariant_within_scatter", int(t), S_W)
+        run.save_array("invariant_gram_w", int(t), (Et + S_W) / MU_S)  # E~ = mu_s G - S_W
+        run.save_array("invariant_kappas", int(t), np.array([kd, kc, kn]))
+        run.save_array("invariant_class_means", int(t), rng.standard_normal((C, N_FEAT)))
+        run.save_array("ntk_labels", int(t), labels)
+        run.log(int(t), {"train/accuracy": 1.0})
+    if lr is not None:
+        for t, v in lr:
+            run.log(int(t), {"lr": v})
+    run.flush()
+    return run
+
+
+def test_recovers_flow_time_from_a_late_uneven_stream_cut_mid_transient(tmp_path):
+    tau = 0.02
+    Et, S0 = _flow()
+    steps = np.array([20, 22, 27, 29, 35, 38, 44, 52, 55, 63, 70, 84, 99, 130])
+    S = _riccati(Et, S0, tau * steps.astype(float))  # the flow started at step 0
+    run = _write(tmp_path / "r", steps, S, Et, noise=0.002, config={"lr": 0.1})
+    stream = Stream(run).cut(63)
+    assert CONFRONTATION.out_of_regime(stream) == []
+    fit, verdict = _verdict(stream)
+    low, high = fit.intervals["flow_time_per_step"]
+    assert low < tau < high
+    assert fit.params["flow_time_per_step"] == pytest.approx(tau, rel=0.05)
+    assert fit.units["flow_time_per_step"] == "flow time/step"
+    assert verdict.verdict == "holds", verdict.reason
+    assert verdict.skill["within_scatter.ahead_skill_vs_persistence"] > 0.9
+    # the forecast starts from the last fitted record (step 63) and its band holds the truth
+    later = steps[steps > 63].astype(float)
+    truth = M * np.trace(S[steps > 63], axis1=1, axis2=2)
+    assert np.allclose(fit.predict(later)["within_scatter"], truth, rtol=0.03)
+    lo, hi = fit.band(later)["within_scatter"]
+    assert np.all((lo < truth) & (truth < hi))
+
+
+def _training_loop_lr_log(epochs, drops, eta):
+    """The learning rate as ncdynamics.training logs it: at epoch e, the rate of epoch e+1."""
+    return [(e, eta * 0.1 ** sum(d <= e for d in drops)) for e in range(1, epochs + 1)]
+
+
+def test_a_learning_rate_drop_splits_the_records_and_the_fit_keeps_to_one_rate(tmp_path):
+    tau1, drop = 0.02, 30
+    Et, S0 = _flow()
+    steps = np.arange(0, 61, 3)
+    # flow time: tau1 per step up to the drop, a tenth of it after
+    u = tau1 * np.minimum(steps, drop) + 0.1 * tau1 * np.maximum(steps - drop, 0)
+    S = _riccati(Et, S0, u.astype(float))
+    run = _write(tmp_path / "r", steps, S, Et, lr=_training_loop_lr_log(60, [drop], 0.1))
+    assert lr_segments(Stream(run), steps.astype(float)) == [(0, 10), (10, 20)]
+    whole = CONFRONTATION.fit(Stream(run))
+    assert whole.params["flow_time_per_step"] == pytest.approx(0.1 * tau1, rel=1e-3)
+    assert "steps 30-60" in whole.notes[0]
+    early = CONFRONTATION.fit(Stream(run).window(0, drop))
+    assert early.params["flow_time_per_step"] == pytest.approx(tau1, rel=1e-3)
+    # kernel records every epoch: the first gap has no logged rate (the loop logs none at 0)
+    every = _write(
+        tmp_path / "every", np.arange(7), S[:7], Et, lr=_training_loop_lr_log(6, [3], 0.1)
+    )
+    assert lr_segments(Stream(every), np.arange(7.0)) == [(1, 3), (3, 6)]
+    # a window with fewer than 3 records at one rate is out of regime
+    short = Stream(run).window(27, 33)
+    assert "share one learning rate" in CONFRONTATION.out_of_regime(short)[0]
+
+
+def test_a_scatter_the_flow_cannot_follow_puts_tau_at_the_floor_of_its_search(tmp_path):
+    """The issue's smoke run: the within-class scatter creeps up while the flow (44) shrinks
+    it, so the best flow time is none at all (persistence)."""
+    Et, S0 = _flow()
+    Et = Et + 3.0 * np.eye(N_FEAT)  # positive definite: the flow only shrinks S
+    steps = np.arange(0, 40, 4)
+    S = S0[None] * (1 + 1e-3 * steps)[:, None, None]
+    run = _write(tmp_path / "r", steps, S, Et, config={"lr": 0.1})
+    fit, verdict = _verdict(Stream(run))
+    assert fit.params["flow_time_per_step"] == pytest.approx(TAU_BOUNDS[0], rel=1e-3)
+    assert verdict.verdict == "degenerate"
+    assert "lower bound" in verdict.reason
+
+
+def test_cross_entropy_early_training_and_a_flat_kernel_are_out_of_regime(tmp_path):
+    Et, S0 = _flow()
+    steps = np.arange(0, 40, 4)
+    S = _riccati(Et, S0, 0.02 * steps.astype(float))
+    ce = _write(tmp_path / "ce", steps, S, Et, config={"loss": "cross-entropy"})
+    assert "'cross-entropy'" in CONFRONTATION.out_of_regime(Stream(ce))[0]
+    flat = _write(tmp_path / "flat", steps, S, Et, kappas=(1.0, 0.2, 0.5))
+    reasons = CONFRONTATION.out_of_regime(Stream(flat))
+    assert len(reasons) == 1 and "Assumption 3.2" in reasons[0]
+    early = _write(tmp_path / "early", steps, S, Et)
+    early.log(0, {"train/accuracy": 0.4})
+    early.flush()
+    reasons = CONFRONTATION.out_of_regime(Stream(early))
+    assert len(reasons) == 1 and "train/accuracy 0.4" in reasons[0]
+    assert CONFRONTATION.out_of_regime(Stream(early).window(4, 40)) == []
+
+
+def test_full_batch_gd_on_the_squared_error_holds_in_the_terminal_phase(tmp_path):
+    """A small MLP, 4 Gaussian classes of 8, full-batch GD (no momentum) on the MSE loss."""
+    n_cls, per, d = 4, 8, 16
+    rng = np.random.default_rng(0)
+    y = np.repeat(np.arange(n_cls), per)
+    x = (rng.standard_normal((n_cls, d))[y] + 0.5 * rng.standard_normal((n_cls * per, d))).astype(
+        np.float32
+    )
+    settings = {"loss": "mse", "lr": 0.05, "momentum": 0.0, "batch_size": n_cls * per}
+    run = runs.create(tmp_path / "mlp", config={**settings, "epochs": 200})
+    torch.manual_seed(0)
+    model = MLP(d, n_cls, depth=2, width=32)
+    probe = InvariantProbe(per_class=per, logits=False)
+    rec = Recorder(run, x, y, probes=[probe], schedule=10, num_classes=n_cls)
+    train(model, (x, y), epochs=200, recorder=rec, progress=False, evaluate_test=False, **settings)
+    rec.close()
+    whole = Stream(run)
+    assert "train/accuracy" in CONFRONTATION.out_of_regime(whole)[0]  # step 0: not terminal
+    stream = whole.window(100, np.inf)
+    assert CONFRONTATION.out_of_regime(stream) == []
+    fit, verdict = _verdict(stream)
+    assert verdict.verdict == "holds", verdict.reason
+    assert fit.goodness["r2_log_within_scatter_ahead"] > 0.99
+    assert verdict.skill["within_scatter.ahead_skill_vs_persistence"] > 0.5
+    assert fit.units["flow_time_per_step"] == "flow time/epoch"
+    low, high = fit.intervals["flow_time_per_step"]
+    assert TAU_BOUNDS[0] < low < fit.params["flow_time_per_step"] < high < TAU_BOUNDS[1]
