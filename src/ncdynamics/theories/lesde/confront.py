@@ -232,7 +232,7 @@ def choose_rate_law(
     const, power = fits["constant"], fits.get("power-law")
     if const is None:
         raise ValueError("`fits` must hold the constant-rate fit.")
-    if power is None:
+    if power is None or not math.isfinite(power.aicc):
         return "constant", "constant rates kept: too few records for the power law"
     d_aic = power.aicc - const.aicc
     h_c, h_p = heldout.get("constant", math.nan), heldout.get("power-law", math.nan)
