@@ -72,6 +72,16 @@ def test_integrated_power_rate_is_the_integral_of_the_rate():
     np.testing.assert_allclose(integrated_power_rate(t, 1.0), np.log1p(t), rtol=1e-12)
 
 
+def test_slope_of_the_integral_in_the_tail_index_matches_differences():
+    from ncdynamics.theories.lesde.estimate import _power_rate_slope
+
+    t = np.array([0.0, 0.5, 10.0, 1000.0, 1e4])
+    for r in (-1.0, 0.0, 0.6, 1.0 - 1e-7, 1.0, 1.0 + 1e-5, 3.0):
+        h = 1e-5
+        diff = (integrated_power_rate(t, r + h) - integrated_power_rate(t, r - h)) / (2 * h)
+        np.testing.assert_allclose(_power_rate_slope(t, r), diff, rtol=1e-6, atol=1e-9)
+
+
 def test_recovers_decaying_rates_from_a_late_uneven_cut_stream(decaying):
     stream, steps = decaying
     fit, verdict = _judge(stream)

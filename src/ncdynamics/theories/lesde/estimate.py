@@ -429,6 +429,16 @@ def integrated_power_rate(t: Any, r: float) -> Array:
     return np.asarray(np.expm1(a * x) / a, dtype=np.float64)
 
 
+def _power_rate_slope(t: Array, r: float) -> Array:
+    """dI(t; r)/dr of :func:`integrated_power_rate` (for the fit's Jacobian)."""
+    x = np.log1p(t)
+    a = 1.0 - float(r)
+    if abs(a) < 1e-6:  # series in a: d/da [x + a x^2/2 + a^2 x^3/6] = x^2/2 + a x^3/3
+        return np.asarray(-(x**2 / 2.0 + a * x**3 / 3.0), dtype=np.float64)
+    e = np.exp(a * x)
+    return np.asarray(-(a * x * e - np.expm1(a * x)) / a**2, dtype=np.float64)
+
+
 @dataclass(frozen=True)
 class MarginRateFit:
     """A rate law of the L-model fitted to the logs of the two margin projections.
@@ -520,10 +530,7 @@ def _fit_theta(
     from scipy.optimize import least_squares
 
     if start is None:
-        best = min(
-            ((ra, rb) for ra in _GRID for rb in _GRID),
-            key=lambda r: _linear_at(t, ys, yb, k, r[0], r[1], w)[1],
-        )
+        best = _best_on_grid(t, ys, yb, k, w)
         start = np.concatenate([_linear_at(t, ys, yb, k, *best, w)[0], best])
     start = np.array(start, dtype=np.float64)
     lo, hi = TAIL_INDEX_BOUNDS
@@ -533,9 +540,36 @@ def _fit_theta(
         fs, fb = _log_curves(law, th, t, k)
         return np.concatenate([w[0] * (ys - fs), w[1] * (yb - fb)])
 
+    def jacobian(th: Array) -> Array:
+        a0, b0, ra, rb = th[2:6]
+        x_s, x_b = _design(t, k, ra, rb)
+        da, db = a0 * _power_rate_slope(t, ra) / k, b0 * _power_rate_slope(t, rb) / k
+        j_s = np.concatenate([x_s, np.stack([da, -db], axis=1)], axis=1)
+        j_b = np.concatenate([x_b, np.stack([da, db / (k - 1)], axis=1)], axis=1)
+        return -np.concatenate([w[0] * j_s, w[1] * j_b])
+
     bounds = ([-np.inf] * 4 + [lo, lo], [np.inf] * 4 + [hi, hi])
-    sol = least_squares(residuals, start, bounds=bounds, x_scale="jac", xtol=1e-12, ftol=1e-12)
+    sol = least_squares(
+        residuals, start, jac=jacobian, bounds=bounds, x_scale="jac", xtol=1e-12, ftol=1e-12
+    )
     return np.asarray(sol.x, dtype=np.float64)
+
+
+def _best_on_grid(t: Array, ys: Array, yb: Array, k: int, w: Array) -> tuple[float, float]:
+    """The (r_alpha, r_beta) of :data:`_GRID` x :data:`_GRID` with the least weighted residual
+    once the linear parameters are solved (all pairs at once, by stacked QR)."""
+    ints = np.stack([integrated_power_rate(t, r) for r in _GRID])  # (G, T)
+    ia, ib = np.repeat(ints, _GRID.size, axis=0), np.tile(ints, (_GRID.size, 1))  # (G^2, T)
+    one, zero = np.ones_like(ia), np.zeros_like(ia)
+    x_s = np.stack([one, zero, ia / k, -ib / k], axis=2)  # (G^2, T, 4)
+    x_b = np.stack([zero, one, ia / k, ib / (k * (k - 1))], axis=2)
+    x = np.concatenate([w[0] * x_s, w[1] * x_b], axis=1)  # (G^2, 2T, 4)
+    y = np.concatenate([w[0] * ys, w[1] * yb])
+    scale = np.linalg.norm(x, axis=1, keepdims=True)  # columns to unit norm: conditioning
+    q = np.linalg.qr(x / np.where(scale > 0, scale, 1.0))[0]
+    sse = float(y @ y) - np.sum(np.einsum("gnk,n->gk", q, y) ** 2, axis=1)
+    best = int(np.argmin(sse))
+    return float(_GRID[best // _GRID.size]), float(_GRID[best % _GRID.size])
 
 
 def fit_margin_rates(
