@@ -96,15 +96,23 @@ def test_record_class_means_pools_blocks_of_draws(tmp_path):
     assert confront.find_streams(CONFRONTATION, run) == ["p0."]
 
 
-@pytest.mark.parametrize("name", ["lesde.fig1", "lesde.fig4"])
+SMALL = {
+    "lesde.fig1": {"n_snapshots": 5},
+    "lesde.fig3": {"window": 11},
+    "lesde.fig4": {"tail": 30},
+    "lesde.fig5": {"n_runs": 5, "tail": 30},
+}
+
+
+def test_every_training_experiment_is_covered():
+    trained = {s.name for s in EXPERIMENTS if hasattr(s.make_config("smoke"), "n_trials")}
+    assert trained == set(SMALL)
+
+
+@pytest.mark.parametrize("name", sorted(SMALL))
 def test_training_experiments_record_what_the_confrontation_reads(tmp_path, name):
     spec = next(s for s in EXPERIMENTS if s.name == name)
-    small = {"n_iter": 90, "n_trials": 2, "eval_every": 45}
-    if name == "lesde.fig4":
-        small["tail"] = 30
-    else:
-        small["n_snapshots"] = 5
-    cfg = spec.make_config("smoke", small)
+    cfg = spec.make_config("smoke", {"n_iter": 90, "n_trials": 2, "eval_every": 45, **SMALL[name]})
     run = runs.create(tmp_path / "run", config=config_to_dict(cfg), seed=0, experiment=name)
     spec.run(cfg, run, seed=0, progress=False)
     run.mark_completed()

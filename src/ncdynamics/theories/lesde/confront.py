@@ -133,7 +133,7 @@ def _check_loss(stream: Stream) -> str | None:
     loss = stream.setting("loss")
     if loss is None:
         return None
-    if str(loss).lower().replace("_", "-") not in ("cross-entropy", "ce", "crossentropy"):
+    if loss != "cross-entropy":  # the name ncdynamics.training.train gives it
         return (
             f"loss {loss!r}: the L-model linearises softmax cross-entropy logit dynamics "
             "((B.1)-(B.6) of [1])"
