@@ -142,6 +142,14 @@ def test_exact_constant_rates_keep_the_simpler_law(tmp_path):
     assert verdict.verdict == "holds", verdict.reason
 
 
+def test_forecast_far_beyond_float_range_is_inf_without_warning(tmp_path):
+    steps = np.arange(0.0, 40.0, 4.0)
+    means = margin_means(steps, 0.3 * steps, -0.1 * steps)
+    fit = CONFRONTATION.fit(Stream(write_means(tmp_path / "r", steps, means)))
+    pred = fit.predict(np.array([40.0, 1e5]))  # RuntimeWarnings are errors in this suite
+    assert np.isfinite(pred["mean_margin"][0]) and pred["mean_margin"][1] == np.inf
+
+
 def test_too_few_records_for_the_power_law_keep_constant_rates(tmp_path):
     steps = np.array([0.0, 5.0, 20.0])
     means = margin_means(steps, 0.1 * steps, -0.02 * steps)

@@ -305,10 +305,11 @@ def _fit(stream: Stream) -> TheoryFit:
 
     def predict_with(theta: Array, at: Array) -> dict[str, Array]:
         fs, fb = fit.curves(np.asarray(at, dtype=np.float64), theta)
-        return {
-            "mean_margin": sign_of["mean_margin"] * np.exp(fs),
-            "margin_spread": sign_of["margin_spread"] * np.exp(fb),
-        }
+        with np.errstate(over="ignore"):  # margins beyond float range forecast as inf
+            return {
+                "mean_margin": sign_of["mean_margin"] * np.exp(fs),
+                "margin_spread": sign_of["margin_spread"] * np.exp(fb),
+            }
 
     def predict(at: Array) -> dict[str, Array]:
         return predict_with(fit.theta, np.asarray(at, dtype=np.float64))
