@@ -148,6 +148,8 @@ def test_forecast_far_beyond_float_range_is_inf_without_warning(tmp_path):
     fit = CONFRONTATION.fit(Stream(write_means(tmp_path / "r", steps, means)))
     pred = fit.predict(np.array([40.0, 1e5]))  # RuntimeWarnings are errors in this suite
     assert np.isfinite(pred["mean_margin"][0]) and pred["mean_margin"][1] == np.inf
+    low, high = fit.band(np.array([40.0, 1e5]))["mean_margin"]
+    assert 0 < low[0] < pred["mean_margin"][0] < high[0] and high[1] == np.inf
 
 
 def test_too_few_records_for_the_power_law_keep_constant_rates(tmp_path):

@@ -46,10 +46,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
+from scipy import stats
 
 from ..confrontation import (
     Assumption,
@@ -61,7 +63,7 @@ from ..confrontation import (
     TheoryFit,
     r_squared,
 )
-from ..uncertainty import delta_band, intervals_from_covariance, numeric_jacobian
+from ..uncertainty import LEVEL, intervals_from_covariance, numeric_jacobian
 from .estimate import RATE_LAWS, TAIL_INDEX_BOUNDS, MarginRateFit, RateLaw, fit_margin_rates
 from .model import d_vectors
 
@@ -211,6 +213,11 @@ def _report(fit: MarginRateFit, t_last: float) -> tuple[list[str], Callable[[Arr
     ], values_pl
 
 
+def _log_curve(fit: MarginRateFit, t: Array, which: int, theta: Array) -> Array:
+    """``log|S|`` (``which = 0``) or ``log|b|`` (1) of ``fit`` at ``t`` with ``theta``."""
+    return fit.curves(t, theta)[which]
+
+
 def _heldout_rmse(law: RateLaw, steps: Array, ys: Array, yb: Array, k: int) -> float:
     """Log-RMSE on the last quarter of the records of ``law`` fitted on the rest."""
     n_fit = int(math.ceil(HELDOUT_FIT_FRACTION * steps.size))
@@ -315,16 +322,23 @@ def _fit(stream: Stream) -> TheoryFit:
         return predict_with(fit.theta, np.asarray(at, dtype=np.float64))
 
     def band(at: Array) -> dict[str, tuple[Any, Any]]:
-        return dict(
-            delta_band(
-                predict_with,
-                fit.theta,
-                fit.cov,
-                np.asarray(at, dtype=np.float64),
-                scatter=scatter,
-                log_observables=_OBSERVABLES,
-            )
-        )
+        """The delta method of :func:`~ncdynamics.theories.uncertainty.delta_band`, done on
+        the log curves themselves (finite where the margins overflow)."""
+        t = np.asarray(at, dtype=np.float64)
+        z = float(stats.norm.ppf(0.5 + LEVEL / 2))
+        out: dict[str, tuple[Any, Any]] = {}
+        for i, name in enumerate(_OBSERVABLES):
+            mid = fit.curves(t)[i]
+            if np.all(np.isfinite(fit.cov)):
+                g = numeric_jacobian(partial(_log_curve, fit, t, i), fit.theta)
+                var = np.einsum("ij,jk,ik->i", g, fit.cov, g) + scatter[name] ** 2
+            else:
+                var = np.full(mid.shape, np.inf)
+            half = z * np.sqrt(np.maximum(var, 0.0))
+            with np.errstate(over="ignore"):
+                ends = np.sort(sign_of[name] * np.exp(np.stack([mid - half, mid + half])), axis=0)
+            out[name] = (ends[0], ends[1])
+        return out
 
     curves = predict(steps)
     goodness = {
