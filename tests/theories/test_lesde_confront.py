@@ -250,3 +250,13 @@ def test_per_stream_settings_come_from_the_config_streams(tmp_path):
         run.save_array("ce.class_means_logits", int(t), m)
     assert CONFRONTATION.out_of_regime(Stream(run, "ce.")) == []
     assert "mse" in CONFRONTATION.out_of_regime(Stream(run, "mse."))[0]
+
+
+@pytest.mark.parametrize("n_classes", [2, 5, 10])
+def test_constant_rates_are_recovered_for_any_class_count(tmp_path, n_classes):
+    steps = np.array([1.0, 2.0, 4.0, 7.0, 11.0, 16.0, 22.0, 29.0, 37.0, 46.0])
+    means = margin_means(steps, 0.1 * steps, -0.04 * steps, n_classes=n_classes)
+    fit = CONFRONTATION.fit(Stream(write_means(tmp_path / "r", steps, means)))
+    assert fit.params["alpha"] == pytest.approx(0.1, rel=1e-8)
+    assert fit.params["beta"] == pytest.approx(-0.04, rel=1e-7)
+    assert fit.params["rate_spread"] == pytest.approx((0.1 - 0.04 / (n_classes - 1)) / n_classes)
