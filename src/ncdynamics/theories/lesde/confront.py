@@ -1,36 +1,87 @@
-"""The L-model LE-ODE with constant elasticities, confronted with a run's class-mean logits.
+"""The L-model LE-ODE confronted with a run's class-mean logits: constant or decaying rates.
 
 In the logits-as-features model of [1] (Sec. 3.2.2, eq. (8)) only the margin projections of
 the class means move. With ``s_k = d_k . Xbar^k / |d_k|^2`` (``d_k = e_k - 1/K``), their sum
-``S`` and the norm of their spread ``|b|``, ``b = s - mean(s)``, the projection estimator
-(:func:`~ncdynamics.theories.lesde.estimate.estimate_ab_projection`) gives
+``S`` and the norm of their spread ``|b|``, ``b = s - mean(s)``, the exact reduction of the
+L-model (spec §1.7; the projection estimator
+:func:`~ncdynamics.theories.lesde.estimate.estimate_ab_projection`) gives, for any
+time-dependent elasticities,
 
-    A - B = K log|S(t)/S(0)|,     A + B/(K-1) = K log(|b(t)|/|b(0)|),
+    log|S(t)| = c_S + (A(t) - B(t))/K,     log|b(t)| = c_b + (A(t) + B(t)/(K-1))/K,
 
-where ``A``, ``B`` integrate the intra- and inter-class elasticities. With constant rates
-``alpha``, ``beta`` (per recorded step), ``log|S|`` and ``log|b|`` are linear in time:
+where ``A``, ``B`` integrate the intra- and inter-class elasticities alpha(t), beta(t).
+Two readings of the rates are fitted (:func:`~ncdynamics.theories.lesde.estimate.
+fit_margin_rates`) and one is kept:
 
-    d log|S|/dt = (alpha - beta)/K = g_S,    d log|b|/dt = (alpha + beta/(K-1))/K = g_b,
+- ``constant``: alpha, beta constant (Sec. 2.2, Props. 3.2-3.3), so both logs are lines;
+- ``power-law``: alpha(t) = alpha0 (1+t)^(-r_alpha), beta(t) = beta0 (1+t)^(-r_beta), the
+  decaying elasticities whose tail indices decide separation (Thm. 3.1, Sec. 4 and (D.17)).
 
-so ``alpha = g_S + (K-1) g_b`` and ``beta = (K-1)(g_b - g_S)``. The fit is the least-squares
-line of each log over the records; the goodness is the R^2 of those lines, i.e. how well
-*constant* elasticity describes the run. Observables: the mean class margin ``S/K`` and the
-margin spread ``|b|/sqrt(K)`` of the class-mean logits (probe ``class_means``).
+The power law is kept only when its small-sample Akaike criterion (AICc) is lower by more
+than 2 *and* it predicts the last quarter of the records, fitted on the first three
+quarters, no worse than constant rates; otherwise the simpler law stands. Both laws' numbers
+are in ``TheoryFit.alternatives``.
+
+Signs the theory requires (checked by the verdict): the separation rate alpha - beta > 0
+(Thm. 2.1 (1); Thm. 3.1 assumes gamma(t) = min(alpha - beta, alpha + (K-1) beta) > 0,
+Prop. 3.4 the same), and alpha > 0, which gamma > 0 implies:
+``K alpha = (K-1)(alpha - beta) + (alpha + (K-1) beta)``. beta has no required sign (the
+paper's estimates have B < 0). For constant rates these are the parameters ``alpha`` and
+``rate_margin = (alpha - beta)/K``; for the power law ``alpha0`` and ``gap_last``, alpha -
+beta at the last fitted record.
+
+Time is the stream's step (the SGD iteration for the lesde experiments, the epoch for
+runs recorded by :func:`ncdynamics.training.train`), counted from step 0 as in (D.17);
+rates are per that unit. Observables: the mean class margin ``S/K`` and the margin spread
+``|b|/sqrt(K)`` of the class-mean logits (probe ``class_means``), both fitted in log.
+
+Regime (``CONFRONTATION.assumptions``): the class means are of the logits (K x K per
+record: eq. (8) is defined on logits, a hidden layer's means are out of regime), K >= 2, the
+softmax cross-entropy loss (the L-model linearises the cross-entropy logit dynamics (B.1)-
+(B.6); under a squared loss the margins saturate at the targets instead of growing), and a
+constant learning rate (the rates are per iteration at a fixed step size h, eq. (1)).
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
+from scipy import stats
 
-from ..confrontation import Confrontation, Need, Series, Stream, TheoryFit, r_squared
+from ..confrontation import (
+    Assumption,
+    Confrontation,
+    Need,
+    NotApplicable,
+    Series,
+    Stream,
+    TheoryFit,
+    r_squared,
+)
+from ..uncertainty import LEVEL, intervals_from_covariance, numeric_jacobian
+from .estimate import RATE_LAWS, TAIL_INDEX_BOUNDS, MarginRateFit, RateLaw, fit_margin_rates
 from .model import d_vectors
 
-__all__ = ["CONFRONTATION", "margin_projections"]
+__all__ = ["CONFRONTATION", "choose_rate_law", "margin_projections"]
 
 _NEEDS = (Need("array", "class_means_logits", "class_means"),)
+_OBSERVABLES = ("mean_margin", "margin_spread")
+#: AICc margin the power law must win by (a difference below 2 is no evidence).
+AIC_MARGIN = 2.0
+#: Fraction of the records the held-out comparison fits on; it predicts the rest.
+HELDOUT_FIT_FRACTION = 0.75
+_METHOD = (
+    "least-squares Jacobian (Gauss-Newton) of the joint log fit, each observable weighted "
+    "by its residual scale, t(n-p); derived rates by the delta method. Optimistic for "
+    "serially correlated records"
+)
+
+Array = NDArray[np.float64]
 
 
 def margin_projections(means: Any) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
@@ -50,58 +101,301 @@ def margin_projections(means: Any) -> tuple[NDArray[np.float64], NDArray[np.floa
 
 def _observe(stream: Stream) -> dict[str, Series]:
     steps, means = stream.array("class_means_logits")
-    if means.ndim != 3 or means.shape[1] != means.shape[2]:
+    if means.ndim != 3 or means.shape[1] != means.shape[2] or means.shape[1] < 2:
         return {}
     margin, spread = margin_projections(means)
     return {"mean_margin": (steps, margin), "margin_spread": (steps, spread)}
 
 
-def _log_line(
-    steps: NDArray[np.float64], values: NDArray[np.float64]
-) -> tuple[float, float, float]:
-    """Slope, intercept and R^2 of ``log|values|`` against steps."""
-    logs = np.log(np.abs(values))
-    slope, intercept = np.polyfit(steps, logs, 1)
-    return float(slope), float(intercept), r_squared(logs, slope * steps + intercept)
+# ---------------------------------------------------------------------------- assumptions
+def _check_logits(stream: Stream) -> str | None:
+    try:
+        _, means = stream.array("class_means_logits")
+    except KeyError:
+        return None
+    if means.ndim == 3 and means.shape[1] != means.shape[2]:
+        return (
+            f"class_means_logits has {means.shape[2]} outputs for {means.shape[1]} classes: "
+            "not logits (a hidden layer?); the L-model's H (eq. (8)) acts on K logits"
+        )
+    return None
+
+
+def _check_classes(stream: Stream) -> str | None:
+    try:
+        _, means = stream.array("class_means_logits")
+    except KeyError:
+        return None
+    if means.ndim == 3 and means.shape[1] < 2:
+        return f"{means.shape[1]} class recorded; the LE-SDE needs K >= 2"
+    return None
+
+
+def _check_loss(stream: Stream) -> str | None:
+    loss = stream.setting("loss")
+    if loss is None:
+        return None
+    if loss != "cross-entropy":  # the name ncdynamics.training.train gives it
+        return (
+            f"loss {loss!r}: the L-model linearises softmax cross-entropy logit dynamics "
+            "((B.1)-(B.6) of [1])"
+        )
+    return None
+
+
+def _check_learning_rate(stream: Stream) -> str | None:
+    try:
+        steps, lr = stream.scalar("lr")
+    except KeyError:
+        steps, lr = np.empty(0), np.empty(0)
+    if lr.size:
+        low, high = float(lr.min()), float(lr.max())
+        if high > low * (1 + 1e-9):
+            change = int(np.flatnonzero(np.abs(lr - lr[0]) > 1e-9 * abs(lr[0]))[0])
+            return (
+                f"recorded lr changes from {lr[0]:.4g} to {lr[change]:.4g} at step "
+                f"{steps[change]:.0f}; the LE-SDE rates are per iteration at a fixed step "
+                "size (eq. (1))"
+            )
+        return None
+    milestones = stream.setting("milestones")
+    gamma = stream.setting("gamma", 0.1)
+    if milestones and gamma not in (None, 1, 1.0):
+        return (
+            f"configured learning-rate drops at {list(milestones)} (factor {gamma}); the "
+            "LE-SDE rates are per iteration at a fixed step size (eq. (1))"
+        )
+    return None
+
+
+ASSUMPTIONS = (
+    Assumption("features", "class means of the K logits (eq. (8))", _check_logits),
+    Assumption("classes", "K >= 2 classes", _check_classes),
+    Assumption("loss", "softmax cross-entropy (App. B)", _check_loss),
+    Assumption("learning rate", "constant step size (eq. (1))", _check_learning_rate),
+)
+
+
+# ---------------------------------------------------------------------------- the fit
+def _time_unit(stream: Stream) -> str:
+    """What a step of the stream is: an SGD iteration, an epoch, or just a record step."""
+    if stream.setting("n_iter") is not None:
+        return "iteration"
+    if stream.setting("epochs") is not None:
+        return "epoch"
+    return "step"
+
+
+def _report(fit: MarginRateFit, t_last: float) -> tuple[list[str], Callable[[Array], Array]]:
+    """Names and values of the parameters reported for ``fit`` (functions of theta)."""
+    k = fit.n_classes
+    if fit.law == "constant":
+
+        def values(th: Array) -> Array:
+            a, b = th[2], th[3]
+            return np.array([a, b, (a - b) / k, (a + b / (k - 1)) / k])
+
+        return ["alpha", "beta", "rate_margin", "rate_spread"], values
+
+    def values_pl(th: Array) -> Array:
+        a0, b0, ra, rb = th[2:6]
+        a_end, b_end = a0 * (1 + t_last) ** (-ra), b0 * (1 + t_last) ** (-rb)
+        return np.array([a0, b0, ra, rb, a_end, b_end, a_end - b_end])
+
+    return [
+        "alpha0",
+        "beta0",
+        "r_alpha",
+        "r_beta",
+        "alpha_last",
+        "beta_last",
+        "gap_last",
+    ], values_pl
+
+
+def _log_curve(fit: MarginRateFit, t: Array, which: int, theta: Array) -> Array:
+    """``log|S|`` (``which = 0``) or ``log|b|`` (1) of ``fit`` at ``t`` with ``theta``."""
+    return fit.curves(t, theta)[which]
+
+
+def _heldout_rmse(law: RateLaw, steps: Array, ys: Array, yb: Array, k: int) -> float:
+    """Log-RMSE on the last quarter of the records of ``law`` fitted on the rest."""
+    n_fit = int(math.ceil(HELDOUT_FIT_FRACTION * steps.size))
+    if n_fit < 8 or steps.size - n_fit < 2:  # 6 power-law parameters + 2 spare
+        return math.nan
+    try:
+        part = fit_margin_rates(steps[:n_fit], ys[:n_fit], yb[:n_fit], k, law=law)
+    except (ValueError, np.linalg.LinAlgError):
+        return math.nan
+    fs, fb = part.curves(steps[n_fit:])
+    err = np.concatenate([fs - ys[n_fit:], fb - yb[n_fit:]])
+    return float(np.sqrt(np.mean(err**2))) if np.all(np.isfinite(err)) else math.inf
+
+
+def choose_rate_law(
+    fits: dict[str, MarginRateFit | None], heldout: dict[str, float]
+) -> tuple[str, str]:
+    """``(law, why)``: keep the power law only if AICc and held-out error both prefer it."""
+    const, power = fits["constant"], fits.get("power-law")
+    if const is None:
+        raise ValueError("`fits` must hold the constant-rate fit.")
+    if power is None or not math.isfinite(power.aicc):
+        return "constant", "constant rates kept: too few records for the power law"
+    d_aic = power.aicc - const.aicc
+    h_c, h_p = heldout.get("constant", math.nan), heldout.get("power-law", math.nan)
+    held = (
+        f"held-out log-RMSE {h_p:.3g} vs {h_c:.3g}"
+        if math.isfinite(h_c) and math.isfinite(h_p)
+        else "no held-out comparison (too few records)"
+    )
+    aic = f"AICc {power.aicc:.4g} vs {const.aicc:.4g}"
+    if not d_aic < -AIC_MARGIN:
+        return "constant", f"constant rates kept: power-law {aic} (not lower by > 2); {held}"
+    if math.isfinite(h_c) and math.isfinite(h_p) and h_p > h_c:
+        return "constant", f"constant rates kept: power-law {aic}, but {held} is worse"
+    return "power-law", f"power-law rates chosen: {aic}; {held}"
 
 
 def _fit(stream: Stream) -> TheoryFit:
-    obs = _observe(stream)
-    if not obs:
-        raise ValueError("`class_means_logits` must have shape (T, K, K) (class x logit).")
-    k = stream.array("class_means_logits")[1].shape[1]
-    steps = obs["mean_margin"][0]
+    steps, means = stream.array("class_means_logits")
+    if means.ndim != 3 or means.shape[1] != means.shape[2] or means.shape[1] < 2:
+        raise NotApplicable(
+            f"`class_means_logits` must have shape (T, K, K) with K >= 2 (class x logit); "
+            f"got {means.shape}."
+        )
+    k = int(means.shape[1])
     if steps.size < 3:
         raise ValueError(f"the fit needs at least 3 records; the stream has {steps.size}.")
+    obs = _observe(stream)
     if any(np.any(v == 0) for _, v in obs.values()):
         raise ValueError("a margin projection is exactly zero at some record; log undefined.")
-    lines = {name: _log_line(steps, obs[name][1]) for name in obs}
-    g_s, g_b = lines["mean_margin"][0], lines["margin_spread"][0]
-    alpha, beta = g_s + (k - 1) * g_b, (k - 1) * (g_b - g_s)
-    signs = {name: float(np.sign(obs[name][1][-1])) for name in obs}
+    ys, yb = (np.log(np.abs(obs[n][1])) for n in _OBSERVABLES)
+    fits: dict[str, MarginRateFit | None] = {}
+    for name in RATE_LAWS:
+        try:
+            fits[name] = fit_margin_rates(steps, ys, yb, k, law=name)
+        except ValueError:  # too few records for the power law (3 or 4 need the constant)
+            fits[name] = None
+    heldout: dict[str, float] = {n: _heldout_rmse(n, steps, ys, yb, k) for n in RATE_LAWS}
+    law, why = choose_rate_law(fits, heldout)
+    fit = fits[law]
+    if fit is None:  # choose_rate_law only names a law that was fitted
+        raise RuntimeError(f"the {law} fit is missing.")
+    t_last = float(steps[-1])
+    names, values = _report(fit, t_last)
+    jac = numeric_jacobian(values, fit.theta)
+    cov = (
+        jac @ fit.cov @ jac.T
+        if np.all(np.isfinite(fit.cov))
+        else np.full((len(names),) * 2, np.inf)
+    )
+    vals = values(fit.theta)
+    intervals = intervals_from_covariance(names, vals, cov, fit.dof)
+    params = {n: float(v) for n, v in zip(names, vals, strict=True)}
+    if law == "constant":
+        signs = {"alpha": 1, "rate_margin": 1}
+        bounds: dict[str, tuple[float, float]] = {}
+        gap, tail = params["alpha"] - params["beta"], 0.0
+        spread_shrinks = bool(params["beta"] < 0)
+    else:
+        signs = {"alpha0": 1, "gap_last": 1}
+        bounds = {"r_alpha": TAIL_INDEX_BOUNDS, "r_beta": TAIL_INDEX_BOUNDS}
+        gap, tail = params["gap_last"], min(params["r_alpha"], params["r_beta"])
+        spread_shrinks = bool(params["beta_last"] < 0)
+    # Thm. 2.1 (constant rates: alpha > beta); Thm. 3.1 with Sec. 4's reading (tail index < 1)
+    separable = bool(gap > 0 and tail < 1)
+    unit = _time_unit(stream)
+    units = {n: f"1/{unit}" for n in names if not n.startswith("r_")}
+    units.update({n: "1" for n in names if n.startswith("r_")})
+    sign_of = {n: float(np.sign(obs[n][1][-1])) or 1.0 for n in _OBSERVABLES}
+    scatter = dict(zip(_OBSERVABLES, fit.scatter, strict=True))
 
-    def predict(at: NDArray[np.float64]) -> dict[str, NDArray[np.float64]]:
-        at = np.asarray(at, dtype=np.float64)
-        return {n: signs[n] * np.exp(lines[n][1] + lines[n][0] * at) for n in lines}
+    def predict_with(theta: Array, at: Array) -> dict[str, Array]:
+        fs, fb = fit.curves(np.asarray(at, dtype=np.float64), theta)
+        with np.errstate(over="ignore"):  # margins beyond float range forecast as inf
+            return {
+                "mean_margin": sign_of["mean_margin"] * np.exp(fs),
+                "margin_spread": sign_of["margin_spread"] * np.exp(fb),
+            }
 
+    def predict(at: Array) -> dict[str, Array]:
+        return predict_with(fit.theta, np.asarray(at, dtype=np.float64))
+
+    def band(at: Array) -> dict[str, tuple[Any, Any]]:
+        """The delta method of :func:`~ncdynamics.theories.uncertainty.delta_band`, done on
+        the log curves themselves (finite where the margins overflow)."""
+        t = np.asarray(at, dtype=np.float64)
+        z = float(stats.norm.ppf(0.5 + LEVEL / 2))
+        out: dict[str, tuple[Any, Any]] = {}
+        for i, name in enumerate(_OBSERVABLES):
+            mid = fit.curves(t)[i]
+            if np.all(np.isfinite(fit.cov)):
+                g = numeric_jacobian(partial(_log_curve, fit, t, i), fit.theta)
+                var = np.einsum("ij,jk,ik->i", g, fit.cov, g) + scatter[name] ** 2
+            else:
+                var = np.full(mid.shape, np.inf)
+            half = z * np.sqrt(np.maximum(var, 0.0))
+            with np.errstate(over="ignore"):
+                ends = np.sort(sign_of[name] * np.exp(np.stack([mid - half, mid + half])), axis=0)
+            out[name] = (ends[0], ends[1])
+        return out
+
+    curves = predict(steps)
+    goodness = {
+        f"r2_log_{n}": r_squared(y, np.log(np.abs(curves[n])))
+        for n, y in zip(_OBSERVABLES, (ys, yb), strict=True)
+    }
+    alternatives: dict[str, dict[str, float]] = {}
+    for variant, f in fits.items():
+        alternatives[variant] = {
+            "n_params": float(4 if variant == "constant" else 6),
+            "aic": f.aic if f is not None else math.nan,
+            "aicc": f.aicc if f is not None else math.nan,
+            "heldout_rmse": heldout[variant],
+            "chosen": float(variant == law),
+        }
+        if f is not None:
+            fs, fb = f.curves(steps)
+            alternatives[variant]["r2_log_mean_margin"] = r_squared(ys, fs)
+            alternatives[variant]["r2_log_margin_spread"] = r_squared(yb, fb)
+    notes = [why, f"rates per {unit}; the power law counts time from step 0 as (1 + t) (D.17)"]
+    if np.any(np.sign(obs["mean_margin"][1]) != sign_of["mean_margin"]):
+        notes.append("the mean margin changes sign inside the records; the L-model keeps it")
     return TheoryFit(
         theory="lesde",
-        params={"alpha": alpha, "beta": beta, "rate_margin": g_s, "rate_spread": g_b},
-        goodness={f"r2_log_{n}": lines[n][2] for n in lines},
+        params=params,
+        goodness=goodness,
         predictions={
-            "margins_grow": bool(g_s > 0),
-            "relative_spread_shrinks": bool(g_b < g_s),
+            "rate_law": law,
+            "margins_grow": bool(gap > 0),
+            "relative_spread_shrinks": spread_shrinks,
+            "separable": separable,
+            "min_tail_index": tail,
         },
-        fitted={n: (steps, predict(steps)[n]) for n in lines},
+        fitted={n: (steps, curves[n]) for n in _OBSERVABLES},
         predict=predict,
-        fit_until=float(steps[-1]),
+        fit_until=t_last,
+        notes=tuple(notes),
+        intervals=intervals,
+        interval_method=_METHOD,
+        units=units,
+        bounds=bounds,
+        signs=signs,
+        scales=dict.fromkeys(_OBSERVABLES, "log"),
+        n_fitted=len(fit.names),
+        band=band,
+        alternatives=alternatives,
     )
 
 
 CONFRONTATION = Confrontation(
     theory="lesde",
-    summary="L-model LE-ODE with constant elasticities alpha, beta fitted to class-mean logits",
+    summary=(
+        "L-model LE-ODE fitted to the margins of the class-mean logits, with constant or "
+        "power-law-decaying elasticities alpha, beta (chosen by AICc and held-out error)"
+    ),
     needs=_NEEDS,
     observe=_observe,
     fit=_fit,
+    assumptions=ASSUMPTIONS,
 )

@@ -12,6 +12,8 @@ Estimators of A(t) = int alpha and B(t) = int beta:
 - :func:`estimate_ab_projection` (exact L-model estimator for any K, derived in spec §2.3).
 
 Then :func:`rates_savgol` (alpha-hat, beta-hat), :func:`tail_index` (D.19),
+:func:`fit_margin_rates` (constant or power-law rates fitted to the L-model's margin
+projections, what the confrontation with runs uses),
 :func:`leode_imitation` with :func:`rescale_to_real` and :func:`relative_distance` (D.21),
 and :func:`drift_from_impacts`, the direct estimate of E from the elasticity probe.
 """
@@ -31,11 +33,15 @@ __all__ = [
     "ABEstimate",
     "DirectEstimate",
     "LEODEImitation",
+    "MarginRateFit",
+    "RATE_LAWS",
     "class_means_from_records",
     "drift_from_impacts",
     "estimate_ab_L",
     "estimate_ab_l",
     "estimate_ab_projection",
+    "fit_margin_rates",
+    "integrated_power_rate",
     "leode_imitation",
     "norm_adjust",
     "rates_savgol",
@@ -395,3 +401,242 @@ def drift_from_impacts(
                 e[kk, ll] = lr * proj[np.ix_(src, prb)].sum() / den if den > 0 else np.nan
     off = ~np.eye(k, dtype=bool)
     return DirectEstimate(e, float(np.nanmean(np.diag(e))), float(np.nanmean(e[off])))
+
+
+# ---------------------------------------------------------------- rate laws of the margins
+RateLaw = Literal["constant", "power-law"]
+RATE_LAWS: tuple[RateLaw, ...] = ("constant", "power-law")
+#: Search bounds of the tail indices r_alpha, r_beta of the power-law rates (D.17): below 0
+#: the rates grow, above 1 their integrals A, B converge.
+TAIL_INDEX_BOUNDS = (-1.0, 4.0)
+#: Least residual scale (log units, i.e. relative error) of a margin record: float64 records
+#: of an exact solution fit both rate laws to ~1e-14, and this floor makes such fits tie in
+#: the information criterion, so that the simpler law is kept.
+LOG_RESIDUAL_FLOOR = 1e-9
+_GRID = np.linspace(TAIL_INDEX_BOUNDS[0], TAIL_INDEX_BOUNDS[1], 11)
+
+
+def integrated_power_rate(t: Any, r: float) -> Array:
+    """I(t; r) = int_0^t (1 + u)^{-r} du ([1], (D.17)-(D.18) with alpha_0 = 1).
+
+    ``((1+t)^{1-r} - 1)/(1 - r)``, continuous through ``r = 1`` (``log(1+t)``) and equal to
+    ``t`` at ``r = 0`` (constant rates).
+    """
+    x = np.log1p(np.asarray(t, dtype=np.float64))
+    a = 1.0 - float(r)
+    if abs(a) < 1e-8:
+        return np.asarray(x * (1.0 + a * x / 2.0), dtype=np.float64)
+    return np.asarray(np.expm1(a * x) / a, dtype=np.float64)
+
+
+def _power_rate_slope(t: Array, r: float) -> Array:
+    """dI(t; r)/dr of :func:`integrated_power_rate` (for the fit's Jacobian)."""
+    x = np.log1p(t)
+    a = 1.0 - float(r)
+    if abs(a) < 1e-6:  # series in a: d/da [x + a x^2/2 + a^2 x^3/6] = x^2/2 + a x^3/3
+        return np.asarray(-(x**2 / 2.0 + a * x**3 / 3.0), dtype=np.float64)
+    e = np.exp(a * x)
+    return np.asarray(-(a * x * e - np.expm1(a * x)) / a**2, dtype=np.float64)
+
+
+@dataclass(frozen=True)
+class MarginRateFit:
+    """A rate law of the L-model fitted to the logs of the two margin projections.
+
+    With ``A(t) = alpha_0 I(t; r_alpha)`` and ``B(t) = beta_0 I(t; r_beta)``
+    (:func:`integrated_power_rate`; ``r = 0`` gives constant rates ``alpha = alpha_0``),
+    the exact L-model reduction (spec §1.7, eq. (9)) gives
+
+        log|S(t)| = c_S + (A - B)/K,      log|b(t)| = c_b + (A + B/(K-1))/K.
+
+    Attributes
+    ----------
+    law : {"constant", "power-law"}
+    names : tuple of str
+        ``("c_margin", "c_spread", "alpha", "beta")`` or, for the power law,
+        ``("c_margin", "c_spread", "alpha0", "beta0", "r_alpha", "r_beta")``.
+    theta : ndarray of shape (n_params,)
+    cov : ndarray of shape (n_params, n_params)
+        Gauss-Newton covariance of ``theta`` (each observable weighted by its residual scale).
+    dof : int
+        Residuals minus parameters.
+    n_classes : int
+    scatter : ndarray of shape (2,)
+        Residual standard deviation of ``log|S|`` and ``log|b|`` (floored at
+        :data:`LOG_RESIDUAL_FLOOR`).
+    n_records : int
+    aic, aicc : float
+        Akaike's criterion (and its small-sample correction) of the Gaussian likelihood with
+        one variance per observable, the two variances counted as parameters.
+    """
+
+    law: str
+    names: tuple[str, ...]
+    theta: Array
+    cov: Array
+    dof: int
+    n_classes: int
+    scatter: Array
+    n_records: int
+    aic: float
+    aicc: float
+
+    def curves(self, t: Any, theta: Any = None) -> tuple[Array, Array]:
+        """``(log|S|, log|b|)`` of the law at steps ``t`` (with ``theta``, default the fit)."""
+        th = self.theta if theta is None else np.asarray(theta, dtype=np.float64)
+        return _log_curves(self.law, th, np.asarray(t, dtype=np.float64), self.n_classes)
+
+
+def _rates_of(law: str, theta: Array) -> tuple[float, float, float, float]:
+    if law == "constant":
+        return float(theta[2]), float(theta[3]), 0.0, 0.0
+    return float(theta[2]), float(theta[3]), float(theta[4]), float(theta[5])
+
+
+def _log_curves(law: str, theta: Array, t: Array, k: int) -> tuple[Array, Array]:
+    a0, b0, ra, rb = _rates_of(law, theta)
+    a, b = a0 * integrated_power_rate(t, ra), b0 * integrated_power_rate(t, rb)
+    return theta[0] + (a - b) / k, theta[1] + (a + b / (k - 1)) / k
+
+
+def _design(t: Array, k: int, ra: float, rb: float) -> tuple[Array, Array]:
+    """Design matrices of (c_S, c_b, alpha0, beta0) at fixed tail indices."""
+    ia, ib = integrated_power_rate(t, ra), integrated_power_rate(t, rb)
+    one, zero = np.ones_like(t), np.zeros_like(t)
+    x_s = np.stack([one, zero, ia / k, -ib / k], axis=1)
+    x_b = np.stack([zero, one, ia / k, ib / (k * (k - 1))], axis=1)
+    return x_s, x_b
+
+
+def _linear_at(
+    t: Array, ys: Array, yb: Array, k: int, ra: float, rb: float, w: Array
+) -> tuple[Array, float]:
+    """Weighted least squares of (c_S, c_b, alpha0, beta0) at fixed (r_alpha, r_beta)."""
+    x_s, x_b = _design(t, k, ra, rb)
+    x = np.concatenate([w[0] * x_s, w[1] * x_b])
+    y = np.concatenate([w[0] * ys, w[1] * yb])
+    coef = np.linalg.lstsq(x, y, rcond=None)[0]
+    res = y - x @ coef
+    return coef, float(res @ res)
+
+
+def _fit_theta(
+    law: str, t: Array, ys: Array, yb: Array, k: int, w: Array, start: Array | None = None
+) -> Array:
+    """Weighted least squares of the law; the power law starts at ``start`` or at the best
+    point of a grid of tail indices (the other parameters solved linearly there)."""
+    if law == "constant":
+        return _linear_at(t, ys, yb, k, 0.0, 0.0, w)[0]
+    from scipy.optimize import least_squares
+
+    if start is None:
+        best = _best_on_grid(t, ys, yb, k, w)
+        start = np.concatenate([_linear_at(t, ys, yb, k, *best, w)[0], best])
+    start = np.array(start, dtype=np.float64)
+    lo, hi = TAIL_INDEX_BOUNDS
+    start[4:] = np.clip(start[4:], lo + 1e-9, hi - 1e-9)
+
+    def residuals(th: Array) -> Array:
+        fs, fb = _log_curves(law, th, t, k)
+        return np.concatenate([w[0] * (ys - fs), w[1] * (yb - fb)])
+
+    def jacobian(th: Array) -> Array:
+        a0, b0, ra, rb = th[2:6]
+        x_s, x_b = _design(t, k, ra, rb)
+        da, db = a0 * _power_rate_slope(t, ra) / k, b0 * _power_rate_slope(t, rb) / k
+        j_s = np.concatenate([x_s, np.stack([da, -db], axis=1)], axis=1)
+        j_b = np.concatenate([x_b, np.stack([da, db / (k - 1)], axis=1)], axis=1)
+        return -np.concatenate([w[0] * j_s, w[1] * j_b])
+
+    bounds = ([-np.inf] * 4 + [lo, lo], [np.inf] * 4 + [hi, hi])
+    sol = least_squares(
+        residuals, start, jac=jacobian, bounds=bounds, x_scale="jac", xtol=1e-12, ftol=1e-12
+    )
+    return np.asarray(sol.x, dtype=np.float64)
+
+
+def _best_on_grid(t: Array, ys: Array, yb: Array, k: int, w: Array) -> tuple[float, float]:
+    """The (r_alpha, r_beta) of :data:`_GRID` x :data:`_GRID` with the least weighted residual
+    once the linear parameters are solved (all pairs at once, by stacked QR)."""
+    ints = np.stack([integrated_power_rate(t, r) for r in _GRID])  # (G, T)
+    ia, ib = np.repeat(ints, _GRID.size, axis=0), np.tile(ints, (_GRID.size, 1))  # (G^2, T)
+    one, zero = np.ones_like(ia), np.zeros_like(ia)
+    x_s = np.stack([one, zero, ia / k, -ib / k], axis=2)  # (G^2, T, 4)
+    x_b = np.stack([zero, one, ia / k, ib / (k * (k - 1))], axis=2)
+    x = np.concatenate([w[0] * x_s, w[1] * x_b], axis=1)  # (G^2, 2T, 4)
+    y = np.concatenate([w[0] * ys, w[1] * yb])
+    scale = np.linalg.norm(x, axis=1, keepdims=True)  # columns to unit norm: conditioning
+    q = np.linalg.qr(x / np.where(scale > 0, scale, 1.0))[0]
+    sse = float(y @ y) - np.sum(np.einsum("gnk,n->gk", q, y) ** 2, axis=1)
+    best = int(np.argmin(sse))
+    return float(_GRID[best // _GRID.size]), float(_GRID[best % _GRID.size])
+
+
+def fit_margin_rates(
+    steps: Any,
+    log_margin: Any,
+    log_spread: Any,
+    n_classes: int,
+    *,
+    law: RateLaw = "constant",
+) -> MarginRateFit:
+    """Fit a rate law of the L-model to ``log|S|`` and ``log|b|`` ([1], eq. (9), (D.17)).
+
+    The two observables are fitted jointly (they share alpha and beta), each weighted by
+    the inverse of its residual scale, re-estimated three times; this maximises the
+    Gaussian likelihood with one variance per observable. The power law is searched on a
+    grid of tail indices (the other parameters enter linearly) and then refined, with
+    ``r_alpha``, ``r_beta`` in :data:`TAIL_INDEX_BOUNDS`.
+
+    Parameters
+    ----------
+    steps : ndarray of shape (T,)
+        Record times (the stream's steps; the rate laws count time from step 0).
+    log_margin, log_spread : ndarray of shape (T,)
+        ``log|S|`` and ``log|b|`` (any constant offset is absorbed by ``c_S``, ``c_b``).
+    n_classes : int
+        K >= 2.
+    law : {"constant", "power-law"}
+
+    Returns
+    -------
+    MarginRateFit
+    """
+    from ..uncertainty import covariance_from_jacobian, numeric_jacobian
+
+    t = check_array(steps, "steps", ndim=1, dtype=np.float64)
+    ys = check_array(log_margin, "log_margin", shape=t.shape, dtype=np.float64)
+    yb = check_array(log_spread, "log_spread", shape=t.shape, dtype=np.float64)
+    k = check_int(n_classes, "n_classes", low=2)
+    check_option(law, "law", RATE_LAWS)
+    n_params = 4 if law == "constant" else 6
+    if 2 * t.size <= n_params:
+        raise ValueError(
+            f"`steps` must hold more than {n_params // 2} records for the {law} law; got {t.size}."
+        )
+    w = np.ones(2)
+    theta = _fit_theta(law, t, ys, yb, k, w)
+    for i in range(3):
+        if i:
+            theta = _fit_theta(law, t, ys, yb, k, w, theta)
+        fs, fb = _log_curves(law, theta, t, k)
+        sse = np.array([np.sum((ys - fs) ** 2), np.sum((yb - fb) ** 2)])
+        scatter = np.sqrt(np.maximum(sse / t.size, LOG_RESIDUAL_FLOOR**2))
+        w = 1.0 / scatter
+
+    def weighted(th: Array) -> Array:
+        f1, f2 = _log_curves(law, th, t, k)
+        return np.concatenate([w[0] * (ys - f1), w[1] * (yb - f2)])
+
+    cov, _, dof = covariance_from_jacobian(numeric_jacobian(weighted, theta), weighted(theta))
+    n_res, n_par = 2 * t.size, n_params + 2  # the two variances are parameters too
+    loglik = -0.5 * t.size * float(np.sum(np.log(2 * np.pi * scatter**2) + 1.0))
+    aic = 2 * n_par - 2 * loglik
+    spare = n_res - n_par - 1
+    aicc = aic + 2 * n_par * (n_par + 1) / spare if spare > 0 else np.inf
+    names = (
+        ("c_margin", "c_spread", "alpha", "beta")
+        if law == "constant"
+        else ("c_margin", "c_spread", "alpha0", "beta0", "r_alpha", "r_beta")
+    )
+    return MarginRateFit(law, names, theta, cov, dof, k, scatter, t.size, aic, float(aicc))

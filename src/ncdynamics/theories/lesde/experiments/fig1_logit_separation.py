@@ -31,6 +31,7 @@ from .geomnist_trials import (
     N_CLASSES,
     TrialsConfig,
     log_validation,
+    record_class_means,
     smooth_window,
     train,
     trials_settings,
@@ -54,6 +55,7 @@ def run_fig1(config: Fig1Config, run: RunWriter, *, seed: int, progress: bool) -
     """Separation of logits: 1-D projections on nu (C.24) and 3-D class-mean paths."""
     rec = train(trials_settings(config), 0.0, seed)
     log_validation(run, rec)
+    record_class_means(run, rec)
     means = class_means_from_records(rec.logits, rec.labels, N_CLASSES, fill="ffill")
     k, l = config.pair
     nu = projection_direction(means, k, l)

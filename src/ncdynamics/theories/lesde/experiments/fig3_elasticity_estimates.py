@@ -34,6 +34,7 @@ from .geomnist_trials import (
     TrialsConfig,
     load_geomnist,
     log_validation,
+    record_class_means,
     smooth_window,
     train_on,
     trials_settings,
@@ -100,6 +101,7 @@ def run_fig3(config: Fig3Config, run: RunWriter, *, seed: int, progress: bool) -
 
     rec = train_on(ds, cfg, seed, callback=probe)
     log_validation(run, rec)
+    record_class_means(run, rec)
     means = class_means_from_records(rec.logits, rec.labels, N_CLASSES, fill="ffill")
     w = smooth_window(config.window, config.n_iter)
     est = {

@@ -19,7 +19,14 @@ from ....training.trials import run_trials
 from ...experiment import RunWriter
 from ..estimate import class_means_from_records, estimate_ab_l, tail_index
 from .claims import claim
-from .geomnist_trials import N_CLASSES, TrialsConfig, log_validation, train_worker, trials_settings
+from .geomnist_trials import (
+    N_CLASSES,
+    TrialsConfig,
+    log_validation,
+    record_class_means,
+    train_worker,
+    trials_settings,
+)
 from .plotting import Figure, plt
 
 __all__ = ["P_STAR", "Fig4Config", "plot_fig4", "run_fig4"]
@@ -49,6 +56,7 @@ def run_fig4(config: Fig4Config, run: RunWriter, *, seed: int, progress: bool) -
         r_beta.append(tail_index(ab.B, tail=config.tail))
         finals.append((float(rec.val_loss[-1].mean()), float(rec.val_acc[-1].mean())))
         log_validation(run, rec, prefix=f"p{i}_")
+        record_class_means(run, rec, prefix=f"p{i}/")  # one stream per p_err
         run.log(i, {"p_err": p_err, "r_alpha": r_alpha[-1], "r_beta": r_beta[-1]})
         run.save_array("val_loss", i, rec.val_loss)
         run.save_array("val_acc", i, rec.val_acc)

@@ -31,6 +31,7 @@ from .geomnist_trials import (
     N_CLASSES,
     TrialsConfig,
     log_validation,
+    record_class_means,
     smooth_window,
     train,
     trials_settings,
@@ -54,6 +55,7 @@ def run_fig5(config: Fig5Config, run: RunWriter, *, seed: int, progress: bool) -
     """LE-ODE imitation of the real class-mean logits, and the relative distance RD."""
     rec = train(trials_settings(config), 0.0, seed)
     log_validation(run, rec)
+    record_class_means(run, rec)
     means = class_means_from_records(rec.logits, rec.labels, N_CLASSES, fill="ffill")
     w = smooth_window(config.window, config.n_iter)
     rng = np.random.default_rng(seed)

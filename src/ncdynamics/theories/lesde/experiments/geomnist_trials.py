@@ -3,15 +3,18 @@
 R LeNets are trained at once on GEOMNIST (three shape classes) at batch size 1 with plain
 SGD (:func:`~ncdynamics.theories.lesde.trials.train_trials`). This module holds the
 settings every training figure inherits (:class:`TrialsConfig`), loading the data with a
-given label-noise rate, training, logging the validation curves, and the Savitzky--Golay
-window bound; each figure module adds what it measures on the trials.
+given label-noise rate, training, logging the validation curves and the class-mean logits
+(what ``ncdyn compare`` confronts the L-model with), and the Savitzky--Golay window bound;
+each figure module adds what it measures on the trials.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass
 from typing import Any
 
+import numpy as np
 import torch
 
 from ....data import Dataset, load
@@ -23,6 +26,7 @@ __all__ = [
     "TrialsConfig",
     "load_geomnist",
     "log_validation",
+    "record_class_means",
     "smooth_window",
     "train",
     "train_on",
@@ -112,6 +116,42 @@ def log_validation(run: RunWriter, rec: TrialRecords, prefix: str = "") -> None:
             },
         )
     run.flush()
+
+
+#: About this many records of the class-mean logits per trained stream.
+N_MEAN_RECORDS = 40
+#: Least number of drawn samples (iterations x trials) a record averages over.
+MIN_SAMPLES_PER_RECORD = 30
+
+
+def record_class_means(run: RunWriter, rec: TrialRecords, prefix: str = "") -> int:
+    """Save the class-mean logits of the trials as array ``class_means_logits`` (K, K).
+
+    The same name (and prefix rule: ``/`` becomes ``.``) as the ``class_means`` probe of the
+    :class:`~ncdynamics.training.Recorder`, so that ``ncdyn compare`` confronts the L-model
+    with these runs. Each record is the paper's class mean ([1], Sec. 4.1: the pre-update
+    logits of the drawn samples, averaged over the trials by training label) pooled over a
+    block of consecutive iterations, about :data:`N_MEAN_RECORDS` blocks of equal width and
+    at least :data:`MIN_SAMPLES_PER_RECORD` draws each, stored at the block's middle
+    iteration. A block in which some class was never drawn is skipped. Returns the number
+    of records written.
+    """
+    n_iter, n_trials = rec.labels.shape
+    k = rec.logits.shape[2]
+    width = max(n_iter // N_MEAN_RECORDS, math.ceil(MIN_SAMPLES_PER_RECORD / n_trials), 1)
+    name = f"{prefix}class_means_logits".replace("/", ".")
+    written = 0
+    for start in range(0, n_iter - width + 1, width):
+        labels = rec.labels[start : start + width].ravel()
+        logits = rec.logits[start : start + width].reshape(-1, k).astype(np.float64)
+        counts = np.bincount(labels, minlength=k)
+        if np.any(counts == 0):
+            continue
+        sums = np.zeros((k, k))
+        np.add.at(sums, labels, logits)
+        run.save_array(name, start + (width - 1) // 2, sums / counts[:, None])
+        written += 1
+    return written
 
 
 def smooth_window(window: int, n: int) -> int:
