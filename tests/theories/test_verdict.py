@@ -113,3 +113,37 @@ def test_ahead_predictions_given_by_the_theory_are_used():
     fit = TheoryFit(**{**fit.__dict__, "ahead": {"v": (steps[1:], obs[1:] * 1.001)}})
     numbers = skill(fit, {"v": (steps, obs)})
     assert numbers["v.ahead_skill_vs_persistence"] > 0.99
+
+
+def test_ahead_predictions_are_also_scored_against_the_power_law():
+    steps = np.arange(0.0, 40.0, 2.0)
+    obs = np.exp(-0.1 * steps)
+    base = _fit(steps[1:], obs[1:])
+    fit = TheoryFit(**{**base.__dict__, "ahead": {"v": (steps[1:], obs[1:] * 1.0001)}})
+    numbers = skill(fit, {"v": (steps, obs)})
+    assert numbers["v.ahead_skill_vs_power_law"] > 0.99
+
+
+def test_a_zero_holding_interval_is_reported_before_the_sign():
+    steps = np.arange(10.0)
+    fit = _fit(
+        steps, steps, params={"rate": -0.007}, signs={"rate": 1}, intervals={"rate": (-0.02, 0.005)}
+    )
+    assert "indistinguishable from zero" in degeneracy(fit)
+
+
+def test_a_log_fitted_rate_spanning_decades_is_not_determined():
+    steps = np.arange(10.0)
+    fit = _fit(
+        steps, steps, params={"rate": 1e-3}, signs={"rate": 1}, intervals={"rate": (1e-5, 0.1)}
+    )
+    assert "not determined" in degeneracy(fit)
+
+
+def test_bands_of_overflowing_predictions_are_infinite_not_errors():
+    def grows(th, at):
+        with np.errstate(over="ignore"):
+            return {"y": np.exp(th[0] * at)}
+
+    lo, hi = delta_band(grows, [400.0], np.eye(1) * 1e-60, np.array([1.0, 2.0]))["y"]
+    assert np.isfinite(hi[0]) and np.isinf(hi[1]) and not np.any(np.isnan(lo))

@@ -94,7 +94,11 @@ def intervals_from_covariance(
     for name, v, vv, log in zip(names, vals, var, logs, strict=True):
         half = q * np.sqrt(vv) if np.isfinite(vv) and vv >= 0 else np.inf
         lo, hi = (v - half, v + half) if np.isfinite(half) else (-np.inf, np.inf)
-        out[name] = (float(np.exp(lo)), float(np.exp(hi))) if log else (float(lo), float(hi))
+        if log:
+            with np.errstate(over="ignore"):  # an interval beyond 1e308 is simply infinite
+                out[name] = (float(np.exp(lo)), float(np.exp(hi)))
+        else:
+            out[name] = (float(lo), float(hi))
     return out
 
 
@@ -113,8 +117,12 @@ def numeric_jacobian(
         up, down = th.copy(), th.copy()
         up[i] += h
         down[i] -= h
-        diff = np.asarray(func(up), np.float64).ravel() - np.asarray(func(down), np.float64).ravel()
-        jac[:, i] = diff / (2 * h)
+        with np.errstate(invalid="ignore", over="ignore"):  # inf - inf: no finite slope
+            diff = (
+                np.asarray(func(up), np.float64).ravel()
+                - np.asarray(func(down), np.float64).ravel()
+            )
+            jac[:, i] = diff / (2 * h)
     return jac
 
 
@@ -154,14 +162,18 @@ def delta_band(
         mid = np.log(np.abs(value)) if name in logs else value
         if np.all(np.isfinite(cv)):
             g = numeric_jacobian(transformed(name), th)
-            var = np.einsum("ij,jk,ik->i", g, cv, g)
+            with np.errstate(invalid="ignore", over="ignore"):
+                var = np.einsum("ij,jk,ik->i", g, cv, g)
+            var = np.where(np.isfinite(var), var, np.inf)
         else:
             var = np.full(mid.shape, np.inf)
         var = var + float((scatter or {}).get(name, 0.0)) ** 2
         half = z * np.sqrt(np.maximum(var, 0.0))
-        lo, hi = mid - half, mid + half
-        if name in logs:
-            sign = np.sign(value)
-            lo, hi = np.sort(np.stack([sign * np.exp(lo), sign * np.exp(hi)]), axis=0)
+        with np.errstate(invalid="ignore", over="ignore"):  # inf centre or width: inf band
+            lo = np.where(np.isfinite(mid), mid - half, mid)
+            hi = np.where(np.isfinite(mid), mid + half, mid)
+            if name in logs:
+                sign = np.sign(value)
+                lo, hi = np.sort(np.stack([sign * np.exp(lo), sign * np.exp(hi)]), axis=0)
         out[name] = (lo, hi)
     return out

@@ -6,7 +6,8 @@ that depend on the fit alone, in this order:
 1. ``degenerate`` (:func:`degeneracy`): a parameter or its interval is not finite, a
    parameter sits at a bound of its search (the data wanted it further), a parameter the
    theory requires to have a sign has the other one (unphysical), or its 95% interval holds
-   zero (a rate indistinguishable from zero), or there are fewer than ``n_free + 2`` records.
+   zero (a rate indistinguishable from zero) or spans more than ``SPAN_MAX`` (a rate fitted in
+   log that the records do not determine), or there are fewer than ``n_free + 2`` records.
 2. ``fails`` (:func:`judge`): for some observable, the theory's curve explains less than
    ``R2_MIN`` of the variance on the observable's scale, or it predicts the next record worse
    than carrying the last one forward (persistence), or a power law in training time beats
@@ -42,6 +43,7 @@ from .confrontation import Series, TheoryFit
 __all__ = [
     "BOUND_TOL",
     "R2_MIN",
+    "SPAN_MAX",
     "VERDICTS",
     "Verdict",
     "degeneracy",
@@ -66,6 +68,9 @@ VERDICTS: tuple[VerdictName, ...] = (
 )
 #: Least fraction of an observable's variance (on its scale) the theory's curve must explain.
 R2_MIN = 0.9
+#: A signed parameter whose 95% interval spans more than this factor is not determined by the
+#: records (a rate fitted in log never has an interval holding zero; this is its analogue).
+SPAN_MAX = 100.0
 #: A parameter within this relative distance of a search bound (in log for positive bounds)
 #: is at the bound.
 BOUND_TOL = 1e-3
@@ -105,9 +110,6 @@ def degeneracy(fit: TheoryFit, n_records: int | None = None) -> str | None:
                 return f"{name} = {value:.4g} is at the {side} bound {bound:.4g} of its search"
     for name, sign in fit.signs.items():
         value = fit.params[name]
-        if value * sign <= 0:
-            want = "positive" if sign > 0 else "negative"
-            return f"{name} = {value:.4g} is unphysical (the theory needs it {want})"
         low, high = fit.intervals.get(name, (value, value))
         if not (math.isfinite(low) and math.isfinite(high)):
             return f"{name} is not identifiable from these records (its interval is infinite)"
@@ -115,6 +117,14 @@ def degeneracy(fit: TheoryFit, n_records: int | None = None) -> str | None:
             return (
                 f"{name} = {value:.3g} is indistinguishable from zero "
                 f"(95% interval {low:.3g} to {high:.3g})"
+            )
+        if value * sign <= 0:
+            want = "positive" if sign > 0 else "negative"
+            return f"{name} = {value:.4g} is unphysical (the theory needs it {want})"
+        if low * high > 0 and max(abs(low), abs(high)) > SPAN_MAX * min(abs(low), abs(high)):
+            return (
+                f"{name} = {value:.3g} is not determined by these records "
+                f"(95% interval {low:.3g} to {high:.3g} spans more than {SPAN_MAX:g}×)"
             )
     return None
 
@@ -196,12 +206,27 @@ def skill(fit: TheoryFit, observed: Mapping[str, Series]) -> dict[str, float]:
             err = float(np.sum((target[1:] - pred) ** 2)) if np.all(np.isfinite(pred)) else math.inf
             persist = float(np.sum(np.diff(target) ** 2))
             out[f"{name}.ahead_skill_vs_persistence"] = _skill(err, persist)
-            if g is not None and target.size == g.size:
-                law_pred = target[:-1] + np.diff(g)
+            law_at = _law_at(observed[name], steps, target.size)
+            if law_at is not None:
+                law_pred = target[:-1] + np.diff(_transform(law_at, scale))
                 out[f"{name}.ahead_skill_vs_power_law"] = _skill(
                     err, float(np.sum((target[1:] - law_pred) ** 2))
                 )
     return out
+
+
+def _law_at(
+    observed: Series, steps: NDArray[np.float64], n_target: int
+) -> NDArray[np.float64] | None:
+    """The power law in time fitted to the observed records from the one before ``steps[0]``
+    (when the theory's predictions start one record late) to ``steps[-1]``, at those records;
+    ``None`` when it cannot be fitted or does not line up with the ``n_target`` targets."""
+    all_steps, values = observed
+    first = int(np.searchsorted(all_steps, steps[0])) - (n_target - steps.size)
+    last = int(np.searchsorted(all_steps, steps[-1])) + 1
+    if first < 0 or last - first != n_target:
+        return None
+    return power_law_in_time(all_steps[first:last], values[first:last])
 
 
 def _ahead(

@@ -29,7 +29,9 @@ estimate
     Savitzky--Golay, tail indices, LE-ODE imitation and its relative distance, and the direct
     drift-matrix estimate from the elasticity probe.
 confront
-    The L-model LE-ODE with constant elasticities confronted with a run.
+    The L-model LE-ODE confronted with a run's class-mean logits: constant or
+    power-law-decaying elasticities, chosen by AICc and held-out error, with intervals, signs
+    and the declared regime.
 experiments
     One module per figure or theorem of [1], and ``EXPERIMENTS``.
 
