@@ -1,5 +1,8 @@
-"""Training loops, the Recorder, checkpoints and the trial pool."""
+"""Training loops, the Recorder, checkpoints, the trial pool, and the sinks and callbacks
+that connect the Recorder to other trackers (TensorBoard, MLflow, Weights & Biases) and
+trainers (PyTorch Lightning, Hugging Face transformers)."""
 
+from .hf_callback import transformers_callback as transformers_callback
 from .loop import CheckpointStore as CheckpointStore
 from .loop import TrainConfig as TrainConfig
 from .loop import TrainResult as TrainResult
@@ -7,6 +10,7 @@ from .loop import default_device as default_device
 from .loop import param_groups as param_groups
 from .loop import train as train
 from .loop import train_with_config as train_with_config
+from .mlflow_sink import MLflowSink as MLflowSink
 from .recorder import Recorder as Recorder
 from .recorder import Schedule as Schedule
 from .recorder import Sink as Sink
@@ -14,11 +18,13 @@ from .sinks import TeeSink as TeeSink
 from .sinks import TensorBoardSink as TensorBoardSink
 from .sinks import lightning_callback as lightning_callback
 from .trials import TrialError as TrialError
+from .wandb_sink import WandbSink as WandbSink
 from .trials import default_workers as default_workers
 from .trials import run_trials as run_trials
 
 __all__ = [
     "CheckpointStore",
+    "MLflowSink",
     "Recorder",
     "Schedule",
     "Sink",
@@ -27,6 +33,7 @@ __all__ = [
     "TrainConfig",
     "TrainResult",
     "TrialError",
+    "WandbSink",
     "default_device",
     "default_workers",
     "lightning_callback",
@@ -34,4 +41,5 @@ __all__ = [
     "run_trials",
     "train",
     "train_with_config",
+    "transformers_callback",
 ]
