@@ -104,9 +104,7 @@ def mlflow_client(monkeypatch):
     return MlflowClient
 
 
-def test_mlflow_sink_writes_a_file_store_that_mlflows_client_reads(
-    mlflow_client, rng, tmp_path
-):
+def test_mlflow_sink_writes_a_file_store_that_mlflows_client_reads(mlflow_client, rng, tmp_path):
     run = create(tmp_path / "run", config=CONFIG)
     sink = MLflowSink(tmp_path / "mlruns", experiment="trackers", run_name="r1", params=CONFIG)
     tee = TeeSink(run, sink)
@@ -214,7 +212,10 @@ def test_wandb_sink_offline_run_holds_the_history_summary_and_arrays(rng, tmp_pa
     for record in _wandb_records(log_file):
         kind = record.WhichOneof("record_type")
         if kind == "history":
-            row = {"/".join(i.nested_key) or i.key: json.loads(i.value_json) for i in record.history.item}
+            row = {
+                "/".join(i.nested_key) or i.key: json.loads(i.value_json)
+                for i in record.history.item
+            }
             history[row["_step"]] = row
         elif kind == "summary":
             for u in record.summary.update:

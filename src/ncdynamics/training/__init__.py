@@ -18,9 +18,9 @@ from .sinks import TeeSink as TeeSink
 from .sinks import TensorBoardSink as TensorBoardSink
 from .sinks import lightning_callback as lightning_callback
 from .trials import TrialError as TrialError
-from .wandb_sink import WandbSink as WandbSink
 from .trials import default_workers as default_workers
 from .trials import run_trials as run_trials
+from .wandb_sink import WandbSink as WandbSink
 
 __all__ = [
     "CheckpointStore",

@@ -45,9 +45,7 @@ def _import_mlflow() -> Any:
         import mlflow.entities
         import mlflow.tracking
     except ImportError:
-        raise ImportError(
-            "MLflowSink needs MLflow: pip install 'ncdynamics[mlflow]'."
-        ) from None
+        raise ImportError("MLflowSink needs MLflow: pip install 'ncdynamics[mlflow]'.") from None
     return mlflow
 
 

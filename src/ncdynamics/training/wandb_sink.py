@@ -40,7 +40,9 @@ def _import_wandb() -> Any:
     try:
         import wandb
     except ImportError:
-        raise ImportError("WandbSink needs Weights & Biases: pip install 'ncdynamics[wandb]'.") from None
+        raise ImportError(
+            "WandbSink needs Weights & Biases: pip install 'ncdynamics[wandb]'."
+        ) from None
     return wandb
 
 
