@@ -165,6 +165,16 @@ def test_mlflow_sink_logs_into_a_given_run_and_leaves_it_open(mlflow_client, tmp
         MLflowSink(tmp_path / "mlruns", experiment="")
 
 
+def test_mlflow_sink_as_a_context_manager_fails_its_run_on_an_error(mlflow_client, tmp_path):
+    with pytest.raises(ZeroDivisionError):
+        with MLflowSink(tmp_path / "mlruns", experiment="e") as sink:
+            sink.log(0, {"a": 1.0})
+            1 / 0
+    found = mlflow_client(tracking_uri=sink.tracking_uri).get_run(sink.run_id)
+    assert found.info.status == "FAILED"
+    assert found.data.tags["ncdynamics.error"] == "ZeroDivisionError: division by zero"
+
+
 # ---------------------------------------------------------------------------- W&B
 def _wandb_records(path):
     """The protobuf records of a W&B ``.wandb`` file (a LevelDB-style log of 32 KiB blocks:
