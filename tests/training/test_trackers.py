@@ -169,7 +169,7 @@ def test_mlflow_sink_as_a_context_manager_fails_its_run_on_an_error(mlflow_clien
     with pytest.raises(ZeroDivisionError):
         with MLflowSink(tmp_path / "mlruns", experiment="e") as sink:
             sink.log(0, {"a": 1.0})
-            1 / 0
+            raise ZeroDivisionError("division by zero")
     found = mlflow_client(tracking_uri=sink.tracking_uri).get_run(sink.run_id)
     assert found.info.status == "FAILED"
     assert found.data.tags["ncdynamics.error"] == "ZeroDivisionError: division by zero"
