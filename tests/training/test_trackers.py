@@ -190,8 +190,8 @@ def _wandb_records(path):
             pos += left
             continue
         _crc, length, kind = struct.unpack("<IHB", raw[pos : pos + 7])
-        if length == 0 and kind == 0:
-            break
+        if (length == 0 and kind == 0) or pos + 7 + length > len(raw):
+            break  # the end, or a record still being written
         data, pos = raw[pos + 7 : pos + 7 + length], pos + 7 + length
         if kind in (1, 2):  # full, first
             pieces = data
@@ -201,6 +201,20 @@ def _wandb_records(path):
             record = wandb_internal_pb2.Record()
             record.ParseFromString(pieces)
             yield record
+
+
+def _finished_wandb_log(path, patience=60.0):
+    """The records of a W&B log once its `exit` record is there: W&B's service process
+    writes the file and may still be closing it when `run.finish()` returns."""
+    import time
+
+    deadline = time.monotonic() + patience
+    while True:
+        records = list(_wandb_records(path))
+        if any(r.WhichOneof("record_type") == "exit" for r in records):
+            return records
+        assert time.monotonic() < deadline, f"{path.name} has no exit record after {patience} s"
+        time.sleep(0.2)
 
 
 def test_wandb_sink_offline_run_holds_the_history_summary_and_arrays(rng, tmp_path, monkeypatch):
@@ -219,7 +233,7 @@ def test_wandb_sink_offline_run_holds_the_history_summary_and_arrays(rng, tmp_pa
     (run_dir,) = (tmp_path / "wb" / "wandb").glob("offline-run-*")
     (log_file,) = run_dir.glob("run-*.wandb")
     history, summary, files, config = {}, {}, [], {}
-    for record in _wandb_records(log_file):
+    for record in _finished_wandb_log(log_file):
         kind = record.WhichOneof("record_type")
         if kind == "history":
             row = {
