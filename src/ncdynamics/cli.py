@@ -81,6 +81,7 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     _common(demo, out_help="run directory (default runs/demo)")
     _runner_flags(demo)
+    _format_flag(demo, "RUN/table.csv or RUN/table.tex")
 
     lst = sub.add_parser(
         "list",
@@ -251,6 +252,9 @@ def _build_parser() -> argparse.ArgumentParser:
         "--retries", type=int, default=1, help="extra attempts for a failed run (default 1)"
     )
     swp.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    _format_flag(
+        swp, "SWEEP/table.csv (every column) or SWEEP/table.tex (grid, seed, status, summary)"
+    )
     return parser
 
 
@@ -328,6 +332,13 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
             progress=not args.no_progress,
         )
     path = report.write_sweep_report(result.path)
+    if args.format == "csv":  # the whole table, as table.csv holds it
+        _print_table(result.table, "csv", result.path / "table.csv", index=False, write=False)
+    elif args.format == "latex":  # the columns a paper shows
+        from .experiments.sweep import sweep_summary_table
+
+        table = sweep_summary_table(result.path)
+        _print_table(table, "latex", result.path / "table.tex", index=False)
     print(
         f"runs:   {len(points)} ({len(result.completed)} completed now, "
         f"{len(result.skipped)} already completed, {len(result.failed)} failed)"
@@ -489,8 +500,13 @@ def _run_and_report(
         **overrides,
     )
     table = run.summary.get("table")
+    fmt = getattr(args, "format", "text")  # `run` has no --format: text
     if isinstance(table, dict) and table and all(isinstance(v, dict) for v in table.values()):
-        print(_format_table(table))
+        if fmt == "text":
+            print(_format_table(table))
+        else:
+            suffix = "csv" if fmt == "csv" else "tex"
+            _print_table(_summary_frame(table), fmt, run.path / f"table.{suffix}", index=True)
     path = report.write_report(run)
     print(f"run:    {run.path}")
     print(f"report: {path}")
@@ -536,7 +552,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         out = args.out if args.out is not None else Path("runs/demo")
         code = _run_and_report("demo", args.preset, out, args, {})
         print("\ntheory against run (ncdyn compare):")
-        return code or _cmd_compare(argparse.Namespace(run_dir=out, out=None))
+        compare_args = argparse.Namespace(run_dir=out, out=None, format=args.format)
+        return code or _cmd_compare(compare_args)
     if args.command == "run":
         overrides = _parse_overrides(args.overrides, args.config)
         return _run_and_report(args.experiment, args.preset, args.out, args, overrides)
@@ -615,6 +632,55 @@ def _os_error_line(exc: OSError, args: argparse.Namespace) -> str:
                 path = getattr(args, attr)
                 break
     return f"{what}: {str(path)!r}" if path is not None else str(what)
+
+
+# ---------------------------------------------------------------------------- --format
+FORMATS = ("text", "csv", "latex")
+
+
+def _format_flag(p: argparse.ArgumentParser, files: str) -> None:
+    """``--format {text,csv,latex}``: how a command prints its table (and which file it adds)."""
+    p.add_argument(
+        "--format",
+        default="text",
+        choices=FORMATS,
+        help=f"how the table is printed: text (default), csv or latex; csv and latex are "
+        f"also written to {files}",
+    )
+
+
+def _summary_frame(table: dict[str, dict[str, float]]) -> Any:
+    """An experiment's summary table ``{row: {column: value}}`` as a DataFrame (rows in
+    order, columns in order of first appearance)."""
+    import pandas as pd
+
+    cols = list(dict.fromkeys(k for row in table.values() for k in row))
+    frame = pd.DataFrame.from_dict(table, orient="index")
+    return frame.reindex(columns=cols)
+
+
+def _table_text(df: Any, fmt: str, *, index: bool) -> str:
+    """``df`` as CSV (full precision) or as a LaTeX tabular (4 significant digits, special
+    characters escaped, missing values as ``--``)."""
+    if fmt == "csv":
+        return str(df.to_csv(index=index))
+    if fmt == "latex":
+        return str(
+            df.to_latex(index=index, float_format=lambda v: f"{v:.4g}", escape=True, na_rep="--")
+        )
+    raise ValueError(f"`--format` must be one of {', '.join(FORMATS)}; got {fmt!r}.")
+
+
+def _print_table(df: Any, fmt: str, path: Path, *, index: bool, write: bool = True) -> None:
+    """Print ``df`` in ``fmt`` (csv or latex) and write the same text to ``path``
+    atomically (``write=False``: the file exists already, written by the library)."""
+    text = _table_text(df, fmt, index=index)
+    print(text, end="" if text.endswith("\n") else "\n")
+    if write:
+        from .runs._io import atomic_write
+
+        atomic_write(path, lambda p: p.write_text(text))
+        print(f"table:  {path}")
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -47,6 +47,7 @@ __all__ = [
     "is_sweep",
     "read_sweep_table",
     "sweep",
+    "sweep_summary_table",
     "write_sweep_table",
 ]
 
@@ -371,6 +372,32 @@ def read_sweep_table(path: str | os.PathLike[str]) -> pd.DataFrame:
     if not p.is_file():
         raise FileNotFoundError(f"`path` must be a sweep directory with table.parquet; got {path}.")
     return pd.read_parquet(p)
+
+
+def sweep_summary_table(path: str | os.PathLike[str]) -> pd.DataFrame:
+    """The sweep table cut to what a paper's table shows: one row per run, the grid values,
+    the seed, the status and the experiment's summary scalars (``summary.`` dropped from
+    their names); the last metric values (``final.``, prefix dropped) when the experiment
+    stores no summary.
+
+    Parameters
+    ----------
+    path : path-like
+        A sweep directory (its ``sweep.json`` and ``table.parquet``).
+    """
+    path = Path(path)
+    if not is_sweep(path):
+        raise FileNotFoundError(f"`path` must be a sweep directory with sweep.json; got {path}.")
+    table = read_sweep_table(path)
+    grid = [k for k in read_json(path / "sweep.json").get("grid", {}) if k in table.columns]
+    for prefix in ("summary.", "final."):
+        values = [c for c in table.columns if c.startswith(prefix)]
+        if values:
+            break
+    keep = [*grid, *(c for c in ("seed", "status") if c in table.columns), *values]
+    out = table[keep].copy()
+    out.columns = [c[len(prefix) :] if c in values else c for c in keep]
+    return out
 
 
 # ---------------------------------------------------------------------------- runner

@@ -34,6 +34,11 @@ from .ntk_probes import NTKBlocksProbe as NTKBlocksProbe
 from .ntk_reference import reference_ntk as reference_ntk
 from .performance import PerformanceProbe as PerformanceProbe
 from .performance import classification_loss as classification_loss
+from .similarity import SimilarityProbe as SimilarityProbe
+from .similarity import debiased_cka as debiased_cka
+from .similarity import linear_cka as linear_cka
+from .similarity import procrustes_distance as procrustes_distance
+from .similarity import representation_similarity as representation_similarity
 
 __all__ = [
     "ClassMeansProbe",
@@ -67,4 +72,9 @@ __all__ = [
     "available_probes",
     "make_probe",
     "register_probe",
+    "SimilarityProbe",
+    "debiased_cka",
+    "linear_cka",
+    "procrustes_distance",
+    "representation_similarity",
 ]

@@ -52,6 +52,8 @@ _TOP_FILES = frozenset(
         "summary.json",
         "report.html",
         "error.txt",
+        "table.csv",
+        "table.tex",
     }
 )
 _PART = re.compile(r"^part-\d+(-[A-Za-z0-9]+)*\.parquet$")

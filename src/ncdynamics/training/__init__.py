@@ -1,8 +1,11 @@
-"""Training loops, the Recorder, checkpoints and the trial pool."""
+"""Training loops, the Recorder, checkpoints, the trial pool, and the sinks and callbacks
+that connect the Recorder to other trackers (TensorBoard, MLflow, Weights & Biases) and
+trainers (PyTorch Lightning, Hugging Face transformers)."""
 
 from .devices import current_device as current_device
 from .devices import resolve_device as resolve_device
 from .devices import use_device as use_device
+from .hf_callback import transformers_callback as transformers_callback
 from .loop import CheckpointStore as CheckpointStore
 from .loop import TrainConfig as TrainConfig
 from .loop import TrainResult as TrainResult
@@ -10,6 +13,7 @@ from .loop import default_device as default_device
 from .loop import param_groups as param_groups
 from .loop import train as train
 from .loop import train_with_config as train_with_config
+from .mlflow_sink import MLflowSink as MLflowSink
 from .recorder import Recorder as Recorder
 from .recorder import Schedule as Schedule
 from .recorder import Sink as Sink
@@ -19,9 +23,11 @@ from .sinks import lightning_callback as lightning_callback
 from .trials import TrialError as TrialError
 from .trials import default_workers as default_workers
 from .trials import run_trials as run_trials
+from .wandb_sink import WandbSink as WandbSink
 
 __all__ = [
     "CheckpointStore",
+    "MLflowSink",
     "Recorder",
     "Schedule",
     "Sink",
@@ -31,6 +37,7 @@ __all__ = [
     "TrainResult",
     "TrialError",
     "current_device",
+    "WandbSink",
     "default_device",
     "default_workers",
     "lightning_callback",
@@ -40,4 +47,5 @@ __all__ = [
     "train",
     "train_with_config",
     "use_device",
+    "transformers_callback",
 ]

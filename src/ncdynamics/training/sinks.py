@@ -14,6 +14,7 @@ install 'ncdynamics[tensorboard]'``), the callback ``lightning`` or ``pytorch_li
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Mapping
 from typing import Any
@@ -25,7 +26,14 @@ from torch import nn
 
 from .recorder import Recorder, Sink
 
-__all__ = ["TeeSink", "TensorBoardSink", "finish_sink", "lightning_callback"]
+__all__ = [
+    "TeeSink",
+    "TensorBoardSink",
+    "finish_sink",
+    "flatten_config",
+    "lightning_callback",
+    "one_line",
+]
 
 
 class TeeSink:
@@ -69,6 +77,43 @@ class TeeSink:
         """Finish every sink: :func:`finish_sink` on each (a run is marked and released)."""
         for s in self.sinks:
             finish_sink(s, error)
+
+
+def one_line(error: BaseException | str) -> str:
+    """``"<ExceptionType>: <first line of its message>"`` (a string: its first line), the
+    reason a failed run stores; the trackers' sinks store the same."""
+    if isinstance(error, str):
+        return error.strip().splitlines()[0] if error.strip() else ""
+    lines = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {lines[0]}" if lines else type(error).__name__
+
+
+def flatten_config(config: Mapping[str, Any] | Any, name: str = "config") -> dict[str, Any]:
+    """A config as one flat mapping: nested mappings (and dataclasses) joined with ``.``.
+
+    A dataclass instance (an experiment's config) is read through ``dataclasses.asdict``;
+    the values are kept as they are. ``name`` is the argument named in the error.
+
+    Raises
+    ------
+    TypeError
+        If ``config`` is neither a mapping nor a dataclass instance.
+    """
+    if dataclasses.is_dataclass(config) and not isinstance(config, type):
+        config = dataclasses.asdict(config)
+    if not isinstance(config, Mapping):
+        raise TypeError(
+            f"`{name}` must be a mapping or a dataclass instance; got {type(config).__name__}."
+        )
+    out: dict[str, Any] = {}
+    for key, value in config.items():
+        if isinstance(value, Mapping) or (
+            dataclasses.is_dataclass(value) and not isinstance(value, type)
+        ):
+            out.update({f"{key}.{k}": v for k, v in flatten_config(value, name).items()})
+        else:
+            out[str(key)] = value
+    return out
 
 
 def finish_sink(sink: object, error: BaseException | None = None) -> None:
