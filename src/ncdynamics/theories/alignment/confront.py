@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -53,12 +54,7 @@ from numpy.typing import NDArray
 
 from ..confrontation import Assumption, Confrontation, Need, Series, Stream, TheoryFit, r_squared
 from ..integrate import ConvergenceWarning
-from ..uncertainty import (
-    covariance_from_jacobian,
-    delta_band,
-    intervals_from_covariance,
-    numeric_jacobian,
-)
+from ..uncertainty import delta_band, intervals_from_covariance, numeric_jacobian
 from .closed_form import final_distance
 from .estimate import fit_rates, simulate
 from .model import AlignmentParams
@@ -208,17 +204,11 @@ def _fit(stream: Stream) -> TheoryFit:
     def at_rates(th: NDArray[np.float64]) -> AlignmentParams:
         return AlignmentParams(float(np.exp(th[0])), float(np.exp(th[1])), X, Y)
 
-    # (49) residuals after the first record (which is the initial condition, residual 0)
-    sqw = np.sqrt(_trapezoid_weights(steps))[1:, None]
-
-    def residuals(th: NDArray[np.float64]) -> NDArray[np.float64]:
-        ys = simulate(y0, steps, at_rates(th)).ys[1:]
-        return np.asarray((sqw * (ys - state[1:])).ravel(), dtype=np.float64)
-
-    jac = numeric_jacobian(residuals, theta)
-    cov, _, dof = covariance_from_jacobian(jac, residuals(theta))
-    intervals = intervals_from_covariance(list(_RATES), theta, cov, dof, log_scale=[True, True])
-    intervals = {name: _within_search(iv, low, high) for name, iv in intervals.items()}
+    cov, dof = _rate_covariance(steps, state, theta, at_rates)
+    intervals = {
+        name: _within_search(iv, low, high)
+        for name, iv in _log_intervals(list(_RATES), theta, cov, dof).items()
+    }
 
     def predict_with(th: NDArray[np.float64], at: NDArray[np.float64]) -> dict[str, Any]:
         at = np.asarray(at, dtype=np.float64)
@@ -274,12 +264,80 @@ def _fit(stream: Stream) -> TheoryFit:
     )
 
 
+def _rate_covariance(
+    steps: NDArray[np.float64],
+    state: NDArray[np.float64],
+    theta: NDArray[np.float64],
+    at_rates: Callable[[NDArray[np.float64]], AlignmentParams],
+) -> tuple[NDArray[np.float64], int]:
+    """``(cov, dof)``: covariance of the log-rates ``theta`` fitted by (49) to ``state``.
+
+    Gauss--Newton on the (49) residuals after the first record (``J`` their Jacobian in
+    ``theta``, ``A = (J^T J)^+``), in two parts:
+
+    * the records' scatter, ``A (sum_k s_k^2 J_k^T J_k) A`` with ``s_k^2`` the residual
+      variance of variable ``k`` of ``(a, b, w)`` (they differ by orders of magnitude, so one
+      pooled variance would misstate both);
+    * the first record's own scatter, which the fit takes as the exact initial state:
+      ``G diag(v_k) G^T`` with ``G = -A J^T J_0`` (``J_0`` the Jacobian of the residuals in the
+      initial state) and ``v_k`` the unweighted residual variance of variable ``k``.
+
+    ``dof`` is ``n - 2`` for ``n`` residuals; a direction the residuals do not depend on gets
+    an infinite variance.
+    """
+    sqw = np.sqrt(_trapezoid_weights(steps))[1:, None]
+    y0 = state[0]
+
+    def weighted(th: NDArray[np.float64], start: NDArray[np.float64]) -> NDArray[np.float64]:
+        return np.asarray(sqw * simulate(start, steps, at_rates(th)).ys[1:], dtype=np.float64)
+
+    base = weighted(theta, y0)
+    resid = base - sqw * state[1:]  # (n_records - 1, 3)
+    n, p = resid.size, theta.size
+    dof = n - p
+    jac = numeric_jacobian(lambda th: weighted(th, y0).ravel(), theta)  # (n, 2)
+    if dof <= 0 or not (np.all(np.isfinite(jac)) and np.all(np.isfinite(resid))):
+        return np.full((p, p), np.inf), dof
+    inflate = n / dof
+    s2 = np.sum(resid**2, axis=0) / resid.shape[0] * inflate  # per variable, weighted
+    v0 = np.mean((resid / sqw) ** 2, axis=0) * inflate  # per variable, unweighted
+    A = np.linalg.pinv(jac.T @ jac)
+    rows = jac.reshape(resid.shape[0], 3, p)  # residual (record, variable) x parameter
+    meat = sum(s2[k] * rows[:, k].T @ rows[:, k] for k in range(3))
+    j0 = np.empty((n, 3))
+    for k in range(3):
+        scale = max(abs(y0[k]), 1e-3 * float(np.max(np.abs(state[:, k]))), 1e-300)
+        h = 1e-6 * scale
+        up, down = y0.copy(), y0.copy()
+        up[k] += h
+        down[k] -= h
+        j0[:, k] = (weighted(theta, up) - weighted(theta, down)).ravel() / (2 * h)
+    G = -A @ jac.T @ j0  # d theta / d y0
+    cov = A @ meat @ A + G @ np.diag(v0) @ G.T
+    if not np.all(np.isfinite(cov)):
+        return np.full((p, p), np.inf), dof
+    flat = ~np.any(np.abs(jac) > 0, axis=0)
+    cov[flat, :] = np.inf
+    cov[:, flat] = np.inf
+    return np.asarray(cov, dtype=np.float64), dof
+
+
 def _trapezoid_weights(ts: NDArray[np.float64]) -> NDArray[np.float64]:
     gaps = np.diff(ts)
     w = np.zeros(ts.size)
     w[:-1] += 0.5 * gaps
     w[1:] += 0.5 * gaps
     return w
+
+
+def _log_intervals(
+    names: list[str], logs: NDArray[np.float64], cov: NDArray[np.float64], dof: int
+) -> dict[str, tuple[float, float]]:
+    """95% intervals of positive quantities from those of their logs (``exp`` of the ends;
+    an end beyond the float range is 0 or ``inf``)."""
+    out = intervals_from_covariance(names, logs, cov, dof)
+    with np.errstate(over="ignore"):
+        return {k: (float(np.exp(lo)), float(np.exp(hi))) for k, (lo, hi) in out.items()}
 
 
 def _within_search(interval: tuple[float, float], low: float, high: float) -> tuple[float, float]:
@@ -314,9 +372,7 @@ def _final_distance(
         vcov = g @ cov @ g.T
     else:
         vcov = np.full((2, 2), np.inf)
-    iv = intervals_from_covariance(
-        ["rho", "final_pair_distance"], centre, vcov, dof, log_scale=[True, True]
-    )
+    iv = _log_intervals(["rho", "final_pair_distance"], centre, vcov, dof)
     for name, (lo, hi) in iv.items():
         out[f"{name}_low"], out[f"{name}_high"] = lo, hi
     return out
