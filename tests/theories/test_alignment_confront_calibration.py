@@ -17,6 +17,7 @@ import pytest
 import torch
 
 from ncdynamics import data, experiments, runs
+from ncdynamics.experiments.confront import find_streams
 from ncdynamics.models import MLP
 from ncdynamics.probes import PairAlignmentProbe
 from ncdynamics.theories.alignment.confront import CONFRONTATION
@@ -127,6 +128,7 @@ def test_cross_entropy_run_is_out_of_regime_and_its_forced_fit_does_not_hold(tmp
 
 def test_plateau_run_is_degenerate(tmp_path):
     run = experiments.run("alignment.universality", "smoke", tmp_path / "u", progress=False)
+    assert find_streams(CONFRONTATION, runs.open(run.path)) == ["shallow."]
     stream = Stream(runs.open(run.path), "shallow.")
     assert CONFRONTATION.out_of_regime(stream) == []
     fit, verdict = _verdict(stream)
