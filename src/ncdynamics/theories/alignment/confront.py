@@ -26,10 +26,13 @@ the verdict ``degenerate`` (:mod:`ncdynamics.theories.verdict`): a run still on 
 pushes ``1/tau_y`` to zero and the predicted final distance (10) to infinity.
 
 Intervals: the Gauss--Newton covariance of the log-rates from the Jacobian of the (49)
-residuals at the optimum, ``t(n - 2)`` (:mod:`ncdynamics.theories.uncertainty`), reported as
-``exp`` of the log interval. It costs four ODE solves where a profile would cost a refit per
-profile point, and the log parametrisation keeps the quadratic approximation good over
-decades; it is optimistic because the records of a training curve are serially correlated.
+residuals at the optimum, with a residual variance per variable and the first record's
+scatter propagated through the initial state the fit starts from (:func:`_rate_covariance`),
+``t(n - 2)`` quantile (:mod:`ncdynamics.theories.uncertainty`), reported as ``exp`` of the log
+interval. It costs about ten ODE solves where a profile would cost a refit per profile point
+(and ``ncdyn compare`` refits sliding windows), and the log parametrisation keeps the
+quadratic approximation good over decades. It treats the records as independent, which the
+records of a training curve are not.
 ``rho`` and the final distance (10) get intervals from the same covariance by the delta method
 (in log), and :attr:`TheoryFit.band` propagates it to the predictions, widened by the residual
 scatter of each observable.
@@ -185,7 +188,7 @@ def _fit(stream: Stream) -> TheoryFit:
         raise ValueError(f"the fit needs at least 3 records; the stream has {steps.size}.")
     X, Y = float(stream.scalar("pair_X")[1][0]), float(stream.scalar("pair_Y")[1][0])
     low, high = rate_bounds(steps, state, X, Y)
-    log_bounds = ((math.log(low), math.log(high)),) * 2
+    search = (math.log(low), math.log(high))  # the same for both log-rates
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         fit = fit_rates(
@@ -194,7 +197,7 @@ def _fit(stream: Stream) -> TheoryFit:
             X=X,
             Y=Y,
             quadrature="trapezoid",
-            log_bounds=(log_bounds[0], log_bounds[1]),
+            log_bounds=(search, search),
         )
     params = fit.params
     theory = fit.extra["trajectory"]
@@ -246,9 +249,9 @@ def _fit(stream: Stream) -> TheoryFit:
         notes=tuple(notes),
         intervals=intervals,
         interval_method=(
-            "least-squares Jacobian of the eq. (49) residuals in log-rates, t(n-2); "
-            "below the lower search bound reported as 0; optimistic for serially correlated "
-            "records"
+            "least-squares Jacobian of the eq. (49) residuals in log-rates, a residual "
+            "variance per variable (a, b, w), the first record's scatter propagated through "
+            "the initial state, t(n-2); an end below the lower search bound reported as 0"
         ),
         units={
             "inv_tau_h": f"1/{unit}",
