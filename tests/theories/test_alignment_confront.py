@@ -125,3 +125,14 @@ def test_prediction_accepts_unsorted_repeated_steps(noisy_stream):
     pred = fit.predict(at)["pair_distance"]
     assert pred[0] == pred[2] and np.isnan(pred[3])
     assert pred[1] == pytest.approx(fit.predict(np.array([60.0]))["pair_distance"][0])
+
+
+def test_alternatives_of_eq51_fit_eq7_data_worse(noisy_stream):
+    fit = CONFRONTATION.fit(noisy_stream)
+    alt = fit.alternatives
+    assert set(alt) == {"eq7", "factor-two", "square", "minus-sign", "term-removed"}
+    assert alt["eq7"]["chosen"] == 1.0 and alt["eq7"]["delta_aic"] == 0.0
+    assert alt["eq7"]["objective_49"] == pytest.approx(fit.goodness["objective_49"])
+    for variant in ("factor-two", "square", "minus-sign", "term-removed"):
+        assert alt[variant]["chosen"] == 0.0
+        assert alt[variant]["delta_aic"] > 0, variant

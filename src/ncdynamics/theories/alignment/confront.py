@@ -60,7 +60,7 @@ from ..integrate import ConvergenceWarning
 from ..uncertainty import delta_band, intervals_from_covariance, numeric_jacobian
 from .closed_form import final_distance
 from .estimate import fit_rates, simulate
-from .model import AlignmentParams
+from .model import VARIANTS, AlignmentParams
 
 __all__ = ["ASSUMPTIONS", "CONFRONTATION", "rate_bounds"]
 
@@ -235,6 +235,7 @@ def _fit(stream: Stream) -> TheoryFit:
         return dict(delta_band(predict_with, theta, cov, at, scatter=scatter))
 
     predictions = _final_distance(y0, X, Y, theta, cov, dof)
+    alternatives = _alternatives(steps, state, X, Y, theta, search, float(fit.loss))
     unit = _time_unit(stream)
     r2 = {f"r2_{v[5:]}": r_squared(state[:, k], theory[:, k]) for k, v in enumerate(_VARIABLES)}
     notes = [] if fit.success else [f"rate fit: {fit.message}"]
@@ -264,7 +265,53 @@ def _fit(stream: Stream) -> TheoryFit:
         scales={name: "linear" for name in _OBSERVABLES},
         n_fitted=2,
         band=band,
+        alternatives=alternatives,
     )
+
+
+def _alternatives(
+    steps: NDArray[np.float64],
+    state: NDArray[np.float64],
+    X: float,
+    Y: float,
+    theta: NDArray[np.float64],
+    search: tuple[float, float],
+    loss_eq7: float,
+) -> dict[str, dict[str, float]]:
+    """The alternative dynamics (51) of [1] (App. C.1), each fitted like (7), by AIC.
+
+    Each variant changes one term of (7) and keeps two rates, so their AIC
+    ``n log(F / n) + 2 * 2`` (``F`` the objective (49), ``n`` the residuals) differ only by
+    the fit; App. C.1 reports that (7) fits best. The search starts from the rates of (7).
+    ``chosen`` is 1 for (7): the variants are controls, not readings of the theory.
+    """
+    n = 3 * (steps.size - 1)
+
+    def aic(loss: float) -> float:
+        return n * math.log(loss / n) + 4.0 if loss > 0 and math.isfinite(loss) else -math.inf
+
+    out = {"eq7": {"objective_49": loss_eq7, "aic": aic(loss_eq7), "chosen": 1.0}}
+    start = (float(theta[0]), float(theta[1]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        for variant in VARIANTS:
+            if variant == "eq7":
+                continue
+            fit = fit_rates(
+                steps,
+                state,
+                X=X,
+                Y=Y,
+                variant=variant,
+                starts=(start,),
+                quadrature="trapezoid",
+                log_bounds=(search, search),
+            )
+            loss = float(fit.loss) if fit.success else math.inf
+            out[variant] = {"objective_49": loss, "aic": aic(loss), "chosen": 0.0}
+    for numbers in out.values():
+        numbers["delta_aic"] = numbers["aic"] - out["eq7"]["aic"]
+    return out
 
 
 def _rate_covariance(
