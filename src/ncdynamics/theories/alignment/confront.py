@@ -37,6 +37,9 @@ records of a training curve are not.
 (in log), and :attr:`TheoryFit.band` propagates it to the predictions, widened by the residual
 scatter of each observable.
 
+Alternatives: the four dynamics of eq. (51) (App. C.1), fitted the same way, with their AIC
+relative to (7) in :attr:`TheoryFit.alternatives` (:func:`_alternatives`).
+
 Units: the rates are per recorded step: per epoch for :func:`ncdynamics.training.train`
 runs (which record at epochs) and this theory's experiments (one full-batch step per epoch),
 per step otherwise.
