@@ -10,10 +10,12 @@ import numpy as np
 import pytest
 
 from ncdynamics import runs
+from ncdynamics.theories.alignment.closed_form import final_distance
 from ncdynamics.theories.alignment.confront import CONFRONTATION
 from ncdynamics.theories.alignment.estimate import simulate
 from ncdynamics.theories.alignment.model import AlignmentParams
 from ncdynamics.theories.confrontation import Stream
+from ncdynamics.theories.verdict import judge
 
 TRUE = AlignmentParams(0.05, 0.02, X=2.0, Y=2.0)
 START = np.array([1.0, 0.01, 0.0])  # (a, b, w) at step 0, before the first record
@@ -56,3 +58,81 @@ def test_prediction_starts_from_the_first_record_not_from_step_zero(late_stream)
     np.testing.assert_allclose(pred["pair_distance"][1:], truth[:, 0], rtol=1e-4)
     np.testing.assert_allclose(pred["pair_output_distance"][1:], truth[:, 1], rtol=1e-4)
     assert np.isnan(pred["pair_distance"][0])  # before the first record: no prediction
+
+
+# Uneven gaps growing from 1 to 4 steps, from step 20 to step 83 (a = 3.4 of 3.67): late,
+# unevenly spaced and cut before the transient is over, with 1% multiplicative noise.
+NOISY_STEPS = 20.0 + np.cumsum(np.concatenate([[0.0], np.repeat([1.0, 2.0, 3.0, 4.0], 6)]))
+
+
+@pytest.fixture
+def noisy_stream(tmp_path):
+    rng = np.random.default_rng(7)
+    truth = _truth(NOISY_STEPS)
+    noisy = truth * (1 + 0.01 * rng.standard_normal(truth.shape))
+    run = runs.create(tmp_path / "noisy", config={"loss": "mse", "epochs": 100})
+    for t, (a, b, w) in zip(NOISY_STEPS, noisy, strict=True):
+        run.log(
+            int(t), {"m/pair_a": a, "m/pair_b": b, "m/pair_w": w, "m/pair_X": 2.0, "m/pair_Y": 2.0}
+        )
+    run.flush()
+    return Stream(run, "m/")
+
+
+def test_noisy_late_uneven_stream_recovers_rates_inside_their_intervals(noisy_stream):
+    fit = CONFRONTATION.fit(noisy_stream)
+    for name, true in (("inv_tau_h", TRUE.inv_tau_h), ("inv_tau_y", TRUE.inv_tau_y)):
+        low, high = fit.intervals[name]
+        assert low < true < high
+        assert fit.params[name] == pytest.approx(true, rel=0.05)
+        assert fit.units[name] == "1/epoch"
+        assert fit.signs[name] == 1
+        bound_low, bound_high = fit.bounds[name]
+        assert bound_low < low and high < bound_high
+    p = fit.predictions
+    exact = final_distance(*_truth(NOISY_STEPS[:1])[0, :2], 2.0, 2.0, TRUE.rho)
+    assert p["final_pair_distance_low"] < exact < p["final_pair_distance_high"]
+    assert "Jacobian" in fit.interval_method
+    observed = CONFRONTATION.observe(noisy_stream)
+    assert (
+        set(fit.fitted)
+        == set(observed)
+        == {
+            "pair_distance",
+            "pair_output_distance",
+            "pair_alignment",
+        }
+    )
+    assert judge(fit, observed, n_records=NOISY_STEPS.size).verdict == "holds"
+
+
+def test_band_is_centred_on_the_prediction_and_holds_the_truth(noisy_stream):
+    fit = CONFRONTATION.fit(noisy_stream)
+    at = np.array([10.0, 60.0, 90.0, 200.0])
+    pred, band = fit.predict(at), fit.band(at)
+    for name in ("pair_distance", "pair_output_distance", "pair_alignment"):
+        low, high = band[name]
+        assert np.isnan(pred[name][0]) and np.isnan(low[0])  # before the first record
+        assert np.all(low[1:] < pred[name][1:]) and np.all(pred[name][1:] < high[1:])
+    truth = _truth(at[1:])
+    low, high = band["pair_distance"]
+    assert np.all((low[1:] < truth[:, 0]) & (truth[:, 0] < high[1:]))
+
+
+def test_prediction_accepts_unsorted_repeated_steps(noisy_stream):
+    fit = CONFRONTATION.fit(noisy_stream)
+    at = np.array([90.0, 60.0, 90.0, 5.0])
+    pred = fit.predict(at)["pair_distance"]
+    assert pred[0] == pred[2] and np.isnan(pred[3])
+    assert pred[1] == pytest.approx(fit.predict(np.array([60.0]))["pair_distance"][0])
+
+
+def test_alternatives_of_eq51_fit_eq7_data_worse(noisy_stream):
+    fit = CONFRONTATION.fit(noisy_stream)
+    alt = fit.alternatives
+    assert set(alt) == {"eq7", "factor-two", "square", "minus-sign", "term-removed"}
+    assert alt["eq7"]["chosen"] == 1.0 and alt["eq7"]["delta_aic"] == 0.0
+    assert alt["eq7"]["objective_49"] == pytest.approx(fit.goodness["objective_49"])
+    for variant in ("factor-two", "square", "minus-sign", "term-removed"):
+        assert alt[variant]["chosen"] == 0.0
+        assert alt[variant]["delta_aic"] > 0, variant

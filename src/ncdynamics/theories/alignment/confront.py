@@ -3,41 +3,156 @@
 The ``pair_alignment`` probe records, for two fixed points of the probe set, the squared
 representational distance ``a = |dh|^2`` at one hidden layer, the squared output distance
 ``b = |dy|^2``, the alignment variable ``w = b - dy . dt``, and the constants ``X`` (squared
-input distance) and ``Y`` (squared target distance). The rates ``1/tau_h``, ``1/tau_y`` of the
-system (7) are fitted to ``(a, b, w)`` with the objective (49) (:func:`fit_rates`, multi-start),
-starting from the first record; the theory then predicts the whole trajectory and the final
-distance ``|dh(inf)|^2`` of eq. (10). Time is the recorded step (epochs for the Recorder).
+input distance) and ``Y`` (squared target distance).
 
-Observables: ``pair_distance`` (``a``) and ``pair_output_distance`` (``b``). The theory assumes
-a squared-error loss; with cross-entropy its fit is expected to be poor.
+Assumptions (checked on the run's settings and records; an unrecorded one is not checked):
+the loss is the squared error of eq. (1) (the system (7) is the gradient flow (4) of it);
+the optimiser is plain gradient descent (eq. (3); with Adam the theory fits poorly, Fig. 15,
+App. C.5); the learning rate is constant (the rates ``1/tau_h``, ``1/tau_y`` are constants of
+eq. (6)).
+
+Fit. The rates of the system (7) are fitted to ``(a, b, w)`` with the objective (49), its
+integrals discretised by the trapezoid rule on the recorded steps (records may be unevenly
+spaced), the theory started from the *first record* (its time and measured state), as
+App. B.1 of [1] starts it from the measured initial state. The search is in the natural-log
+rates (they span decades and must be positive; :func:`.estimate.fit_rates`, trust-region
+inside bounds). The bounds are set by the stream: below ``1e-6 / (T s_max)`` (``T`` the
+recorded time span, ``s_max`` the largest of ``X``, ``Y``, ``a``, ``b``) a rate moves no
+variable by a millionth over the records; above ``1e4 / (dt_min s_min)`` (``dt_min`` the
+smallest record gap, ``s_min`` the smaller of ``X`` and ``Y``) its transient would be over
+within a record gap. A rate on a bound, or one whose 95% interval reaches below the lower
+bound (reported as reaching 0: indistinguishable from a rate that does nothing here), makes
+the verdict ``degenerate`` (:mod:`ncdynamics.theories.verdict`): a run still on its plateau
+pushes ``1/tau_y`` to zero and the predicted final distance (10) to infinity.
+
+Intervals: the Gauss--Newton covariance of the log-rates from the Jacobian of the (49)
+residuals at the optimum, with a residual variance per variable and the first record's
+scatter propagated through the initial state the fit starts from (:func:`_rate_covariance`),
+``t(n - 2)`` quantile (:mod:`ncdynamics.theories.uncertainty`), reported as ``exp`` of the log
+interval. It costs about ten ODE solves where a profile would cost a refit per profile point
+(and ``ncdyn compare`` refits sliding windows), and the log parametrisation keeps the
+quadratic approximation good over decades. It treats the records as independent, which the
+records of a training curve are not.
+``rho`` and the final distance (10) get intervals from the same covariance by the delta method
+(in log), and :attr:`TheoryFit.band` propagates it to the predictions, widened by the residual
+scatter of each observable.
+
+Alternatives: the four dynamics of eq. (51) (App. C.1), fitted the same way, with their AIC
+relative to (7) in :attr:`TheoryFit.alternatives` (:func:`_alternatives`).
+
+Units: the rates are per recorded step: per epoch for :func:`ncdynamics.training.train`
+runs (which record at epochs) and this theory's experiments (one full-batch step per epoch),
+per step otherwise.
+
+Observables: ``pair_distance`` (``a``), ``pair_output_distance`` (``b``) and ``pair_alignment``
+(``w``), each judged on the linear scale the objective (49) fits them on.
 """
 
 from __future__ import annotations
 
+import math
 import warnings
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from ..confrontation import Confrontation, Need, Series, Stream, TheoryFit, r_squared
+from ..confrontation import Assumption, Confrontation, Need, Series, Stream, TheoryFit, r_squared
 from ..integrate import ConvergenceWarning
+from ..uncertainty import delta_band, intervals_from_covariance, numeric_jacobian
 from .closed_form import final_distance
 from .estimate import fit_rates, simulate
+from .model import VARIANTS, AlignmentParams
 
-__all__ = ["CONFRONTATION"]
+__all__ = ["ASSUMPTIONS", "CONFRONTATION", "rate_bounds"]
 
 _VARIABLES = ("pair_a", "pair_b", "pair_w")
 _NEEDS = tuple(Need("scalar", v, "pair_alignment") for v in (*_VARIABLES, "pair_X", "pair_Y"))
-_OBSERVABLES = {"pair_distance": 0, "pair_output_distance": 1}
+_OBSERVABLES = {"pair_distance": 0, "pair_output_distance": 1, "pair_alignment": 2}
+_RATES = ("inv_tau_h", "inv_tau_y")
+#: Losses that are the squared error of eq. (1) (up to a constant factor, absorbed in the rates).
+_SQUARED = ("mse", "half-mse", "squared", "squared-error", "l2", "mean-squared-error")
+#: Plain gradient descent, eq. (3).
+_GRADIENT_DESCENT = ("sgd", "gd", "gradient-descent")
+#: log-rates are kept within +-_LOG_CAP (the estimator's own search limit is 40).
+_LOG_CAP = 35.0
 
 
 def _observe(stream: Stream) -> dict[str, Series]:
     return {
         "pair_distance": stream.scalar("pair_a"),
         "pair_output_distance": stream.scalar("pair_b"),
+        "pair_alignment": stream.scalar("pair_w"),
     }
 
 
+# ---------------------------------------------------------------------------- assumptions
+def _name(value: Any) -> str:
+    return str(value).lower().replace("_", "-").replace(" ", "-")
+
+
+def _check_loss(stream: Stream) -> str | None:
+    loss = stream.setting("loss")
+    if loss is None or _name(loss) in _SQUARED:
+        return None
+    return (
+        f"loss {loss!r}: the system (7) is gradient descent on the squared error of eq. (1) of [1]"
+    )
+
+
+def _check_optimizer(stream: Stream) -> str | None:
+    optimizer = stream.setting("optimizer")
+    name = stream.prefix.rstrip("/.")
+    if optimizer is None and _own_experiment(stream) and name in ("sgd", "adam"):
+        optimizer = name  # this theory's experiments name a stream by its optimiser (Fig. 15)
+    if optimizer is None or _name(optimizer) in _GRADIENT_DESCENT:
+        return None
+    return (
+        f"optimizer {optimizer!r}: the rates of (7) are those of plain gradient descent "
+        "(eq. (3) of [1]); with Adam the theory fits poorly (Fig. 15)"
+    )
+
+
+def _own_experiment(stream: Stream) -> bool:
+    """Whether the run is one of this theory's experiments (``alignment.*``)."""
+    return str(stream.config.get("experiment")).startswith("alignment.")
+
+
+def _check_learning_rate(stream: Stream) -> str | None:
+    try:
+        steps, lr = stream.scalar("lr")
+    except KeyError:
+        steps, lr = np.empty(0), np.empty(0)
+    if lr.size:
+        changed = np.flatnonzero(np.abs(lr - lr[0]) > 1e-9 * abs(lr[0]))
+        if changed.size:
+            k = int(changed[0])
+            return (
+                f"recorded lr changes from {lr[0]:.4g} to {lr[k]:.4g} at step {steps[k]:.0f}; "
+                "the rates 1/tau_h, 1/tau_y of eq. (6) of [1] are constants"
+            )
+        return None
+    milestones = stream.setting("milestones")
+    gamma = stream.setting("gamma", 0.1)
+    if milestones and gamma not in (None, 1, 1.0):
+        return (
+            f"configured learning-rate drops at {list(milestones)} (factor {gamma}); the rates "
+            "1/tau_h, 1/tau_y of eq. (6) of [1] are constants"
+        )
+    return None
+
+
+ASSUMPTIONS = (
+    Assumption("loss", "squared-error loss (eq. (1))", _check_loss),
+    Assumption("optimizer", "plain gradient descent (eq. (3)), not Adam", _check_optimizer),
+    Assumption(
+        "learning rate", "constant learning rate (constant rates, eq. (6))", _check_learning_rate
+    ),
+)
+
+
+# ---------------------------------------------------------------------------- the fit
 def _state(stream: Stream) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     series = [stream.scalar(v) for v in _VARIABLES]
     steps = series[0][0]
@@ -46,40 +161,274 @@ def _state(stream: Stream) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     return steps, np.stack([s[1] for s in series], axis=1)
 
 
+def _time_unit(stream: Stream) -> str:
+    """What a recorded step is: an epoch (``train`` runs, this theory's experiments) or a step."""
+    if _own_experiment(stream) or stream.setting("epochs") is not None:
+        return "epoch"
+    return "step"
+
+
+def rate_bounds(
+    steps: NDArray[np.float64], state: NDArray[np.float64], X: float, Y: float
+) -> tuple[float, float]:
+    """``(low, high)``: the search bounds of both rates for records ``(steps, state)``.
+
+    ``low = 1e-6 / (T s_max)`` and ``high = 1e4 / (dt_min s_min)`` (module docstring), kept
+    within ``exp(-35)`` and ``exp(35)``.
+    """
+    span = float(steps[-1] - steps[0])
+    gap = float(np.min(np.diff(steps)))
+    s_max = max(X, Y, float(np.max(np.abs(state[:, :2]))))
+    s_min = min(X, Y) if Y > 0 else X
+    low = math.exp(max(math.log(1e-6 / (span * s_max)), -_LOG_CAP))
+    high = math.exp(min(math.log(1e4 / (gap * s_min)), _LOG_CAP))
+    return low, high
+
+
 def _fit(stream: Stream) -> TheoryFit:
     steps, state = _state(stream)
     if steps.size < 3:
         raise ValueError(f"the fit needs at least 3 records; the stream has {steps.size}.")
     X, Y = float(stream.scalar("pair_X")[1][0]), float(stream.scalar("pair_Y")[1][0])
+    low, high = rate_bounds(steps, state, X, Y)
+    search = (math.log(low), math.log(high))  # the same for both log-rates
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        fit = fit_rates(steps, state, X=X, Y=Y)
+        fit = fit_rates(
+            steps,
+            state,
+            X=X,
+            Y=Y,
+            quadrature="trapezoid",
+            log_bounds=(search, search),
+        )
     params = fit.params
     theory = fit.extra["trajectory"]
-    y0, t0 = state[0], steps[0]
+    y0, t0 = state[0], float(steps[0])
+    theta = np.log([params.inv_tau_h, params.inv_tau_y])
 
-    def predict(at: NDArray[np.float64]) -> dict[str, NDArray[np.float64]]:
+    def at_rates(th: NDArray[np.float64]) -> AlignmentParams:
+        return AlignmentParams(float(np.exp(th[0])), float(np.exp(th[1])), X, Y)
+
+    cov, dof = _rate_covariance(steps, state, theta, at_rates)
+    intervals = {
+        name: _within_search(iv, low, high)
+        for name, iv in _log_intervals(list(_RATES), theta, cov, dof).items()
+    }
+
+    def predict_with(th: NDArray[np.float64], at: NDArray[np.float64]) -> dict[str, Any]:
         at = np.asarray(at, dtype=np.float64)
-        ts = np.concatenate([[t0], at[at > t0]])
-        ys = simulate(y0, ts, params).ys[1:]
+        later = at > t0
         out = np.full((at.size, 3), np.nan)
-        out[at > t0] = ys
+        if np.any(later):  # integrated from the first record's time and state
+            uniq, inverse = np.unique(at[later], return_inverse=True)
+            ys = simulate(y0, np.concatenate([[t0], uniq]), at_rates(th)).ys[1:]
+            out[later] = ys[inverse.ravel()]
         return {name: out[:, k] for name, k in _OBSERVABLES.items()}
 
+    def predict(at: NDArray[np.float64]) -> dict[str, NDArray[np.float64]]:
+        return predict_with(theta, at)
+
+    scatter = {
+        name: float(np.sqrt(np.mean((state[1:, k] - theory[1:, k]) ** 2)))
+        for name, k in _OBSERVABLES.items()
+    }
+
+    def band(at: NDArray[np.float64]) -> dict[str, tuple[Any, Any]]:
+        return dict(delta_band(predict_with, theta, cov, at, scatter=scatter))
+
+    predictions = _final_distance(y0, X, Y, theta, cov, dof)
+    alternatives = _alternatives(steps, state, X, Y, theta, search, float(fit.loss))
+    unit = _time_unit(stream)
     r2 = {f"r2_{v[5:]}": r_squared(state[:, k], theory[:, k]) for k, v in enumerate(_VARIABLES)}
+    notes = [] if fit.success else [f"rate fit: {fit.message}"]
     return TheoryFit(
         theory="alignment",
         params={"inv_tau_h": params.inv_tau_h, "inv_tau_y": params.inv_tau_y, "X": X, "Y": Y},
         goodness={**r2, "objective_49": float(fit.loss)},
-        predictions={
-            "final_pair_distance": float(final_distance(y0[0], y0[1], X, Y, params.rho)),
-            "rho": float(params.rho),
-        },
+        predictions=predictions,
         fitted={name: (steps, theory[:, k]) for name, k in _OBSERVABLES.items()},
         predict=predict,
         fit_until=float(steps[-1]),
-        notes=() if fit.success else (f"rate fit: {fit.message}",),
+        notes=tuple(notes),
+        intervals=intervals,
+        interval_method=(
+            "least-squares Jacobian of the eq. (49) residuals in log-rates, a residual "
+            "variance per variable (a, b, w), the first record's scatter propagated through "
+            "the initial state, t(n-2); an end below the lower search bound reported as 0"
+        ),
+        units={
+            "inv_tau_h": f"1/{unit}",
+            "inv_tau_y": f"1/{unit}",
+            "X": "squared input distance",
+            "Y": "squared target distance",
+        },
+        bounds={name: (low, high) for name in _RATES},
+        signs={name: 1 for name in _RATES},
+        scales={name: "linear" for name in _OBSERVABLES},
+        n_fitted=2,
+        band=band,
+        alternatives=alternatives,
     )
+
+
+def _alternatives(
+    steps: NDArray[np.float64],
+    state: NDArray[np.float64],
+    X: float,
+    Y: float,
+    theta: NDArray[np.float64],
+    search: tuple[float, float],
+    loss_eq7: float,
+) -> dict[str, dict[str, float]]:
+    """The alternative dynamics (51) of [1] (App. C.1), each fitted like (7), by AIC.
+
+    Each variant changes one term of (7) and keeps two rates, so their AIC
+    ``n log(F / n) + 2 * 2`` (``F`` the objective (49), ``n`` the residuals) differ only by
+    the fit; App. C.1 reports that (7) fits best. The search starts from the rates of (7).
+    ``chosen`` is 1 for (7): the variants are controls, not readings of the theory.
+    """
+    n = 3 * (steps.size - 1)
+
+    def aic(loss: float) -> float:
+        return n * math.log(loss / n) + 4.0 if loss > 0 and math.isfinite(loss) else -math.inf
+
+    out = {"eq7": {"objective_49": loss_eq7, "aic": aic(loss_eq7), "chosen": 1.0}}
+    start = (float(theta[0]), float(theta[1]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        for variant in VARIANTS:
+            if variant == "eq7":
+                continue
+            fit = fit_rates(
+                steps,
+                state,
+                X=X,
+                Y=Y,
+                variant=variant,
+                starts=(start,),
+                quadrature="trapezoid",
+                log_bounds=(search, search),
+            )
+            loss = float(fit.loss) if fit.success else math.inf
+            out[variant] = {"objective_49": loss, "aic": aic(loss), "chosen": 0.0}
+    for numbers in out.values():
+        numbers["delta_aic"] = numbers["aic"] - out["eq7"]["aic"]
+    return out
+
+
+def _rate_covariance(
+    steps: NDArray[np.float64],
+    state: NDArray[np.float64],
+    theta: NDArray[np.float64],
+    at_rates: Callable[[NDArray[np.float64]], AlignmentParams],
+) -> tuple[NDArray[np.float64], int]:
+    """``(cov, dof)``: covariance of the log-rates ``theta`` fitted by (49) to ``state``.
+
+    Gauss--Newton on the (49) residuals after the first record (``J`` their Jacobian in
+    ``theta``, ``A = (J^T J)^+``), in two parts:
+
+    * the records' scatter, ``A (sum_k s_k^2 J_k^T J_k) A`` with ``s_k^2`` the residual
+      variance of variable ``k`` of ``(a, b, w)`` (they differ by orders of magnitude, so one
+      pooled variance would misstate both);
+    * the first record's own scatter, which the fit takes as the exact initial state:
+      ``G diag(v_k) G^T`` with ``G = -A J^T J_0`` (``J_0`` the Jacobian of the residuals in the
+      initial state) and ``v_k`` the unweighted residual variance of variable ``k``.
+
+    ``dof`` is ``n - 2`` for ``n`` residuals; a direction the residuals do not depend on gets
+    an infinite variance.
+    """
+    sqw = np.sqrt(_trapezoid_weights(steps))[1:, None]
+    y0 = state[0]
+
+    def weighted(th: NDArray[np.float64], start: NDArray[np.float64]) -> NDArray[np.float64]:
+        return np.asarray(sqw * simulate(start, steps, at_rates(th)).ys[1:], dtype=np.float64)
+
+    base = weighted(theta, y0)
+    resid = base - sqw * state[1:]  # (n_records - 1, 3)
+    n, p = resid.size, theta.size
+    dof = n - p
+    jac = numeric_jacobian(lambda th: weighted(th, y0).ravel(), theta)  # (n, 2)
+    if dof <= 0 or not (np.all(np.isfinite(jac)) and np.all(np.isfinite(resid))):
+        return np.full((p, p), np.inf), dof
+    inflate = n / dof
+    s2 = np.sum(resid**2, axis=0) / resid.shape[0] * inflate  # per variable, weighted
+    v0 = np.mean((resid / sqw) ** 2, axis=0) * inflate  # per variable, unweighted
+    A = np.linalg.pinv(jac.T @ jac)
+    rows = jac.reshape(resid.shape[0], 3, p)  # residual (record, variable) x parameter
+    meat = sum(s2[k] * rows[:, k].T @ rows[:, k] for k in range(3))
+    j0 = np.empty((n, 3))
+    for k in range(3):
+        scale = max(abs(y0[k]), 1e-3 * float(np.max(np.abs(state[:, k]))), 1e-300)
+        h = 1e-6 * scale
+        up, down = y0.copy(), y0.copy()
+        up[k] += h
+        down[k] -= h
+        j0[:, k] = (weighted(theta, up) - weighted(theta, down)).ravel() / (2 * h)
+    G = -A @ jac.T @ j0  # d theta / d y0
+    cov = A @ meat @ A + G @ np.diag(v0) @ G.T
+    if not np.all(np.isfinite(cov)):
+        return np.full((p, p), np.inf), dof
+    flat = ~np.any(np.abs(jac) > 0, axis=0)
+    cov[flat, :] = np.inf
+    cov[:, flat] = np.inf
+    return np.asarray(cov, dtype=np.float64), dof
+
+
+def _trapezoid_weights(ts: NDArray[np.float64]) -> NDArray[np.float64]:
+    gaps = np.diff(ts)
+    w = np.zeros(ts.size)
+    w[:-1] += 0.5 * gaps
+    w[1:] += 0.5 * gaps
+    return w
+
+
+def _log_intervals(
+    names: list[str], logs: NDArray[np.float64], cov: NDArray[np.float64], dof: int
+) -> dict[str, tuple[float, float]]:
+    """95% intervals of positive quantities from those of their logs (``exp`` of the ends;
+    an end beyond the float range is 0 or ``inf``)."""
+    out = intervals_from_covariance(names, logs, cov, dof)
+    with np.errstate(over="ignore"):
+        return {k: (float(np.exp(lo)), float(np.exp(hi))) for k, (lo, hi) in out.items()}
+
+
+def _within_search(interval: tuple[float, float], low: float, high: float) -> tuple[float, float]:
+    """A rate interval with its ends outside the search bounds made 0 (below: the rate
+    does nothing over the records) or ``inf`` (above: the data set no upper limit)."""
+    lo, hi = interval
+    return (0.0 if not lo >= low else lo, math.inf if not hi <= high else hi)
+
+
+def _final_distance(
+    y0: NDArray[np.float64],
+    X: float,
+    Y: float,
+    theta: NDArray[np.float64],
+    cov: NDArray[np.float64],
+    dof: int,
+) -> dict[str, float]:
+    """``rho`` and the final distance (10) of [1], with 95% delta-method intervals in log."""
+
+    def log_values(th: NDArray[np.float64]) -> NDArray[np.float64]:
+        rho = float(np.exp(th[0] - th[1]))
+        final = float(final_distance(y0[0], y0[1], X, Y, rho))
+        return np.array([math.log(rho), math.log(final) if final > 0 else -math.inf])
+
+    centre = log_values(theta)
+    out: dict[str, float] = {
+        "final_pair_distance": float(np.exp(centre[1])),
+        "rho": float(np.exp(centre[0])),
+    }
+    if np.all(np.isfinite(cov)) and np.all(np.isfinite(centre)):
+        g = numeric_jacobian(log_values, theta)
+        vcov = g @ cov @ g.T
+    else:
+        vcov = np.full((2, 2), np.inf)
+    iv = _log_intervals(["rho", "final_pair_distance"], centre, vcov, dof)
+    for name, (lo, hi) in iv.items():
+        out[f"{name}_low"], out[f"{name}_high"] = lo, hi
+    return out
 
 
 CONFRONTATION = Confrontation(
@@ -88,4 +437,5 @@ CONFRONTATION = Confrontation(
     needs=_NEEDS,
     observe=_observe,
     fit=_fit,
+    assumptions=ASSUMPTIONS,
 )

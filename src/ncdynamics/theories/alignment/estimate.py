@@ -161,6 +161,43 @@ def _pair(values: Sequence[float] | NDArray[np.float64]) -> tuple[float, float]:
     return float(values[0]), float(values[1])
 
 
+@dataclass(frozen=True)
+class _Search:
+    """The optimiser settings of :func:`fit_rates`: unbounded LM, or TRF inside bounds."""
+
+    low: NDArray[np.float64] | None = None
+    high: NDArray[np.float64] | None = None
+
+    @property
+    def options(self) -> dict[str, object]:
+        if self.low is None or self.high is None:
+            return {"method": "lm"}
+        return {"method": "trf", "bounds": (self.low, self.high)}
+
+    def inside(self, start: Sequence[float] | NDArray[np.float64]) -> NDArray[np.float64]:
+        x = np.asarray(start, dtype=np.float64)
+        if self.low is None or self.high is None:
+            return x
+        # strictly inside: TRF refuses a start on a bound
+        margin = 1e-6 * (self.high - self.low)
+        return np.clip(x, self.low + margin, self.high - margin)
+
+
+def _search(
+    log_bounds: tuple[tuple[float, float], tuple[float, float]] | None,
+) -> _Search:
+    if log_bounds is None:
+        return _Search()
+    lows = np.array([float(log_bounds[0][0]), float(log_bounds[1][0])])
+    highs = np.array([float(log_bounds[0][1]), float(log_bounds[1][1])])
+    if not (np.all(np.isfinite(lows)) and np.all(np.isfinite(highs)) and np.all(lows < highs)):
+        raise ValueError(
+            "`log_bounds` must be ((low_h, high_h), (low_y, high_y)) with finite low < high; "
+            f"got {log_bounds!r}."
+        )
+    return _Search(lows, highs)
+
+
 def fit_rates(
     ts: ArrayLike,
     observed: ArrayLike,
@@ -173,6 +210,7 @@ def fit_rates(
     rtol: float = 1e-10,
     atol: float = 1e-14,
     max_evals: int = 300,
+    log_bounds: tuple[tuple[float, float], tuple[float, float]] | None = None,
     raise_on_failure: bool = False,
 ) -> FitResult:
     """Fit ``(1/tau_h, 1/tau_y)`` of eq. (7) (or an eq. (51) variant) to a trajectory.
@@ -195,6 +233,12 @@ def fit_rates(
         ODE tolerances.
     max_evals : int
         Residual evaluations per start.
+    log_bounds : ((float, float), (float, float)), optional
+        Search bounds ``((low_h, high_h), (low_y, high_y))`` of the natural-log rates. Given,
+        each start is moved inside them and the search is the bounded trust-region method
+        (``least_squares(method="trf")``), so an optimum the data push beyond a bound stays
+        on it (a degenerate fit the caller can see); by default the search is unbounded
+        Levenberg--Marquardt.
     raise_on_failure : bool
         Raise instead of warning when no start gives a finite objective.
 
@@ -217,6 +261,7 @@ def fit_rates(
         raise ValueError(f"`observed[0, 0]` (a at t=0) must be > 0; got {obs[0, 0]}.")
     if len(starts) == 0:
         raise ValueError("`starts` must hold at least one (log rate, log rate) pair; got none.")
+    search = _search(log_bounds)
     sqw = np.sqrt(_weights(ts, quadrature))[:, None]
     y0 = obs[0]
 
@@ -241,22 +286,22 @@ def fit_rates(
     for s in starts:
         res = least_squares(
             residual,
-            np.asarray(s, dtype=np.float64),
-            method="lm",
+            search.inside(s),
             max_nfev=max_evals,
             args=coarse,
             xtol=1e-6,
             ftol=1e-8,
+            **search.options,
         )
         runs.append(RateFit(_pair(s), _pair(res.x), float(2.0 * res.cost), res.nfev))
         n_total += res.nfev
     first = min(runs, key=lambda r: r.loss)
     res = least_squares(
         residual,
-        np.asarray(first.log_rates),
-        method="lm",
+        search.inside(first.log_rates),
         max_nfev=max_evals,
         args=(slice(None), (rtol, atol), 1.0),
+        **search.options,
     )
     n_total += res.nfev
     runs.append(RateFit(first.log_rates, _pair(res.x), float(2.0 * res.cost), res.nfev))

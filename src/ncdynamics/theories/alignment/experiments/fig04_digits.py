@@ -24,6 +24,7 @@ from ...experiment import RunWriter
 from ..closed_form import exponential_weighting, pairwise_theory
 from ..training import NetConfig, PairHistory, build_net, train_recording
 from .history_fit import fit_history
+from .pair_records import record_pair
 from .plotting import plot_distance_matrices, plot_trajectories
 from .trials import Optimizer, net_config
 
@@ -145,6 +146,7 @@ def run_digits(config: DigitsConfig, run: RunWriter, *, seed: int, progress: boo
     )
     seconds = time.perf_counter() - t0
     fits = [fit_history(h, y1=t[pair[0]], y2=t[pair[1]]) for h in hs]
+    record_pair(run, "digits", hs[0])  # the 0/1 pair, for the confrontation (ncdyn compare)
     rho = float(np.mean([f.inv_tau_h for f in fits]) / np.mean([f.inv_tau_y for f in fits]))
     run.save_figure(plot_trajectories({"digits 0/1 pair": (hs[0], fits[0])}), "fig4_digit_pair")
     n = config.n_probe

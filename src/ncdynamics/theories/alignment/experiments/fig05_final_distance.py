@@ -19,6 +19,7 @@ from ...experiment import RunWriter
 from ..closed_form import final_distance
 from ..training import PairHistory
 from .history_fit import fit_history
+from .pair_records import record_pair
 from .plotting import pyplot
 from .trials import two_point_trial
 from .two_point import Y1, table1_configs
@@ -73,6 +74,8 @@ def run_final_distance(
     for a in config.archs:
         fit_h = [h for h, k in zip(hists, keys, strict=True) if k[0] == a and k[1] == "fit"]
         fits = [fit_history(h, y1=Y1, y2=Y1 + 1.0) for h in fit_h]
+        if fit_h:  # the first fit trial, for the confrontation (ncdyn compare)
+            record_pair(run, a, fit_h[0])
         rh = float(np.mean([f.inv_tau_h for f in fits]))
         ry = float(np.mean([f.inv_tau_y for f in fits]))
         log_rho = np.log([f.rho for f in fits])

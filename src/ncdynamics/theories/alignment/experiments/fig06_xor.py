@@ -22,6 +22,7 @@ from ...experiment import RunWriter
 from ..closed_form import pairwise_theory
 from ..training import PairHistory
 from .history_fit import fit_history
+from .pair_records import record_pair
 from .plotting import plot_distance_matrices
 from .trials import Optimizer, dataset_trial, net_config, two_point_trial
 
@@ -77,6 +78,7 @@ def run_xor(config: XorConfig, run: RunWriter, *, seed: int, progress: bool) -> 
     diff = [(0, 1), (0, 2), (1, 3), (2, 3)]
     per, claims, mats = {}, [], {}
     for name, h in zip(config.configs, out, strict=False):
+        record_pair(run, name, h)  # points 0 and 1, for the confrontation (ncdyn compare)
         a0, b0 = squared_distances(h.hidden_init), squared_distances(h.out_init)
         final = squared_distances(h.hidden_final)
         T = pairwise_theory(X2, Y2, a0, b0, rho)

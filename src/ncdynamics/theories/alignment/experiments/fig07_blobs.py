@@ -22,6 +22,7 @@ from ....probes.geometry import squared_distances
 from ....training import run_trials
 from ...experiment import RunWriter
 from ..training import PairHistory
+from .pair_records import record_pair
 from .plotting import pyplot
 from .trials import Optimizer, dataset_trial, net_config
 
@@ -113,6 +114,7 @@ def run_blobs(config: BlobsConfig, run: RunWriter, *, seed: int, progress: bool)
     emb: dict[str, NDArray[np.float64]] = {}
     claims = []
     for name, h in zip(config.configs, hs, strict=True):
+        record_pair(run, name, h)  # points 0 and 1, for the confrontation (ncdyn compare)
         z = h.hidden_final.astype(np.float64)
         mx, my = info["mu_x"], info["mu_y"]
         idx = {

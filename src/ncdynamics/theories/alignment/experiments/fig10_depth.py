@@ -14,8 +14,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from ....models.table1 import middle_layer
 from ...experiment import RunWriter
 from .history_fit import fit_history
+from .pair_records import record_pair
 from .plotting import pyplot
 from .trials import two_point_trial
 from .two_point import Y1, table1_configs
@@ -62,6 +64,8 @@ def run_depth(config: DepthConfig, run: RunWriter, *, seed: int, progress: bool)
             },
         )
     run.flush()
+    mid = middle_layer(cfg.depth)  # the layer the other experiments record
+    record_pair(run, f"layer{mid}", h, a=h.a[:, mid - 1])
     run.save_array("a_all_layers", 0, h.a)
     run.save_figure(
         plot_layer_lines(

@@ -20,6 +20,7 @@ from ...experiment import RunWriter
 from ..model import VARIANTS
 from ..training import PairHistory
 from .history_fit import fit_history
+from .pair_records import record_pair
 from .plotting import pyplot
 from .trials import two_point_trial
 from .two_point import Y1, table1_configs
@@ -70,6 +71,7 @@ def run_alternatives(
     )
     per, claims = {}, []
     for a, h in zip(config.archs, hists, strict=True):
+        record_pair(run, a, h)
         fits = {v: fit_history(h, y1=Y1, y2=Y1 + 1.0, variant=v) for v in VARIANTS}
         losses = {v: f.fit_loss for v, f in fits.items()}
         per[a] = {

@@ -12,6 +12,7 @@ from ....training import run_trials
 from ...experiment import RunWriter
 from ..training import PairHistory
 from .history_fit import fit_history
+from .pair_records import record_pair
 from .plotting import plot_trajectories
 from .trials import two_point_trial
 from .two_point import Y1, arch_summary, table1_configs
@@ -42,6 +43,8 @@ def run_adam(config: AdamConfig, run: RunWriter, *, seed: int, progress: bool) -
         desc="sgd/adam",
     )
     fits = [fit_history(h, y1=Y1, y2=Y1 + 1.0) for h in hs]
+    for name, h in zip(("sgd", "adam"), hs, strict=True):  # streams named by their optimiser
+        record_pair(run, name, h)
     rows = {"SGD": (hs[0], fits[0]), f"Adam lr={config.adam_lr:g}": (hs[1], fits[1])}
     run.save_figure(plot_trajectories(rows), "fig15_adam")
     per = {"sgd": arch_summary(hs[0], fits[0]), "adam": arch_summary(hs[1], fits[1])}

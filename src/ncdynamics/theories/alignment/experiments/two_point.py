@@ -14,6 +14,7 @@ from ....training import run_trials
 from ...experiment import RunWriter
 from ..training import NetConfig, PairHistory
 from .history_fit import HistoryFit, fit_history, plateau_epochs
+from .pair_records import record_pair
 from .trials import net_config, two_point_trial
 
 __all__ = [
@@ -89,7 +90,8 @@ def log_history(
     run: RunWriter, prefix: str, h: PairHistory, fit: HistoryFit, n_points: int = 200
 ) -> None:
     """Log about ``n_points`` records of the measured and fitted ``a, b, w`` and the loss,
-    and store the full arrays ``<prefix>.state`` and ``<prefix>.theory``."""
+    the pair scalars the confrontation reads (:func:`.pair_records.record_pair`), and store
+    the full arrays ``<prefix>.state`` and ``<prefix>.theory``."""
     stride = max(1, h.epochs.size // n_points)
     for k in range(0, h.epochs.size, stride):
         run.log(
@@ -105,6 +107,7 @@ def log_history(
             },
         )
     run.flush()
+    record_pair(run, prefix, h, n_points)
     run.save_array(f"{prefix}.state", 0, h.state)
     run.save_array(f"{prefix}.theory", 0, fit.theory)
 
