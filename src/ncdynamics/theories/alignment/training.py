@@ -22,6 +22,7 @@ from numpy.typing import NDArray
 
 from ..._validation import check_array, check_int, check_option, check_scalar
 from ...models.table1 import Table1Net, middle_layer
+from ...training.devices import current_device
 
 __all__ = ["TABLE1", "TABLE2", "NetConfig", "PairHistory", "build_net", "train_recording"]
 
@@ -226,8 +227,9 @@ def train_recording(
         )
     n = x.shape[0]
     bs = n if batch_size is None else check_int(batch_size, "batch_size", low=1)
-    net = build_net(cfg, x.shape[1], t_np.shape[1], seed=seed)
-    xt, tt = torch.from_numpy(x), torch.from_numpy(t_np)
+    device = current_device()  # the run's device (ncdyn run --device); weights drawn on the CPU
+    net = build_net(cfg, x.shape[1], t_np.shape[1], seed=seed).to(device)
+    xt, tt = torch.from_numpy(x).to(device), torch.from_numpy(t_np).to(device)
     opt = (
         torch.optim.SGD(net.parameters(), lr=cfg.lr)
         if optimizer == "sgd"
@@ -272,10 +274,10 @@ def train_recording(
             continue
         order = torch.randperm(n, generator=gen) if bs < n else torch.arange(n)
         for k in range(0, n, bs):
-            idx = order[k : k + bs]
+            idx = order[k : k + bs].to(device)
             step(xt[idx], tt[idx])
     assert init is not None  # the loop records at least once (epoch 0)
-    R = torch.stack(rec).numpy()  # (n_rec, n_a + 4 + d_out)
+    R = torch.stack(rec).cpu().numpy()  # (n_rec, n_a + 4 + d_out)
     n_a = cfg.depth if lay == 0 else 1
     a = R[:, :n_a] if lay == 0 else R[:, 0]
     if not np.all(np.isfinite(R)):
@@ -291,9 +293,9 @@ def train_recording(
         float(np.sum((x[p[1]] - x[p[0]]).astype(np.float64) ** 2)),
         float(np.sum((t_np[p[1]] - t_np[p[0]]).astype(np.float64) ** 2)),
         lay,
-        init[0].numpy(),
-        hidden[show - 1].numpy(),
-        init[1].numpy(),
-        out.numpy(),
+        init[0].cpu().numpy(),
+        hidden[show - 1].detach().cpu().numpy(),
+        init[1].cpu().numpy(),
+        out.detach().cpu().numpy(),
         net.eval() if keep_model else None,
     )
