@@ -132,7 +132,24 @@ def _build_parser() -> argparse.ArgumentParser:
         metavar="DIR",
         help="instead of one run: write DIR/index.html listing every run and sweep under DIR",
     )
-    _common(rep, out_help="also copy the report to this path")
+    rep.add_argument(
+        "--compare",
+        type=Path,
+        nargs="+",
+        default=None,
+        metavar="RUN",
+        help="instead of one run: overlay these runs in one report (runs that differ only in "
+        "the seed are drawn as mean and min-max band); written to --out DIR (default: "
+        "'comparison' beside the first run)",
+    )
+    rep.add_argument(
+        "--metric",
+        action="append",
+        default=None,
+        metavar="KEY",
+        help="with --compare: draw only this metric key, e.g. nc/nc1 (repeatable)",
+    )
+    _common(rep, out_help="also copy the report to this path (with --compare: the report's folder)")
 
     cmp_ = sub.add_parser(
         "compare",
@@ -318,17 +335,26 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
 def _cmd_report(args: argparse.Namespace) -> int:
     from . import report
 
-    if (args.run_dir is None) == (args.index is None):
-        raise ValueError("`report` needs a run directory or --index DIR (one of the two).")
+    chosen = [args.run_dir is not None, args.index is not None, args.compare is not None]
+    if sum(chosen) != 1:
+        raise ValueError(
+            "`report` needs one of: a run directory, --index DIR or --compare RUN [RUN ...]."
+        )
+    if args.metric is not None and args.compare is None:
+        raise ValueError("`--metric` needs --compare RUN [RUN ...].")
+    if args.compare is not None:
+        out = args.out if args.out is not None else args.compare[0].parent / "comparison"
+        print(f"report: {report.write_comparison_report(args.compare, out, keys=args.metric)}")
+        return 0
     if args.index is not None:
-        path = report.write_index(args.index)
-        print(f"index:  {path}")
+        print(f"index:  {report.write_index(args.index)}")
         return 0
     if args.out is not None and (args.out.exists() or args.out.is_symlink()):
         raise FileExistsError(
             f"`--out` {str(args.out)!r} already exists; choose a new path for the copy "
             "(nothing was overwritten)."
         )
+    path: Path
     if (args.run_dir / "sweep.json").is_file():
         path = report.write_sweep_report(args.run_dir)
     else:

@@ -26,6 +26,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal
 
 import matplotlib
@@ -404,8 +405,11 @@ def _config_without_seed(config: Mapping[str, object]) -> str:
 
 @dataclass(frozen=True)
 class _Group:
+    """Runs that differ only in the seed: their legend text, metrics and resolved paths."""
+
     label: str
     metrics: list[pd.DataFrame]
+    paths: tuple[Path, ...] = ()
 
 
 def _groups(runs: Sequence[Run]) -> list[_Group]:
@@ -424,10 +428,11 @@ def _groups(runs: Sequence[Run]) -> list[_Group]:
             text = members[0].path.name
         if len(members) > 1:
             text += f" ({len(members)} seeds)"
-        out.append(_Group(text, [m.metrics for m in members]))
+        paths = tuple(m.path.resolve() for m in members)
+        out.append(_Group(text, [m.metrics for m in members], paths))
     if len(out) > 1 and len({g.label for g in out}) < len(out):  # same text: use folder names
         out = [
-            _Group(f"{g.label} [{runs_[0].path.name}]", g.metrics)
+            _Group(f"{g.label} [{runs_[0].path.name}]", g.metrics, g.paths)
             for g, runs_ in zip(out, keyed.values(), strict=True)
         ]
     return out

@@ -272,8 +272,10 @@ def _static_html(metrics: Any) -> str:
 
 def _caption(stem: str) -> str:
     """A figure's caption from its file name (figures this package draws; else the name)."""
-    if stem.startswith("metrics-"):
-        return FAMILIES.get(stem[len("metrics-") :], stem)
+    for head in ("metrics-", "compare-"):
+        if stem.startswith(head):
+            family, _, part = stem[len(head) :].partition("-")
+            return FAMILIES.get(family, stem) + (f" (part {part})" if part else "")
     if stem.startswith("class-means"):
         prefix = stem[len("class-means-") :]
         return "Class means" + (f" ({prefix})" if prefix else "")
