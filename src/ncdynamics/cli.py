@@ -338,7 +338,8 @@ def _cmd_report(args: argparse.Namespace) -> int:
     chosen = [args.run_dir is not None, args.index is not None, args.compare is not None]
     if sum(chosen) != 1:
         raise ValueError(
-            "`report` needs one of: a run directory, --index DIR or --compare RUN [RUN ...]."
+            "`report` needs a run directory or --index DIR or --compare RUN [RUN ...] "
+            "(exactly one of them)."
         )
     if args.metric is not None and args.compare is None:
         raise ValueError("`--metric` needs --compare RUN [RUN ...].")
