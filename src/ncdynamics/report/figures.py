@@ -40,7 +40,7 @@ from matplotlib.figure import Figure  # noqa: E402
 from numpy.typing import NDArray  # noqa: E402
 
 from ..runs import Run  # noqa: E402
-from .labels import FAMILIES, MetricLabel, label, split_names  # noqa: E402
+from .labels import FAMILIES, MetricLabel, label, sort_key, split_names  # noqa: E402
 
 __all__ = [
     "Series",
@@ -315,16 +315,8 @@ def _panels(
     return {f: sorted(families[f], key=_panel_order) for f in sorted(families, key=order.index)}
 
 
-_SPLIT_ORDER = ("train", "test", "val", "probe")
-
-
-def _panel_order(item: tuple[str, Sequence[Series]]) -> tuple[int, int, str]:
-    """Loss and accuracy panels as rows of train, test, validation, probe; others by key."""
-    key = item[0]
-    head, _, what = key.partition("/")
-    if head in _SPLIT_ORDER and what:
-        return (0 if what == "loss" else 1, _SPLIT_ORDER.index(head), key)
-    return (0, 0, key)
+def _panel_order(item: tuple[str, Sequence[Series]]) -> tuple[int, int, int, str]:
+    return sort_key(item[0])
 
 
 def _run_series(metrics: pd.DataFrame) -> dict[str, list[Series]]:

@@ -218,7 +218,7 @@ def write_index(directory: str | os.PathLike[str]) -> Path:
         f"<td>{_text(e.preset)}</td>"
         f'<td><span class="{_state_class(e.state.split(":")[0])}">'
         f"{_text(e.state)}</span></td>"
-        f"<td>{_text(e.sweep.as_posix()) if e.sweep else ''}</td>{_metric_cells(e)}"
+        f"{_metric_cells(e)}"
         f"<td>{' '.join(_link(p, p.parent.name) for p in e.confront)}</td>"
         f"<td>{_thumbs(e.figures)}</td></tr>"
         for e in run_entries
@@ -230,7 +230,8 @@ def write_index(directory: str | os.PathLike[str]) -> Path:
         else ""
     )
     css = _CSS + (
-        "img.thumb{width:280px;margin:2px;vertical-align:middle}"
+        "body{max-width:1340px} td,th{padding:.25em .45em}"
+        "img.thumb{width:240px;margin:2px;vertical-align:middle}"
         "span.line{display:block;white-space:nowrap;font-size:.85em}"
     )
     sweep_head = "".join(
@@ -240,7 +241,7 @@ def write_index(directory: str | os.PathLike[str]) -> Path:
         f'<th>{_text(label(k).short)}<span class="unit">last value</span></th>' for k in _SHOWN_KEYS
     )
     run_head = (
-        "".join(f"<th>{c}</th>" for c in ("run", "experiment", "preset", "state", "sweep"))
+        "".join(f"<th>{c}</th>" for c in ("run", "experiment", "preset", "state"))
         + metric_heads
         + "<th>theory</th><th>overview</th>"
     )

@@ -33,7 +33,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
-__all__ = ["MetricLabel", "FAMILIES", "display", "label", "split_names"]
+__all__ = ["MetricLabel", "FAMILIES", "display", "label", "sort_key", "split_names"]
 
 Scale = Literal["log", "linear", "auto"]
 
@@ -259,6 +259,29 @@ def label(key: str) -> MetricLabel:
         lab = _fallback(key)
         return MetricLabel(lab.title, lab.short, lab.axis, "", "auto", "nc", known=False)
     return _fallback(key)
+
+
+_NC_ORDER = (
+    "nc1", "nc1_std", "cdnv", "nc2_etf", "nc2_equinorm", "nc2_equiangular", "nc2_maxangle",
+    "nc3", "nc3_papyan", "nc4", "within_trace", "between_trace",
+)  # fmt: skip
+_SPLIT_ORDER = ("train", "test", "val", "probe")
+
+
+def sort_key(key: str) -> tuple[int, int, int, str]:
+    """Order of metric keys in reports: by family (:data:`FAMILIES`), collapse metrics
+    NC1 to NC4, losses before accuracies and train, test, validation, probe; else by key.
+
+    >>> sorted(["nc/nc4", "test/accuracy", "nc/nc1", "train/loss"], key=sort_key)
+    ['nc/nc1', 'nc/nc4', 'train/loss', 'test/accuracy']
+    """
+    family = list(FAMILIES).index(label(key).family)
+    if key.startswith("nc/") and key[3:] in _NC_ORDER:
+        return (family, 0, _NC_ORDER.index(key[3:]), key)
+    head, _, what = key.partition("/")
+    if head in _SPLIT_ORDER and what:
+        return (family, 0 if what == "loss" else 1, _SPLIT_ORDER.index(head), key)
+    return (family, 2, 0, key)
 
 
 def _known(key: str) -> bool:

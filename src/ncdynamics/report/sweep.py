@@ -22,7 +22,7 @@ from ..runs._io import atomic_write, read_json
 from .comparison import MAIN_KEYS
 from .figures import _LINESTYLES, _MARKERS
 from .html import _CSS, _href, _state_class, _text, _text_writer
-from .labels import FAMILIES, label, split_names
+from .labels import label, sort_key, split_names
 
 __all__ = ["sweep_figures", "sweep_overview", "write_sweep_report"]
 
@@ -74,12 +74,9 @@ def _metric_columns(table: pd.DataFrame) -> dict[str, list[_Column]]:
     by_key: dict[str, list[_Column]] = {}
     for col in keep:
         by_key.setdefault(col.key, []).append(col)
-    families = list(FAMILIES)
 
-    def order(key: str) -> tuple[int, int, str]:
-        if key in MAIN_KEYS:
-            return (0, MAIN_KEYS.index(key), key)
-        return (1, families.index(label(key).family), key)
+    def order(key: str) -> tuple[int, tuple[int, int, int, str]]:
+        return (0 if key in MAIN_KEYS else 1, sort_key(key))
 
     keys = sorted(by_key, key=order)[:_MAX_PANELS]
     return {k: by_key[k] for k in keys}
