@@ -364,27 +364,28 @@ def metric_figures(
 
 
 def overview_figure(metrics: pd.DataFrame, *, unit: str = "step") -> Figure | None:
-    """A small figure for thumbnails: NC1 (else the first drawable collapse metric), and
-    test accuracy (else training loss), every series; ``None`` when nothing is drawable."""
+    """One small panel for thumbnails: NC1 (else the first drawable collapse metric, else
+    the first drawable metric), every series, with large text; ``None`` when nothing is
+    drawable."""
     if metrics.empty:
         return None
     by_key = _run_series(metrics)
     static = set(static_metrics(metrics)["key"])
-    drawable = [
-        k for k, ss in by_key.items() if k not in static and any(len(s.steps) > 1 for s in ss)
-    ]
-    first: str | None = next((k for k in ("nc/nc1", "nc/cdnv") if k in drawable), None)
-    first = first or next((k for k in drawable if k.startswith("nc/")), None)
-    second = next((k for k in ("test/accuracy", "train/loss", "probe/loss") if k in drawable), None)
-    keys = [k for k in (first, second) if k is not None] or drawable[:1]
-    if not keys:
+    drawable = sorted(
+        (k for k, ss in by_key.items() if k not in static and any(len(s.steps) > 1 for s in ss)),
+        key=sort_key,
+    )
+    drawable = [k for k in drawable if k != "lr"] or drawable
+    if not drawable:
         return None
-    axis = time_axis([s.steps for k in keys for s in by_key[k]], unit=unit)
+    key = "nc/nc1" if "nc/nc1" in drawable else drawable[0]
+    axis = time_axis([s.steps for s in by_key[key]], unit=unit)
     lr = [c[0] for c in lr_changes(metrics)]
-    fig, axes = plt.subplots(1, len(keys), figsize=(3.6 * len(keys), 2.7), squeeze=False)
-    for ax, key in zip(axes[0], keys, strict=True):
+    with plt.rc_context({"font.size": 12}):
+        fig, ax = plt.subplots(figsize=(4.2, 3.0))
         _draw_panel(ax, key, by_key[key], axis, lr)
-    fig.tight_layout()
+        ax.title.set_fontsize(12)
+        fig.tight_layout()
     return fig
 
 

@@ -195,7 +195,10 @@ def _metric_cells(e: IndexEntry) -> str:
     for key in _SHOWN_KEYS:
         vals = [(p, v) for p, k, v in e.metrics if k == key]
         lines = "".join(
-            f'<span class="line">{_text(p + " ") if p else ""}{v:.3g}</span>' for p, v in vals
+            '<span class="line">'
+            + (f'<span class="series">{_text(p)}</span> ' if p else "")
+            + f"{v:.3g}</span>"
+            for p, v in vals
         )
         cells.append(f"<td>{lines}</td>")
     return "".join(cells)
@@ -214,8 +217,8 @@ def write_index(directory: str | os.PathLike[str]) -> Path:
         for e in sweeps
     )
     run_rows = "".join(
-        f"<tr><td>{_link(e.report, e.path.as_posix())}</td><td>{_text(e.experiment)}</td>"
-        f"<td>{_text(e.preset)}</td>"
+        f'<tr><td class="path">{_link(e.report, e.path.as_posix())}</td>'
+        f"<td>{_text(e.experiment)}</td><td>{_text(e.preset)}</td>"
         f'<td><span class="{_state_class(e.state.split(":")[0])}">'
         f"{_text(e.state)}</span></td>"
         f"{_metric_cells(e)}"
@@ -231,8 +234,9 @@ def write_index(directory: str | os.PathLike[str]) -> Path:
     )
     css = _CSS + (
         "body{max-width:1340px} td,th{padding:.25em .45em}"
-        "img.thumb{width:240px;margin:2px;vertical-align:middle}"
-        "span.line{display:block;white-space:nowrap;font-size:.85em}"
+        "img.thumb{width:250px;margin:2px;vertical-align:middle}"
+        "span.line{display:block;font-size:.85em} span.series{color:#666}"
+        "td.path{overflow-wrap:anywhere;min-width:9em}"
     )
     sweep_head = "".join(
         f"<th>{c}</th>" for c in ("sweep", "experiment", "preset", "runs", "table", "figures")
