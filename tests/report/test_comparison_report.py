@@ -70,3 +70,17 @@ def test_metric_needs_compare(tmp_path, capsys):
     made = _runs(tmp_path)
     assert main(["report", str(made[0].path), "--metric", "nc/nc1"]) == 2
     assert "`--metric` needs --compare" in capsys.readouterr().err
+
+
+def test_runs_with_the_same_seed_are_not_called_seeds(tmp_path):
+    made = []
+    for i in range(2):
+        run = runs.create(tmp_path / f"copy{i}", config={"lr": 0.1}, seed=0)
+        for t in range(5):
+            run.log(t, {"nc/nc1": 1.0 / (t + 1 + i)})
+        run.flush()
+        made.append(run)
+    ((_, fig),) = report.comparison_figures(made)
+    labels = [ln.get_label() for ln in fig.axes[0].lines if not ln.get_label().startswith("_")]
+    assert labels == ["copy0 (2 runs)"]
+    plt.close(fig)

@@ -420,7 +420,9 @@ def _groups(runs: Sequence[Run]) -> list[_Group]:
         else:
             text = members[0].path.name
         if len(members) > 1:
-            text += f" ({len(members)} seeds)"
+            seeds = {repr(m.status.get("seed")) for m in members}
+            what = "seeds" if len(seeds) == len(members) else "runs"
+            text += f" ({len(members)} {what})"
         paths = tuple(m.path.resolve() for m in members)
         out.append(_Group(text, [m.metrics for m in members], paths))
     if len(out) > 1 and len({g.label for g in out}) < len(out):  # same text: use folder names
