@@ -45,7 +45,7 @@ figcaption{font-size:.85em;color:#555} .state-completed{color:#1a7f37}
 .state-failed{color:#b42318} .state-running{color:#9a6700} code{font-size:.9em}
 pre{background:#f6f8fa;padding:.6em;overflow-x:auto;font-size:.85em;white-space:pre-wrap}
 table{display:block;max-width:100%;overflow-x:auto} td code{overflow-wrap:anywhere}
-th .unit{display:block;color:#666;font-weight:normal;font-size:.8em}
+th .unit,td .unit{display:block;color:#666;font-weight:normal;font-size:.8em}
 p.note{color:#444;font-size:.9em}
 """
 
