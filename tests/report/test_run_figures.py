@@ -158,3 +158,12 @@ def test_write_report_returns_a_path_that_shows_inline_in_jupyter(tmp_path):
     shown = page._repr_html_()
     assert shown.startswith("<iframe srcdoc=") and "&lt;h1&gt;" in shown and "<h1>" not in shown
     assert report.Report(tmp_path / "gone.html")._repr_html_() is None
+
+
+def test_dollar_signs_in_names_are_text_not_mathtext(tmp_path):
+    run = runs.create(tmp_path / "r", config={}, seed=0)
+    for t in range(4):
+        run.log(t, {"$x$/nc/nc1": 1.0 / (t + 1), r"cost $\nosuchsymbol$": float(t)})
+    run.flush()
+    paths = report.write_figures(run)  # as mathtext, the unknown symbol fails to draw
+    assert {p.name for p in paths} >= {"metrics-nc.png", "metrics-other.png"}

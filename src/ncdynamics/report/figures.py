@@ -225,6 +225,12 @@ def _use_log(lab: MetricLabel, values: Sequence[NDArray[np.float64]]) -> bool:
     return float(v.max() / v.min()) > 30.0
 
 
+def _plain(text: str) -> str:
+    """``text`` shown as is by matplotlib: a ``$`` (free text in metric names and prefixes)
+    never starts mathtext."""
+    return text.replace("$", r"\$")
+
+
 def _y_label(lab: MetricLabel) -> str:
     if lab.unit and lab.unit not in lab.axis:
         return f"{lab.axis} ({lab.unit})"
@@ -257,7 +263,7 @@ def _draw_panel(
             ms=4.5 if len(x) > 1 else 6,
             markevery=((i * every) // max(n, 1), every) if len(x) > 1 else None,
             zorder=3 + i,
-            label=s.label or None,
+            label=_plain(s.label) or None,
         )
         if s.low is not None and s.high is not None:
             ax.fill_between(x, s.low[keep], s.high[keep], color=colour, alpha=0.18, lw=0, zorder=2)
@@ -271,8 +277,8 @@ def _draw_panel(
     for step in lr_steps:
         if axis.scale == "linear" or step > 0:
             ax.axvline(step, color="0.45", ls=":", lw=1.2, zorder=1)
-    ax.set_title(lab.title, fontsize=10)
-    ax.set_ylabel(_y_label(lab), fontsize=9)
+    ax.set_title(_plain(lab.title), fontsize=10)
+    ax.set_ylabel(_plain(_y_label(lab)), fontsize=9)
     ax.set_xlabel(axis.label, fontsize=9)
     ax.grid(alpha=0.3)
     if any(s.label for s in series):
@@ -619,7 +625,7 @@ def class_means_figures(run: Run, *, unit: str = "step") -> list[tuple[str, Figu
         ax2.set_ylabel("class", fontsize=9)
         fig.colorbar(im, ax=ax2, fraction=0.046, label="cosine")
         title = f"Class means ({prefix})" if prefix else "Class means"
-        fig.suptitle(title, fontsize=11)
+        fig.suptitle(_plain(title), fontsize=11)
         fig.tight_layout()
         out.append((f"class-means-{_file_name(prefix)}" if prefix else "class-means", fig))
     return out

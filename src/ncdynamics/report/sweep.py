@@ -20,7 +20,7 @@ import pandas as pd
 from ..experiments.sweep import is_sweep, read_sweep_table
 from ..runs._io import atomic_write, read_json
 from .comparison import MAIN_KEYS
-from .figures import _LINESTYLES, _MARKERS
+from .figures import _LINESTYLES, _MARKERS, _plain
 from .html import _CSS, _href, _state_class, _text, _text_writer
 from .labels import label, sort_key, split_names
 
@@ -142,7 +142,7 @@ def _draw_sweep_panel(
                 capsize=3,
                 lw=max(1.0, 2.2 - 0.4 * lines),
                 zorder=3 + lines,
-                label=", ".join(parts) or None,
+                label=_plain(", ".join(parts)) or None,
             )
             lines += 1
     values = np.concatenate(all_values) if all_values else np.zeros(0)
@@ -161,7 +161,7 @@ def _draw_sweep_panel(
         ax.xaxis.set_minor_locator(NullLocator())
     ax.set_title(lab.title, fontsize=10)
     ax.set_ylabel(lab.axis + (f" ({lab.unit})" if lab.unit and lab.unit not in lab.axis else ""))
-    ax.set_xlabel(grid_key)
+    ax.set_xlabel(_plain(grid_key))
     ax.grid(alpha=0.3)
     if lines > 1:
         ax.legend(fontsize=7, framealpha=0.85)
@@ -196,7 +196,9 @@ def sweep_figures(table: pd.DataFrame, grid_keys: list[str]) -> list[tuple[str, 
             _draw_sweep_panel(ax, done, metric, cols, key, others)
         for ax in list(axes.flat)[len(metrics) :]:
             ax.set_visible(False)
-        fig.suptitle(f"Final values against {key} (mean over seeds; bars: minimum to maximum)")
+        fig.suptitle(
+            _plain(f"Final values against {key} (mean over seeds; bars: minimum to maximum)")
+        )
         fig.tight_layout()
         out.append((key, fig))
     return out
