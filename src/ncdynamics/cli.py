@@ -121,8 +121,10 @@ def _build_parser() -> argparse.ArgumentParser:
 
     rep = sub.add_parser(
         "report",
-        help="(re)draw figures and write report.html for a run",
-        description="Draw a run's figures and write its self-contained HTML report.",
+        help="(re)draw figures and write report.html for a run, a sweep, several runs or a folder",
+        description="Draw a run's (or a sweep's) figures and write its self-contained HTML "
+        "report; with --compare, one report overlaying several runs; with --index, a page "
+        "listing every run and sweep under a folder. See docs/reports.md.",
     )
     rep.add_argument("run_dir", type=Path, nargs="?", default=None, help="run directory")
     rep.add_argument(
