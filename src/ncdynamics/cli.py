@@ -127,8 +127,10 @@ def _build_parser() -> argparse.ArgumentParser:
 
     rep = sub.add_parser(
         "report",
-        help="(re)draw figures and write report.html for a run",
-        description="Draw a run's figures and write its self-contained HTML report.",
+        help="(re)draw figures and write report.html for a run, a sweep, several runs or a folder",
+        description="Draw a run's (or a sweep's) figures and write its self-contained HTML "
+        "report; with --compare, one report overlaying several runs; with --index, a page "
+        "listing every run and sweep under a folder. See docs/reports.md.",
     )
     rep.add_argument("run_dir", type=Path, nargs="?", default=None, help="run directory")
     rep.add_argument(
@@ -138,7 +140,24 @@ def _build_parser() -> argparse.ArgumentParser:
         metavar="DIR",
         help="instead of one run: write DIR/index.html listing every run and sweep under DIR",
     )
-    _common(rep, out_help="also copy the report to this path")
+    rep.add_argument(
+        "--compare",
+        type=Path,
+        nargs="+",
+        default=None,
+        metavar="RUN",
+        help="instead of one run: overlay these runs in one report (runs that differ only in "
+        "the seed are drawn as mean and min-max band); written to --out DIR (default: "
+        "'comparison' beside the first run)",
+    )
+    rep.add_argument(
+        "--metric",
+        action="append",
+        default=None,
+        metavar="KEY",
+        help="with --compare: draw only this metric key, e.g. nc/nc1 (repeatable)",
+    )
+    _common(rep, out_help="also copy the report to this path (with --compare: the report's folder)")
 
     cmp_ = sub.add_parser(
         "compare",
@@ -355,17 +374,27 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
 def _cmd_report(args: argparse.Namespace) -> int:
     from . import report
 
-    if (args.run_dir is None) == (args.index is None):
-        raise ValueError("`report` needs a run directory or --index DIR (one of the two).")
+    chosen = [args.run_dir is not None, args.index is not None, args.compare is not None]
+    if sum(chosen) != 1:
+        raise ValueError(
+            "`report` needs a run directory or --index DIR or --compare RUN [RUN ...] "
+            "(exactly one of them)."
+        )
+    if args.metric is not None and args.compare is None:
+        raise ValueError("`--metric` needs --compare RUN [RUN ...].")
+    if args.compare is not None:
+        out = args.out if args.out is not None else args.compare[0].parent / "comparison"
+        print(f"report: {report.write_comparison_report(args.compare, out, keys=args.metric)}")
+        return 0
     if args.index is not None:
-        path = report.write_index(args.index)
-        print(f"index:  {path}")
+        print(f"index:  {report.write_index(args.index)}")
         return 0
     if args.out is not None and (args.out.exists() or args.out.is_symlink()):
         raise FileExistsError(
             f"`--out` {str(args.out)!r} already exists; choose a new path for the copy "
             "(nothing was overwritten)."
         )
+    path: Path
     if (args.run_dir / "sweep.json").is_file():
         path = report.write_sweep_report(args.run_dir)
     else:

@@ -65,6 +65,16 @@ def test_figures_from_recorded_probes(tmp_path, prefix):
     assert [ax.images[0].get_array().shape for ax in norms] == [(3, 3), (4, 4)]
     align = figs["ntk_alignment"].axes[0]
     assert len(align.lines) == 4 and all(len(ln.get_xdata()) == 3 for ln in align.lines)
+    assert {t.get_text() for t in align.get_legend().get_texts()} == {
+        "A(K_f)",
+        "A(K_f) c",
+        "A(K_h)",
+        "A(K_h) c",
+    }
+    assert align.get_xlabel() == "step" and align.get_ylabel() == "alignment"
+    gamma = figs["ntk_block_values"].axes[0]
+    assert gamma.get_title() == "Logit kernel blocks γ"
+    assert len({ln.get_linestyle() for ln in gamma.lines}) == 3  # overlapping lines differ
     for fig in figs.values():
         plt.close(fig)
 

@@ -15,15 +15,23 @@ import html
 import json
 from collections.abc import Callable
 from pathlib import Path, PurePath, PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from ..experiments.confront import read_run
 from ..runs import Run
 from ..runs._io import atomic_write
-from .figures import metric_figures
+from .figures import (
+    _counts_epochs,
+    class_means_figures,
+    lr_changes,
+    metric_figures,
+    overview_figure,
+    static_metrics,
+)
+from .labels import FAMILIES, label, split_names
 
-__all__ = ["write_figures", "write_report"]
+__all__ = ["Report", "write_figures", "write_report"]
 
 _CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2em auto;
@@ -35,7 +43,10 @@ td,th{border:1px solid #ddd;padding:.25em .6em;text-align:left;vertical-align:to
 th{background:#f4f4f4} figure{margin:1em 0} img{max-width:100%;border:1px solid #eee}
 figcaption{font-size:.85em;color:#555} .state-completed{color:#1a7f37}
 .state-failed{color:#b42318} .state-running{color:#9a6700} code{font-size:.9em}
-pre{background:#f6f8fa;padding:.6em;overflow-x:auto;font-size:.85em}
+pre{background:#f6f8fa;padding:.6em;overflow-x:auto;font-size:.85em;white-space:pre-wrap}
+table{display:block;max-width:100%;overflow-x:auto} td code{overflow-wrap:anywhere}
+th .unit,td .unit{display:block;color:#666;font-weight:normal;font-size:.8em}
+p.note{color:#444;font-size:.9em}
 """
 
 
@@ -92,23 +103,81 @@ def _text_writer(text: str) -> Callable[[Path], None]:
     return write
 
 
-def _extra_figures(run: Run) -> list[tuple[str, Any]]:
-    """Figures drawn from a run's stored arrays by modules that know them."""
-    out: list[tuple[str, Any]] = []
+if TYPE_CHECKING:
+    _PathBase = Path
+else:
+    _PathBase = type(Path())  # PosixPath or WindowsPath: Path itself is not subclassable < 3.12
+
+
+class Report(_PathBase):
+    """The path of a written HTML report that also shows itself in Jupyter.
+
+    It is a :class:`pathlib.Path` in every other respect (``open``, ``read_text``,
+    ``os.fspath``). In a notebook, a cell ending in ``report.write_report(run)`` shows the
+    report inline, in a sandboxed frame (its styles stay inside it). Outside Jupyter the
+    same is ``IPython.display.HTML(path.read_text())``.
+    """
+
+    def _repr_html_(self) -> str | None:
+        """The report in an ``<iframe srcdoc=...>``; ``None`` (plain repr) when the file is
+        gone or is not a file."""
+        try:
+            page = Path(self).read_text()
+        except (OSError, UnicodeDecodeError):
+            return None
+        return (
+            f'<iframe srcdoc="{_text(page)}" sandbox="allow-same-origin" '
+            'style="width:100%;height:720px;border:1px solid #ddd"></iframe>'
+        )
+
+
+def _time_unit(run: Run) -> str:
+    """``"epoch"`` when the run's steps are epochs (its config has ``epochs`` and no record
+    goes beyond), else ``"step"``."""
     try:
-        from . import kernels
-    except ImportError:
-        return out
+        return "epoch" if _counts_epochs(run) else "step"
+    except (OSError, ValueError, KeyError):
+        return "step"
+
+
+def _extra_figures(run: Run, unit: str) -> list[tuple[str, Any]]:
+    """Figures drawn from a run's stored arrays by modules that know them."""
+    out: list[tuple[str, Any]] = list(class_means_figures(run, unit=unit))
+    from . import kernels
+
     out.extend(kernels.kernel_figures(run))
     return out
 
 
+# figures this module draws: a redraw removes those of them that are no longer drawn
+_OWN_FIGURES = ("metrics-", "class-means", "overview")
+
+
 def write_figures(run: Run | str | Path) -> list[Path]:
-    """Draw the metric figures (and array figures) of a run into ``figures/`` as PNG."""
+    """Draw a run's figures into ``figures/`` as PNG and return their paths.
+
+    ``overview`` (a thumbnail for the index), ``metrics-<family>`` (the scalar metrics,
+    :func:`~ncdynamics.report.figures.metric_figures`), ``class-means[-<prefix>]`` and the
+    NTK figures. Figures of earlier drawings of these names that are no longer drawn are
+    removed; other figures in ``figures/`` (saved by the user) are kept.
+    """
     run = run if isinstance(run, Run) else read_run(run)
-    paths = []
-    for name, fig in metric_figures(run.metrics) + _extra_figures(run):
-        paths.append(run.save_figure(fig, name))
+    unit = _time_unit(run)
+    try:
+        metrics = run.metrics
+    except FileNotFoundError:
+        import pandas as pd
+
+        metrics = pd.DataFrame(columns=["step", "name", "value"])
+    drawn: list[tuple[str, Any]] = []
+    overview = overview_figure(metrics, unit=unit)
+    if overview is not None:
+        drawn.append(("overview", overview))
+    drawn += metric_figures(metrics, unit=unit) + _extra_figures(run, unit)
+    paths = [run.save_figure(fig, name) for name, fig in drawn]
+    for old in run.figures():
+        if old.stem.startswith(_OWN_FIGURES) and old not in paths:
+            old.unlink(missing_ok=True)
     return paths
 
 
@@ -125,12 +194,20 @@ def _cell(v: Any) -> str:
     return _text(v)
 
 
+def _column_head(key: str) -> str:
+    """A table header for metric ``key``: its short label, with the raw key below."""
+    lab = label(key)
+    if not lab.known:
+        return f"<th>{_text(lab.short)}</th>"
+    return f'<th>{_text(lab.short)}<span class="unit">{_text(key)}</span></th>'
+
+
 def _summary_html(summary: dict[str, Any]) -> str:
     parts = []
     table = summary.get("table")
     if isinstance(table, dict) and table and all(isinstance(v, dict) for v in table.values()):
         cols = sorted({str(k) for row in table.values() for k in row})
-        head = "".join(f"<th>{_text(c)}</th>" for c in cols)
+        head = "".join(_column_head(c) for c in cols)
         rows = "".join(
             f"<tr><th>{_text(r)}</th>"
             + "".join(f"<td>{_cell(vals.get(c, ''))}</td>" for c in cols)
@@ -157,11 +234,98 @@ def _summary_html(summary: dict[str, Any]) -> str:
     return "".join(parts)
 
 
-def write_report(run: Run | str | Path, *, draw: bool = True) -> Path:
+def _lr_html(metrics: Any, unit: str) -> str:
+    """One line: the learning-rate schedule, when a recorded ``lr`` changes."""
+    changes = lr_changes(metrics)
+    if not changes:
+        return ""
+    steps = ", ".join(f"{unit} {s}: {a:.3g} → {b:.3g}" for s, a, b in changes)
+    return (
+        f'<p class="note">Learning rate changes (dotted lines in the figures): {_text(steps)}.</p>'
+    )
+
+
+def _static_html(metrics: Any) -> str:
+    """The constant and once-recorded metrics as one table: a row per metric, a column per
+    series prefix."""
+    static = static_metrics(metrics)
+    if static.empty:
+        return ""
+    prefixes = list(dict.fromkeys(static["series"]))
+    head = "".join(f"<th>{_text(p or 'value')}</th>" for p in prefixes)
+    rows = []
+    for key, sub in static.groupby("key", sort=False):
+        by = {str(s): float(v) for s, v in zip(sub["series"], sub["value"], strict=True)}
+        cells = "".join(f"<td>{_cell(by[p])}</td>" if p in by else "<td></td>" for p in prefixes)
+        kind = str(sub["kind"].iloc[0])
+        when = f" at {int(sub['step'].iloc[0])}" if kind == "recorded once" else ""
+        rows.append(
+            f"<tr><th>{_text(sub['label'].iloc[0])}"
+            f'<span class="unit">{_text(key)}</span></th>{cells}'
+            f"<td>{_text(kind + when)}</td></tr>"
+        )
+    return (
+        "<h2>Constant and once-recorded metrics</h2>"
+        f"<table><tr><th>metric</th>{head}<th>note</th></tr>{''.join(rows)}</table>"
+    )
+
+
+def _caption(stem: str) -> str:
+    """A figure's caption from its file name (figures this package draws; else the name)."""
+    for head in ("metrics-", "compare-"):
+        if stem.startswith(head):
+            family, _, part = stem[len(head) :].partition("-")
+            return FAMILIES.get(family, stem) + (f" (part {part})" if part else "")
+    if stem.startswith("class-means"):
+        prefix = stem[len("class-means-") :]
+        return "Class means" + (f" ({prefix})" if prefix else "")
+    kernel = {
+        "ntk_kernel_heatmaps": "NTK: traced kernels at the last record",
+        "ntk_block_norms": "NTK: class-block norms at the last record",
+        "ntk_alignment": "NTK: kernel-label alignment",
+        "ntk_block_values": "NTK: block values γ and κ",
+    }
+    return kernel.get(stem, stem)
+
+
+def _figure_order(stem: str) -> tuple[int, str]:
+    families = [f"metrics-{f}" for f in FAMILIES]
+    if stem in families:
+        return (families.index(stem) if stem != "metrics-nc" else 0, stem)
+    if stem.startswith("class-means"):
+        return (2, stem)
+    if stem.startswith("ntk_"):
+        return (len(families), stem)
+    return (len(families) + 1, stem)
+
+
+def _figures_html(run: Run) -> str:
+    figs = []
+    for png in sorted(run.figures(), key=lambda p: _figure_order(p.stem)):
+        if png.stem == "overview":  # the index's thumbnail; the figures below hold it
+            continue
+        data = base64.b64encode(png.read_bytes()).decode("ascii")
+        caption = _caption(png.stem)
+        figs.append(
+            f'<figure><img alt="{_text(caption)}" src="data:image/png;base64,{data}">'
+            f"<figcaption>{_text(caption)}</figcaption></figure>"
+        )
+    return "".join(figs)
+
+
+def write_report(run: Run | str | Path, *, draw: bool = True) -> Report:
     """Write ``report.html`` into the run directory and return its path.
 
-    With ``draw`` the metric figures are (re)drawn first. Images are embedded as base64, so
-    the file can be moved or mailed on its own.
+    The report shows the run's state and settings, the summary table (columns named through
+    :mod:`ncdynamics.report.labels`), the learning-rate schedule, a table of the metrics
+    that are constant or recorded once, and every figure. With ``draw`` the figures are
+    (re)drawn first (:func:`write_figures`). Images are embedded as base64, so the file can
+    be moved or mailed on its own.
+
+    Returns
+    -------
+    Report
+        A :class:`pathlib.Path` that shows the report inline in Jupyter.
     """
     run = run if isinstance(run, Run) else read_run(run)
     if draw:
@@ -169,19 +333,17 @@ def write_report(run: Run | str | Path, *, draw: bool = True) -> Path:
     status, config = _json_object(run, "status"), _json_object(run, "config")
     title = config.get("experiment") or run.path.name
     state = str(status.get("state", "?"))
-    figs = []
-    for png in run.figures():
-        data = base64.b64encode(png.read_bytes()).decode("ascii")
-        figs.append(
-            f'<figure><img alt="{_text(png.stem)}" src="data:image/png;base64,{data}">'
-            f"<figcaption>{_text(png.stem)}</figcaption></figure>"
-        )
+    unit = _time_unit(run)
+    try:
+        metrics = run.metrics
+    except FileNotFoundError:
+        metrics = None
     versions = status.get("versions", {})
     if not isinstance(versions, dict):
         versions = {"?": versions}
     meta = [
         ("state", f'<span class="{_state_class(state)}">{_text(state)}</span>'),
-        ("preset", config.get("preset")),
+        ("preset", config.get("preset") or ("own run" if not config.get("experiment") else "?")),
         ("seed", status.get("seed")),
         ("started", status.get("started")),
         ("finished", status.get("finished")),
@@ -197,6 +359,17 @@ def write_report(run: Run | str | Path, *, draw: bool = True) -> Path:
     )
     if status.get("error"):
         meta_html += f"<pre>{_text(status['error'])}</pre>"
+    series = ""
+    if metrics is not None and not metrics.empty:
+        prefixes = sorted({p for p, _ in split_names(metrics["name"].unique()).values() if p})
+        if prefixes:
+            series = (
+                f'<p class="note">Series (recorder prefixes), one line each in every panel: '
+                f"{_text(', '.join(prefixes))}. The x-axis counts {_text(unit)}s.</p>"
+            )
+    glance = ""
+    if metrics is not None and not metrics.empty:
+        glance = _lr_html(metrics, unit) + _static_html(metrics)
     cfg = {str(k): v for k, v in config.items() if k not in ("experiment", "preset", "seed")}
     doc = f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>{_text(title)} report</title>
@@ -205,8 +378,9 @@ def write_report(run: Run | str | Path, *, draw: bool = True) -> Path:
 <p>Run directory <code>{_text(run.path)}</code></p>
 {meta_html}
 <h2>Summary</h2>{_summary_html(_json_object(run, "summary")) or "<p>No summary was written.</p>"}
-<h2>Figures</h2>{"".join(figs) or "<p>No figures.</p>"}
+{series}{glance}
+<h2>Figures</h2>{_figures_html(run) or "<p>No figures.</p>"}
 <h2>Configuration</h2>{_table(sorted(cfg.items()))}
 </body></html>
 """
-    return atomic_write(run.path / "report.html", _text_writer(doc))
+    return Report(atomic_write(run.path / "report.html", _text_writer(doc)))

@@ -2,10 +2,12 @@
 
 ``write_index(dir)`` writes ``dir/index.html`` with relative, URL-quoted links (never a
 scheme: a directory named ``javascript:...`` is a path like any other), so the folder can be
-moved or served as it is. Every name shown is escaped. Sweeps show their figures as
-thumbnails; a run outside any sweep shows its first figure. A run that this version cannot
-read (another format version, a broken status file) is listed with the reason instead of
-stopping the index.
+moved or served as it is. Every name shown is escaped. Each run shows the last values of the
+main collapse metrics (NC1-NC4, test accuracy; one line per series prefix), and a run made
+with the Python API rather than ``ncdyn run`` is listed as an "own run". Sweeps and runs
+outside a sweep show their ``figures/overview.png`` (drawn by the report writers) as a
+thumbnail, else their first figure. A run that this version cannot read (another format
+version, a broken status file) is listed with the reason instead of stopping the index.
 """
 
 from __future__ import annotations
@@ -14,10 +16,15 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
 from ..experiments.confront import read_run
 from ..experiments.sweep import is_sweep
+from ..runs import Run
 from ..runs._io import atomic_write, read_json
+from .comparison import last_values
 from .html import _CSS, _href, _json_object, _state_class, _text, _text_writer
+from .labels import label
 
 __all__ = ["IndexEntry", "find_entries", "write_index"]
 
@@ -41,6 +48,8 @@ class IndexEntry:
         Thumbnails shown (relative).
     confront : tuple of Path
         Reports of ``ncdyn compare`` / ``ncdyn forecast`` inside the run (relative).
+    metrics : tuple of (prefix, key, value)
+        Last values of the main collapse metrics (:data:`~ncdynamics.report.comparison.MAIN_KEYS`).
     """
 
     kind: str
@@ -52,6 +61,30 @@ class IndexEntry:
     report: Path | None
     figures: tuple[Path, ...]
     confront: tuple[Path, ...] = ()
+    metrics: tuple[tuple[str, str, float], ...] = ()
+
+
+_SHOWN_KEYS = ("nc/nc1", "nc/nc2_etf", "nc/nc3", "nc/nc4", "test/accuracy")
+
+
+def _thumbnail(root: Path, figures: list[Path]) -> tuple[Path, ...]:
+    """``overview.png`` when drawn, else the first figure (paths relative to ``root``)."""
+    over = [p for p in figures if p.name == "overview.png"]
+    chosen = over or figures[:1]
+    return tuple(p.relative_to(root) for p in chosen)
+
+
+def _last_metrics(run: Run) -> tuple[tuple[str, str, float], ...]:
+    try:
+        frame = last_values(run.metrics, _SHOWN_KEYS)
+    except (OSError, ValueError, KeyError):
+        return ()
+    return tuple(
+        (str(prefix), str(key), float(frame.loc[prefix, key]))
+        for prefix in frame.index
+        for key in frame.columns
+        if np.isfinite(frame.loc[prefix, key])
+    )
 
 
 def _confront_reports(root: Path, d: Path) -> tuple[Path, ...]:
@@ -69,17 +102,19 @@ def _run_entry(root: Path, d: Path, sweep: Path | None) -> IndexEntry:
         # AttributeError, TypeError: a status.json holding a list, read by the run store
         msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         return IndexEntry("run", rel, "?", "?", f"unreadable: {msg}", sweep, report, ())
-    figs = () if sweep is not None else tuple(p.relative_to(root) for p in run.figures()[:1])
+    figs = () if sweep is not None else _thumbnail(root, run.figures())
+    own = not config.get("experiment")
     return IndexEntry(
         "run",
         rel,
-        str(config.get("experiment") or "?"),
-        str(config.get("preset") or "?"),
+        "own run" if own else str(config.get("experiment")),
+        str(config.get("preset") or ("-" if own else "?")),
         str(status.get("state", "?")),
         sweep,
         report,
         figs,
         _confront_reports(root, d),
+        _last_metrics(run),
     )
 
 
@@ -109,7 +144,7 @@ def _sweep_entry(root: Path, d: Path) -> IndexEntry:
         st = _run_state(d / str(run_id) / "status.json")
         states[st] = states.get(st, 0) + 1
     report = rel / "report.html" if (d / "report.html").is_file() else None
-    figs = tuple(p.relative_to(root) for p in sorted((d / "figures").glob("*.png")))
+    figs = _thumbnail(root, sorted((d / "figures").glob("*.png")))
     return IndexEntry(
         "sweep",
         rel,
@@ -155,6 +190,20 @@ def _thumbs(figs: tuple[Path, ...]) -> str:
     )
 
 
+def _metric_cells(e: IndexEntry) -> str:
+    cells = []
+    for key in _SHOWN_KEYS:
+        vals = [(p, v) for p, k, v in e.metrics if k == key]
+        lines = "".join(
+            '<span class="line">'
+            + (f'<span class="series">{_text(p)}</span> ' if p else "")
+            + f"{v:.3g}</span>"
+            for p, v in vals
+        )
+        cells.append(f"<td>{lines}</td>")
+    return "".join(cells)
+
+
 def write_index(directory: str | os.PathLike[str]) -> Path:
     """Write ``index.html`` listing every run and sweep under ``directory``; return its path."""
     root = Path(directory)
@@ -168,11 +217,11 @@ def write_index(directory: str | os.PathLike[str]) -> Path:
         for e in sweeps
     )
     run_rows = "".join(
-        f"<tr><td>{_link(e.report, e.path.as_posix())}</td><td>{_text(e.experiment)}</td>"
-        f"<td>{_text(e.preset)}</td>"
+        f'<tr><td class="path">{_link(e.report, e.path.as_posix())}</td>'
+        f"<td>{_text(e.experiment)}</td><td>{_text(e.preset)}</td>"
         f'<td><span class="{_state_class(e.state.split(":")[0])}">'
         f"{_text(e.state)}</span></td>"
-        f"<td>{_text(e.sweep.as_posix()) if e.sweep else ''}</td>"
+        f"{_metric_cells(e)}"
         f"<td>{' '.join(_link(p, p.parent.name) for p in e.confront)}</td>"
         f"<td>{_thumbs(e.figures)}</td></tr>"
         for e in run_entries
@@ -183,13 +232,22 @@ def write_index(directory: str | os.PathLike[str]) -> Path:
         if no_report
         else ""
     )
-    css = _CSS + "img.thumb{height:110px;margin:2px;vertical-align:middle}"
+    css = _CSS + (
+        "body{max-width:1340px} td,th{padding:.25em .45em}"
+        "img.thumb{width:250px;margin:2px;vertical-align:middle}"
+        "span.line{display:block;font-size:.85em} span.series{color:#666}"
+        "td.path{overflow-wrap:anywhere;min-width:9em}"
+    )
     sweep_head = "".join(
         f"<th>{c}</th>" for c in ("sweep", "experiment", "preset", "runs", "table", "figures")
     )
-    run_head = "".join(
-        f"<th>{c}</th>"
-        for c in ("run", "experiment", "preset", "state", "sweep", "theory", "figure")
+    metric_heads = "".join(
+        f'<th>{_text(label(k).short)}<span class="unit">last value</span></th>' for k in _SHOWN_KEYS
+    )
+    run_head = (
+        "".join(f"<th>{c}</th>" for c in ("run", "experiment", "preset", "state"))
+        + metric_heads
+        + "<th>theory</th><th>overview</th>"
     )
     sweep_table = f"<table><tr>{sweep_head}</tr>{sweep_rows}</table>" if sweeps else "<p>None.</p>"
     run_table = f"<table><tr>{run_head}</tr>{run_rows}</table>" if run_entries else "<p>None.</p>"

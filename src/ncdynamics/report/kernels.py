@@ -13,6 +13,9 @@ allowed, names are matched by suffix):
 - ``ntk_block_values``: gamma and kappa (same sample, same class, different class) against
   the step.
 
+The time figures share the run report's x-axis (:func:`ncdynamics.report.figures.time_axis`)
+and learning-rate lines; names come from :mod:`ncdynamics.report.labels`.
+
 References
 ----------
 .. [1] E. Seleznova et al. "Neural (Tangent Kernel) Collapse". NeurIPS 2023.
@@ -30,6 +33,8 @@ import numpy as np  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 from ..runs import Run  # noqa: E402
+from .figures import _LINESTYLES, _MARKERS, TimeAxis, lr_changes, time_axis  # noqa: E402
+from .labels import label  # noqa: E402
 
 __all__ = ["kernel_figures"]
 
@@ -109,7 +114,38 @@ def _series(metrics: Any, key: str) -> tuple[np.ndarray, np.ndarray] | None:
     if name is None:
         return None
     rows = metrics[metrics["name"] == name].sort_values("step")
-    return rows["step"].to_numpy(), rows["value"].to_numpy()
+    return rows["step"].to_numpy(dtype=float), rows["value"].to_numpy(dtype=float)
+
+
+def _axis_and_lr(metrics: Any) -> tuple[TimeAxis, list[int]]:
+    """The report's time axis and learning-rate changes, from all of the run's metrics."""
+    if metrics is None or metrics.empty:
+        return time_axis([]), []
+    steps = metrics["step"].to_numpy(dtype=float)
+    return time_axis([steps]), [c[0] for c in lr_changes(metrics)]
+
+
+def _style_axes(ax: Any, axis: TimeAxis, lr: list[int]) -> None:
+    if axis.scale == "log":
+        ax.set_xscale("log")
+    for step in lr:
+        if axis.scale == "linear" or step > 0:
+            ax.axvline(step, color="0.45", ls=":", lw=1.2, zorder=1)
+    ax.set_xlabel(axis.label)
+    ax.grid(alpha=0.3)
+
+
+def _plot(ax: Any, i: int, steps: np.ndarray, vals: np.ndarray, axis: TimeAxis, **kw: Any) -> None:
+    keep = steps > 0 if axis.scale == "log" else np.ones(steps.shape, dtype=bool)
+    ax.plot(
+        steps[keep],
+        vals[keep],
+        marker=_MARKERS[i % len(_MARKERS)],
+        markevery=max(1, int(keep.sum()) // 8),
+        lw=max(1.0, 2.4 - 0.5 * i),
+        zorder=3 + i,
+        **kw,
+    )
 
 
 def _alignment(metrics: Any) -> Figure | None:
@@ -119,16 +155,26 @@ def _alignment(metrics: Any) -> Figure | None:
             key = f"ntk_alignment_{o}" + ("_centered" if centred else "")
             s = _series(metrics, key)
             if s is not None:
-                lines.append((o, centred, s))
+                lines.append((key, o, centred, s))
     if not lines:
         return None
-    fig, ax = plt.subplots(figsize=(5.5, 3.6))
+    axis, lr = _axis_and_lr(metrics)
+    fig, ax = plt.subplots(figsize=(6.0, 3.8))
     colours = {"logits": "C0", "features": "C1"}
-    for o, centred, (steps, vals) in lines:
-        label = f"A({'K_f' if o == 'logits' else 'K_h'})" + (" centred" if centred else "")
-        ax.plot(steps, vals, ls="--" if centred else "-", color=colours[o], marker=".", label=label)
-    ax.set_xlabel("step")
-    ax.set_ylabel("kernel-label alignment")
+    for i, (key, o, centred, (steps, vals)) in enumerate(lines):
+        _plot(
+            ax,
+            i,
+            steps,
+            vals,
+            axis,
+            ls="--" if centred else "-",
+            color=colours[o],
+            label=label(key).short,
+        )
+    ax.set_title("Kernel-label alignment (dashed: centred)", fontsize=10)
+    ax.set_ylabel(label("ntk_alignment_logits").axis)
+    _style_axes(ax, axis, lr)
     ax.legend(fontsize=8)
     fig.tight_layout()
     return fig
@@ -142,14 +188,27 @@ def _block_values(metrics: Any) -> Figure | None:
             panels.append((sym, s))
     if not panels:
         return None
-    fig, axes = plt.subplots(1, len(panels), figsize=(4.8 * len(panels), 3.6), squeeze=False)
+    axis, lr = _axis_and_lr(metrics)
+    fig, axes = plt.subplots(1, len(panels), figsize=(5.0 * len(panels), 3.8), squeeze=False)
     names = {"d": "same sample", "c": "same class", "n": "different class"}
     for ax, (sym, s) in zip(axes[0], panels, strict=True):
-        for k, v in s.items():
+        for i, (k, v) in enumerate(s.items()):
             if v is not None:
-                ax.plot(v[0], v[1], marker=".", label=f"{sym}_{k} ({names[k]})")
-        ax.set_xlabel("step")
-        ax.set_title("logit kernel" if sym == "gamma" else "feature kernel")
+                lab = label(f"ntk_{sym}_{k}")
+                _plot(
+                    ax,
+                    i,
+                    v[0],
+                    v[1],
+                    axis,
+                    ls=_LINESTYLES[i % len(_LINESTYLES)],
+                    label=f"{lab.short} ({names[k]})",
+                )
+        ax.set_title(
+            "Logit kernel blocks γ" if sym == "gamma" else "Feature kernel blocks κ", fontsize=10
+        )
+        ax.set_ylabel("mean kernel entry")
+        _style_axes(ax, axis, lr)
         ax.legend(fontsize=8)
     fig.tight_layout()
     return fig

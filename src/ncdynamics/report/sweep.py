@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import os
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
@@ -18,40 +19,166 @@ import pandas as pd
 
 from ..experiments.sweep import is_sweep, read_sweep_table
 from ..runs._io import atomic_write, read_json
+from .comparison import MAIN_KEYS
+from .figures import _LINESTYLES, _MARKERS, _plain
 from .html import _CSS, _href, _state_class, _text, _text_writer
+from .labels import label, sort_key, split_names
 
-__all__ = ["sweep_figures", "write_sweep_report"]
+__all__ = ["sweep_figures", "sweep_overview", "write_sweep_report"]
 
 _MAX_PANELS = 12
 
 
-def _metric_columns(table: pd.DataFrame) -> list[str]:
-    """Numeric result columns with a finite value: summary scalars first, then final metrics."""
-    cols = [c for c in table.columns if c.startswith(("summary.", "final."))]
-    values = {c: pd.to_numeric(table[c], errors="coerce") for c in cols}
-    # finite somewhere, and not one constant value (an epoch count, a fixed setting)
-    cols = [c for c in cols if np.isfinite(values[c]).any() and values[c].nunique() > 1]
-    summary = [c for c in cols if c.startswith("summary.")]
-    return (summary + [c for c in cols if c.startswith("final.")])[:_MAX_PANELS] if cols else []
+@dataclass(frozen=True)
+class _Column:
+    """A numeric result column of the sweep table, read as a metric key and a series."""
+
+    column: str
+    key: str
+    series: str
+
+
+def _parse_columns(columns: list[str]) -> list[_Column]:
+    """``summary.table.<row>.<key>`` (row = series), ``final.<prefix>/<key>`` and
+    ``summary.<key>`` as (key, series); the summary table wins over ``final.``."""
+    out: list[_Column] = []
+    seen: set[tuple[str, str]] = set()
+    for c in columns:
+        if c.startswith("summary.table."):
+            row, _, key = c[len("summary.table.") :].partition(".")
+            if key:
+                out.append(_Column(c, key, row))
+                seen.add((key, row))
+    finals = [c for c in columns if c.startswith("final.")]
+    split = split_names(c[len("final.") :] for c in finals)
+    for c in finals:
+        series, key = split[c[len("final.") :]]
+        if (key, series) not in seen:
+            out.append(_Column(c, key, series))
+            seen.add((key, series))
+    for c in columns:
+        if c.startswith("summary.") and not c.startswith("summary.table."):
+            out.append(_Column(c, c[len("summary.") :], ""))
+    return out
+
+
+def _metric_columns(table: pd.DataFrame) -> dict[str, list[_Column]]:
+    """Metric key -> its columns with a finite, non-constant value; at most ``_MAX_PANELS``
+    keys, the main collapse metrics first."""
+    keep = []
+    for col in _parse_columns([str(c) for c in table.columns]):
+        values = pd.to_numeric(table[col.column], errors="coerce")
+        # finite somewhere, and not one constant value (an epoch count, a fixed setting)
+        if np.isfinite(values).any() and values.nunique() > 1:
+            keep.append(col)
+    by_key: dict[str, list[_Column]] = {}
+    for col in keep:
+        by_key.setdefault(col.key, []).append(col)
+
+    def order(key: str) -> tuple[int, tuple[int, int, int, str]]:
+        return (0 if key in MAIN_KEYS else 1, sort_key(key))
+
+    keys = sorted(by_key, key=order)[:_MAX_PANELS]
+    return {k: by_key[k] for k in keys}
+
+
+def _is_integral(num: pd.Series) -> bool:
+    arr = num.to_numpy(dtype=float)
+    return bool(np.all(np.isfinite(arr)) and np.all(arr == np.round(arr)))
 
 
 def _positions(values: pd.Series) -> tuple[np.ndarray, list[str] | None, bool]:
-    """x positions of grid values: numeric as is (log if spread > 20x), else categorical."""
+    """x positions of grid values and tick labels.
+
+    Integer and non-numeric values are categories (evenly spaced, labelled by value);
+    other numbers are positions on a numeric axis, log when all positive and spread > 20x.
+    Returns ``(x, categories or None, log)``.
+    """
     num = pd.to_numeric(values, errors="coerce")
-    if num.notna().all():
+    if num.notna().all() and not _is_integral(num):
         arr = num.to_numpy(dtype=float)
         pos = arr[arr > 0]
         log = pos.size == arr.size and arr.size > 1 and pos.max() / pos.min() > 20
         return arr, None, bool(log)
+    if num.notna().all():
+        order = sorted(set(num.astype(int)))
+        cats = [str(v) for v in order]
+        return num.astype(int).map(order.index).to_numpy(dtype=float), cats, False
     cats = list(dict.fromkeys(values.astype(str)))
     return values.astype(str).map(cats.index).to_numpy(dtype=float), cats, False
 
 
+def _draw_sweep_panel(
+    ax: Any, done: pd.DataFrame, key: str, cols: list[_Column], grid_key: str, others: list[str]
+) -> None:
+    from matplotlib.ticker import NullLocator
+
+    lab = label(key)
+    groups = list(done.groupby(others, sort=True)) if others else [((), done)]
+    x_all, cats_all, log_x = _positions(done[grid_key])
+    lines = 0
+    all_values = []
+    for col in cols:
+        for group_label, sub in groups:
+            x = x_all[done.index.get_indexer(sub.index)]
+            frame = pd.DataFrame({"x": x, "y": pd.to_numeric(sub[col.column], errors="coerce")})
+            stats = frame.groupby("x")["y"].agg(["mean", "min", "max"]).sort_index()
+            if stats["mean"].notna().sum() == 0:
+                continue
+            all_values.append(stats[["min", "max"]].to_numpy(dtype=float).ravel())
+            err = np.vstack([stats["mean"] - stats["min"], stats["max"] - stats["mean"]])
+            parts = [col.series] if col.series else []
+            parts += [
+                f"{k}={v}"
+                for k, v in zip(others, np.atleast_1d(cast(Any, group_label)), strict=False)
+            ]
+            ax.errorbar(
+                stats.index,
+                stats["mean"],
+                yerr=err,
+                marker=_MARKERS[lines % len(_MARKERS)],
+                ls=_LINESTYLES[lines % len(_LINESTYLES)],
+                ms=5,
+                capsize=3,
+                lw=max(1.0, 2.2 - 0.4 * lines),
+                zorder=3 + lines,
+                label=_plain(", ".join(parts)) or None,
+            )
+            lines += 1
+    values = np.concatenate(all_values) if all_values else np.zeros(0)
+    finite = values[np.isfinite(values)]
+    if finite.size >= 2 and np.all(finite > 0) and lab.scale != "linear":
+        if lab.scale == "log" or finite.max() / finite.min() > 30:
+            ax.set_yscale("log")
+    if cats_all is not None:
+        ax.set_xticks(range(len(cats_all)), cats_all)
+        ax.set_xlim(-0.5, len(cats_all) - 0.5)
+    else:
+        if log_x:
+            ax.set_xscale("log")
+        ticks = sorted(set(x_all))
+        ax.set_xticks(ticks, [f"{t:g}" for t in ticks])
+        ax.xaxis.set_minor_locator(NullLocator())
+    ax.set_title(lab.title, fontsize=10)
+    ax.set_ylabel(lab.axis + (f" ({lab.unit})" if lab.unit and lab.unit not in lab.axis else ""))
+    ax.set_xlabel(_plain(grid_key))
+    ax.grid(alpha=0.3)
+    if lines > 1:
+        ax.legend(fontsize=7, framealpha=0.85)
+
+
 def sweep_figures(table: pd.DataFrame, grid_keys: list[str]) -> list[tuple[str, Any]]:
-    """One figure per grid key with at least two values: a panel per metric."""
+    """One figure per grid key with at least two values: a panel per metric.
+
+    Panels are named through :mod:`ncdynamics.report.labels`; a metric recorded under
+    several series (``mse``, ``cross-entropy``) draws a line per series. Points are means
+    over seeds with bars from minimum to maximum. Integer and text grid values are evenly
+    spaced categories; other numbers sit at their values (log axis when they span > 20x)
+    with a tick at each value.
+    """
     import matplotlib.pyplot as plt
 
-    done = table[table["status"] == "completed"]
+    done = table[table["status"] == "completed"].reset_index(drop=True)
     metrics = _metric_columns(done)
     out: list[tuple[str, Any]] = []
     if done.empty or not metrics:
@@ -62,41 +189,37 @@ def sweep_figures(table: pd.DataFrame, grid_keys: list[str]) -> list[tuple[str, 
         others = [k for k in grid_keys if k != key and done[k].astype(str).nunique() > 1]
         ncols = min(3, len(metrics))
         nrows = -(-len(metrics) // ncols)
-        fig, axes = plt.subplots(nrows, ncols, figsize=(4.2 * ncols, 3.1 * nrows), squeeze=False)
-        for ax, metric in zip(axes.flat, metrics, strict=False):
-            groups = done.groupby(others, sort=True) if others else [((), done)]
-            for label, sub in groups:
-                x, cats, log = _positions(sub[key])
-                frame = pd.DataFrame({"x": x, "y": pd.to_numeric(sub[metric], errors="coerce")})
-                stats = frame.groupby("x")["y"].agg(["mean", "min", "max"]).sort_index()
-                err = np.vstack([stats["mean"] - stats["min"], stats["max"] - stats["mean"]])
-                name = ", ".join(
-                    f"{k}={v}"
-                    for k, v in zip(others, np.atleast_1d(cast(Any, label)), strict=False)
-                )
-                ax.errorbar(
-                    stats.index,
-                    stats["mean"],
-                    yerr=err,
-                    marker="o",
-                    ms=4,
-                    capsize=3,
-                    label=name or None,
-                )
-                if cats is not None:
-                    ax.set_xticks(range(len(cats)), cats)
-                if log:
-                    ax.set_xscale("log")
-            ax.set_title(metric, fontsize=9)
-            ax.set_xlabel(key)
-            if others:
-                ax.legend(fontsize=7)
+        fig, axes = plt.subplots(
+            nrows, ncols, figsize=(4.3 * ncols, 3.3 * nrows + 0.5), squeeze=False
+        )
+        for ax, (metric, cols) in zip(axes.flat, metrics.items(), strict=False):
+            _draw_sweep_panel(ax, done, metric, cols, key, others)
         for ax in list(axes.flat)[len(metrics) :]:
             ax.set_visible(False)
-        fig.suptitle(f"final values against {key} (mean over seeds, bars: min to max)")
+        fig.suptitle(
+            _plain(f"Final values against {key} (mean over seeds; bars: minimum to maximum)")
+        )
         fig.tight_layout()
         out.append((key, fig))
     return out
+
+
+def sweep_overview(table: pd.DataFrame, grid_keys: list[str]) -> Any:
+    """A small figure for the index: the first metric against the first grid key with two
+    values; ``None`` when there is none."""
+    import matplotlib.pyplot as plt
+
+    done = table[table["status"] == "completed"].reset_index(drop=True)
+    metrics = _metric_columns(done)
+    keys = [k for k in grid_keys if not done.empty and done[k].astype(str).nunique() > 1]
+    if not metrics or not keys:
+        return None
+    metric, cols = next(iter(metrics.items()))
+    others = [k for k in grid_keys if k != keys[0] and done[k].astype(str).nunique() > 1]
+    fig, ax = plt.subplots(figsize=(3.8, 2.8))
+    _draw_sweep_panel(ax, done, metric, cols, keys[0], others)
+    fig.tight_layout()
+    return fig
 
 
 def _png_writer(fig: Any) -> Callable[[Path], None]:
@@ -147,6 +270,10 @@ def write_sweep_report(path: str | os.PathLike[str]) -> Path:
     grid_keys = [str(k) for k in grid] if isinstance(grid, dict) else []
     figs_html = []
     (path / "figures").mkdir(exist_ok=True)
+    overview = sweep_overview(table, grid_keys)
+    if overview is not None:
+        atomic_write(path / "figures" / "overview.png", _png_writer(overview))
+        plt.close(overview)
     for key, fig in sweep_figures(table, grid_keys):
         png = path / "figures" / f"{_safe_name(key)}.png"
         atomic_write(png, _png_writer(fig))
@@ -154,7 +281,7 @@ def write_sweep_report(path: str | os.PathLike[str]) -> Path:
         data = base64.b64encode(png.read_bytes()).decode("ascii")
         figs_html.append(
             f'<figure><img alt="{_text(key)}" src="data:image/png;base64,{data}">'
-            f"<figcaption>final metrics against {_text(key)}</figcaption></figure>"
+            f"<figcaption>Final metrics against {_text(key)}</figcaption></figure>"
         )
     rows = []
     shown = ["run_id", *grid_keys, "seed", "status", "attempts", "error"]
