@@ -175,14 +175,12 @@ def _build_parser() -> argparse.ArgumentParser:
     fc.add_argument("run_dir", type=Path, help="run directory")
     fc.add_argument(
         "--at",
-        type=_fractions,
         default=None,
         metavar="F[,F...]",
         help="cut at these fractions of the step range, each 0 < F < 1 (default 0.3,0.5,0.7)",
     )
     fc.add_argument(
         "--change",
-        type=_fractions,
         default=None,
         metavar="F[,F...]",
         help="also cut where the first observable has made these fractions of its total "
@@ -382,16 +380,16 @@ def _print_frame(df: Any, columns: Sequence[str]) -> None:
         print(df[shown].to_string(index=False, float_format=lambda v: f"{v:.4g}"))
 
 
-def _fractions(text: str) -> tuple[float, ...]:
-    """``--at`` / ``--change``: comma-separated fractions (checked by the library), or
-    ``none``."""
+def _fractions(text: str, name: str) -> tuple[float, ...]:
+    """``--at`` / ``--change``: comma-separated fractions (their range is checked by the
+    library), or ``none``."""
     if text.strip().lower() == "none":
         return ()
     try:
         return tuple(float(x) for x in text.split(",") if x.strip())
     except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"must be fractions separated by commas, like 0.3,0.5; got {text!r}"
+        raise ValueError(
+            f"`{name}` must be fractions separated by commas, like 0.3,0.5; got {text!r}."
         ) from None
 
 
@@ -467,8 +465,8 @@ def _cmd_forecast(args: argparse.Namespace) -> int:
     from . import report
     from .experiments import confront
 
-    at = confront.DEFAULT_AT if args.at is None else args.at
-    change = confront.DEFAULT_CHANGE if args.change is None else args.change
+    at = confront.DEFAULT_AT if args.at is None else _fractions(args.at, "at")
+    change = confront.DEFAULT_CHANGE if args.change is None else _fractions(args.change, "change")
     if not at and not change:
         raise ValueError("`at` and `change` are both empty; give at least one cut point.")
     run = confront.read_run(args.run_dir)
