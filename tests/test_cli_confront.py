@@ -30,6 +30,7 @@ def test_compare_prints_each_theory_and_writes_report(demo_run, capsys):
     assert "lesde" in out and "alignment" in out and "params" in out and "goodness" in out
     assert "power of two" in out and "out of regime" in out  # hadamard on 10 digits
     assert "ntk_invariant" in out  # ntk_collapse: what to record
+    assert "ncdyn run ntk_collapse.fig2" in out  # and the demo's own line on why not
     table = pd.read_csv(demo_run / "compare" / "table.csv")
     fitted = table[table["status"] == "fitted"]
     assert set(fitted["theory"]) == {"lesde", "alignment"}
@@ -76,6 +77,27 @@ def test_compare_on_several_runs_writes_a_summary(demo_run, capsys, tmp_path):
     summary = pd.read_csv(out_dir / "summary.csv")
     assert summary.shape[0] == 2 and "lesde (mse)" in summary.columns
     assert (out_dir / "summary.tex").is_file() and (out_dir / "summary.html").is_file()
+
+
+def test_demo_config_states_each_streams_settings(demo_run):
+    from ncdynamics import runs
+    from ncdynamics.experiments import config_of
+    from ncdynamics.theories.confrontation import Stream
+
+    run = runs.open(demo_run)
+    for loss in ("mse", "cross-entropy"):
+        stream = Stream(run, f"{loss}/")
+        assert stream.setting("loss") == loss and stream.setting("lr") == 0.05
+        assert stream.setting("milestones") == [100] and stream.setting("init") == "pytorch-default"
+    _, config = config_of(run)  # the derived settings read back (resume, report)
+    assert config.streams["mse"]["loss"] == "mse"
+
+
+def test_demo_streams_cannot_be_set_by_hand():
+    from ncdynamics.experiments.demo import DemoConfig
+
+    with pytest.raises(ValueError, match="`streams` is derived"):
+        DemoConfig(streams={"mse": {"loss": "cross-entropy"}})
 
 
 @pytest.mark.parametrize(
