@@ -13,6 +13,12 @@ that depend on the fit alone, in this order:
    it both in-sample and one record ahead.
 3. ``holds`` otherwise.
 
+Where the theory predicts a parameter from the run's settings (``fit.expected``, e.g. the
+Hadamard time scale ``c = 2 eta``), the reason of a ``holds`` or ``fails`` verdict also says
+whether that value lies inside the fitted parameter's 95% interval (:func:`expected_notes`):
+the parameter-free check is reported, not folded into the verdict, since a theory can
+describe the shape of a run with a rescaled time.
+
 The others come from the engine that runs the fits (``ncdynamics.experiments.confront``):
 ``missing`` (no stream has the records), ``out of regime`` (an
 :class:`~ncdynamics.theories.confrontation.Assumption` fails), ``error`` (the fit raised) and
@@ -45,6 +51,7 @@ __all__ = [
     "VERDICTS",
     "Verdict",
     "degeneracy",
+    "expected_notes",
     "judge",
     "observable_scale",
     "power_law_in_time",
@@ -230,6 +237,27 @@ def _ahead(
     return target, _transform(pred, scale)
 
 
+def expected_notes(fit: TheoryFit) -> list[str]:
+    """For each parameter with a value expected from the run's settings: whether it lies
+    inside the fitted 95% interval (or, without an interval, the relative difference)."""
+    notes = []
+    for name, want in fit.expected.items():
+        if name not in fit.params:
+            continue
+        got = fit.params[name]
+        if name in fit.intervals:
+            low, high = fit.intervals[name]
+            where = "inside" if low <= want <= high else "outside"
+            notes.append(
+                f"{name} = {got:.3g} against {want:.3g} from the settings ({where} its 95% "
+                f"interval {low:.3g} to {high:.3g})"
+            )
+        else:
+            off = abs(got - want) / abs(want) if want != 0 else math.inf
+            notes.append(f"{name} = {got:.3g} against {want:.3g} from the settings ({off:.0%} off)")
+    return notes
+
+
 def judge(
     fit: TheoryFit, observed: Mapping[str, Series], *, n_records: int | None = None
 ) -> Verdict:
@@ -238,6 +266,15 @@ def judge(
     why = degeneracy(fit, n_records)
     if why is not None:
         return Verdict("degenerate", why)
+    verdict = _judge_skill(fit, observed)
+    notes = expected_notes(fit) if verdict.verdict in ("holds", "fails") else []
+    if notes:
+        reason = f"{verdict.reason}; {'; '.join(notes)}"
+        return Verdict(verdict.verdict, reason, verdict.window, verdict.skill)
+    return verdict
+
+
+def _judge_skill(fit: TheoryFit, observed: Mapping[str, Series]) -> Verdict:
     numbers = skill(fit, observed)
     if not numbers:
         return Verdict("error", "no fitted observable matches a recorded one", skill=numbers)
