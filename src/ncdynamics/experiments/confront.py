@@ -504,14 +504,16 @@ def _score_origin(fit: TheoryFit, observed: dict[str, Series], cut: float) -> li
         seen_s, seen_v = steps[~after], values[~after]
         at, actual = steps[after], values[after]
         scale = observable_scale(fit, name, values)
-        try:
-            pred = np.asarray(fit.predict(at)[name], dtype=np.float64)
+        try:  # a prediction that overflows is scored as infinitely wrong, quietly
+            with np.errstate(all="ignore"):
+                pred = np.asarray(fit.predict(at)[name], dtype=np.float64)
         except Exception:  # a theory that cannot predict this far is scored as missing
             pred = np.full(at.shape, np.nan)
         band = None
         if fit.band is not None:
             try:
-                band = fit.band(at).get(name)
+                with np.errstate(all="ignore"):
+                    band = fit.band(at).get(name)
             except Exception:
                 band = None
         last = last_value_baseline(seen_s, seen_v, scale=scale)

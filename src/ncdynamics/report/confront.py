@@ -173,6 +173,23 @@ def _compare_figure(e: CompareEntry) -> Any:
     return fig
 
 
+def _measured_limits(ax: Any, values: Any) -> None:
+    """Log scale for a positive observable spanning decades, and y-limits around what was
+    measured (a forecast that runs off to 1e300 must not squash the data to a line)."""
+    v = np.asarray(values, dtype=np.float64)
+    v = v[np.isfinite(v)]
+    if not v.size:
+        return
+    if _log_axis(v):
+        ax.set_yscale("log")
+        ax.set_ylim(float(v.min()) / 10, float(v.max()) * 10)
+    elif bool(np.all(v > 0)):
+        ax.set_ylim(float(v.min()) / 3, float(v.max()) * 3)
+    else:
+        pad = float(np.ptp(v)) or max(abs(float(v.max())), 1.0)
+        ax.set_ylim(float(v.min()) - pad, float(v.max()) + pad)
+
+
 def _window_params(e: CompareEntry) -> list[str]:
     """Parameters drawn against time: those with intervals, else those that vary, at most 3."""
     if not e.windows:
@@ -242,9 +259,11 @@ def _forecast_figure(e: ForecastEntry) -> Any:
             if o.fit is None or not after.size:
                 continue
             try:
-                pred = o.fit.predict(after)[name]
+                with np.errstate(all="ignore"):
+                    pred = np.asarray(o.fit.predict(after)[name], dtype=np.float64)
             except Exception:
                 continue
+            pred = np.where(np.isfinite(pred), pred, np.nan)
             ax.plot(after, pred, "-", color=colour, lw=1.3, label=f"from {o.cut:g}")
             ax.axvline(o.cut, color=colour, ls=":", lw=0.8)
             if o.fit.band is not None:
@@ -253,8 +272,7 @@ def _forecast_figure(e: ForecastEntry) -> Any:
                     ax.fill_between(after, lo, hi, color=colour, alpha=0.15, lw=0)
                 except Exception:
                     pass
-        if _log_axis(values):
-            ax.set_yscale("log")
+        _measured_limits(ax, values)
         ax.set_title(name, fontsize=9)
         ax.tick_params(labelsize=7)
         ax.legend(fontsize=6)

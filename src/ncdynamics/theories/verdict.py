@@ -281,7 +281,7 @@ def _judge_skill(fit: TheoryFit, observed: Mapping[str, Series]) -> Verdict:
     for name in fit.fitted:
         r2 = numbers.get(f"{name}.r2", math.nan)
         if not r2 >= R2_MIN:
-            return Verdict("fails", f"{name}: R² {r2:.3g} < {R2_MIN} on its scale", skill=numbers)
+            return Verdict("fails", f"{name}: R² {r2:.4g} < {R2_MIN} on its scale", skill=numbers)
         vs_persist = numbers.get(f"{name}.ahead_skill_vs_persistence", math.nan)
         if not vs_persist > 0:
             return Verdict(
@@ -302,6 +302,6 @@ def _judge_skill(fit: TheoryFit, observed: Mapping[str, Series]) -> Verdict:
     worst = min(numbers[f"{n}.r2"] for n in fit.fitted if f"{n}.r2" in numbers)
     return Verdict(
         "holds",
-        f"R² ≥ {worst:.3g} on every observable; beats persistence one record ahead",
+        f"R² ≥ {worst:.3f} on every observable; beats persistence one record ahead",
         skill=numbers,
     )
