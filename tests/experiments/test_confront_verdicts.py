@@ -190,9 +190,10 @@ def test_missing_names_the_needs_and_the_runs_own_reason(tmp_path, only_toy):
 def test_window_plan_tiles_training_time_and_respects_the_record_floor():
     steps = np.arange(0, 81.0)
     plan = window_plan(steps, MIN_WINDOW_RECORDS)
-    assert plan == [(0, 10), (0, 40), (10, 20), (20, 40), (40, 80)]
-    # too few records in the early octaves: they are left out
+    assert plan == [(0, 10), (10, 20), (20, 40), (40, 80)]
+    # too few records in the early octaves: they are left out, and the first half stands in
     assert window_plan(np.arange(0, 17.0), 5) == [(0, 8), (4, 8), (8, 16)]
+    assert window_plan(np.arange(0, 41.0), 5) == [(0, 5), (5, 10), (10, 20), (20, 40)]
     assert window_plan(np.arange(4.0), 5) == []
     logspaced = np.unique(np.round(np.geomspace(1, 1000, 40)))
     for since, until in window_plan(logspaced, 5):

@@ -14,7 +14,8 @@ of the stream, the windows are, in fractions of ``t1 - t0``:
   ``[1/4, 1/2]`` and ``[1/2, 1]``: training dynamics change fastest early, so the early
   windows are short (a transient over in the first tenth of the run gets a window of its
   own) and the late ones long (the terminal phase);
-- the first half, ``[0, 1/2]``, where the early octaves hold too few records to judge.
+- the first half, ``[0, 1/2]``, only when fewer than three octaves hold enough records (a
+  short run, whose early octaves are too small to judge).
 
 Each window is snapped to the records inside it and kept only when it holds at least
 ``max(MIN_WINDOW_RECORDS, n_free + 3)`` records (``n_free`` the fit's free parameters), so
@@ -36,6 +37,7 @@ from ..theories.confrontation import Confrontation, NotApplicable, Series, Strea
 from ..theories.verdict import Verdict, judge
 
 __all__ = [
+    "FALLBACK_FRACTION",
     "MIN_WINDOW_RECORDS",
     "WINDOW_FRACTIONS",
     "WindowFit",
@@ -54,8 +56,9 @@ WINDOW_FRACTIONS: tuple[tuple[float, float], ...] = (
     (0.125, 0.25),
     (0.25, 0.5),
     (0.5, 1.0),
-    (0.0, 0.5),
 )
+#: The window used when fewer than three octaves qualify.
+FALLBACK_FRACTION = (0.0, 0.5)
 
 
 @dataclass(frozen=True)
@@ -81,13 +84,18 @@ def window_plan(steps: NDArray[np.float64], min_records: int) -> list[tuple[floa
     if s.size < min_records or s[-1] <= s[0]:
         return []
     t0, span = float(s[0]), float(s[-1] - s[0])
-    found: set[tuple[float, float]] = set()
-    for a, b in WINDOW_FRACTIONS:
+
+    def snapped(a: float, b: float) -> tuple[float, float] | None:
         # a small tolerance so that a record exactly on a boundary is in both windows
         lo, hi = t0 + a * span - 1e-9 * span, t0 + b * span + 1e-9 * span
         inside = s[(s >= lo) & (s <= hi)]
         if inside.size >= min_records and inside.size < s.size:
-            found.add((float(inside[0]), float(inside[-1])))
+            return float(inside[0]), float(inside[-1])
+        return None
+
+    found = {w for a, b in WINDOW_FRACTIONS if (w := snapped(a, b)) is not None}
+    if len(found) < 3 and (w := snapped(*FALLBACK_FRACTION)) is not None:
+        found.add(w)
     return sorted(found)
 
 
