@@ -84,6 +84,7 @@ def test_degenerate_rules():
     )
     assert degeneracy(fit) is None
     assert "records" in degeneracy(fit, n_records=2)
+    assert degeneracy(fit, n_records=5) is None
     assert "not finite" in degeneracy(_fit(steps, steps, params={"rate": math.nan}))
 
 
@@ -123,10 +124,15 @@ def test_ahead_predictions_given_by_the_theory_are_used():
 
 def test_too_few_records_for_the_free_parameters_is_degenerate():
     steps = np.arange(3.0)
-    fit = _fit(steps, steps + 1, intervals={"a": (0, 1), "b": (0, 1)})
-    assert fit.n_free == 2
-    assert "3 records for 2 free parameters" in degeneracy(fit, n_records=3)
-    assert degeneracy(fit, n_records=4) is None
+    names = "abcd"
+    fit = _fit(steps, steps + 1, intervals={k: (0, 1) for k in names})
+    assert fit.n_free == 4
+    assert "5 records for 4 free parameters (need at least 6)" in degeneracy(fit, n_records=5)
+    assert degeneracy(fit, n_records=6) is None
+    # whatever the parameters, four records are too few to judge a fit by
+    two = _fit(steps, steps + 1, intervals={"a": (0, 1), "b": (0, 1)})
+    assert "need at least 5" in degeneracy(two, n_records=4)
+    assert degeneracy(two, n_records=5) is None
 
 
 def test_no_fitted_observable_among_the_recorded_is_an_error():

@@ -6,7 +6,9 @@ that depend on the fit alone, in this order:
 1. ``degenerate`` (:func:`degeneracy`): a parameter or its interval is not finite, a
    parameter sits at a bound of its search (the data wanted it further), a parameter the
    theory requires to have a sign has the other one (unphysical), or its 95% interval holds
-   zero (a rate indistinguishable from zero), or there are fewer than ``n_free + 2`` records.
+   zero (a rate indistinguishable from zero), or there are fewer than
+   ``max(MIN_RECORDS, n_free + 2)`` records (too few to tell a fit from a coincidence: with
+   four records, three one-record-ahead steps decide the skill).
 2. ``fails`` (:func:`judge`): for some observable, the theory's curve explains less than
    ``R2_MIN`` of the variance on the observable's scale, or it predicts the next record worse
    than carrying the last one forward (persistence), or a power law in training time beats
@@ -47,6 +49,7 @@ from .confrontation import Series, TheoryFit
 
 __all__ = [
     "BOUND_TOL",
+    "MIN_RECORDS",
     "R2_MIN",
     "VERDICTS",
     "Verdict",
@@ -71,6 +74,8 @@ VERDICTS: tuple[VerdictName, ...] = (
     "missing",
     "error",
 )
+#: Fewest records a fit is judged on (and at least ``n_free + 2``).
+MIN_RECORDS = 5
 #: Least fraction of an observable's variance (on its scale) the theory's curve must explain.
 R2_MIN = 0.9
 #: A parameter within this relative distance of a search bound (in log for positive bounds)
@@ -101,10 +106,9 @@ def degeneracy(fit: TheoryFit, n_records: int | None = None) -> str | None:
     for name, value in fit.params.items():
         if not math.isfinite(value):
             return f"{name} = {value} is not finite"
-    if n_records is not None and n_records < fit.n_free + 2:
-        return (
-            f"{n_records} records for {fit.n_free} free parameters (need at least {fit.n_free + 2})"
-        )
+    need = max(MIN_RECORDS, fit.n_free + 2)
+    if n_records is not None and n_records < need:
+        return f"{n_records} records for {fit.n_free} free parameters (need at least {need})"
     for name, (low, high) in fit.bounds.items():
         value = fit.params[name]
         for bound, side in ((low, "lower"), (high, "upper")):
