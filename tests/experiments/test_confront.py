@@ -142,7 +142,7 @@ def test_reports_are_written_and_replace_the_old_output(tmp_path):
     assert "lesde" in html and html.count("<img") == len(list((out / "figures").glob("*.png")))
     assert len(list((out / "figures").glob("*.png"))) == 2  # lesde and hadamard
     assert pd.read_csv(out / "table.csv")["status"].tolist().count("fitted") == 2
-    assert html.count('<section class="theory">') == 4  # one per theory
+    assert html.count('<h2 class="theory">') == 4  # one section per theory
     assert (out / "windows.csv").is_file()
     page = write_forecast_report(confront.forecast(run, 0.5), run.path, tmp_path / "f", 0.5)
     table = pd.read_csv(tmp_path / "f" / "table.csv")

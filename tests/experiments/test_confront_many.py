@@ -102,4 +102,4 @@ def test_summary_files_are_written_and_latex_is_escaped(tmp_path):
     assert summary_latex(pd.DataFrame({"a_b": ["50% & $x$"]})).splitlines()[2] == r"a\_b \\"
     assert r"50\% \& \$x\$" in summary_latex(pd.DataFrame({"a": ["50% & $x$"]}))
     html = (out / "summary.html").read_text()
-    assert 'class="verdict"' in html and "lr=0.2" in html
+    assert 'class="verdict v-holds"' in html and "lr=0.2" in html

@@ -60,16 +60,30 @@ VERDICT_COLOURS = {
     "error": "#444444",
 }
 
-_OWN_CSS = """
-.box{max-width:100%;overflow-x:auto} .box table{margin:.3em 0}
+_OWN_CSS = (
+    """
+table.wide{display:block;max-width:100%;overflow-x:auto}
 td,th{overflow-wrap:break-word} th{white-space:nowrap} td.num{text-align:right;white-space:nowrap}
 .verdict{display:inline-block;padding:.05em .5em;border-radius:.7em;color:#fff;
-font-size:.85em;white-space:nowrap}
+font-size:.85em;white-space:nowrap;background:#444}
 .reason{margin:.3em 0 .6em 0} .muted{color:#666;font-size:.9em}
-section.theory{margin-top:1.5em} h3{font-size:1.02em;margin:1.2em 0 .3em 0}
-ul.regime{margin:.2em 0 .5em 1.2em;padding:0;font-size:.9em}
+h2.theory{margin-top:1.8em} p.stream{font-weight:600;font-size:1.02em;margin:1.2em 0 .3em 0}
 img{max-width:100%;height:auto}
 """
+    + "".join(
+        f".v-{_slug}{{background:{_colour}}}"
+        for _slug, _colour in (
+            ("holds", "#1a7f37"),
+            ("holds-in-a-window", "#2f6fb5"),
+            ("fails", "#b42318"),
+            ("degenerate", "#9a6700"),
+            ("out-of-regime", "#6e40c9"),
+            ("missing", "#666666"),
+            ("error", "#444444"),
+        )
+    )
+    + "\n"
+)
 
 
 def _safe(name: str) -> str:
@@ -86,8 +100,8 @@ def _num(v: Any, digits: int = 4) -> str:
 
 
 def _badge(verdict: str) -> str:
-    colour = VERDICT_COLOURS.get(verdict, "#444")
-    return f'<span class="verdict" style="background:{colour}">{_text(verdict)}</span>'
+    slug = verdict.replace(" ", "-") if verdict in VERDICT_COLOURS else "unknown"
+    return f'<span class="verdict v-{slug}">{_text(verdict)}</span>'
 
 
 def _table(head: Sequence[str], rows: Sequence[Sequence[str]], numeric: Sequence[int] = ()) -> str:
@@ -104,7 +118,7 @@ def _table(head: Sequence[str], rows: Sequence[Sequence[str]], numeric: Sequence
         + "</tr>"
         for r in rows
     )
-    return f'<div class="box"><table><tr>{th}</tr>{body}</table></div>'
+    return f'<table class="wide"><tr>{th}</tr>{body}</table>'
 
 
 # ---------------------------------------------------------------------------- figures
@@ -313,11 +327,15 @@ def _save(fig: Any, path: Path) -> None:
 def _regime_html(e: CompareEntry | ForecastEntry) -> str:
     if not e.regime:
         return '<p class="muted">The theory declares no assumptions to check.</p>'
-    items = []
-    for a, reason in e.regime:
-        state = f"outside: {_text(reason)}" if reason else "inside, or not recorded"
-        items.append(f"<li><b>{_text(a.name)}</b>: {_text(a.statement)} — {state}</li>")
-    return f'<ul class="regime">{"".join(items)}</ul>'
+    rows = [
+        [
+            _text(a.name),
+            _text(a.statement),
+            f"outside: {_text(reason)}" if reason else "inside, or not recorded",
+        ]
+        for a, reason in e.regime
+    ]
+    return _table(["assumption", "the theory assumes", "this stream"], rows)
 
 
 def _params_html(e: CompareEntry) -> str:
@@ -415,7 +433,8 @@ def _extras_html(e: CompareEntry) -> str:
 
 def _entry_head(e: CompareEntry | ForecastEntry) -> str:
     return (
-        f"<h3>stream <code>{_text(e.stream or '(none)')}</code> {_badge(e.verdict.verdict)}</h3>"
+        f'<p class="stream">stream <code>{_text(e.stream or "(none)")}</code> '
+        f"{_badge(e.verdict.verdict)}</p>"
         f'<p class="reason">{_text(e.verdict.reason)}</p>'
     )
 
@@ -450,7 +469,6 @@ def _absent_note() -> str:
 def _page(title: str, intro: str, body: str) -> str:
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>{_text(title)}</title>
-<meta name="viewport" content="width=device-width, initial-scale=1">
 <style>{_CSS}{_OWN_CSS}</style></head><body>
 <h1>{_text(title)}</h1>{intro}{_absent_note()}
 {body}
@@ -466,10 +484,10 @@ def _sections(entries: Sequence[Any], section: Callable[[Any], str]) -> str:
         by_theory.setdefault(e.theory, []).append(e)
     out = []
     for theory, group in by_theory.items():
-        head = f'<section class="theory"><h2>{_text(theory)}</h2>'
+        head = f'<h2 class="theory">{_text(theory)}</h2>'
         if theory in summaries:
             head += f'<p class="muted">{_text(summaries[theory])}</p>'
-        out.append(head + "".join(section(e) for e in group) + "</section>")
+        out.append(head + "".join(section(e) for e in group))
     return "".join(out)
 
 
