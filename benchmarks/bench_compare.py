@@ -14,7 +14,8 @@ windows included; ≤ 30 s for a 16-run sweep):
    summary table; on f68be8b, which has no many-run mode, ``compare()`` on each run in one
    process (no reports), the least work that gives the same verdict-less table.
 
-Each measurement is a fresh ``python`` process with ``OMP_NUM_THREADS=1``; the baseline runs
+Each measurement is a fresh ``python`` process with ``OMP_NUM_THREADS=1`` (its wall time, and
+its CPU time, which a shared machine's load distorts less); the baseline runs
 the source of commit f68be8b (extracted with ``git archive`` into a temporary directory), the
 candidate this checkout's ``src``. Rounds interleave the two; medians and ranges are printed.
 Without git or the commit, the baseline figures measured once on f68be8b are printed instead.
@@ -26,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -65,8 +67,11 @@ print(json.dumps({"total": time.perf_counter() - t0, "code": 0}))
 """
 
 
-def _python(src: Path, code: str, *args: str) -> float:
+def _python(src: Path, code: str, *args: str) -> tuple[float, float]:
+    """``(wall seconds, CPU seconds)`` of one fresh process running ``code``; the wall time is
+    the process's own measurement, the CPU time (user + system) that of the child."""
     env = {**os.environ, "PYTHONPATH": str(src), "OMP_NUM_THREADS": "1", "MPLBACKEND": "Agg"}
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     out = subprocess.run(
         [sys.executable, "-c", code, *args],
         env=env,
@@ -75,10 +80,12 @@ def _python(src: Path, code: str, *args: str) -> float:
         check=True,
         cwd=tempfile.gettempdir(),
     )
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     result = json.loads(out.stdout.strip().splitlines()[-1])
     if result["code"] != 0:
         raise RuntimeError(f"the command failed: {out.stderr[-500:]}")
-    return float(result["total"])
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return float(result["total"]), cpu
 
 
 def _baseline_src(tmp: Path) -> Path | None:
@@ -116,8 +123,13 @@ print('{"total": 0, "code": 0}')
     return demo_dir, sweep_dir
 
 
-def _summary(times: list[float]) -> str:
-    return f"median {statistics.median(times):6.2f} s  (range {min(times):.2f}-{max(times):.2f})"
+def _summary(times: list[tuple[float, float]]) -> str:
+    wall = [w for w, _ in times]
+    cpu = [c for _, c in times]
+    return (
+        f"wall median {statistics.median(wall):6.2f} s (range {min(wall):.2f}-{max(wall):.2f}), "
+        f"process CPU median {statistics.median(cpu):6.2f} s"
+    )
 
 
 def main() -> None:
@@ -139,7 +151,9 @@ def main() -> None:
             "demo engine": (_ENGINE, _ENGINE, [str(demo)], False),
             f"sweep of {n_sweep}": (_DEMO_CMD, _SWEEP_BASE, [str(sweep)], True),
         }
-        times: dict[str, dict[str, list[float]]] = {k: {"ours": [], "base": []} for k in work}
+        times: dict[str, dict[str, list[tuple[float, float]]]] = {
+            k: {"ours": [], "base": []} for k in work
+        }
         for _ in range(rounds):
             for name, (mine, theirs, argv, writes) in work.items():
                 for who, src, code in (("ours", ours, mine), ("base", base, theirs)):
