@@ -91,3 +91,10 @@ def test_score_rows_measure_the_whole_post_cut_trajectory():
     assert flipped["rmse"] == math.inf and math.isnan(flipped["coverage"])
     lin = score_method("m", actual + 1, actual, None, scale="linear")
     assert lin["rmse"] == pytest.approx(1.0) and lin["error_unit"] == "units"
+
+
+def test_bands_have_the_toolkits_coverage():
+    from ncdynamics.experiments import forecast_scoring
+    from ncdynamics.theories import uncertainty
+
+    assert forecast_scoring.LEVEL == uncertainty.LEVEL
