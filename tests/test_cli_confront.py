@@ -116,3 +116,40 @@ def test_bad_input_is_one_line_exit_2(demo_run, tmp_path, capsys, argv, match):
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert err.startswith("ncdyn: error:") and match in err and err.count("\n") == 1
+
+
+def test_force_fits_a_stream_outside_the_regime(tmp_path, monkeypatch, capsys):
+    import numpy as np
+
+    from ncdynamics import runs
+    from ncdynamics.experiments import confront
+    from ncdynamics.theories.confrontation import Assumption, Confrontation, Need, TheoryFit
+
+    def fit(stream):
+        steps, loss = stream.scalar("loss")
+        slope, icept = np.polyfit(steps, np.log(loss), 1)
+        curve = np.exp(icept + slope * steps)
+        return TheoryFit("toy", {"rate": -slope}, {}, {}, {"loss": (steps, curve)}, None, 9.0)
+
+    def mse_only(stream):
+        return None if stream.setting("loss") == "mse" else "the loss is not mse"
+
+    toy = Confrontation(
+        "toy",
+        "s",
+        (Need("scalar", "loss", "run.log"),),
+        lambda s: {"loss": s.scalar("loss")},
+        fit,
+        (Assumption("loss", "squared error", mse_only),),
+    )
+    monkeypatch.setattr(confront, "confrontations", lambda: [toy])
+    run = runs.create(tmp_path / "r", config={"loss": "cross-entropy"})
+    for t in range(10):
+        run.log(t, {"loss": float(np.exp(-0.2 * t))})
+    run.mark_completed()
+    assert main(["compare", str(run.path), "--no-windows"]) == 0
+    out = capsys.readouterr().out
+    assert "not applicable" in out and "the loss is not mse" in out and "--force" in out
+    assert main(["compare", str(run.path), "--force"]) == 0
+    out = capsys.readouterr().out
+    assert "fitted anyway (--force): holds" in out and "rate=0.2" in out

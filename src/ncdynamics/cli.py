@@ -140,7 +140,7 @@ def _build_parser() -> argparse.ArgumentParser:
         description="Check each theory's assumptions against the run, fit it to every stream "
         "that recorded what it needs (and to windows of training time), and print and report "
         "a verdict per theory and stream (holds, holds in a window, fails, degenerate, out of "
-        "regime, missing, error) with its reason, the parameters with 95%% intervals and the "
+        "regime, missing, error) with its reason, the parameters with 95% intervals and the "
         "skill behind it. Several run directories, or a sweep directory, give one summary "
         "table (summary.csv, summary.tex, summary.html).",
     )
@@ -170,7 +170,7 @@ def _build_parser() -> argparse.ArgumentParser:
         "(fractions of the step range, and points where the first observable has made a "
         "fraction of its total change), predict every later record, and score the "
         "prediction over the whole post-cut trajectory beside two baselines fitted in "
-        "training time: the last value carried forward and a power law, with 95%% bands.",
+        "training time: the last value carried forward and a power law, with 95% bands.",
     )
     fc.add_argument("run_dir", type=Path, help="run directory")
     fc.add_argument(
