@@ -28,32 +28,87 @@ def test_compare_prints_each_theory_and_writes_report(demo_run, capsys):
     assert main(["compare", str(demo_run)]) == 0
     out = capsys.readouterr().out
     assert "lesde" in out and "alignment" in out and "params" in out and "goodness" in out
-    assert "power of two" in out  # hadamard on 10 digits
+    assert "power of two" in out and "out of regime" in out  # hadamard on 10 digits
     assert "ntk_invariant" in out  # ntk_collapse: what to record
+    assert "ncdyn run ntk_collapse.fig2" in out  # and the demo's own line on why not
     table = pd.read_csv(demo_run / "compare" / "table.csv")
     fitted = table[table["status"] == "fitted"]
     assert set(fitted["theory"]) == {"lesde", "alignment"}
     assert set(fitted["stream"]) == {"mse/", "cross-entropy/"}
+    assert set(table["verdict"]) <= {
+        "holds",
+        "holds in a window",
+        "fails",
+        "degenerate",
+        "out of regime",
+        "missing",
+        "error",
+    }
+    assert table["reason"].notna().all()
     assert (demo_run / "compare" / "report.html").is_file()
 
 
 def test_forecast_scores_theories_and_baselines(demo_run, capsys, tmp_path):
     out_dir = tmp_path / "fc"
-    assert main(["forecast", str(demo_run), "--at", "0.5", "--out", str(out_dir)]) == 0
+    argv = ["forecast", str(demo_run), "--at", "0.5", "--change", "none", "--out", str(out_dir)]
+    assert main(argv) == 0
     out = capsys.readouterr().out
     assert "last value" in out and "power law" in out and "theory (lesde)" in out
     table = pd.read_csv(out_dir / "table.csv")
     scored = table.dropna(subset=["method"])
     assert (scored["cutoff"] == 4.0).all() and (scored["final_step"] == 8.0).all()
+    assert (scored["n_after"] == 4).all()  # every record after the cut is scored
     for (_, _, _), g in scored.groupby(["theory", "stream", "observable"]):
         assert len(g) == 3  # theory, last value, power law
+
+
+def test_forecast_default_origins_go_to_run_forecast(demo_run, capsys):
+    assert main(["forecast", str(demo_run)]) == 0
+    table = pd.read_csv(demo_run / "forecast" / "table.csv")
+    assert table.dropna(subset=["method"])["cutoff"].nunique() >= 2
+
+
+def test_compare_on_several_runs_writes_a_summary(demo_run, capsys, tmp_path):
+    out_dir = tmp_path / "many"
+    argv = ["compare", str(demo_run), str(demo_run), "--no-windows", "--out", str(out_dir)]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "summary.csv" in out
+    summary = pd.read_csv(out_dir / "summary.csv")
+    assert summary.shape[0] == 2 and "lesde (mse)" in summary.columns
+    assert (out_dir / "summary.tex").is_file() and (out_dir / "summary.html").is_file()
+
+
+def test_demo_config_states_each_streams_settings(demo_run):
+    from ncdynamics import runs
+    from ncdynamics.experiments import config_of
+    from ncdynamics.theories.confrontation import Stream
+
+    run = runs.open(demo_run)
+    for loss in ("mse", "cross-entropy"):
+        stream = Stream(run, f"{loss}/")
+        assert stream.setting("loss") == loss and stream.setting("lr") == 0.05
+        assert stream.setting("milestones") == [100] and stream.setting("init") == "pytorch-default"
+    _, config = config_of(run)  # the derived settings read back (resume, report)
+    assert config.streams["mse"]["loss"] == "mse"
+
+
+def test_demo_streams_cannot_be_set_by_hand():
+    from ncdynamics.experiments.demo import DemoConfig
+
+    with pytest.raises(ValueError, match="`streams` is derived"):
+        DemoConfig(streams={"mse": {"loss": "cross-entropy"}})
 
 
 @pytest.mark.parametrize(
     ("argv", "match"),
     [
         (["forecast", "{run}", "--at", "1.5"], "`at`"),
+        (["forecast", "{run}", "--at", "0.5,x"], "fractions separated by commas"),
+        (["forecast", "{run}", "--at", "none", "--change", "none"], "at least one cut"),
+        (["forecast", "{run}", "--change", "0"], "`change`"),
         (["compare", "{missing}"], "missing"),
+        (["compare", "{run}", "{missing}"], "does not exist"),
     ],
 )
 def test_bad_input_is_one_line_exit_2(demo_run, tmp_path, capsys, argv, match):
@@ -61,3 +116,40 @@ def test_bad_input_is_one_line_exit_2(demo_run, tmp_path, capsys, argv, match):
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert err.startswith("ncdyn: error:") and match in err and err.count("\n") == 1
+
+
+def test_force_fits_a_stream_outside_the_regime(tmp_path, monkeypatch, capsys):
+    import numpy as np
+
+    from ncdynamics import runs
+    from ncdynamics.experiments import confront
+    from ncdynamics.theories.confrontation import Assumption, Confrontation, Need, TheoryFit
+
+    def fit(stream):
+        steps, loss = stream.scalar("loss")
+        slope, icept = np.polyfit(steps, np.log(loss), 1)
+        curve = np.exp(icept + slope * steps)
+        return TheoryFit("toy", {"rate": -slope}, {}, {}, {"loss": (steps, curve)}, None, 9.0)
+
+    def mse_only(stream):
+        return None if stream.setting("loss") == "mse" else "the loss is not mse"
+
+    toy = Confrontation(
+        "toy",
+        "s",
+        (Need("scalar", "loss", "run.log"),),
+        lambda s: {"loss": s.scalar("loss")},
+        fit,
+        (Assumption("loss", "squared error", mse_only),),
+    )
+    monkeypatch.setattr(confront, "confrontations", lambda: [toy])
+    run = runs.create(tmp_path / "r", config={"loss": "cross-entropy"})
+    for t in range(10):
+        run.log(t, {"loss": float(np.exp(-0.2 * t))})
+    run.mark_completed()
+    assert main(["compare", str(run.path), "--no-windows"]) == 0
+    out = capsys.readouterr().out
+    assert "not applicable" in out and "the loss is not mse" in out and "--force" in out
+    assert main(["compare", str(run.path), "--force"]) == 0
+    out = capsys.readouterr().out
+    assert "fitted anyway (--force): holds" in out and "rate=0.2" in out

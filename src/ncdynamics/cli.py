@@ -161,34 +161,64 @@ def _build_parser() -> argparse.ArgumentParser:
 
     cmp_ = sub.add_parser(
         "compare",
-        help="fit every applicable theory to a recorded run",
-        description="Fit every theory whose observables the run recorded (each theory "
-        "declares what it needs) and print and report a table: theory, fitted parameters, "
-        "goodness of fit on the recorded trajectory, and what it predicts.",
+        help="confront every applicable theory with recorded runs: a verdict per stream",
+        description="Check each theory's assumptions against the run, fit it to every stream "
+        "that recorded what it needs (and to windows of training time), and print and report "
+        "a verdict per theory and stream (holds, holds in a window, fails, degenerate, out of "
+        "regime, missing, error) with its reason, the parameters with 95% intervals and the "
+        "skill behind it. Several run directories, or a sweep directory, give one summary "
+        "table (summary.csv, summary.tex, summary.html).",
     )
-    cmp_.add_argument("run_dir", type=Path, help="run directory")
+    cmp_.add_argument("run_dir", type=Path, nargs="+", help="run directory, or several, or a sweep")
     cmp_.add_argument(
-        "--out", type=Path, default=None, help="output directory (default RUN_DIR/compare)"
+        "--out",
+        type=Path,
+        default=None,
+        help="output directory (default RUN_DIR/compare, SWEEP_DIR/compare, or ./compare "
+        "for several runs)",
+    )
+    cmp_.add_argument(
+        "--force",
+        action="store_true",
+        help="fit streams outside a theory's regime too (the verdict stays 'out of regime')",
+    )
+    cmp_.add_argument(
+        "--no-windows",
+        action="store_true",
+        help="fit the whole streams only (faster; no window figure, no 'holds in a window')",
     )
 
     fc = sub.add_parser(
         "forecast",
-        help="fit theories to the first part of a run and score their prediction of its end",
-        description="Fit each applicable theory on the records up to a fraction of the run, "
-        "predict every observable at the run's last record, and score the prediction "
-        "(decades off) beside two naive baselines: the last value carried forward and a "
-        "power-law extrapolation.",
+        help="fit theories to the first part of a run and score their prediction of the rest",
+        description="Fit each applicable theory on the records up to several cut points "
+        "(fractions of the step range, and points where the first observable has made a "
+        "fraction of its total change), predict every later record, and score the "
+        "prediction over the whole post-cut trajectory beside two baselines fitted in "
+        "training time: the last value carried forward and a power law, with 95% bands.",
     )
     fc.add_argument("run_dir", type=Path, help="run directory")
     fc.add_argument(
         "--at",
-        type=float,
-        required=True,
-        metavar="FRACTION",
-        help="fraction of the run (0 < FRACTION < 1) the fit may see",
+        default=None,
+        metavar="F[,F...]",
+        help="cut at these fractions of the step range, each 0 < F < 1 (default 0.3,0.5,0.7)",
     )
     fc.add_argument(
-        "--out", type=Path, default=None, help="output directory (default RUN_DIR/forecast-AT)"
+        "--change",
+        default=None,
+        metavar="F[,F...]",
+        help="also cut where the first observable has made these fractions of its total "
+        "change (default 0.25,0.5,0.75; 'none' for no such cut)",
+    )
+    fc.add_argument(
+        "--force", action="store_true", help="forecast streams outside a theory's regime too"
+    )
+    fc.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="output directory (default RUN_DIR/forecast-AT for one --at, else RUN_DIR/forecast)",
     )
 
     clm = sub.add_parser(
@@ -416,20 +446,64 @@ def _print_frame(df: Any, columns: Sequence[str]) -> None:
         print(df[shown].to_string(index=False, float_format=lambda v: f"{v:.4g}"))
 
 
-def _cmd_compare(args: argparse.Namespace) -> int:
-    from . import report
-    from .experiments import confront
+def _fractions(text: str, name: str) -> tuple[float, ...]:
+    """``--at`` / ``--change``: comma-separated fractions (their range is checked by the
+    library), or ``none``."""
+    if text.strip().lower() == "none":
+        return ()
+    try:
+        return tuple(float(x) for x in text.split(",") if x.strip())
+    except ValueError:
+        raise ValueError(
+            f"`{name}` must be fractions separated by commas, like 0.3,0.5; got {text!r}."
+        ) from None
 
-    run = confront.read_run(args.run_dir)
+
+def _print_compare(entries: Sequence[Any]) -> None:
+    for e in entries:
+        stream = e.stream or "-"
+        print(f"{e.theory:<14}{stream:<18}{e.status:<16}{e.verdict.verdict:<19}{e.verdict.reason}")
+        if e.fit is None:
+            continue
+        fit = e.fit
+        items = []
+        for k, v in fit.params.items():
+            text = f"{k}={_cell(v)}"
+            if k in fit.intervals:
+                lo, hi = fit.intervals[k]
+                text += f" [{_cell(lo)}, {_cell(hi)}]"
+            if fit.units.get(k):
+                text += f" {fit.units[k]}"
+            if k in fit.expected:
+                text += f" (settings: {_cell(fit.expected[k])})"
+            items.append(text)
+        print(f"{'':<14}{'params':<12}{', '.join(items)}")
+        for group in ("goodness", "predictions"):
+            values = ", ".join(f"{k}={_cell(v)}" for k, v in getattr(fit, group).items())
+            if values:
+                print(f"{'':<14}{group:<12}{values}")
+        holding = [w for w in e.windows if w.verdict.verdict == "holds"]
+        if e.windows:
+            spans = ", ".join(f"{w.since:g}-{w.until:g}" for w in holding) or "none"
+            print(f"{'':<14}{'windows':<12}{len(e.windows)} fitted; holds on steps: {spans}")
+
+
+def _cmd_compare(args: argparse.Namespace) -> int:
+    from .experiments import confront
+    from .experiments.sweep import is_sweep
+
+    force = getattr(args, "force", False)
+    windows = not getattr(args, "no_windows", False)
+    dirs = args.run_dir if isinstance(args.run_dir, list) else [args.run_dir]
+    if len(dirs) > 1 or is_sweep(dirs[0]):
+        return _compare_many(dirs, args.out, force=force, windows=windows)
+    from . import report
+
+    run = confront.read_run(dirs[0])
     out = args.out if args.out is not None else confront.default_out(run.path, "compare")
     confront.check_output_dir(out, "compare")  # refuse a foreign --out before any work
-    entries = confront.compare(run)
-    for e in entries:
-        print(f"{e.theory:<14}{e.stream:<22}{e.status:<16}{e.message}")
-        if e.fit is not None:
-            for group in ("params", "goodness", "predictions"):
-                items = ", ".join(f"{k}={_cell(v)}" for k, v in getattr(e.fit, group).items())
-                print(f"{'':<14}{group:<12}{items}")
+    entries = confront.compare(run, force=force, windows=windows)
+    _print_compare(entries)
     path = report.write_compare_report(entries, run.path, out)
     print(f"report: {path}")
     return 0
@@ -463,23 +537,46 @@ def _cmd_claims(args: argparse.Namespace) -> int:
     return 0
 
 
+def _compare_many(dirs: Sequence[Path], out: Path | None, *, force: bool, windows: bool) -> int:
+    from .experiments import confront
+    from .experiments.compare_many import compare_runs, expand_run_dirs, summary_table
+    from .report.confront import write_summary_report
+
+    if out is None:
+        out = dirs[0] / "compare" if len(dirs) == 1 else Path("compare")
+    confront.check_output_dir(out, "compare")  # refuse a foreign --out before any work
+    if not expand_run_dirs(dirs):
+        raise ValueError(f"`run_dir` {str(dirs[0])!r} holds no runs to compare.")
+    results = compare_runs(dirs, force=force, windows=windows)
+    table = summary_table(results)
+    _print_frame(table, list(table.columns))
+    path = write_summary_report(results, out)
+    print(f"summary: {path.parent / 'summary.csv'}, summary.tex, summary.html")
+    return 0
+
+
 def _cmd_forecast(args: argparse.Namespace) -> int:
     from . import report
     from .experiments import confront
 
+    at = confront.DEFAULT_AT if args.at is None else _fractions(args.at, "at")
+    change = confront.DEFAULT_CHANGE if args.change is None else _fractions(args.change, "change")
+    if not at and not change:
+        raise ValueError("`at` and `change` are both empty; give at least one cut point.")
     run = confront.read_run(args.run_dir)
-    out = args.out if args.out is not None else confront.default_out(run.path, "forecast", args.at)
+    single = at[0] if args.at is not None and len(at) == 1 else None
+    out = args.out if args.out is not None else confront.default_out(run.path, "forecast", single)
     confront.check_output_dir(out, "forecast")  # refuse a foreign --out before any work
-    entries = confront.forecast(run, args.at)
+    entries = confront.forecast(run, at, change=change, force=args.force)
     table = confront.forecast_table(entries)
-    cols = ("theory", "stream", "observable", "method", "predicted", "actual", "decades_off")
-    scored = table[table["status"] == "fitted"] if "status" in table else table
+    cols = ["theory", "stream", "cutoff", "observable", "method", "rmse", "error_unit"]
+    cols += ["skill_vs_last_value", "skill_vs_power_law", "coverage"]
+    scored = table.dropna(subset=["method"]) if "method" in table else table.iloc[:0]
     if not scored.empty:
         _print_frame(scored, cols)
     for e in entries:
-        if e.status != "fitted":
-            print(f"{e.theory:<14}{e.stream:<22}{e.status:<16}{e.message}")
-    path = report.write_forecast_report(entries, run.path, out, args.at)
+        print(f"{e.theory:<14}{e.stream or '-':<18}{e.verdict.verdict:<19}{e.verdict.reason}")
+    path = report.write_forecast_report(entries, run.path, out, at)
     print(f"report: {path}")
     return 0
 
@@ -581,7 +678,7 @@ def _dispatch(args: argparse.Namespace) -> int:
         out = args.out if args.out is not None else Path("runs/demo")
         code = _run_and_report("demo", args.preset, out, args, {})
         print("\ntheory against run (ncdyn compare):")
-        compare_args = argparse.Namespace(run_dir=out, out=None, format=args.format)
+        compare_args = argparse.Namespace(run_dir=[out], out=None, format=args.format)
         return code or _cmd_compare(compare_args)
     if args.command == "run":
         overrides = _parse_overrides(args.overrides, args.config)

@@ -54,28 +54,51 @@ def test_compare_fits_each_stream_and_names_what_is_missing(tmp_path):
     assert by[("hadamard", "a/")].status == "fitted"  # K = 4 is a power of two
     missing = by[("ntk_collapse", "")]
     assert missing.status == "missing" and "ntk_invariant" in missing.message
+    assert missing.verdict.verdict == "missing"
     assert "pair_alignment" in by[("alignment", "")].message
     table = confront.compare_table(entries)
-    assert {"theory", "stream", "status", "params.alpha", "goodness.r2_log_mean_margin"} <= set(
-        table.columns
-    )
+    assert {"theory", "stream", "status", "verdict", "reason", "params.alpha"} <= set(table.columns)
+    assert "goodness.r2_log_mean_margin" in table.columns
 
 
 def test_forecast_scores_theory_beside_both_baselines(tmp_path):
-    entries = confront.forecast(_lesde_run(tmp_path / "r", prefixes=("a/",)), 0.5)
+    run = _lesde_run(tmp_path / "r", prefixes=("a/",))
+    entries = confront.forecast(run, 0.5, change=())
     e = next(e for e in entries if e.theory == "lesde")
     assert e.status == "fitted" and e.cutoff == 20.0 and e.final_step == 40.0
-    assert e.fit.fit_until == 20.0
+    assert e.fit.fit_until == 20.0 and len(e.origins) == 1
     scores = pd.DataFrame(e.scores).set_index(["observable", "method"])
     # exact exponential data: the theory forecast is exact, the last value is not
     assert scores.loc[("mean_margin", "theory (lesde)"), "decades_off"] < 1e-9
-    last = scores.loc[("mean_margin", "last value"), "decades_off"]
-    assert last == pytest.approx(0.05 * 20 / math.log(10), rel=1e-9)
+    assert scores.loc[("mean_margin", "theory (lesde)"), "rmse"] < 1e-9
+    last = scores.loc[("mean_margin", "last value")]
+    assert last["decades_off"] == pytest.approx(0.05 * 20 / math.log(10), rel=1e-9)
+    # scored on every record after the cut (steps 22..40): RMS of 0.05 (t - 20) / ln 10
+    gaps = np.arange(22, 41, 2) - 20.0
+    want = np.sqrt(np.mean((0.05 * gaps / math.log(10)) ** 2))
+    assert last["rmse"] == pytest.approx(want, rel=1e-9) and last["n_after"] == gaps.size
     assert set(scores.index.get_level_values("method")) == {
         "theory (lesde)",
         "last value",
         "power law",
     }
+    assert e.verdict.verdict == "holds"  # beats both baselines at its one origin
+
+
+def test_forecast_places_origins_by_step_fraction_and_by_change(tmp_path):
+    run = _lesde_run(tmp_path / "r", prefixes=("a/",))
+    e = next(e for e in confront.forecast(run) if e.theory == "lesde")
+    placed = [o.placed_by for o in e.origins]
+    assert "step fraction 0.3" in placed and any("total change" in p for p in placed)
+    cuts = [o.cut for o in e.origins]
+    assert cuts == sorted(set(cuts))
+    # log mean margin grows linearly: a quarter of its change is a quarter of the steps
+    by = {o.placed_by: o.cut for o in e.origins}
+    if "0.25 of the total change" in by:
+        assert by["0.25 of the total change"] == 10.0
+    table = confront.forecast_table(entries := confront.forecast(run, (0.5,), change=(0.75,)))
+    assert {"cutoff", "placed_by", "rmse", "coverage", "skill_vs_power_law"} <= set(table.columns)
+    assert len(next(x for x in entries if x.theory == "lesde").origins) == 2
 
 
 def test_power_law_extrapolation_is_exact_on_a_power_law():
@@ -119,9 +142,13 @@ def test_reports_are_written_and_replace_the_old_output(tmp_path):
     assert "lesde" in html and html.count("<img") == len(list((out / "figures").glob("*.png")))
     assert len(list((out / "figures").glob("*.png"))) == 2  # lesde and hadamard
     assert pd.read_csv(out / "table.csv")["status"].tolist().count("fitted") == 2
+    assert html.count('<h2 class="theory">') == 4  # one section per theory
+    assert (out / "windows.csv").is_file()
     page = write_forecast_report(confront.forecast(run, 0.5), run.path, tmp_path / "f", 0.5)
     table = pd.read_csv(tmp_path / "f" / "table.csv")
-    assert {"observable", "method", "predicted", "actual", "decades_off"} <= set(table.columns)
+    assert {"observable", "method", "predicted", "actual", "decades_off", "rmse"} <= set(
+        table.columns
+    )
     assert not list(tmp_path.glob(".f-*")) and not list((tmp_path / "r").glob(".compare-*"))
 
 
@@ -156,5 +183,6 @@ def test_a_theory_that_raises_is_reported_failed_and_others_still_fit(tmp_path, 
     monkeypatch.setattr(confront, "confrontations", lambda: patched)
     entries = confront.compare(_lesde_run(tmp_path / "r", prefixes=("a/",)))
     by = {e.theory: e for e in entries}
-    assert by["lesde"].status == "failed" and "IndexError: index 3" in by["lesde"].message
+    assert by["lesde"].status == "failed" and "IndexError: index 3" in by["lesde"].verdict.reason
+    assert by["lesde"].verdict.verdict == "error"
     assert by["hadamard"].status == "fitted"

@@ -15,7 +15,13 @@ from ncdynamics.theories.uncertainty import (
     intervals_from_covariance,
     numeric_jacobian,
 )
-from ncdynamics.theories.verdict import degeneracy, judge, power_law_in_time, skill
+from ncdynamics.theories.verdict import (
+    degeneracy,
+    expected_notes,
+    judge,
+    power_law_in_time,
+    skill,
+)
 
 
 def _fit(steps, curve, **kw):
@@ -78,6 +84,7 @@ def test_degenerate_rules():
     )
     assert degeneracy(fit) is None
     assert "records" in degeneracy(fit, n_records=2)
+    assert degeneracy(fit, n_records=5) is None
     assert "not finite" in degeneracy(_fit(steps, steps, params={"rate": math.nan}))
 
 
@@ -147,3 +154,45 @@ def test_bands_of_overflowing_predictions_are_infinite_not_errors():
 
     lo, hi = delta_band(grows, [400.0], np.eye(1) * 1e-60, np.array([1.0, 2.0]))["y"]
     assert np.isfinite(hi[0]) and np.isinf(hi[1]) and not np.any(np.isnan(lo))
+
+
+def test_too_few_records_for_the_free_parameters_is_degenerate():
+    steps = np.arange(3.0)
+    names = "abcd"
+    fit = _fit(steps, steps + 1, intervals={k: (0, 1) for k in names})
+    assert fit.n_free == 4
+    assert "5 records for 4 free parameters (need at least 6)" in degeneracy(fit, n_records=5)
+    assert degeneracy(fit, n_records=6) is None
+    # whatever the parameters, four records are too few to judge a fit by
+    two = _fit(steps, steps + 1, intervals={"a": (0, 1), "b": (0, 1)})
+    assert "need at least 5" in degeneracy(two, n_records=4)
+    assert degeneracy(two, n_records=5) is None
+
+
+def test_no_fitted_observable_among_the_recorded_is_an_error():
+    steps = np.arange(5.0)
+    v = judge(_fit(steps, steps + 1), {"other": (steps, steps + 1)})
+    assert v.verdict == "error" and "no fitted observable" in v.reason
+
+
+def test_a_value_expected_from_the_settings_is_reported_beside_the_verdict():
+    steps = np.arange(5, 60.0)
+    obs = 3.0 * np.exp(-0.02 * steps)
+    kw = {"params": {"rate": 0.02}, "intervals": {"rate": (0.019, 0.021)}, "signs": {"rate": 1}}
+    inside = judge(_fit(steps, obs, expected={"rate": 0.0205}, **kw), {"v": (steps, obs)})
+    assert inside.verdict == "holds"
+    assert "rate = 0.02 against 0.0205 from the settings (inside its 95% interval" in inside.reason
+    outside = judge(_fit(steps, obs, expected={"rate": 0.03}, **kw), {"v": (steps, obs)})
+    assert outside.verdict == "holds" and "(outside its 95% interval" in outside.reason
+    bare = _fit(steps, obs, params={"rate": 0.02}, expected={"rate": 0.025})
+    assert expected_notes(bare) == ["rate = 0.02 against 0.025 from the settings (20% off)"]
+
+
+def test_judge_skips_one_record_ahead_for_non_consecutive_ahead_predictions():
+    steps = np.arange(0.0, 20.0, 2.0)
+    obs = np.exp(-0.1 * steps)
+    ahead_steps = steps[[2, 4, 6]]  # not consecutive records: no one-record-ahead score
+    fit = _fit(steps, obs)
+    fit = TheoryFit(**{**fit.__dict__, "ahead": {"v": (ahead_steps, obs[[2, 4, 6]])}})
+    numbers = skill(fit, {"v": (steps, obs)})
+    assert "v.ahead_skill_vs_persistence" not in numbers and numbers["v.r2"] == 1.0

@@ -1,19 +1,34 @@
-"""Theory against run: fit every applicable theory to a recorded run, or forecast its end.
+"""Theory against run: fit every applicable theory to a recorded run, judge it, forecast it.
 
-Each theory declares what it needs from a run (:class:`ncdynamics.theories.Confrontation`,
-named by its :class:`~ncdynamics.theories.Theory` declaration); this module gets those
-declarations from the theory registry, finds the streams of a run that carry what each
-needs, and
+Each theory declares what it needs from a run and the regime it assumes
+(:class:`ncdynamics.theories.Confrontation`, named by its
+:class:`~ncdynamics.theories.Theory` declaration); this module gets those declarations from
+the theory registry, finds the streams of a run that carry what each needs, and
 
-- :func:`compare` fits each applicable theory to the whole of each stream;
-- :func:`forecast` fits it to the records up to a fraction of the run only, predicts each
-  observable at the run's last record, and scores the prediction against what the run did,
-  beside two naive baselines: the last value carried forward, and a power law
-  ``|v| = c (step - s0 + 1)^p`` fitted in log-log to the later half of the fitted records
-  (``s0`` the stream's first step).
+- :func:`compare` checks each stream against the theory's assumptions, fits the theory to
+  the whole stream and to a handful of windows of it (:mod:`ncdynamics.experiments.windows`),
+  and gives a verdict per theory and stream (:class:`~ncdynamics.theories.verdict.Verdict`);
+- :func:`forecast` fits each theory on the records up to several cut points (origins), and
+  scores what it predicts for every later record beside two naive baselines
+  (:mod:`ncdynamics.experiments.forecast_scoring`).
 
-The error of a prediction is ``|log10(pred / actual)|`` (decades off), infinite when the signs
-differ or the prediction is not finite.
+The verdicts, in the order they are decided:
+
+``missing``
+    No stream of the run has the records the theory needs (the entry names them).
+``out of regime``
+    An assumption of the theory fails on the stream (the reasons are listed), or its fit
+    raised :class:`~ncdynamics.theories.confrontation.NotApplicable` (a structural
+    requirement, such as a class count). Such a stream is not fitted unless ``force=True``;
+    a forced fit keeps the verdict and adds the verdict the fit would have had to the reason.
+``error``
+    Reading or fitting the stream raised (first line of the message).
+``degenerate``, ``fails``, ``holds``
+    The fit to the whole stream, judged by :func:`ncdynamics.theories.verdict.judge`.
+``holds in a window``
+    The whole stream is ``fails`` or ``degenerate`` but the theory ``holds`` on one of the
+    windows; the verdict names the longest such window (in steps) and keeps the whole
+    stream's reason.
 """
 
 from __future__ import annotations
@@ -21,9 +36,10 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -33,22 +49,47 @@ from .._validation import check_scalar
 from ..runs._outputs import OUTPUT_FORMAT as OUTPUT_FORMAT
 from ..runs._outputs import check_output_dir as check_output_dir
 from ..runs._outputs import write_output_marker as write_output_marker
-from ..theories.confrontation import Confrontation, NotApplicable, Series, Stream, TheoryFit
+from ..theories.confrontation import (
+    Assumption,
+    Confrontation,
+    NotApplicable,
+    Series,
+    Stream,
+    TheoryFit,
+)
+from ..theories.verdict import Verdict, judge, observable_scale
+from .forecast_scoring import decades_off as decades_off
+from .forecast_scoring import (
+    last_value_baseline,
+    place_origins,
+    power_law_baseline,
+    score_method,
+)
+from .windows import WindowFit, best_window, fit_windows, n_records_of
 
 __all__ = [
+    "DEFAULT_AT",
+    "DEFAULT_CHANGE",
     "OUTPUT_FORMAT",
     "CompareEntry",
     "ForecastEntry",
+    "Origin",
     "check_output_dir",
     "compare",
+    "compare_table",
     "confrontations",
     "decades_off",
     "find_streams",
     "forecast",
+    "forecast_table",
     "power_law_extrapolation",
     "read_run",
     "write_output_marker",
 ]
+
+#: Default forecast origins: fractions of the step range, and of the total change.
+DEFAULT_AT: tuple[float, ...] = (0.3, 0.5, 0.7)
+DEFAULT_CHANGE: tuple[float, ...] = (0.25, 0.5, 0.75)
 
 
 def confrontations() -> list[Confrontation]:
@@ -96,29 +137,71 @@ def find_streams(
     return sorted(spelling.get(k, k) for k in keys)
 
 
+#: ``(assumption, reason)``: the reason the stream is outside it, ``None`` when inside or
+#: not recorded.
+RegimeCheck = tuple[Assumption, str | None]
+
+_STATUS = {
+    "missing": "missing",
+    "out of regime": "not applicable",
+    "error": "failed",
+}
+
+
 @dataclass(frozen=True)
 class CompareEntry:
-    """One theory on one stream: its fit, or why there is none."""
+    """One theory on one stream: its verdict, its fit (when fitted), and the windows."""
 
     theory: str
     stream: str
-    status: str  # "fitted", "not applicable", "failed", "missing"
+    verdict: Verdict
     message: str = ""
     fit: TheoryFit | None = None
     observed: dict[str, Series] = field(default_factory=dict)
+    regime: list[RegimeCheck] = field(default_factory=list)
+    windows: list[WindowFit] = field(default_factory=list)
+    forced: bool = False
+    n_records: int = 0
+
+    @property
+    def status(self) -> str:
+        """``"fitted"`` when the theory was fitted, else ``"missing"``, ``"not applicable"``
+        (out of regime, not forced) or ``"failed"`` (the fit raised)."""
+        if self.fit is not None:
+            return "fitted"
+        return _STATUS.get(self.verdict.verdict, "failed")
 
     def row(self) -> dict[str, Any]:
-        """A flat table row: status, parameters, goodness and predictions."""
+        """A flat table row: verdict, reason, parameters with intervals, goodness, skill."""
         row: dict[str, Any] = {
             "theory": self.theory,
             "stream": self.stream,
+            "verdict": self.verdict.verdict,
+            "reason": self.verdict.reason,
             "status": self.status,
+            "forced": self.forced,
+            "window_start": self.verdict.window[0] if self.verdict.window else math.nan,
+            "window_end": self.verdict.window[1] if self.verdict.window else math.nan,
+            "n_records": self.n_records,
             "message": self.message,
         }
+        for a, reason in self.regime:
+            row[f"regime.{a.name}"] = reason or ""
         if self.fit is not None:
-            for group in ("params", "goodness", "predictions"):
-                for k, v in getattr(self.fit, group).items():
+            fit = self.fit
+            for k, v in fit.params.items():
+                row[f"params.{k}"] = v
+                if k in fit.intervals:
+                    row[f"params.{k}.low"], row[f"params.{k}.high"] = fit.intervals[k]
+                if k in fit.units:
+                    row[f"params.{k}.unit"] = fit.units[k]
+                if k in fit.expected:
+                    row[f"params.{k}.expected"] = fit.expected[k]
+            for group in ("goodness", "predictions"):
+                for k, v in getattr(fit, group).items():
                     row[f"{group}.{k}"] = v
+        for k, v in self.verdict.skill.items():
+            row[f"skill.{k}"] = v
         return row
 
 
@@ -148,164 +231,420 @@ def _open(run: runs.Run | str | os.PathLike[str]) -> runs.Run:
     return run if isinstance(run, runs.Run) else read_run(run)
 
 
-def _fit_entry(conf: Confrontation, stream: Stream) -> CompareEntry:
+class _ReadOnce:
+    """A run whose arrays and config are read from disk once.
+
+    ``compare`` fits every theory to a stream and to each of its windows, and every fit
+    reads the stream's arrays (one ``.npy`` file per record) and settings again; this
+    wrapper keeps what was read. Everything else is the run's own.
+    """
+
+    def __init__(self, run: runs.Run) -> None:
+        self._run = run
+        self._arrays: dict[str, dict[int, Any]] = {}
+        self._config: dict[str, Any] | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._run, name)
+
+    def arrays(self, name: str) -> dict[int, Any]:
+        if name not in self._arrays:
+            self._arrays[name] = self._run.arrays(name)
+        return self._arrays[name]
+
+    @property
+    def config(self) -> dict[str, Any]:
+        if self._config is None:
+            self._config = self._run.config
+        return self._config
+
+
+def _streams_of(run: runs.Run) -> tuple[runs.Run, pd.DataFrame]:
+    """The run wrapped by :class:`_ReadOnce` (typed as a run) and its wide metrics."""
+    return cast("runs.Run", _ReadOnce(run)), run.metrics_wide()
+
+
+def _line(exc: BaseException) -> str:
+    msg = str(exc).splitlines()[0] if str(exc) else ""
+    return f"{type(exc).__name__}: {msg}"
+
+
+def check_regime(conf: Confrontation, stream: Stream) -> list[RegimeCheck]:
+    """Each assumption of ``conf`` with the reason ``stream`` is outside it (or ``None``).
+
+    A check that raises is reported as the reason, prefixed ``could not check``, and does
+    not put the stream out of regime (see :func:`out_of_regime_reasons`).
+    """
+    out: list[RegimeCheck] = []
+    for a in conf.assumptions:
+        try:
+            out.append((a, a.check(stream)))
+        except Exception as exc:  # a broken check must not hide the fit
+            out.append((a, f"could not check: {_line(exc)}"))
+    return out
+
+
+def out_of_regime_reasons(regime: Iterable[RegimeCheck]) -> list[str]:
+    """The reasons of the failed assumptions (checks that could not run excluded)."""
+    return [r for _, r in regime if r and not r.startswith("could not check")]
+
+
+def _fit_entry(
+    conf: Confrontation, stream: Stream, *, force: bool = False, windows: bool = True
+) -> CompareEntry:
     label = stream.prefix or "(no prefix)"
     try:
         observed = conf.observe(stream)
+    except Exception as exc:
+        return CompareEntry(conf.theory, label, Verdict("error", _line(exc)))
+    regime = check_regime(conf, stream)
+    reasons = out_of_regime_reasons(regime)
+    if reasons and not force:
+        why = "; ".join(reasons) + " (not fitted; --force fits it anyway)"
+        return CompareEntry(
+            conf.theory, label, Verdict("out of regime", why), observed=observed, regime=regime
+        )
+    try:
         fit = conf.fit(stream)
     except NotApplicable as exc:
-        return CompareEntry(conf.theory, label, "not applicable", str(exc))
-    except Exception as exc:  # one theory failing on one stream must not stop the others
-        msg = str(exc).splitlines()[0] if str(exc) else ""
-        return CompareEntry(conf.theory, label, "failed", f"{type(exc).__name__}: {msg}")
-    return CompareEntry(conf.theory, label, "fitted", "; ".join(fit.notes), fit, observed)
-
-
-def _missing_entry(conf: Confrontation) -> CompareEntry:
-    needs = ", ".join(n.describe() for n in conf.needs)
-    return CompareEntry(conf.theory, "", "missing", f"needs {needs}")
-
-
-def compare(run: runs.Run | str | os.PathLike[str]) -> list[CompareEntry]:
-    """Fit every theory whose needs ``run`` recorded, on each stream that has them.
-
-    A theory with no such stream gets one ``"missing"`` entry naming what it needs.
-    """
-    run = _open(run)
-    wide = run.metrics_wide()  # read once, shared by every stream
-    entries = []
-    for conf in confrontations():
-        prefixes = find_streams(conf, run, list(wide.columns))
-        if not prefixes:
-            entries.append(_missing_entry(conf))
-        for p in prefixes:
-            entries.append(_fit_entry(conf, Stream(run, p, wide=wide)))
-    return entries
-
-
-# ---------------------------------------------------------------------------- forecast
-def decades_off(predicted: float, actual: float) -> float:
-    """``|log10(predicted / actual)|``; ``inf`` for a sign mismatch or non-finite input."""
-    if not (np.isfinite(predicted) and np.isfinite(actual)) or predicted * actual <= 0:
-        return math.inf
-    return abs(math.log10(predicted / actual))
-
-
-def power_law_extrapolation(steps: Any, values: Any, at: Any, *, origin: float) -> Any:
-    """``|v| = c (step - origin + 1)^p`` fitted in log-log to the later half of the records,
-    evaluated at ``at`` (a step or an array of steps) with the sign of the last value; NaN
-    with fewer than 2 usable points."""
-    s, v = np.asarray(steps, np.float64), np.asarray(values, np.float64)
-    half = s.size // 2
-    s, v = s[half:], v[half:]
-    ok = v != 0
-    at_ = np.asarray(at, dtype=np.float64)
-    if ok.sum() < 2 or np.unique(s[ok]).size < 2:
-        out = np.full(at_.shape, np.nan)
-    else:
-        p, c = np.polyfit(np.log(s[ok] - origin + 1.0), np.log(np.abs(v[ok])), 1)
-        out = np.sign(v[-1]) * np.exp(c + p * np.log(at_ - origin + 1.0))
-    return float(out) if out.ndim == 0 else out
-
-
-@dataclass(frozen=True)
-class ForecastEntry:
-    """One theory on one stream, fitted up to ``cutoff`` and scored at ``final_step``."""
-
-    theory: str
-    stream: str
-    status: str
-    message: str = ""
-    cutoff: float = math.nan
-    final_step: float = math.nan
-    fit: TheoryFit | None = None
-    observed: dict[str, Series] = field(default_factory=dict)
-    scores: list[dict[str, Any]] = field(default_factory=list)
-
-
-def _score(name: str, series: Series, fit: TheoryFit, cutoff: float, final: float) -> list[dict]:
-    steps, values = series
-    seen = steps <= cutoff
-    actual = float(values[steps == final][0])
-    predicted = {
-        f"theory ({fit.theory})": float(fit.predict(np.array([final]))[name][0]),
-        "last value": float(values[seen][-1]),
-        "power law": power_law_extrapolation(steps[seen], values[seen], final, origin=steps[0]),
-    }
-    return [
-        {
-            "observable": name,
-            "method": method,
-            "predicted": p,
-            "actual": actual,
-            "decades_off": decades_off(p, actual),
-        }
-        for method, p in predicted.items()
-    ]
-
-
-def _forecast_entry(conf: Confrontation, stream: Stream, at: float) -> ForecastEntry:
-    label = stream.prefix or "(no prefix)"
-    try:
-        observed = conf.observe(stream)
-    except ValueError as exc:
-        return ForecastEntry(conf.theory, label, "failed", f"{type(exc).__name__}: {exc}")
-    if not observed:
-        return ForecastEntry(conf.theory, label, "failed", "no observable could be read")
-    first = max(float(s[0]) for s, _ in observed.values())
-    final = min(float(s[-1]) for s, _ in observed.values())
-    cutoff = first + at * (final - first)
-    entry = _fit_entry(conf, stream.cut(cutoff))
-    if entry.fit is None:
-        return ForecastEntry(
+        return CompareEntry(
             conf.theory,
             label,
-            entry.status,
-            entry.message,
-            cutoff=cutoff,
-            final_step=final,
+            Verdict("out of regime", str(exc)),
             observed=observed,
+            regime=regime,
         )
-    scores = [
-        row
-        for name, series in observed.items()
-        if np.any(series[0] == final)
-        for row in _score(name, series, entry.fit, entry.fit.fit_until, final)
-    ]
-    return ForecastEntry(
+    except Exception as exc:  # one theory failing on one stream must not stop the others
+        return CompareEntry(
+            conf.theory, label, Verdict("error", _line(exc)), observed=observed, regime=regime
+        )
+    n = n_records_of(fit, observed)
+    verdict = judge(fit, observed, n_records=n)
+    found: list[WindowFit] = []
+    if windows and verdict.verdict not in ("error",):
+        plan = _plan_steps(fit, observed)
+        found = fit_windows(conf, stream, observed, n_free=fit.n_free, plan_steps=plan)
+    verdict = _with_windows(verdict, found)
+    if reasons:  # forced
+        verdict = Verdict(
+            "out of regime",
+            f"{'; '.join(reasons)}; fitted anyway (--force): {verdict.verdict}, {verdict.reason}",
+            verdict.window,
+            verdict.skill,
+        )
+    return CompareEntry(
         conf.theory,
         label,
-        "fitted",
-        entry.message,
-        cutoff=cutoff,
-        final_step=final,
-        fit=entry.fit,
-        observed=observed,
-        scores=scores,
+        verdict,
+        "; ".join(fit.notes),
+        fit,
+        observed,
+        regime,
+        found,
+        forced=bool(reasons),
+        n_records=n,
     )
 
 
-def forecast(run: runs.Run | str | os.PathLike[str], at: float) -> list[ForecastEntry]:
-    """Fit each applicable theory on the records up to fraction ``at`` of each stream,
-    predict every observable at the stream's last record and score it (module docstring).
+def _plan_steps(fit: TheoryFit, observed: dict[str, Series]) -> Any:
+    """The record steps the windows are placed on: those of the first fitted observable."""
+    for name in fit.fitted:
+        if name in observed:
+            return observed[name][0]
+    return next(iter(observed.values()))[0] if observed else np.empty(0)
+
+
+def _with_windows(verdict: Verdict, found: list[WindowFit]) -> Verdict:
+    if verdict.verdict not in ("fails", "degenerate"):
+        return verdict
+    best = best_window(found)
+    if best is None:
+        return verdict
+    return Verdict(
+        "holds in a window",
+        f"holds on steps {best.since:g} to {best.until:g} ({best.n_records} records); "
+        f"on the whole stream {verdict.verdict}: {verdict.reason}",
+        (best.since, best.until),
+        verdict.skill,
+    )
+
+
+def _missing_entry(conf: Confrontation, run: runs.Run | None = None) -> CompareEntry:
+    needs = ", ".join(n.describe() for n in conf.needs)
+    why = f"needs {needs}"
+    note = _not_recorded(run, conf.theory) if run is not None else None
+    if note:
+        why = f"{why}; the run says why not: {note}"
+    return CompareEntry(conf.theory, "", Verdict("missing", why), why)
+
+
+def _not_recorded(run: runs.Run, theory: str) -> str | None:
+    """``config["not_recorded"][theory]``: an experiment's own line on why it does not
+    record what a theory needs (the demo's, for ``ntk_collapse``)."""
+    if not (run.path / "config.json").is_file():
+        return None
+    notes = run.config.get("not_recorded")
+    if isinstance(notes, dict) and isinstance(notes.get(theory), str):
+        return str(notes[theory])
+    return None
+
+
+def compare(
+    run: runs.Run | str | os.PathLike[str], *, force: bool = False, windows: bool = True
+) -> list[CompareEntry]:
+    """Fit every theory whose needs ``run`` recorded, on each stream that has them, and
+    judge each fit (module docstring).
 
     Parameters
     ----------
     run : Run or path
-    at : float in (0, 1)
-        Fraction of the stream's step range the fit may see.
+    force : bool, default=False
+        Fit streams outside a theory's regime too (their verdict stays ``out of regime``).
+    windows : bool, default=True
+        Also fit the windows of :mod:`ncdynamics.experiments.windows` (the figure of
+        parameters against training time, and the verdict ``holds in a window``).
+
+    Returns
+    -------
+    list of CompareEntry
+        One per theory and stream; a theory with no stream gets one ``missing`` entry.
     """
-    at = check_scalar(at, "at", low=0.0, high=1.0, closed="neither")
-    run = _open(run)
-    wide = run.metrics_wide()  # read once, shared by every stream
+    run, wide = _streams_of(_open(run))  # read once, shared by every stream and window
     entries = []
     for conf in confrontations():
         prefixes = find_streams(conf, run, list(wide.columns))
         if not prefixes:
-            m = _missing_entry(conf)
-            entries.append(ForecastEntry(m.theory, m.stream, m.status, m.message))
+            entries.append(_missing_entry(conf, run))
         for p in prefixes:
-            entries.append(_forecast_entry(conf, Stream(run, p, wide=wide), at))
+            stream = Stream(run, p, wide=wide)
+            entries.append(_fit_entry(conf, stream, force=force, windows=windows))
+    return entries
+
+
+# ---------------------------------------------------------------------------- forecast
+def power_law_extrapolation(steps: Any, values: Any, at: Any, *, origin: float) -> Any:
+    """The power-law baseline (:func:`~ncdynamics.experiments.forecast_scoring
+    .power_law_baseline`: ``|v| = c (step - origin + 1)^p`` fitted to the later half of the
+    records' time span, each weighted by its share of time) evaluated at ``at``; NaN with
+    fewer than 2 usable points."""
+    at_ = np.asarray(at, dtype=np.float64)
+    out = power_law_baseline(
+        np.asarray(steps, np.float64), np.asarray(values, np.float64), origin=origin
+    ).predict(at_)
+    return float(out) if out.ndim == 0 else out
+
+
+@dataclass(frozen=True)
+class Origin:
+    """One forecast origin: the fit on the records up to ``cut``, and its scores.
+
+    ``scores`` has one row per observable and method (theory, last value, power law), see
+    :func:`~ncdynamics.experiments.forecast_scoring.score_method`; the theory's rows also
+    hold its skill against each baseline.
+    """
+
+    cut: float
+    placed_by: str
+    verdict: Verdict
+    fit: TheoryFit | None = None
+    scores: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class ForecastEntry:
+    """One theory on one stream, forecast from each origin and scored on the records after.
+
+    ``verdict`` is ``holds`` when the theory beats both baselines (lower RMSE on every
+    observable, whole post-cut trajectory) at half of the origins or more, else ``fails``;
+    or ``missing``, ``out of regime``, ``error`` as for :func:`compare`.
+    """
+
+    theory: str
+    stream: str
+    verdict: Verdict
+    message: str = ""
+    final_step: float = math.nan
+    observed: dict[str, Series] = field(default_factory=dict)
+    origins: list[Origin] = field(default_factory=list)
+    regime: list[RegimeCheck] = field(default_factory=list)
+
+    @property
+    def status(self) -> str:
+        """``"fitted"`` when an origin was fitted, else as :attr:`CompareEntry.status`."""
+        if self.fit is not None:
+            return "fitted"
+        return _STATUS.get(self.verdict.verdict, "failed")
+
+    @property
+    def fit(self) -> TheoryFit | None:
+        """The fit of the first origin that has one."""
+        return next((o.fit for o in self.origins if o.fit is not None), None)
+
+    @property
+    def cutoff(self) -> float:
+        """The first origin's cut (NaN without origins)."""
+        return self.origins[0].cut if self.origins else math.nan
+
+    @property
+    def scores(self) -> list[dict[str, Any]]:
+        """Every origin's score rows, each with its ``cut`` and ``placed_by``."""
+        return [
+            {"cut": o.cut, "placed_by": o.placed_by, **row}
+            for o in self.origins
+            for row in o.scores
+        ]
+
+
+def _score_origin(fit: TheoryFit, observed: dict[str, Series], cut: float) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    for name, (steps, values) in observed.items():
+        after = steps > cut
+        if not after.any() or not (steps <= cut).any():
+            continue
+        seen_s, seen_v = steps[~after], values[~after]
+        at, actual = steps[after], values[after]
+        scale = observable_scale(fit, name, values)
+        try:  # a prediction that overflows is scored as infinitely wrong, quietly
+            with np.errstate(all="ignore"):
+                pred = np.asarray(fit.predict(at)[name], dtype=np.float64)
+        except Exception:  # a theory that cannot predict this far is scored as missing
+            pred = np.full(at.shape, np.nan)
+        band = None
+        if fit.band is not None:
+            try:
+                with np.errstate(all="ignore"):
+                    band = fit.band(at).get(name)
+            except Exception:
+                band = None
+        last = last_value_baseline(seen_s, seen_v, scale=scale)
+        law = power_law_baseline(seen_s, seen_v, origin=float(steps[0]))
+        theory_row = score_method(f"theory ({fit.theory})", pred, actual, band, scale=scale)
+        base_rows = [
+            score_method(b.name, b.predict(at), actual, b.band(at), scale=scale)
+            for b in (last, law)
+        ]
+        for b in base_rows:
+            key = "skill_vs_" + b["method"].replace(" ", "_")
+            theory_row[key] = _skill(theory_row["rmse"], b["rmse"])
+        for r in (theory_row, *base_rows):
+            rows.append({"observable": name, "scale": scale, "n_after": int(at.size), **r})
+    return rows
+
+
+def _skill(rmse: float, base: float) -> float:
+    if not math.isfinite(rmse):
+        return -math.inf
+    if not math.isfinite(base):
+        return math.nan
+    if base == 0:
+        return 0.0 if rmse == 0 else -math.inf
+    return 1.0 - (rmse / base) ** 2
+
+
+def _beats(rows: list[dict[str, Any]]) -> bool:
+    theory = [r for r in rows if r["method"].startswith("theory")]
+    return bool(theory) and all(
+        r.get("skill_vs_last_value", -1) > 0 and r.get("skill_vs_power_law", -1) > 0 for r in theory
+    )
+
+
+def _forecast_entry(
+    conf: Confrontation,
+    stream: Stream,
+    at: Sequence[float],
+    change: Sequence[float],
+    force: bool,
+) -> ForecastEntry:
+    label = stream.prefix or "(no prefix)"
+    try:
+        observed = conf.observe(stream)
+    except Exception as exc:
+        return ForecastEntry(conf.theory, label, Verdict("error", _line(exc)))
+    if not observed:
+        return ForecastEntry(conf.theory, label, Verdict("error", "no observable could be read"))
+    regime = check_regime(conf, stream)
+    reasons = out_of_regime_reasons(regime)
+    final = max(float(s[-1]) for s, _ in observed.values() if s.size)
+    if reasons and not force:
+        why = "; ".join(reasons) + " (not forecast; --force does it anyway)"
+        return ForecastEntry(
+            conf.theory, label, Verdict("out of regime", why), "", final, observed, [], regime
+        )
+    first_name = next(iter(observed))
+    steps, values = observed[first_name]
+    scale = "log" if values.size and bool(np.all(values > 0)) else "linear"
+    cuts = place_origins(steps, values, scale=scale, at=at, change=change)
+    origins = []
+    for cut, how in cuts:
+        part = stream.cut(cut)
+        seen = {n: (s[s <= cut], v[s <= cut]) for n, (s, v) in observed.items()}
+        try:
+            fit = conf.fit(part)
+        except NotApplicable as exc:
+            origins.append(Origin(cut, how, Verdict("out of regime", str(exc))))
+            continue
+        except Exception as exc:
+            origins.append(Origin(cut, how, Verdict("error", _line(exc))))
+            continue
+        verdict = judge(fit, seen, n_records=n_records_of(fit, seen))
+        origins.append(Origin(cut, how, verdict, fit, _score_origin(fit, observed, cut)))
+    scored = [o for o in origins if o.scores]
+    if not origins:
+        v = Verdict("error", f"no cut leaves enough records before and after it ({steps.size})")
+    elif not scored:
+        first = origins[0].verdict
+        v = Verdict(first.verdict, f"no origin could be fitted: {first.reason}")
+    else:
+        wins = sum(_beats(o.scores) for o in scored)
+        v = Verdict(
+            "holds" if 2 * wins >= len(scored) else "fails",
+            f"beats both baselines on every observable at {wins} of {len(scored)} origins "
+            "(RMSE over the whole post-cut trajectory)",
+        )
+    if reasons:
+        v = Verdict("out of regime", f"{'; '.join(reasons)}; forecast anyway: {v.reason}")
+    notes = "; ".join(n for o in origins if o.fit is not None for n in o.fit.notes)
+    return ForecastEntry(conf.theory, label, v, notes, final, observed, origins, regime)
+
+
+def _fractions(values: float | Sequence[float], name: str) -> tuple[float, ...]:
+    seq = [values] if isinstance(values, (int, float)) else list(values)
+    return tuple(check_scalar(float(v), name, low=0.0, high=1.0, closed="neither") for v in seq)
+
+
+def forecast(
+    run: runs.Run | str | os.PathLike[str],
+    at: float | Sequence[float] = DEFAULT_AT,
+    *,
+    change: Sequence[float] = DEFAULT_CHANGE,
+    force: bool = False,
+) -> list[ForecastEntry]:
+    """Fit each applicable theory at several origins of each stream and score what it
+    predicts for every later record, beside the baselines (module docstring).
+
+    Parameters
+    ----------
+    run : Run or path
+    at : float or sequence of floats in (0, 1), default=(0.3, 0.5, 0.7)
+        Origins at these fractions of the stream's step range.
+    change : sequence of floats in (0, 1), default=(0.25, 0.5, 0.75)
+        Origins where the stream's first observable has made this fraction of its total
+        change (on its scale); ``()`` for none.
+    force : bool, default=False
+        Forecast streams outside a theory's regime too.
+    """
+    at_ = _fractions(at, "at")
+    change_ = _fractions(change, "change")
+    run, wide = _streams_of(_open(run))  # read once, shared by every stream and origin
+    entries = []
+    for conf in confrontations():
+        prefixes = find_streams(conf, run, list(wide.columns))
+        if not prefixes:
+            m = _missing_entry(conf, run)
+            entries.append(ForecastEntry(m.theory, m.stream, m.verdict, m.message))
+        for p in prefixes:
+            stream = Stream(run, p, wide=wide)
+            entries.append(_forecast_entry(conf, stream, at_, change_, force))
     return entries
 
 
@@ -314,25 +653,53 @@ def compare_table(entries: list[CompareEntry]) -> pd.DataFrame:
     return pd.DataFrame([e.row() for e in entries])
 
 
+def windows_table(entries: list[CompareEntry]) -> pd.DataFrame:
+    """One row per window fitted: theory, stream, window, records, verdict, parameters."""
+    rows = []
+    for e in entries:
+        for w in e.windows:
+            row: dict[str, Any] = {
+                "theory": e.theory,
+                "stream": e.stream,
+                "since": w.since,
+                "until": w.until,
+                "n_records": w.n_records,
+                "verdict": w.verdict.verdict,
+                "reason": w.verdict.reason,
+            }
+            for k, v in w.params.items():
+                row[f"params.{k}"] = v
+                if k in w.intervals:
+                    row[f"params.{k}.low"], row[f"params.{k}.high"] = w.intervals[k]
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
 def forecast_table(entries: list[ForecastEntry]) -> pd.DataFrame:
-    """One row per (theory, stream, observable, method); entries without a fit get one row."""
+    """One row per (theory, stream, origin, observable, method); an entry or an origin
+    without scores gets one row with its verdict and reason."""
     rows = []
     for e in entries:
         base = {
             "theory": e.theory,
             "stream": e.stream,
+            "verdict": e.verdict.verdict,
             "status": e.status,
-            "cutoff": e.cutoff,
             "final_step": e.final_step,
         }
-        if not e.scores:
-            rows.append({**base, "message": e.message})
-        rows.extend({**base, **s} for s in e.scores)
+        if not e.origins:
+            rows.append({**base, "reason": e.verdict.reason, "message": e.message})
+        for o in e.origins:
+            head = {**base, "cutoff": o.cut, "placed_by": o.placed_by}
+            head["fit_verdict"] = o.verdict.verdict
+            if not o.scores:
+                rows.append({**head, "reason": o.verdict.reason})
+            rows.extend({**head, **s} for s in o.scores)
     return pd.DataFrame(rows)
 
 
 def default_out(run_dir: str | os.PathLike[str], kind: str, at: float | None = None) -> Path:
-    """``RUN_DIR/compare`` or ``RUN_DIR/forecast-<at>``.
+    """``RUN_DIR/compare``, ``RUN_DIR/forecast`` or ``RUN_DIR/forecast-<at>``.
 
     Whatever the directory, it is replaced only when it holds this command's own output
     (:func:`check_output_dir`).

@@ -1,113 +1,323 @@
 """Reports of ``ncdyn compare`` and ``ncdyn forecast``: tables, figures and one HTML page.
 
 Both write into an output directory (by default ``RUN_DIR/compare`` and
-``RUN_DIR/forecast-<at>``): ``table.csv`` (every number), ``figures/*.png`` (one figure per
-theory and stream: what the run measured, and the theory's curve) and ``report.html`` with the
-figures embedded, and a marker ``.ncdynamics-compare`` / ``.ncdynamics-forecast`` that says
-whose output it is. The directory is replaced as a whole, so an interrupted write never leaves
-a mix of old and new files, and only when it holds that same command's earlier output
-(:func:`ncdynamics.experiments.confront.check_output_dir`): a run, a folder of runs or
-anyone's other files are refused, untouched.
+``RUN_DIR/forecast[-<at>]``): ``table.csv`` (every number), ``figures/*.png`` and
+``report.html`` with the figures embedded, and a marker ``.ncdynamics-compare`` /
+``.ncdynamics-forecast`` that says whose output it is. The directory is replaced as a whole,
+so an interrupted write never leaves a mix of old and new files, and only when it holds that
+same command's earlier output (:func:`ncdynamics.experiments.confront.check_output_dir`): a
+run, a folder of runs or anyone's other files are refused, untouched.
+
+The compare page has one section per theory: for each stream its verdict and reason, the
+regime checks, a parameter table (value, 95% interval, unit, the value the theory predicts
+from the run's settings, the search bound and required sign), the skill numbers behind the
+verdict, and one figure: measured against fitted for every fitted observable, the residuals
+below, and the parameters and skill of the windows against training time. ``ncdyn compare``
+on several runs writes ``summary.csv``, ``summary.tex`` and ``summary.html`` instead
+(:func:`write_summary_report`). Pages are laid out to fit 1400 px wide windows: tables wrap
+their cells or scroll inside their own box, figures scale to the page width.
 """
 
 from __future__ import annotations
 
 import base64
+import math
 import os
 import shutil
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from ..experiments.compare_many import RunResult, long_table, summary_table
 from ..experiments.confront import (
     CompareEntry,
     ForecastEntry,
     check_output_dir,
     compare_table,
+    confrontations,
     forecast_table,
-    power_law_extrapolation,
     theories_without_confrontation,
+    windows_table,
     write_output_marker,
 )
-from .html import _CSS, _cell, _text
+from ..theories.verdict import observable_scale
+from .html import _CSS, _text
 
-__all__ = ["write_compare_report", "write_forecast_report"]
+__all__ = ["write_compare_report", "write_forecast_report", "write_summary_report"]
+
+#: Colour of each verdict, on the page and in the window figure.
+VERDICT_COLOURS = {
+    "holds": "#1a7f37",
+    "holds in a window": "#2f6fb5",
+    "fails": "#b42318",
+    "degenerate": "#9a6700",
+    "out of regime": "#6e40c9",
+    "missing": "#666666",
+    "error": "#444444",
+}
+
+_OWN_CSS = (
+    """
+table.wide{display:block;max-width:100%;overflow-x:auto}
+td,th{overflow-wrap:break-word} th{white-space:nowrap} td.num{text-align:right;white-space:nowrap}
+.verdict{display:inline-block;padding:.05em .5em;border-radius:.7em;color:#fff;
+font-size:.85em;white-space:nowrap;background:#444}
+.reason{margin:.3em 0 .6em 0} .muted{color:#666;font-size:.9em}
+h2.theory{margin-top:1.8em} p.stream{font-weight:600;font-size:1.02em;margin:1.2em 0 .3em 0}
+img{max-width:100%;height:auto}
+"""
+    + "".join(
+        f".v-{_slug}{{background:{_colour}}}"
+        for _slug, _colour in (
+            ("holds", "#1a7f37"),
+            ("holds-in-a-window", "#2f6fb5"),
+            ("fails", "#b42318"),
+            ("degenerate", "#9a6700"),
+            ("out-of-regime", "#6e40c9"),
+            ("missing", "#666666"),
+            ("error", "#444444"),
+        )
+    )
+    + "\n"
+)
 
 
 def _safe(name: str) -> str:
     return "".join(c if c.isalnum() or c in "._-" else "-" for c in name).strip("-") or "run"
 
 
-def _panel(
-    ax: Any, name: str, observed: Any, fitted: Any, extra: Sequence[tuple[Any, ...]] = ()
-) -> None:
-    steps, values = observed
-    ax.plot(steps, values, "o", ms=3, color="0.35", label="measured")
-    if fitted is not None:
-        ax.plot(*fitted, "-", color="C0", lw=2, label="theory (fit)")
-    for kind, args, kw in extra:
-        getattr(ax, kind)(*args, **kw)
-    vals = np.concatenate(
-        [np.asarray(values, float)] + ([np.asarray(fitted[1], float)] if fitted else [])
+def _num(v: Any, digits: int = 4) -> str:
+    if isinstance(v, bool) or not isinstance(v, (int, float, np.floating, np.integer)):
+        return _text(v)
+    x = float(v)
+    if math.isnan(x):
+        return ""
+    return _text(f"{x:.{digits}g}")
+
+
+def _badge(verdict: str) -> str:
+    slug = verdict.replace(" ", "-") if verdict in VERDICT_COLOURS else "unknown"
+    return f'<span class="verdict v-{slug}">{_text(verdict)}</span>'
+
+
+def _table(head: Sequence[str], rows: Sequence[Sequence[str]], numeric: Sequence[int] = ()) -> str:
+    """An HTML table in a box that scrolls by itself; cells are HTML already."""
+    if not rows:
+        return ""
+    th = "".join(f"<th>{_text(h)}</th>" for h in head)
+    body = "".join(
+        "<tr>"
+        + "".join(
+            f'<td class="num">{c}</td>' if i in numeric else f"<td>{c}</td>"
+            for i, c in enumerate(r)
+        )
+        + "</tr>"
+        for r in rows
     )
-    if np.all(vals[np.isfinite(vals)] > 0) and np.ptp(np.log10(vals[np.isfinite(vals)])) > 1:
-        ax.set_yscale("log")
-    ax.set_title(name, fontsize=10)
-    ax.set_xlabel("step")
-    ax.legend(fontsize=7)
+    return f'<table class="wide"><tr>{th}</tr>{body}</table>'
 
 
-def _figure(title: str, panels: list[tuple[str, Any, Any, list]]) -> Any:
-    import matplotlib.pyplot as plt
+# ---------------------------------------------------------------------------- figures
+_DPI = 80
 
-    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.3), squeeze=False)
-    for ax, (name, obs, fitted, extra) in zip(axes[0], panels, strict=True):
-        _panel(ax, name, obs, fitted, extra)
-    fig.suptitle(title, fontsize=11)
-    fig.tight_layout()
-    return fig
+
+def _log_axis(values: Any) -> bool:
+    v = np.asarray(values, dtype=np.float64)
+    v = v[np.isfinite(v)]
+    return bool(v.size) and bool(np.all(v > 0)) and float(np.ptp(np.log10(v))) > 1
+
+
+def _scaled(values: Any, scale: str) -> Any:
+    v = np.asarray(values, dtype=np.float64)
+    if scale == "log":
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.log10(np.abs(v))
+    return v
 
 
 def _compare_figure(e: CompareEntry) -> Any:
-    assert e.fit is not None
-    no_extra: list[tuple[Any, ...]] = []
-    panels = [(n, obs, e.fit.fitted.get(n), no_extra) for n, obs in e.observed.items()]
-    return _figure(f"{e.theory} on {e.stream}", panels)
+    """Measured vs fitted (top), residuals (middle), windows against time (bottom)."""
+    import matplotlib.pyplot as plt
+
+    fit = e.fit
+    if fit is None:
+        raise ValueError(f"entry {e.theory} on {e.stream} has no fit to draw.")
+    names = [n for n in e.observed if n in fit.fitted] + [
+        n for n in e.observed if n not in fit.fitted
+    ]
+    win_params = _window_params(e)
+    n_bottom = len(win_params) + 1 if e.windows else 0
+    cols = max(len(names), n_bottom, 1)
+    rows = 3 if e.windows else 2
+    fig = plt.figure(figsize=(3.5 * cols, 2.6 * rows), dpi=_DPI)
+    # fixed margins instead of tight_layout: the layout pass cost as much as the drawing
+    grid = fig.add_gridspec(
+        rows,
+        cols,
+        height_ratios=[1.25, 0.8, 1.0][:rows],
+        left=0.6 / (3.5 * cols) * 1.6,
+        right=1 - 0.15 / cols,
+        bottom=0.45 / (2.6 * rows) * 1.4,
+        top=1 - 0.42 / (2.6 * rows) * 1.4,
+        wspace=0.32,
+        hspace=0.55,
+    )
+    for i, name in enumerate(names):
+        steps, values = e.observed[name]
+        ax = fig.add_subplot(grid[0, i])
+        ax.plot(steps, values, "o", ms=2.5, color="0.35", label="measured")
+        curve = fit.fitted.get(name)
+        if curve is not None:
+            ax.plot(*curve, "-", color="C0", lw=1.8, label="theory (fit)")
+        if e.verdict.window:
+            ax.axvspan(*e.verdict.window, color="#2f6fb5", alpha=0.12, label="holds here")
+        if _log_axis(values):
+            ax.set_yscale("log")
+        ax.set_title(name, fontsize=9)
+        ax.tick_params(labelsize=7)
+        ax.legend(fontsize=6)
+        res_ax = fig.add_subplot(grid[1, i])
+        if curve is not None:
+            scale = observable_scale(fit, name, values)
+            common, io, ic = np.intersect1d(steps, curve[0], return_indices=True)
+            res = _scaled(values[io], scale) - _scaled(curve[1][ic], scale)
+            res_ax.axhline(0, color="0.6", lw=0.8)
+            res_ax.plot(common, res, ".-", ms=2.5, lw=0.6, color="C3")
+            res_ax.set_ylabel("log10 meas./fit" if scale == "log" else "meas. − fit", fontsize=7)
+        else:
+            res_ax.text(0.5, 0.5, "not fitted", ha="center", va="center", fontsize=8)
+        res_ax.set_xlabel("step", fontsize=7)
+        res_ax.tick_params(labelsize=7)
+    if e.windows:
+        for j, pname in enumerate(win_params):
+            _window_panel(fig.add_subplot(grid[2, j]), e, pname)
+        _skill_panel(fig.add_subplot(grid[2, len(win_params)]), e)
+    fig.suptitle(f"{e.theory} on {e.stream}: {e.verdict.verdict}", fontsize=10)
+    return fig
+
+
+def _measured_limits(ax: Any, values: Any) -> None:
+    """Log scale for a positive observable spanning decades, and y-limits around what was
+    measured (a forecast that runs off to 1e300 must not squash the data to a line)."""
+    v = np.asarray(values, dtype=np.float64)
+    v = v[np.isfinite(v)]
+    if not v.size:
+        return
+    if _log_axis(v):
+        ax.set_yscale("log")
+        ax.set_ylim(float(v.min()) / 10, float(v.max()) * 10)
+    elif bool(np.all(v > 0)):
+        ax.set_ylim(float(v.min()) / 3, float(v.max()) * 3)
+    else:
+        pad = float(np.ptp(v)) or max(abs(float(v.max())), 1.0)
+        ax.set_ylim(float(v.min()) - pad, float(v.max()) + pad)
+
+
+def _window_params(e: CompareEntry) -> list[str]:
+    """Parameters drawn against time: those with intervals, else those that vary, at most 3."""
+    if not e.windows:
+        return []
+    names = [n for n in (e.fit.params if e.fit else {}) if e.fit and n in e.fit.intervals]
+    if not names:
+        seen: dict[str, set[float]] = {}
+        for w in e.windows:
+            for k, v in w.params.items():
+                seen.setdefault(k, set()).add(round(v, 12))
+        names = [k for k, vs in seen.items() if len(vs) > 1]
+    return names[:3]
+
+
+def _window_panel(ax: Any, e: CompareEntry, pname: str) -> None:
+    for w in e.windows:
+        if pname not in w.params:
+            continue
+        colour = VERDICT_COLOURS.get(w.verdict.verdict, "#444")
+        v = w.params[pname]
+        ax.plot([w.since, w.until], [v, v], "-", color=colour, lw=2)
+        lo, hi = w.intervals.get(pname, (math.nan, math.nan))
+        if math.isfinite(lo) and math.isfinite(hi):
+            mid = (w.since + w.until) / 2
+            ax.plot([mid, mid], [lo, hi], "-", color=colour, lw=0.9)
+    if e.fit is not None and pname in e.fit.params:
+        ax.axhline(e.fit.params[pname], color="0.3", ls="--", lw=0.8, label="whole stream")
+    if e.fit is not None and pname in e.fit.expected:
+        ax.axhline(e.fit.expected[pname], color="C2", ls=":", lw=1.2, label="from settings")
+    unit = e.fit.units.get(pname, "") if e.fit else ""
+    ax.set_title(f"{pname} per window" + (f" ({unit})" if unit else ""), fontsize=8)
+    ax.set_xlabel("step", fontsize=7)
+    ax.tick_params(labelsize=7)
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=6)
+
+
+def _skill_panel(ax: Any, e: CompareEntry) -> None:
+    for w in e.windows:
+        r2 = [v for k, v in w.verdict.skill.items() if k.endswith(".r2") and math.isfinite(v)]
+        if not r2:
+            continue
+        colour = VERDICT_COLOURS.get(w.verdict.verdict, "#444")
+        y = max(min(r2), -1.0)
+        ax.plot([w.since, w.until], [y, y], "-", color=colour, lw=2)
+    ax.axhline(0.9, color="0.5", ls=":", lw=0.8)
+    ax.set_ylim(-1.05, 1.05)
+    ax.set_title("worst R² per window (colour: verdict)", fontsize=8)
+    ax.set_xlabel("step", fontsize=7)
+    ax.tick_params(labelsize=7)
 
 
 def _forecast_figure(e: ForecastEntry) -> Any:
-    assert e.fit is not None
-    panels: list[tuple[str, Any, Any, list[tuple[Any, ...]]]] = []
-    for name, (steps, values) in e.observed.items():
-        after = steps[steps > e.fit.fit_until]
-        extra: list[tuple] = [("axvline", (e.cutoff,), {"color": "0.5", "ls": ":", "lw": 1})]
-        if after.size:
-            pred = e.fit.predict(after)[name]
-            extra.append(
-                ("plot", (after, pred), {"color": "C3", "lw": 2, "label": "theory (forecast)"})
-            )
-        seen = values[steps <= e.fit.fit_until]
-        if after.size and seen.size:
-            power = power_law_extrapolation(
-                steps[steps <= e.fit.fit_until], seen, after, origin=steps[0]
-            )
-            extra.append(
-                ("plot", (after, power), {"color": "C1", "ls": "-.", "label": "power law"})
-            )
-        if seen.size:
-            extra.append(
-                (
-                    "axhline",
-                    (seen[-1],),
-                    {"color": "C2", "ls": "--", "lw": 1, "label": "last value"},
-                )
-            )
-        panels.append((name, (steps, values), e.fit.fitted.get(name), extra))
-    return _figure(f"{e.theory} on {e.stream}: fitted up to step {e.cutoff:g}", panels)
+    """Forecasts from every origin with their bands (top), RMSE against the cut (bottom)."""
+    import matplotlib.pyplot as plt
+
+    names = list(e.observed)
+    fig, axes = plt.subplots(2, len(names), figsize=(3.8 * len(names), 5.4), dpi=90, squeeze=False)
+    fitted = [o for o in e.origins if o.fit is not None]
+    colours = plt.get_cmap("viridis")(np.linspace(0.1, 0.85, max(len(fitted), 1)))
+    for i, name in enumerate(names):
+        steps, values = e.observed[name]
+        ax = axes[0, i]
+        ax.plot(steps, values, "o", ms=2.5, color="0.35", label="measured")
+        for o, colour in zip(fitted, colours, strict=False):
+            after = steps[steps > o.cut]
+            if o.fit is None or not after.size:
+                continue
+            try:
+                with np.errstate(all="ignore"):
+                    pred = np.asarray(o.fit.predict(after)[name], dtype=np.float64)
+            except Exception:
+                continue
+            pred = np.where(np.isfinite(pred), pred, np.nan)
+            ax.plot(after, pred, "-", color=colour, lw=1.3, label=f"from {o.cut:g}")
+            ax.axvline(o.cut, color=colour, ls=":", lw=0.8)
+            if o.fit.band is not None:
+                try:
+                    lo, hi = o.fit.band(after)[name]
+                    ax.fill_between(after, lo, hi, color=colour, alpha=0.15, lw=0)
+                except Exception:
+                    pass
+        _measured_limits(ax, values)
+        ax.set_title(name, fontsize=9)
+        ax.tick_params(labelsize=7)
+        ax.legend(fontsize=6)
+        ax2 = axes[1, i]
+        table = pd.DataFrame(e.scores)
+        if not table.empty:
+            mine = table[table["observable"] == name]
+            for method, g in mine.groupby("method", sort=False):
+                g = g.drop_duplicates("cut").sort_values("cut")
+                rmse = np.where(np.isfinite(g["rmse"]), g["rmse"], np.nan)
+                ax2.plot(g["cut"], rmse, "o-", ms=3, lw=1, label=str(method))
+            unit = mine["error_unit"].iloc[0] if not mine.empty else ""
+            ax2.set_ylabel(f"RMSE after the cut ({unit})", fontsize=7)
+            ax2.legend(fontsize=6)
+        ax2.set_xlabel("cut (step)", fontsize=7)
+        ax2.tick_params(labelsize=7)
+    fig.suptitle(f"{e.theory} on {e.stream}: forecasts from {len(e.origins)} origins", fontsize=10)
+    return fig
 
 
 def _img(png: Path, caption: str) -> str:
@@ -118,23 +328,185 @@ def _img(png: Path, caption: str) -> str:
     )
 
 
-def _html_table(df: pd.DataFrame) -> str:
-    if df.empty:
-        return "<p>No rows.</p>"
-    head = "".join(f"<th>{_text(c)}</th>" for c in df.columns)
-    body = "".join(
-        "<tr>"
-        + "".join(
-            "<td></td>" if (isinstance(v, float) and np.isnan(v)) else f"<td>{_cell(v)}</td>"
-            for v in row
+def _save(fig: Any, path: Path) -> None:
+    import matplotlib.pyplot as plt
+
+    # light PNG compression: the figures are embedded once, and zlib's best effort was a
+    # fifth of the report's time
+    fig.savefig(path, format="png", pil_kwargs={"compress_level": 1})
+    plt.close(fig)
+
+
+# ---------------------------------------------------------------------------- sections
+def _regime_html(e: CompareEntry | ForecastEntry) -> str:
+    if not e.regime:
+        return '<p class="muted">The theory declares no assumptions to check.</p>'
+    rows = [
+        [
+            _text(a.name),
+            _text(a.statement),
+            f"outside: {_text(reason)}" if reason else "inside, or not recorded",
+        ]
+        for a, reason in e.regime
+    ]
+    return _table(["assumption", "the theory assumes", "this stream"], rows)
+
+
+def _params_html(e: CompareEntry) -> str:
+    fit = e.fit
+    if fit is None:
+        return ""
+    rows = []
+    for name, value in fit.params.items():
+        lo, hi = fit.intervals.get(name, (math.nan, math.nan))
+        if name in fit.intervals:
+            interval = f"{_num(lo)} to {_num(hi)}"
+        else:
+            interval = "(a constant)" if fit.intervals else "—"
+        bound = fit.bounds.get(name)
+        sign = fit.signs.get(name)
+        rows.append(
+            [
+                f"<code>{_text(name)}</code>",
+                _num(value),
+                interval,
+                _text(fit.units.get(name, "")),
+                _num(fit.expected[name]) if name in fit.expected else "",
+                f"{_num(bound[0], 3)} to {_num(bound[1], 3)}" if bound else "",
+                {1: "positive", -1: "negative"}.get(sign or 0, ""),
+            ]
         )
-        + "</tr>"
-        for row in df.itertuples(index=False)
+    method = (
+        f'<p class="muted">95% intervals: {_text(fit.interval_method)}.</p>'
+        if fit.interval_method
+        else '<p class="muted">This fit gives no intervals.</p>'
     )
-    return f"<table><tr>{head}</tr>{body}</table>"
+    head = ["parameter", "fitted", "95% interval", "unit", "from settings", "search", "sign"]
+    return _table(head, rows, numeric=(1,)) + method
 
 
-def _write_dir(out: Path, command: str, fill: Any) -> Path:
+def _skill_html(e: CompareEntry) -> str:
+    fit = e.fit
+    if fit is None or not e.verdict.skill:
+        return ""
+    what = (
+        "r2",
+        "skill_vs_power_law",
+        "ahead_skill_vs_persistence",
+        "ahead_skill_vs_power_law",
+        "n",
+    )
+    rows = []
+    for name in fit.fitted:
+        nums = [e.verdict.skill.get(f"{name}.{w}", math.nan) for w in what]
+        if all(isinstance(x, float) and math.isnan(x) for x in nums):
+            continue
+        rows.append([f"<code>{_text(name)}</code>", *(_num(x, 3) for x in nums)])
+    head = [
+        "observable",
+        "R² (own scale)",
+        "skill vs power law",
+        "1 ahead vs last value",
+        "1 ahead vs power law",
+        "records",
+    ]
+    return _table(head, rows, numeric=(1, 2, 3, 4, 5))
+
+
+def _extras_html(e: CompareEntry) -> str:
+    fit = e.fit
+    if fit is None:
+        return ""
+    parts = []
+    kv = [(k, v) for k, v in {**fit.goodness, **fit.predictions}.items()]
+    if kv:
+        rows = [[f"<code>{_text(k)}</code>", _num(v)] for k, v in kv]
+        parts.append(_table(["goodness and predictions", "value"], rows, numeric=(1,)))
+    if fit.alternatives:
+        cols = sorted({k for d in fit.alternatives.values() for k in d})
+        rows = [
+            [_text(variant), *(_num(d.get(c, math.nan)) for c in cols)]
+            for variant, d in fit.alternatives.items()
+        ]
+        parts.append("<p>Readings of the theory compared:</p>" + _table(["variant", *cols], rows))
+    if e.windows:
+        rows = [
+            [
+                f"{w.since:g} to {w.until:g}",
+                str(w.n_records),
+                _badge(w.verdict.verdict),
+                _text(w.verdict.reason),
+            ]
+            for w in e.windows
+        ]
+        parts.append(_table(["window (steps)", "records", "verdict", "reason"], rows))
+    if fit.notes:
+        parts.append(f'<p class="muted">{_text("; ".join(fit.notes))}</p>')
+    return "".join(parts)
+
+
+def _entry_head(e: CompareEntry | ForecastEntry) -> str:
+    return (
+        f'<p class="stream">stream <code>{_text(e.stream or "(none)")}</code> '
+        f"{_badge(e.verdict.verdict)}</p>"
+        f'<p class="reason">{_text(e.verdict.reason)}</p>'
+    )
+
+
+def _verdicts_table(entries: Sequence[CompareEntry | ForecastEntry]) -> str:
+    rows = [
+        [
+            _text(e.theory),
+            f"<code>{_text(e.stream)}</code>",
+            _badge(e.verdict.verdict),
+            _text(e.verdict.reason),
+        ]
+        for e in entries
+    ]
+    return _table(["theory", "stream", "verdict", "reason"], rows)
+
+
+def _summaries() -> dict[str, str]:
+    return {c.theory: c.summary for c in confrontations()}
+
+
+def _absent_note() -> str:
+    absent = theories_without_confrontation()
+    if not absent:
+        return ""
+    return (
+        "<p>Theories that declare no confrontation with network runs: "
+        f"{_text(', '.join(absent))}.</p>"
+    )
+
+
+def _page(title: str, intro: str, body: str) -> str:
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>{_text(title)}</title>
+<style>{_CSS}{_OWN_CSS}</style></head><body>
+<h1>{_text(title)}</h1>{intro}{_absent_note()}
+{body}
+<p>Every number: <a href="table.csv">table.csv</a>.</p>
+</body></html>
+"""
+
+
+def _sections(entries: Sequence[Any], section: Callable[[Any], str]) -> str:
+    summaries = _summaries()
+    by_theory: dict[str, list[Any]] = {}
+    for e in entries:
+        by_theory.setdefault(e.theory, []).append(e)
+    out = []
+    for theory, group in by_theory.items():
+        head = f'<h2 class="theory">{_text(theory)}</h2>'
+        if theory in summaries:
+            head += f'<p class="muted">{_text(summaries[theory])}</p>'
+        out.append(head + "".join(section(e) for e in group))
+    return "".join(out)
+
+
+# ---------------------------------------------------------------------------- writers
+def _write_dir(out: Path, command: str, fill: Callable[[Path], None]) -> Path:
     """Build the directory in a temporary sibling, then swap it in (no half-written output).
 
     ``out`` is replaced only when it is ``command``'s own earlier output (checked before
@@ -161,78 +533,182 @@ def _write_dir(out: Path, command: str, fill: Any) -> Path:
     return out / "report.html"
 
 
-def _save(fig: Any, path: Path) -> None:
-    import matplotlib.pyplot as plt
-
-    fig.savefig(path, dpi=100, format="png", bbox_inches="tight")
-    plt.close(fig)
-
-
-def _page(title: str, intro: str, table: pd.DataFrame, figures: list[str]) -> str:
-    absent = theories_without_confrontation()
-    note = (
-        "<p>Theories that declare no confrontation with network runs: "
-        f"{_text(', '.join(absent))}.</p>"
-        if absent
-        else ""
-    )
-    return f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>{_text(title)}</title>
-<style>{_CSS}</style></head><body>
-<h1>{_text(title)}</h1>{intro}{note}
-<h2>Table</h2>{_html_table(table)}
-<p>Every number: <a href="table.csv">table.csv</a>.</p>
-<h2>Figures</h2>{"".join(figures) or "<p>No theory could be fitted to this run.</p>"}
-</body></html>
-"""
-
-
-def _write(
-    out: Path,
-    command: str,
-    entries: list[Any],
-    table: pd.DataFrame,
-    draw: Any,
-    verb: str,
-    head: tuple[str, str],
-) -> Path:
-    """Figures of the fitted entries (``draw(entry)``), ``table.csv`` and ``report.html``."""
-
-    def fill(tmp: Path) -> None:
-        figures = []
-        for e in entries:
-            if e.fit is not None and e.observed:
-                png = tmp / "figures" / f"{_safe(e.theory)}-{_safe(e.stream)}.png"
-                _save(draw(e), png)
-                figures.append(_img(png, f"{e.theory} {verb} {e.stream}"))
-        table.to_csv(tmp / "table.csv", index=False)
-        (tmp / "report.html").write_text(_page(head[0], head[1], table, figures))
-
-    return _write_dir(out, command, fill)
-
-
 def write_compare_report(entries: list[CompareEntry], run_dir: Path, out: Path) -> Path:
     """Write the compare table, figures and ``report.html`` into ``out``."""
     intro = (
-        f"<p>Every theory fitted to the whole of run <code>{_text(run_dir)}</code>: "
-        "fitted parameters, goodness of fit on the recorded trajectory, and what each "
-        "predicts beyond it.</p>"
+        f"<p>Every theory confronted with run <code>{_text(run_dir)}</code>: the regime it "
+        "assumes checked against the run's settings, the fit to each stream with 95% "
+        "intervals, and a verdict (see docs/confront.md for the rules). The windows refit "
+        "the theory on parts of training time.</p>"
     )
-    table = compare_table(entries)
-    return _write(out, "compare", entries, table, _compare_figure, "fitted to", ("compare", intro))
+
+    def fill(tmp: Path) -> None:
+        def section(e: CompareEntry) -> str:
+            html = _entry_head(e) + _regime_html(e)
+            if e.fit is not None and e.observed:
+                png = tmp / "figures" / f"{_safe(e.theory)}-{_safe(e.stream)}.png"
+                _save(_compare_figure(e), png)
+                html += _params_html(e) + _skill_html(e)
+                html += _img(
+                    png,
+                    f"{e.theory} fitted to {e.stream}: measured and fitted, "
+                    "residuals, and the windows",
+                )
+                html += _extras_html(e)
+            return html
+
+        body = "<h2>Verdicts</h2>" + _verdicts_table(entries) + _sections(entries, section)
+        compare_table(entries).to_csv(tmp / "table.csv", index=False)
+        windows_table(entries).to_csv(tmp / "windows.csv", index=False)
+        (tmp / "report.html").write_text(_page("compare", intro, body))
+
+    return _write_dir(out, "compare", fill)
+
+
+def _forecast_rows(e: ForecastEntry) -> list[list[str]]:
+    rows: list[list[str]] = []
+    table = pd.DataFrame(e.scores)
+    if table.empty:
+        return rows
+    for (cut, placed, name), g in table.groupby(["cut", "placed_by", "observable"], sort=False):
+        by = {str(r["method"]): r for _, r in g.iterrows()}
+        theory = next((r for m, r in by.items() if m.startswith("theory")), None)
+        last, law = by.get("last value"), by.get("power law")
+        rows.append(
+            [
+                _num(cut),
+                _text(placed),
+                f"<code>{_text(name)}</code>",
+                _num(theory["rmse"], 3) if theory is not None else "",
+                _num(last["rmse"], 3) if last is not None else "",
+                _num(law["rmse"], 3) if law is not None else "",
+                _text(theory["error_unit"]) if theory is not None else "",
+                _num(theory.get("skill_vs_last_value", math.nan), 3) if theory is not None else "",
+                _num(theory.get("skill_vs_power_law", math.nan), 3) if theory is not None else "",
+                _num(theory["coverage"], 2) if theory is not None else "",
+            ]
+        )
+    return rows
 
 
 def write_forecast_report(
-    entries: list[ForecastEntry], run_dir: Path, out: Path, at: float
+    entries: list[ForecastEntry], run_dir: Path, out: Path, at: float | Sequence[float]
 ) -> Path:
     """Write the forecast table, figures and ``report.html`` into ``out``."""
+    fractions = [at] if isinstance(at, (int, float)) else list(at)
     intro = (
-        f"<p>Each theory fitted to the first {at:g} of run "
-        f"<code>{_text(run_dir)}</code> and asked for the last record. "
-        "<code>decades_off</code> is |log10(predicted / actual)|; the baselines are the "
-        "last value carried forward and a power law fitted to the later half of the "
-        "records the theory saw.</p>"
+        f"<p>Each theory fitted to run <code>{_text(run_dir)}</code> up to several cut "
+        f"points (origins: step fractions {_text(', '.join(f'{a:g}' for a in fractions))} "
+        "and points where the first observable has made a fraction of its total change), "
+        "and scored on every record after the cut beside two baselines fitted in time: the "
+        "last value carried forward and a power law. RMSE is in decades for positive "
+        "observables; skill is 1 − MSE_theory / MSE_baseline (positive: the theory is "
+        "better); coverage is the share of later records inside the theory's 95% band.</p>"
     )
-    table = forecast_table(entries)
-    head = (f"forecast at {at:g}", intro)
-    return _write(out, "forecast", entries, table, _forecast_figure, "forecast on", head)
+
+    def fill(tmp: Path) -> None:
+        def section(e: ForecastEntry) -> str:
+            html = _entry_head(e) + _regime_html(e)
+            rows = _forecast_rows(e)
+            if rows:
+                head = [
+                    "cut",
+                    "placed by",
+                    "observable",
+                    "theory RMSE",
+                    "last value",
+                    "power law",
+                    "unit",
+                    "skill vs last",
+                    "skill vs power law",
+                    "band coverage",
+                ]
+                html += _table(head, rows, numeric=(0, 3, 4, 5, 7, 8, 9))
+            fails = [o for o in e.origins if o.fit is None]
+            if fails:
+                html += (
+                    '<p class="muted">'
+                    + "; ".join(
+                        _text(f"cut {o.cut:g}: {o.verdict.verdict}, {o.verdict.reason}")
+                        for o in fails
+                    )
+                    + "</p>"
+                )
+            if e.fit is not None and e.observed:
+                png = tmp / "figures" / f"{_safe(e.theory)}-{_safe(e.stream)}.png"
+                _save(_forecast_figure(e), png)
+                html += _img(png, f"{e.theory} forecast on {e.stream}")
+            return html
+
+        body = "<h2>Verdicts</h2>" + _verdicts_table(entries) + _sections(entries, section)
+        forecast_table(entries).to_csv(tmp / "table.csv", index=False)
+        (tmp / "report.html").write_text(_page("forecast", intro, body))
+
+    return _write_dir(out, "forecast", fill)
+
+
+# ---------------------------------------------------------------------------- many runs
+def _latex_escape(text: str) -> str:
+    repl = {
+        "\\": r"\textbackslash{}",
+        "&": r"\&",
+        "%": r"\%",
+        "$": r"\$",
+        "#": r"\#",
+        "_": r"\_",
+        "{": r"\{",
+        "}": r"\}",
+        "~": r"\textasciitilde{}",
+        "^": r"\textasciicircum{}",
+    }
+    return "".join(repl.get(c, c) for c in text)
+
+
+def summary_latex(table: pd.DataFrame) -> str:
+    """``table`` as a LaTeX ``tabular`` (every cell escaped; needs no package)."""
+    cols = list(table.columns)
+    spec = "l" * len(cols)
+    lines = [f"\\begin{{tabular}}{{{spec}}}", "\\hline"]
+    lines.append(" & ".join(_latex_escape(str(c)) for c in cols) + r" \\")
+    lines.append("\\hline")
+    for row in table.itertuples(index=False):
+        cells = ["" if (isinstance(v, float) and math.isnan(v)) else str(v) for v in row]
+        lines.append(" & ".join(_latex_escape(c) for c in cells) + r" \\")
+    lines += ["\\hline", "\\end{tabular}", ""]
+    return "\n".join(lines)
+
+
+def write_summary_report(results: list[RunResult], out: Path) -> Path:
+    """Write ``summary.csv`` (one row per run), ``summary.tex``, ``summary.html`` (the
+    page, also as ``report.html``) and ``table.csv`` (every number) into ``out``."""
+    table = summary_table(results)
+
+    def fill(tmp: Path) -> None:
+        table.to_csv(tmp / "summary.csv", index=False)
+        long_table(results).to_csv(tmp / "table.csv", index=False)
+        (tmp / "summary.tex").write_text(summary_latex(table))
+        rows = []
+        for rec in table.to_dict("records"):
+            cells = []
+            for c in table.columns:
+                v = rec.get(c)
+                if isinstance(v, float) and math.isnan(v):
+                    cells.append("")
+                elif isinstance(v, str) and v.split(";")[0].split(" [")[0] in VERDICT_COLOURS:
+                    verdict = v.split(";")[0].split(" [")[0]
+                    cells.append(_badge(verdict) + " " + _text(v[len(verdict) :].lstrip("; ")))
+                else:
+                    cells.append(_num(v) if isinstance(v, float) else _text(v))
+            rows.append(cells)
+        intro = (
+            f"<p>{len(results)} runs confronted with every theory: one row per run (with the "
+            "settings that differ between runs), one column per theory and stream: the "
+            "verdict, then the key parameters with their 95% intervals. Also as "
+            '<a href="summary.csv">summary.csv</a> and <a href="summary.tex">summary.tex</a>.'
+            "</p>"
+        )
+        page = _page("compare: summary", intro, _table(list(table.columns), rows))
+        (tmp / "summary.html").write_text(page)
+        (tmp / "report.html").write_text(page)
+
+    return _write_dir(out, "compare", fill)

@@ -7,12 +7,20 @@ that depend on the fit alone, in this order:
    parameter sits at a bound of its search (the data wanted it further), a parameter the
    theory requires to have a sign has the other one (unphysical), or its 95% interval holds
    zero (a rate indistinguishable from zero) or spans more than ``SPAN_MAX`` (a rate fitted in
-   log that the records do not determine), or there are fewer than ``n_free + 2`` records.
+   log that the records do not determine), or there are fewer than
+   ``max(MIN_RECORDS, n_free + 2)`` records (too few to tell a fit from a coincidence: with
+   four records, three one-record-ahead steps decide the skill).
 2. ``fails`` (:func:`judge`): for some observable, the theory's curve explains less than
    ``R2_MIN`` of the variance on the observable's scale, or it predicts the next record worse
    than carrying the last one forward (persistence), or a power law in training time beats
    it both in-sample and one record ahead.
 3. ``holds`` otherwise.
+
+Where the theory predicts a parameter from the run's settings (``fit.expected``, e.g. the
+Hadamard time scale ``c = 2 eta``), the reason of a ``holds`` or ``fails`` verdict also says
+whether that value lies inside the fitted parameter's 95% interval (:func:`expected_notes`):
+the parameter-free check is reported, not folded into the verdict, since a theory can
+describe the shape of a run with a rescaled time.
 
 The others come from the engine that runs the fits (``ncdynamics.experiments.confront``):
 ``missing`` (no stream has the records), ``out of regime`` (an
@@ -42,11 +50,13 @@ from .confrontation import Series, TheoryFit
 
 __all__ = [
     "BOUND_TOL",
+    "MIN_RECORDS",
     "R2_MIN",
     "SPAN_MAX",
     "VERDICTS",
     "Verdict",
     "degeneracy",
+    "expected_notes",
     "judge",
     "observable_scale",
     "power_law_in_time",
@@ -66,6 +76,8 @@ VERDICTS: tuple[VerdictName, ...] = (
     "missing",
     "error",
 )
+#: Fewest records a fit is judged on (and at least ``n_free + 2``).
+MIN_RECORDS = 5
 #: Least fraction of an observable's variance (on its scale) the theory's curve must explain.
 R2_MIN = 0.9
 #: A signed parameter whose 95% interval spans more than this factor is not determined by the
@@ -99,10 +111,9 @@ def degeneracy(fit: TheoryFit, n_records: int | None = None) -> str | None:
     for name, value in fit.params.items():
         if not math.isfinite(value):
             return f"{name} = {value} is not finite"
-    if n_records is not None and n_records < fit.n_free + 2:
-        return (
-            f"{n_records} records for {fit.n_free} free parameters (need at least {fit.n_free + 2})"
-        )
+    need = max(MIN_RECORDS, fit.n_free + 2)
+    if n_records is not None and n_records < need:
+        return f"{n_records} records for {fit.n_free} free parameters (need at least {need})"
     for name, (low, high) in fit.bounds.items():
         value = fit.params[name]
         for bound, side in ((low, "lower"), (high, "upper")):
@@ -255,6 +266,27 @@ def _ahead(
     return target, _transform(pred, scale)
 
 
+def expected_notes(fit: TheoryFit) -> list[str]:
+    """For each parameter with a value expected from the run's settings: whether it lies
+    inside the fitted 95% interval (or, without an interval, the relative difference)."""
+    notes = []
+    for name, want in fit.expected.items():
+        if name not in fit.params:
+            continue
+        got = fit.params[name]
+        if name in fit.intervals:
+            low, high = fit.intervals[name]
+            where = "inside" if low <= want <= high else "outside"
+            notes.append(
+                f"{name} = {got:.3g} against {want:.3g} from the settings ({where} its 95% "
+                f"interval {low:.3g} to {high:.3g})"
+            )
+        else:
+            off = abs(got - want) / abs(want) if want != 0 else math.inf
+            notes.append(f"{name} = {got:.3g} against {want:.3g} from the settings ({off:.0%} off)")
+    return notes
+
+
 def judge(
     fit: TheoryFit, observed: Mapping[str, Series], *, n_records: int | None = None
 ) -> Verdict:
@@ -263,13 +295,22 @@ def judge(
     why = degeneracy(fit, n_records)
     if why is not None:
         return Verdict("degenerate", why)
+    verdict = _judge_skill(fit, observed)
+    notes = expected_notes(fit) if verdict.verdict in ("holds", "fails") else []
+    if notes:
+        reason = f"{verdict.reason}; {'; '.join(notes)}"
+        return Verdict(verdict.verdict, reason, verdict.window, verdict.skill)
+    return verdict
+
+
+def _judge_skill(fit: TheoryFit, observed: Mapping[str, Series]) -> Verdict:
     numbers = skill(fit, observed)
     if not numbers:
         return Verdict("error", "no fitted observable matches a recorded one", skill=numbers)
     for name in fit.fitted:
         r2 = numbers.get(f"{name}.r2", math.nan)
         if not r2 >= R2_MIN:
-            return Verdict("fails", f"{name}: R² {r2:.3g} < {R2_MIN} on its scale", skill=numbers)
+            return Verdict("fails", f"{name}: R² {r2:.4g} < {R2_MIN} on its scale", skill=numbers)
         vs_persist = numbers.get(f"{name}.ahead_skill_vs_persistence", math.nan)
         if not vs_persist > 0:
             return Verdict(
@@ -290,6 +331,6 @@ def judge(
     worst = min(numbers[f"{n}.r2"] for n in fit.fitted if f"{n}.r2" in numbers)
     return Verdict(
         "holds",
-        f"R² ≥ {worst:.3g} on every observable; beats persistence one record ahead",
+        f"R² ≥ {worst:.3f} on every observable; beats persistence one record ahead",
         skill=numbers,
     )

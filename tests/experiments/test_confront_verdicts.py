@@ -1,0 +1,223 @@
+"""The engine's verdicts on toy confrontations: regime, force, windows, errors, missing."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from ncdynamics import runs
+from ncdynamics.experiments import confront
+from ncdynamics.experiments.windows import MIN_WINDOW_RECORDS, window_plan
+from ncdynamics.theories.confrontation import (
+    Assumption,
+    Confrontation,
+    Need,
+    NotApplicable,
+    Stream,
+    TheoryFit,
+)
+from ncdynamics.theories.uncertainty import covariance_from_jacobian, intervals_from_covariance
+
+
+def _observe(stream):
+    return {"loss": stream.scalar("loss")}
+
+
+def _fit(stream):
+    """``log L = a - r t`` by least squares, with Jacobian intervals; ``r`` must be > 0."""
+    steps, loss = stream.scalar("loss")
+    if steps.size < 3:
+        raise ValueError("the toy theory needs at least 3 records.")
+    design = np.stack([np.ones_like(steps), -steps], axis=1)
+    coef, *_ = np.linalg.lstsq(design, np.log(loss), rcond=None)
+    cov, _, dof = covariance_from_jacobian(design, np.log(loss) - design @ coef)
+    intervals = intervals_from_covariance(["log_l0", "rate"], coef, cov, dof)
+
+    def predict(at):
+        return {"loss": np.exp(coef[0] - coef[1] * np.asarray(at, np.float64))}
+
+    return TheoryFit(
+        theory="toy",
+        params={"log_l0": float(coef[0]), "rate": float(coef[1])},
+        goodness={},
+        predictions={},
+        fitted={"loss": (steps, predict(steps)["loss"])},
+        predict=predict,
+        fit_until=float(steps[-1]),
+        intervals=intervals,
+        interval_method="least-squares Jacobian, t(n-p)",
+        units={"rate": "1/step"},
+        signs={"rate": 1},
+        bounds={"rate": (-np.inf, np.inf)},
+    )
+
+
+def _loss_is_mse(stream):
+    loss = stream.setting("loss")
+    return None if loss in (None, "mse") else f"the run trains with {loss!r}"
+
+
+TOY = Confrontation(
+    theory="toy",
+    summary="exponential decay of the loss",
+    needs=(Need("scalar", "loss", "run.log"),),
+    observe=_observe,
+    fit=_fit,
+    assumptions=(Assumption("loss", "squared-error loss", _loss_is_mse),),
+)
+
+
+@pytest.fixture
+def only_toy(monkeypatch):
+    def use(conf=TOY):
+        monkeypatch.setattr(confront, "confrontations", lambda: [conf])
+
+    use()
+    return use
+
+
+def _run(path, values, steps=None, config=None, prefix=""):
+    run = runs.create(path, config=config or {})
+    steps = np.arange(len(values)) if steps is None else steps
+    for t, v in zip(steps, values, strict=True):
+        run.log(int(t), {f"{prefix}loss": float(v)})
+    run.mark_completed()
+    return run
+
+
+def _decay(steps, rate=0.05, noise=0.01, seed=0):
+    rng = np.random.default_rng(seed)
+    return 2.0 * np.exp(-rate * steps) * np.exp(rng.normal(0, noise, steps.size))
+
+
+def test_an_exponential_decay_holds_with_intervals_and_windows(tmp_path, only_toy):
+    steps = np.arange(0, 80.0)
+    (e,) = confront.compare(_run(tmp_path / "r", _decay(steps)))
+    assert e.verdict.verdict == "holds", e.verdict.reason
+    lo, hi = e.fit.intervals["rate"]
+    assert lo < 0.05 < hi
+    assert e.n_records == 80 and e.status == "fitted"
+    assert len(e.windows) >= 3 and all(w.verdict.verdict == "holds" for w in e.windows)
+    row = e.row()
+    assert row["params.rate.low"] == lo and row["params.rate.unit"] == "1/step"
+    assert row["verdict"] == "holds" and math.isnan(row["window_start"])
+
+
+def test_a_stream_outside_the_regime_is_not_fitted_unless_forced(tmp_path, only_toy):
+    steps = np.arange(0, 40.0)
+    run = _run(tmp_path / "r", _decay(steps), config={"loss": "cross-entropy"})
+    (e,) = confront.compare(run)
+    assert e.verdict.verdict == "out of regime" and e.fit is None
+    assert "'cross-entropy'" in e.verdict.reason and "--force" in e.verdict.reason
+    assert e.status == "not applicable" and e.observed  # what was measured is still shown
+    assert [(a.name, r) for a, r in e.regime] == [("loss", "the run trains with 'cross-entropy'")]
+    (forced,) = confront.compare(run, force=True)
+    assert forced.fit is not None and forced.forced
+    assert forced.verdict.verdict == "out of regime"
+    assert "fitted anyway (--force): holds" in forced.verdict.reason
+
+
+def test_per_stream_settings_decide_the_regime(tmp_path, only_toy):
+    run = runs.create(
+        tmp_path / "r", config={"streams": {"a": {"loss": "mse"}, "b": {"loss": "hinge"}}}
+    )
+    for t in range(20):
+        run.log(t, {"a/loss": math.exp(-0.1 * t), "b/loss": math.exp(-0.1 * t)})
+    by = {e.stream: e.verdict.verdict for e in confront.compare(run, windows=False)}
+    assert by == {"a/": "holds", "b/": "out of regime"}
+
+
+def test_a_window_that_holds_rescues_a_failing_stream_and_is_named(tmp_path, only_toy):
+    # exponential decay until step 40, then a plateau: one exponential fails on the whole
+    steps = np.arange(0, 160.0)
+    values = _decay(np.minimum(steps, 40.0), rate=0.08, noise=0.005)
+    (e,) = confront.compare(_run(tmp_path / "r", values))
+    assert e.verdict.verdict == "holds in a window", e.verdict.reason
+    start, end = e.verdict.window
+    assert start == 0 and end <= 40
+    assert f"steps {start:g} to {end:g}" in e.verdict.reason and "whole stream" in e.verdict.reason
+    (plain,) = confront.compare(_run(tmp_path / "s", values), windows=False)
+    assert plain.verdict.verdict in ("fails", "degenerate") and not plain.windows
+
+
+def test_a_rate_indistinguishable_from_zero_is_degenerate(tmp_path, only_toy):
+    rng = np.random.default_rng(3)
+    (e,) = confront.compare(_run(tmp_path / "r", np.exp(rng.normal(0, 0.1, 30))), windows=False)
+    assert e.verdict.verdict == "degenerate"
+    assert "rate" in e.verdict.reason
+
+
+@pytest.mark.parametrize(
+    ("error", "verdict", "fragment"),
+    [
+        (NotApplicable("needs K a power of two; K = 10"), "out of regime", "K = 10"),
+        (IndexError("index 3 is out of bounds"), "error", "IndexError: index 3"),
+    ],
+)
+def test_a_fit_that_raises_gets_its_verdict(tmp_path, only_toy, error, verdict, fragment):
+    def broken(stream):
+        raise error
+
+    only_toy(Confrontation("toy", "s", TOY.needs, _observe, broken))
+    (e,) = confront.compare(_run(tmp_path / "r", np.exp(-np.arange(10.0))))
+    assert e.verdict.verdict == verdict and fragment in e.verdict.reason
+    assert e.fit is None
+
+
+def test_a_broken_assumption_check_does_not_put_the_stream_out_of_regime(tmp_path, only_toy):
+    def broken(stream):
+        raise KeyError("lr")
+
+    conf = Confrontation(
+        "toy", "s", TOY.needs, _observe, _fit, assumptions=(Assumption("lr", "constant", broken),)
+    )
+    only_toy(conf)
+    (e,) = confront.compare(_run(tmp_path / "r", np.exp(-0.1 * np.arange(20.0))), windows=False)
+    assert e.verdict.verdict == "holds"
+    assert e.regime[0][1].startswith("could not check: KeyError")
+
+
+def test_missing_names_the_needs_and_the_runs_own_reason(tmp_path, only_toy):
+    run = runs.create(tmp_path / "r", config={"not_recorded": {"toy": "no loss is logged"}})
+    run.log(0, {"other": 1.0})
+    (e,) = confront.compare(run)
+    assert e.verdict.verdict == "missing" and e.status == "missing"
+    assert "scalar 'loss'" in e.verdict.reason and "no loss is logged" in e.verdict.reason
+
+
+def test_window_plan_tiles_training_time_and_respects_the_record_floor():
+    steps = np.arange(0, 81.0)
+    plan = window_plan(steps, MIN_WINDOW_RECORDS)
+    assert plan == [(0, 10), (10, 20), (20, 40), (40, 80)]
+    # too few records in the early octaves: they are left out, and the first half stands in
+    assert window_plan(np.arange(0, 17.0), 5) == [(0, 8), (4, 8), (8, 16)]
+    assert window_plan(np.arange(0, 41.0), 5) == [(0, 5), (5, 10), (10, 20), (20, 40)]
+    assert window_plan(np.arange(4.0), 5) == []
+    logspaced = np.unique(np.round(np.geomspace(1, 1000, 40)))
+    for since, until in window_plan(logspaced, 5):
+        assert np.sum((logspaced >= since) & (logspaced <= until)) >= 5
+
+
+def test_windows_are_fitted_on_the_window_only(tmp_path, only_toy):
+    seen = []
+
+    def spy(stream):
+        seen.append((stream.since, stream.until))
+        return _fit(stream)
+
+    only_toy(Confrontation("toy", "s", TOY.needs, _observe, spy))
+    (e,) = confront.compare(_run(tmp_path / "r", _decay(np.arange(0, 41.0))))
+    assert seen[0] == (-math.inf, math.inf)
+    assert sorted(seen[1:]) == sorted((w.since, w.until) for w in e.windows)
+    # the holding octaves touch: their union is the whole stream, not fitted twice
+    assert seen.count((-math.inf, math.inf)) == 1 and (0.0, 40.0) not in seen
+    for w in e.windows:
+        assert w.n_records == int(w.until - w.since + 1)
+
+
+def test_stream_window_hides_records_outside(tmp_path):
+    run = _run(tmp_path / "r", np.exp(-np.arange(10.0)))
+    steps, _ = Stream(run).window(2, 5).scalar("loss")
+    assert steps.tolist() == [2, 3, 4, 5]
