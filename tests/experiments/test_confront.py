@@ -51,7 +51,15 @@ def test_compare_fits_each_stream_and_names_what_is_missing(tmp_path):
     by = {(e.theory, e.stream): e for e in entries}
     assert by[("lesde", "a/")].status == "fitted"
     assert by[("lesde", "a/")].fit.params["rate_margin"] == pytest.approx(0.05, rel=1e-9)
-    assert by[("hadamard", "a/")].status == "fitted"  # K = 4 is a power of two
+    # K = 4 is a power of two, but these logits are off the Hadamard subspace: out of regime,
+    # with the reason, and fitted only when forced
+    hadamard = by[("hadamard", "a/")]
+    assert hadamard.verdict.verdict == "out of regime" and "off-diagonal" in hadamard.verdict.reason
+    assert hadamard.fit is None
+    forced = {
+        (e.theory, e.stream): e for e in confront.compare(_lesde_run(tmp_path / "f"), force=True)
+    }
+    assert forced[("hadamard", "a/")].status == "fitted" and forced[("hadamard", "a/")].forced
     missing = by[("ntk_collapse", "")]
     assert missing.status == "missing" and "ntk_invariant" in missing.message
     assert missing.verdict.verdict == "missing"
@@ -134,13 +142,13 @@ def test_stream_cut_hides_later_records(tmp_path):
 def test_reports_are_written_and_replace_the_old_output(tmp_path):
     run = _lesde_run(tmp_path / "r", prefixes=("a/",))
     out = tmp_path / "r" / "compare"
-    write_compare_report(confront.compare(run), run.path, out)
+    write_compare_report(confront.compare(run, force=True), run.path, out)
     (out / "stale.txt").write_text("old")  # inside its own earlier output: replaced
-    page = write_compare_report(confront.compare(run), run.path, out)
+    page = write_compare_report(confront.compare(run, force=True), run.path, out)
     assert page == out / "report.html" and not (out / "stale.txt").exists()
     html = page.read_text()
     assert "lesde" in html and html.count("<img") == len(list((out / "figures").glob("*.png")))
-    assert len(list((out / "figures").glob("*.png"))) == 2  # lesde and hadamard
+    assert len(list((out / "figures").glob("*.png"))) == 2  # lesde and hadamard (forced)
     assert pd.read_csv(out / "table.csv")["status"].tolist().count("fitted") == 2
     assert html.count('<h2 class="theory">') == 4  # one section per theory
     assert (out / "windows.csv").is_file()
@@ -181,7 +189,7 @@ def test_a_theory_that_raises_is_reported_failed_and_others_still_fit(tmp_path, 
 
     patched = [dataclasses.replace(c, fit=broken) if c is lesde else c for c in confs]
     monkeypatch.setattr(confront, "confrontations", lambda: patched)
-    entries = confront.compare(_lesde_run(tmp_path / "r", prefixes=("a/",)))
+    entries = confront.compare(_lesde_run(tmp_path / "r", prefixes=("a/",)), force=True)
     by = {e.theory: e for e in entries}
     assert by["lesde"].status == "failed" and "IndexError: index 3" in by["lesde"].verdict.reason
     assert by["lesde"].verdict.verdict == "error"

@@ -17,6 +17,7 @@ inline in Jupyter. See docs/reports.md.
 from .comparison import write_comparison_report as write_comparison_report
 from .confront import write_compare_report as write_compare_report
 from .confront import write_forecast_report as write_forecast_report
+from .confront import write_summary_report as write_summary_report
 from .figures import class_means_figures as class_means_figures
 from .figures import comparison_figures as comparison_figures
 from .figures import metric_figures as metric_figures
@@ -51,5 +52,6 @@ __all__ = [
     "write_report",
     "write_compare_report",
     "write_forecast_report",
+    "write_summary_report",
     "write_sweep_report",
 ]

@@ -25,7 +25,6 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy import stats
 
 __all__ = [
     "LEVEL",
@@ -89,6 +88,8 @@ def intervals_from_covariance(
             f"`names`, `values`, `cov` and `log_scale` must agree in size; got {len(names)}, "
             f"{vals.size}, {var.size}, {len(logs)}."
         )
+    from scipy import stats  # here, not at import: scipy.stats costs ~0.7 s to import
+
     q = float(stats.t.ppf(0.5 + level / 2, dof)) if dof > 0 else np.inf
     out: dict[str, tuple[float, float]] = {}
     for name, v, vv, log in zip(names, vals, var, logs, strict=True):
@@ -143,6 +144,8 @@ def delta_band(
     the fit. Observables named in ``log_observables`` are banded in ``log`` and exponentiated,
     with ``scatter`` then in log units too. A non-finite covariance gives an infinite band.
     """
+    from scipy import stats  # here, not at import: scipy.stats costs ~0.7 s to import
+
     th = np.asarray(theta, dtype=np.float64).ravel()
     cv = np.asarray(cov, dtype=np.float64)
     steps = np.asarray(at, dtype=np.float64)
