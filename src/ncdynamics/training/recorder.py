@@ -174,6 +174,12 @@ class Recorder:
             self._worker.wait()
         return self._last
 
+    @property
+    def latest(self) -> dict[str, float]:
+        """The scalars of the latest record written so far; never waits (a progress bar
+        reads this one, so that it does not hold training up behind the recording thread)."""
+        return dict(self._last)
+
     def __enter__(self) -> Recorder:
         return self
 
@@ -320,6 +326,17 @@ class Recorder:
         """Store extra scalars (with the prefix) without running probes."""
         values = {f"{self.prefix}{k}": v for k, v in scalars.items()}
         self._submit(lambda: self.run.log(step, values))
+
+    def log_and_keep(self, step: int, **scalars: float) -> None:
+        """:meth:`log`, and merge the scalars into :attr:`last` (in order with the records,
+        without waiting for them: e.g. the test-set loss logged after a record)."""
+        values = {f"{self.prefix}{k}": v for k, v in scalars.items()}
+
+        def job() -> None:
+            self.run.log(step, values)
+            self._last.update(values)
+
+        self._submit(job)
 
     def wait(self) -> None:
         """Block until the pending records are written (background mode); raises their error."""
