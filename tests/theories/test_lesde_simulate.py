@@ -196,3 +196,32 @@ def test_simulate_sde_float32_only_for_fast_particles(rng, scheme):
             scheme=scheme,
             dtype="float32",
         )
+
+
+def _particle_paths(device, dtype):
+    params = m.LEParams.make(0.4, -0.2, m.h_isotropic(3, 2), sigma=0.5)
+    x0 = np.random.default_rng(2).standard_normal((2, 3, 30, 2))
+    return simulate_sde(
+        params,
+        x0,
+        h=0.01,
+        n_steps=60,
+        rng=np.random.default_rng(9),
+        record_every=20,
+        scheme="particles",
+        dtype=dtype,
+        device=device,
+    ).ys
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_fast_particles_device_path_on_cpu_equals_default(dtype):
+    # the path a CUDA run takes (explicit device, device generator), exercised on the CPU
+    np.testing.assert_array_equal(_particle_paths("cpu", dtype), _particle_paths(None, dtype))
+
+
+@pytest.mark.gpu
+def test_fast_particles_on_cuda_equal_cpu_in_float64():
+    np.testing.assert_allclose(
+        _particle_paths("cuda", "float64"), _particle_paths(None, "float64"), rtol=1e-10
+    )

@@ -47,6 +47,7 @@ def step_particles(
     field0: Array | None,
     rng: np.random.Generator,
     dtype: torch.dtype = torch.float64,
+    device: torch.device | None = None,
 ) -> Array:
     """Euler--Maruyama on all particles; the records as a float64 NumPy array.
 
@@ -70,29 +71,36 @@ def step_particles(
         Draws the float64 noise, or seeds torch's generator for float32.
     dtype : torch.dtype, default=torch.float64
         ``torch.float64`` or ``torch.float32``.
+    device : torch.device, optional
+        Where the particles are stepped (default CPU). Off the CPU, the float64 noise is
+        still NumPy's (copied over every step, same path as on the CPU); the float32 noise
+        comes from a generator on that device.
 
     Returns
     -------
     ndarray of shape (R, n_times, K, n, p) or (R, n_times, K, p)
     """
     r, k, n, p = x0.shape
-    x = torch.tensor(x0, dtype=dtype)  # (R, K, n, p), stepped in place
+    dev = torch.device("cpu") if device is None else torch.device(device)
+    x = torch.tensor(x0, dtype=dtype, device=dev)  # (R, K, n, p), stepped in place
     if dtype == torch.float64:
-        buffer = np.empty(x0.shape)  # NumPy draws into it; `noise` shares its memory
-        noise = torch.from_numpy(buffer)
+        buffer = np.empty(x0.shape)  # NumPy draws into it; `host` shares its memory
+        host = torch.from_numpy(buffer)
+        noise = host if dev.type == "cpu" else torch.empty_like(x)
         generator = None
     else:
-        buffer = None
+        buffer, host = None, None
         noise = torch.empty_like(x)
-        generator = torch.Generator().manual_seed(int(rng.integers(0, 2**63 - 1)))
-    mt_a = torch.tensor(m_a.T, dtype=dtype)  # (Kp, Kp): src @ M_t^T = src @ (a M_a + b M_b)^T
-    mt_b = torch.tensor(m_b.T, dtype=dtype)
-    field = torch.tensor(field0, dtype=dtype) if field0 is not None else None
+        generator = torch.Generator(device=dev).manual_seed(int(rng.integers(0, 2**63 - 1)))
+    # (Kp, Kp): src @ M_t^T = src @ (a M_a + b M_b)^T
+    mt_a = torch.tensor(m_a.T, dtype=dtype, device=dev)
+    mt_b = torch.tensor(m_b.T, dtype=dtype, device=dev)
+    field = torch.tensor(field0, dtype=dtype, device=dev) if field0 is not None else None
     constant = bool(np.all(alphas == alphas[0]) and np.all(betas == betas[0]))
     mt_const = float(alphas[0]) * mt_a + float(betas[0]) * mt_b
     scale = sigma * float(np.sqrt(h))
     shape = (r, rec_steps.size, k, n, p) if keep_particles else (r, rec_steps.size, k, p)
-    out = torch.empty(shape, dtype=dtype)
+    out = torch.empty(shape, dtype=dtype, device=dev)
     n_steps = int(rec_steps[-1])
     j = 0
     with torch.inference_mode():
@@ -108,9 +116,11 @@ def step_particles(
             if scale > 0:
                 if buffer is not None:
                     rng.standard_normal(out=buffer)
+                    if noise is not host:
+                        noise.copy_(host)
                 else:
                     noise.normal_(generator=generator)
                 x.add_(noise, alpha=scale)
             if field is not None:
                 field = field + h * (field @ mt)
-    return out.numpy().astype(np.float64, copy=False)
+    return out.cpu().numpy().astype(np.float64, copy=False)

@@ -79,6 +79,7 @@ def simulate_sde(
     record_every: int = 1,
     record: Literal["particles", "means"] = "particles",
     dtype: Literal["float64", "float32"] = "float64",
+    device: str | None = None,
 ) -> Trajectory:
     """Euler--Maruyama for the LE-SDE (5) on particles ([1], eqs. (2), (5)).
 
@@ -109,7 +110,10 @@ def simulate_sde(
     dtype : {"float64", "float32"}
         Arithmetic of ``scheme="particles"`` (float32: faster, with torch's noise; the
         within-class spread is lost once the common mode grows by ~1e7, see
-        :mod:`.fast_particles`). The records are float64 either way. The other schemes are float64.
+        :mod:`.fast_particles`). The records are float64 either way. The other schemes
+        are float64.
+    device : str, optional
+        Torch device of ``scheme="particles"`` (e.g. ``"cuda"``; default the CPU).
 
     Returns
     -------
@@ -125,10 +129,10 @@ def simulate_sde(
     check_option(drift_mode, "drift_mode", DRIFTS)
     check_option(record, "record", RECORDS)
     check_option(dtype, "dtype", DTYPES)
-    if dtype != "float64" and scheme != "particles":
+    if (dtype != "float64" or device is not None) and scheme != "particles":
         raise ValueError(
-            f"`dtype` must be 'float64' with scheme={scheme!r} (float32 is offered for "
-            f"scheme='particles' only); got {dtype!r}."
+            f"`dtype` must be 'float64' and `device` None with scheme={scheme!r} (they are "
+            f"options of scheme='particles'); got dtype={dtype!r}, device={device!r}."
         )
     keep_particles = record == "particles"
     r, k, n, p = x0.shape
@@ -168,6 +172,7 @@ def simulate_sde(
             field0=field if drift_mode == "mean-field" else None,
             rng=rng,
             dtype=torch.float64 if dtype == "float64" else torch.float32,
+            device=torch.device(device) if device is not None else None,
         )
         return Trajectory(ts.astype(np.float64), ys, n_evals=int(rec_steps[-1]))
     # (R, n_times, K, n, p) particles or (R, n_times, K, p) class means
