@@ -116,7 +116,7 @@ def step_particles(
             if scale > 0:
                 if buffer is not None:
                     rng.standard_normal(out=buffer)
-                    if noise is not host:
+                    if host is not None and noise is not host:
                         noise.copy_(host)
                 else:
                     noise.normal_(generator=generator)
