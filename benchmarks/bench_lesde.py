@@ -15,7 +15,10 @@
    core does) and then with two (the machine's cores; the loop's ops are too small to
    use a second thread, the batched step's are not). ``--threads N`` times only N.
 
-Usage: ``.venv/bin/python benchmarks/bench_lesde.py [--quick] [--threads N]``.
+``--device cuda`` runs the torch variants (particles, the torch loop, the trainers and the
+loop over nets) on that device; the NumPy variants stay on the CPU.
+
+Usage: ``.venv/bin/python benchmarks/bench_lesde.py [--quick] [--threads N] [--device D]``.
 """
 
 from __future__ import annotations
@@ -29,23 +32,40 @@ from _timing import emit, emit_all, interleaved, print_timings, ratio
 from ncdynamics.theories.lesde.model import LEParams, h_isotropic
 from ncdynamics.theories.lesde.simulate import simulate_sde
 
+CPU = torch.device("cpu")
 
-def _hand_loop(x0: np.ndarray, alpha: float, beta: float, h: float, n_steps: int):
+
+def _synced(fn, device: torch.device):
+    """``fn`` followed by a CUDA synchronisation when timing on a GPU."""
+    if device.type != "cuda":
+        return fn
+
+    def run():
+        out = fn()
+        torch.cuda.synchronize(device)
+        return out
+
+    return run
+
+
+def _hand_loop(
+    x0: np.ndarray, alpha: float, beta: float, h: float, n_steps: int, device: torch.device
+):
     """The plain torch float32 particle loop a user would write (the target of issue 21)."""
     k = x0.shape[1]
-    e = torch.tensor((alpha - beta) * np.eye(k) + beta, dtype=torch.float32) / k
-    gen = torch.Generator().manual_seed(0)
-    x = torch.tensor(x0[0], dtype=torch.float32)  # (K, n, p)
+    e = torch.tensor((alpha - beta) * np.eye(k) + beta, dtype=torch.float32, device=device) / k
+    gen = torch.Generator(device=device).manual_seed(0)
+    x = torch.tensor(x0[0], dtype=torch.float32, device=device)  # (K, n, p)
     for _ in range(n_steps):
         x = (
             x
             + h * (e @ x.mean(dim=1)).unsqueeze(1)
-            + np.sqrt(h) * torch.randn(x.shape, generator=gen)
+            + np.sqrt(h) * torch.randn(x.shape, generator=gen, device=device)
         )
     return x
 
 
-def bench_sde(n_steps: int, rounds: int, particle_steps: int) -> None:
+def bench_sde(n_steps: int, rounds: int, particle_steps: int, device: torch.device = CPU) -> None:
     k, n, p, h, sigma = 10, 1000, 10, 1e-3, 1.0
     alpha, beta = 0.5, -0.1
     params = LEParams.make(alpha, beta, h_isotropic(k, p), sigma=sigma)
@@ -54,15 +74,20 @@ def bench_sde(n_steps: int, rounds: int, particle_steps: int) -> None:
     torch.set_num_threads(1)
 
     def ours(scheme: str, steps: int, dtype: str = "float64"):
-        return lambda: simulate_sde(
-            params,
-            x0,
-            h=h,
-            n_steps=steps,
-            rng=rng,
-            record_every=steps,
-            scheme=scheme,
-            dtype=dtype,
+        on = {"device": str(device)} if scheme == "particles" and device.type != "cpu" else {}
+        return _synced(
+            lambda: simulate_sde(
+                params,
+                x0,
+                h=h,
+                n_steps=steps,
+                rng=rng,
+                record_every=steps,
+                scheme=scheme,
+                dtype=dtype,
+                **on,
+            ),
+            device,
         )
 
     variants = {
@@ -70,27 +95,34 @@ def bench_sde(n_steps: int, rounds: int, particle_steps: int) -> None:
         "particles float32": ours("particles", particle_steps, "float32"),
         "particles float64": ours("particles", particle_steps),
         "particles NumPy reference": ours("particles-reference", particle_steps),
-        "torch float32 loop": lambda: _hand_loop(x0, alpha, beta, h, particle_steps),
+        "torch float32 loop": _synced(
+            lambda: _hand_loop(x0, alpha, beta, h, particle_steps, device), device
+        ),
     }
     f = n_steps / particle_steps
     scale = {name: (1.0 if name == "class-means" else f) for name in variants}
     timings = interleaved(variants, rounds=rounds, warmup=0, scale=scale)
     size = f"K={k}, n={n}, p={p}, {n_steps} steps"
     print_timings(
-        f"[SDE] {size}, one thread (particle variants timed on {particle_steps} steps, scaled)",
+        f"[SDE] {size}, one thread, torch variants on {device} (particle variants timed on "
+        f"{particle_steps} steps, scaled)",
         timings,
         baseline="torch float32 loop",
     )
     for name in ("particles NumPy reference", "torch float32 loop"):
         r, lo, hi = ratio(timings[name], timings["class-means"])
         print(f"  {name} / class-means {r:.1f}x (rounds {lo:.1f}-{hi:.1f}x)")
-    emit_all("lesde_sde", timings, baseline="torch float32 loop", size=size)
+    table = "lesde_sde" if device.type == "cpu" else f"lesde_sde_{device.type}"
+    emit_all(table, timings, baseline="torch float32 loop", size=size, device=str(device))
     emit(
-        "lesde_sde",
+        table,
         timings["class-means"],
         size=size,
         baseline=timings["particles NumPy reference"],
+        device=str(device),
     )
+    if device.type != "cpu":
+        return
     try:
         import torchsde
     except ImportError:
@@ -131,7 +163,9 @@ def bench_sde(n_steps: int, rounds: int, particle_steps: int) -> None:
     emit_all("lesde_torchsde", ref, baseline="torchsde Euler float64", size=size)
 
 
-def bench_trials(n_iter: int, r: int, rounds: int, threads: int) -> None:
+def bench_trials(
+    n_iter: int, r: int, rounds: int, threads: int, device: torch.device = CPU
+) -> None:
     """Per-step time of the batched trainers and of a loop over ``r`` separate LeNets,
     in interleaved rounds of ``n_iter`` steps per variant (wall time)."""
     from ncdynamics.models.lenet import LeNet
@@ -139,14 +173,16 @@ def bench_trials(n_iter: int, r: int, rounds: int, threads: int) -> None:
 
     torch.set_num_threads(threads)
     gen = torch.Generator().manual_seed(0)
-    x = torch.rand(200, 1, 32, 32, generator=gen)
-    y = torch.randint(0, 3, (200,), generator=gen)
-    idx = torch.randint(0, 200, (n_iter, r), generator=gen)
+    x = torch.rand(200, 1, 32, 32, generator=gen).to(device)
+    y = torch.randint(0, 3, (200,), generator=gen).to(device)
+    idx = torch.randint(0, 200, (n_iter, r), generator=gen).to(device)
     trainers = {
-        m: BatchedTrainer(r, in_channels=1, n_classes=3, lr=0.005, generator=gen, method=m)
+        m: BatchedTrainer(
+            r, in_channels=1, n_classes=3, lr=0.005, generator=gen, method=m, device=device
+        )
         for m in ("fused", "vmap")
     }
-    nets = [LeNet(1, 3, generator=gen) for _ in range(r)]
+    nets = [LeNet(1, 3, generator=gen).to(device) for _ in range(r)]
     opts = [torch.optim.SGD(net.parameters(), lr=0.005) for net in nets]
 
     def batched(trainer):
@@ -161,15 +197,20 @@ def bench_trials(n_iter: int, r: int, rounds: int, threads: int) -> None:
                 torch.nn.functional.cross_entropy(out, y[idx[i, j]][None]).backward()
                 opt.step()
 
-    variants = {**{m: lambda t=t: batched(t) for m, t in trainers.items()}, "loop": loop}
+    variants = {
+        **{m: _synced(lambda t=t: batched(t), device) for m, t in trainers.items()},
+        "loop": _synced(loop, device),
+    }
     timings = interleaved(variants, rounds=rounds, warmup=1, scale=1.0 / n_iter)
     size = f"R={r} LeNets, 32x32, batch 1"
     print_timings(
-        f"[trials] {size}, one SGD step, {threads} torch thread(s), {n_iter} steps per round",
+        f"[trials] {size}, one SGD step, {threads} torch thread(s), {device}, {n_iter} steps "
+        "per round",
         timings,
         baseline="loop",
     )
-    emit_all("lesde_lenet", timings, baseline="loop", size=size)
+    table = "lesde_lenet" if device.type == "cpu" else f"lesde_lenet_{device.type}"
+    emit_all(table, timings, baseline="loop", size=size, device=str(device))
 
 
 def main() -> None:
@@ -178,16 +219,18 @@ def main() -> None:
     ap.add_argument("--skip-trials", action="store_true")
     ap.add_argument("--skip-sde", action="store_true")
     ap.add_argument("--threads", type=int, help="time the trials with this many threads only")
+    ap.add_argument("--device", default="cpu", help="torch device of the torch variants")
     args = ap.parse_args()
+    device = torch.device(args.device)
     if not args.skip_sde:
         if args.quick:
-            bench_sde(200, 3, 200)
+            bench_sde(200, 3, 200, device)
         else:
-            bench_sde(10_000, 3, 2_000)
+            bench_sde(10_000, 3, 2_000, device)
     if not args.skip_trials:
         n_iter, rounds = (3, 3) if args.quick else (10, 7)
         for threads in [args.threads] if args.threads else [1, 2]:
-            bench_trials(n_iter, 100, rounds=rounds, threads=threads)
+            bench_trials(n_iter, 100, rounds=rounds, threads=threads, device=device)
 
 
 if __name__ == "__main__":
