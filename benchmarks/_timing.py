@@ -135,22 +135,26 @@ def _clock(timings: Mapping[str, Timing]) -> str:
 
 
 def _environment() -> dict[str, object]:
-    """Host, threads (torch's intra-op threads where torch is loaded, else BLAS's), torch."""
-    env: dict[str, object] = {"host": platform.node(), "threads": None, "torch": None}
+    """Host, torch's intra-op threads and version (where torch is loaded), BLAS threads."""
+    from threadpoolctl import threadpool_info
+
+    blas = [p["num_threads"] for p in threadpool_info() if p.get("user_api") == "blas"]
+    env: dict[str, object] = {
+        "host": platform.node(),
+        "threads": None,
+        "blas_threads": max(blas) if blas else None,
+        "torch": None,
+    }
     torch = sys.modules.get("torch")
     if torch is not None:
         env["threads"] = torch.get_num_threads()
         env["torch"] = torch.__version__
     else:
-        from threadpoolctl import threadpool_info
+        from importlib.metadata import PackageNotFoundError, version
 
-        blas = [p["num_threads"] for p in threadpool_info() if p.get("user_api") == "blas"]
-        env["threads"] = max(blas) if blas else None
         try:
-            from importlib.metadata import version
-
             env["torch"] = version("torch")
-        except ImportError:
+        except PackageNotFoundError:
             pass
     return env
 
@@ -169,7 +173,8 @@ def emit(
     The record holds ``benchmark, variant, size, median_s, min_s, max_s, rounds, clock``,
     and with a ``baseline`` its name, ``ratio`` (baseline median / this median) and
     ``ratio_min``/``ratio_max`` over the rounds; ``device``, ``threads`` (torch's intra-op
-    threads now), ``torch`` (version) and ``host``. ``run_all.py`` adds the commit.
+    threads now, where torch is loaded), ``blas_threads``, ``torch`` (version), ``host`` and
+    ``loadavg`` (1-minute load average). ``run_all.py`` adds the commit.
     """
     rec: dict[str, object] = {
         "benchmark": benchmark,

@@ -56,6 +56,12 @@ def _ratio(x: float) -> str:
     return f"{x:.3g}×"
 
 
+def _threads(r: dict) -> str:
+    torch = "—" if r.get("threads") is None else str(r["threads"])
+    blas = "?" if r.get("blas_threads") is None else str(r["blas_threads"])
+    return f"{torch}/{blas}"
+
+
 def render(name: str, results: dict) -> str:
     """The Markdown table of benchmark ``name`` (ends with a newline)."""
     recs = [r for r in results["records"] if r["benchmark"] == name]
@@ -63,7 +69,7 @@ def render(name: str, results: dict) -> str:
         raise KeyError(f"table {name!r}: no record with benchmark == {name!r} in the results.")
     clock = {str(r["clock"]) for r in recs}
     lines = [
-        "| variant | size | threads | median time | range over rounds | baseline | "
+        "| variant | size | threads (torch/BLAS) | median time | range over rounds | baseline | "
         "baseline ÷ variant (rounds) |",
         "|---|---|---|---|---|---|---|",
     ]
@@ -74,7 +80,7 @@ def render(name: str, results: dict) -> str:
             else "—"
         )
         lines.append(
-            f"| {r['variant']} | {r['size'] or '—'} | {r['threads']} | {_secs(r['median_s'])} | "
+            f"| {r['variant']} | {r['size'] or '—'} | {_threads(r)} | {_secs(r['median_s'])} | "
             f"{_secs(r['min_s'])}–{_secs(r['max_s'])} | {r['baseline'] or '—'} | {ratio} |"
         )
     loads = [float(r["loadavg"]) for r in recs if r.get("loadavg") is not None]
