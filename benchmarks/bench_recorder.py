@@ -113,7 +113,7 @@ def main() -> None:
     threadpool_limits(args.threads)
     cfg = DemoConfig()
     epochs = 20 if args.quick else cfg.epochs
-    rounds = args.rounds or (3 if args.quick else 9)
+    rounds = args.rounds or (3 if args.quick else 7)
     ds = data.load("digits")
     timings = interleaved(
         {
