@@ -5,15 +5,17 @@ log-rates from 6 starts on a thinned grid, then polished on the full grid).
 Baseline: a grid search over the log-rates followed by ``scipy.optimize.minimize``
 (Nelder--Mead) with ``solve_ivp`` (LSODA, same tolerances) on the raw system.
 
+The two are timed in interleaved rounds (median and range printed).
+
 Usage: ``.venv/bin/python benchmarks/bench_alignment.py [--quick]``
 """
 
 from __future__ import annotations
 
 import argparse
-import time
 
 import numpy as np
+from _timing import emit_all, interleaved, print_timings
 from scipy.integrate import solve_ivp
 from scipy.optimize import minimize
 
@@ -57,34 +59,31 @@ def main() -> None:
     s0 = 9e-5
     ts = np.arange(6001.0)
     obs = simulate([6e-4, s0**2, s0**2 - s0], ts, true).ys
-    repeats = 1 if args.quick else 3
+    rounds = 2 if args.quick else 3
     n_grid = 4 if args.quick else 6
     grid = [(u, v) for u in np.linspace(-9, -3, n_grid) for v in np.linspace(-8, -3, n_grid)]
 
-    fit_rates(ts, obs, X=true.X, Y=true.Y)  # warm up imports
-    t_ours = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fit = fit_rates(ts, obs, X=true.X, Y=true.Y)
-        t_ours.append(time.perf_counter() - t0)
-    t0 = time.perf_counter()
-    rates, _ = naive_fit(ts, obs, true.X, true.Y, grid=grid, rtol=1e-8, atol=1e-13)
-    t_naive = time.perf_counter() - t0
+    results = {}
 
+    def ours():
+        results["ours"] = fit_rates(ts, obs, X=true.X, Y=true.Y)
+
+    def naive():
+        results["naive"] = naive_fit(ts, obs, true.X, true.Y, grid=grid, rtol=1e-8, atol=1e-13)
+
+    fit_rates(ts, obs, X=true.X, Y=true.Y)  # warm up imports
+    timings = interleaved({"ours": ours, "naive": naive}, rounds=rounds, warmup=0)
+    fit, (rates, _) = results["ours"], results["naive"]
     want = np.array([true.inv_tau_h, true.inv_tau_y])
     err_ours = np.max(np.abs(np.array([fit.params.inv_tau_h, fit.params.inv_tau_y]) / want - 1))
     err_naive = np.max(np.abs(rates / want - 1))
-    ours = min(t_ours)
-    print("rate fit, 6001-epoch two-point trajectory")
+    print_timings("rate fit, 6001-epoch two-point trajectory", timings, baseline="naive")
     print(
-        f"  ours   (odeint+Jacobian, LM on log-rates, 6 starts): {ours:8.3f} s"
-        f"   max rel. error {err_ours:.1e}"
+        f"  ours: odeint+Jacobian, LM on log-rates, 6 starts; max rel. error {err_ours:.1e}\n"
+        f"  naive: {len(grid)}-point grid + Nelder-Mead, solve_ivp; max rel. error "
+        f"{err_naive:.1e}"
     )
-    print(
-        f"  naive  ({len(grid)}-point grid + Nelder-Mead, solve_ivp): {t_naive:8.3f} s"
-        f"   max rel. error {err_naive:.1e}"
-    )
-    print(f"  speed-up: {t_naive / ours:.1f}x")
+    emit_all("alignment_fit", timings, baseline="naive", size="6001 epochs")
 
 
 if __name__ == "__main__":

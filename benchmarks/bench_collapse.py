@@ -13,7 +13,7 @@ The fast path timed here is ``probes/_fast_collapse_stream.py``.
 The machine is shared, so the functions are timed in interleaved rounds (each round runs
 every function once, in rotating order) and each gets its minimum over the rounds; the
 per-round ratios (ours / X^T X in the same round) are printed as median [min, max] to show the
-spread.
+spread, and each function's median [min, max] (``_timing.interleaved``).
 
 Every function gets the same threads: ``--threads`` (default 1, the CLI's default) for torch
 and for NumPy's BLAS. The accumulator runs its BLAS calls on one thread whatever the setting
@@ -27,12 +27,10 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
-from collections.abc import Callable
 
 import numpy as np
 import torch
-from _timing import report
+from _timing import emit, emit_all, interleaved, print_timings, report
 from threadpoolctl import threadpool_limits
 
 from ncdynamics.probes import CollapseAccumulator, collapse_metrics
@@ -57,33 +55,14 @@ def naive_metrics(h: np.ndarray, y: np.ndarray, w: np.ndarray, b: np.ndarray) ->
     return {"nc1": nc1, "nc2_equinorm": norms.std() / norms.mean(), "nc4": nc4}
 
 
-_PAUSE = 0.5  # seconds before each timed call
-
-
-def interleaved(fns: dict[str, Callable[[], object]], rounds: int) -> dict[str, list[float]]:
-    """Wall times of each function over ``rounds`` rounds, one call each per round (after one
-    warm-up call each), in an order that rotates between rounds.
-
-    A pause before each call lets the BLAS worker threads of the call before go idle: after a
-    multi-threaded call they keep spinning for a while, and whichever function comes next
-    would pay for it."""
-    names = list(fns)
-    for name in names:
-        fns[name]()
-    times: dict[str, list[float]] = {name: [] for name in names}
-    for r in range(rounds):
-        for name in names[r % len(names) :] + names[: r % len(names)]:
-            time.sleep(_PAUSE)
-            t0 = time.perf_counter()
-            fns[name]()
-            times[name].append(time.perf_counter() - t0)
-    return times
-
-
 def spread(num: list[float], den: list[float]) -> str:
     """Median [min, max] of the per-round ratios num / den."""
     r = np.array(num) / np.array(den)
     return f"per-round {np.median(r):.2f}x [{r.min():.2f}, {r.max():.2f}]"
+
+
+_PAUSE = 0.5  # seconds before each timed call: lets the BLAS worker threads of the call
+# before go idle (after a multi-threaded call they keep spinning, and the next call pays)
 
 
 def main() -> None:
@@ -115,15 +94,17 @@ def main() -> None:
         return acc.compute()
 
     rounds = 3 if args.quick else 7
-    times = interleaved(
+    timings = interleaved(
         {
             "gram": lambda: h.T @ h,
             "ours": lambda: streamed(False),
             "ours4": lambda: streamed(True),
             "naive": lambda: naive_metrics(h, y, w, b),
         },
-        rounds,
+        rounds=rounds,
+        pause=_PAUSE,
     )
+    times = {k: list(t.times) for k, t in timings.items()}
     t_gram, t_ours, t_ours4, t_naive = (min(times[k]) for k in ("gram", "ours", "ours4", "naive"))
     report("streamed NC1-NC3 (one pass) vs X^T X once", t_ours, t_gram, "X^T X")
     print(f"    ours / X^T X: {spread(times['ours'], times['gram'])}")
@@ -139,6 +120,11 @@ def main() -> None:
         f"{r_one:.2f}x (median round); >= 5x faster than naive -> {t_naive / t_ours4:.1f}x "
         f"(best times), {r_naive:.1f}x (median round)"
     )
+    size = f"N={n}, d={d}, C={C}"
+    print_timings(f"collapse metrics, {size}", timings)
+    emit("collapse", timings["ours"], size=size, baseline=timings["gram"])
+    emit("collapse", timings["ours4"], size=size, baseline=timings["naive"])
+    emit_all("collapse", timings, size=size, skip=("ours", "ours4"))
     sys.stdout.flush()
 
 

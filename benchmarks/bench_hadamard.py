@@ -4,99 +4,121 @@
    log-variables with the analytic Jacobian vs a plain RK45 solve in ``a`` (target < 0.5 s).
 2. Batched gradient descent on the UFM (the fast path ``hadamard.fast_batched_gd.run_gd``),
    K = 16, d = 16, 10 realisations, 1e5 iterations: one batched run vs looping the
-   realisations one at a time (target < 30 s, >= 5x), and vs the plain reference
-   ``hadamard.ufm.run_gd_reference``.
+   realisations one at a time (target < 30 s, >= 5x), vs the plain reference
+   ``hadamard.ufm.run_gd_reference``, and vs a loop over the public ``ce_descent`` per step
+   (input checks and label matrix on every call: the baseline of the first docs).
 
-Usage: ``.venv/bin/python benchmarks/bench_hadamard.py [--quick]`` (quick: 1e4 iterations).
+Variants are timed in interleaved rounds (median and range printed).
+
+Usage: ``.venv/bin/python benchmarks/bench_hadamard.py [--quick] [--threads N]`` (quick: 1e4
+iterations).
 """
 
 from __future__ import annotations
 
 import argparse
-import time
 import timeit
 
 import numpy as np
+from _timing import emit, emit_all, interleaved, print_timings, ratio
 from scipy.integrate import solve_ivp
+from threadpoolctl import threadpool_limits
 
 from ncdynamics.theories import hadamard as hd
 from ncdynamics.theories.hadamard.fast_batched_gd import run_gd
 from ncdynamics.theories.hadamard.ufm import run_gd_reference
 
 
-def timed(fn, repeat: int = 1) -> tuple[float, object]:
-    best, out = np.inf, None
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        out = fn()
-        best = min(best, time.perf_counter() - t0)
-    return best, out
-
-
-def bench_ode(t_max: float) -> None:
+def bench_ode(t_max: float, rounds: int) -> None:
     a0 = hd.COUNTEREXAMPLES["fig1"]
     ts = np.concatenate([[0.0], np.geomspace(1e-3, t_max, 200)])
-    ours_t, ours = timed(lambda: hd.solve_reduced(a0, ts, n_classes=8), repeat=3)
     p = hd.ReducedParams(8)
 
     def naive_rhs(t, a):
         b, D = hd.payoffs(a, p)
         return a * b / D
 
-    naive_t, naive = timed(
-        lambda: solve_ivp(
+    def ours():
+        return hd.solve_reduced(a0, ts, n_classes=8)
+
+    def naive():
+        return solve_ivp(
             naive_rhs, (0, t_max), a0, method="RK45", t_eval=ts, rtol=1e-10, atol=1e-12
         )
+
+    size = f"K=8, t={t_max:.0e}"
+    timings = interleaved({"ours": ours, "naive": naive}, rounds=rounds, warmup=0)
+    print_timings(
+        f"reduced ODE {size}: ours (LSODA, log a, Jacobian), naive (RK45 in a)",
+        timings,
+        baseline="naive",
     )
-    agree = np.abs(naive.y.T[-1] / ours.ys[-1] - 1).max() if naive.success else np.nan
+    emit_all("hadamard_ode", timings, baseline="naive", size=size)
+    o, n = ours(), naive()
+    agree = np.abs(n.y.T[-1] / o.ys[-1] - 1).max() if n.success else np.nan
     print(
-        f"reduced ODE K=8 to t={t_max:.0e}: ours (LSODA, log a, Jacobian) {ours_t:.3f} s "
-        f"[{ours.n_evals} evals]; naive (RK45 in a) {naive_t:.3f} s "
-        f"[success={naive.success}, {naive.nfev} evals]; ratio {naive_t / ours_t:.1f}x; "
+        f"  ours {o.n_evals} evals; naive success={n.success}, {n.nfev} evals; "
         f"final rel. diff {agree:.1e}"
     )
 
 
-def bench_gd(n_iter: int) -> None:
+def bench_gd(n_iter: int, rounds: int, ref_iter: int = 2000) -> None:
+    """Batched ``run_gd`` against the same looped over realisations, and against the plain
+    reference ``run_gd_reference`` (each realisation in turn, each step
+    ``W, H = W + η dW, H + η dH`` from the descent direction of Eq. (2) of [1]), the latter
+    timed on ``ref_iter`` iterations and scaled."""
     K, d, R, eta = 16, 16, 10, 0.01
     W, H = hd.random_init(K, d, n_realizations=R, rng=np.random.default_rng(0))
     steps = [0, n_iter]
-    ours_t, ours = timed(lambda: run_gd(W, H, steps=steps, learning_rate=eta), repeat=2)
+
+    def ours():
+        return run_gd(W, H, steps=steps, learning_rate=eta)
 
     def loop():
         return [run_gd(W[r], H[r], steps=steps, learning_rate=eta) for r in range(R)]
 
-    loop_t, looped = timed(loop, repeat=2)
-    z_ours = hd.state_matrices(ours.ys[:, -1], K)[0]  # (R, K, K)
+    def reference():
+        return [
+            run_gd_reference(W[r], H[r], steps=[0, ref_iter], learning_rate=eta) for r in range(R)
+        ]
+
+    def public_api():  # what a user writes with the public descent direction (the old baseline)
+        for r in range(R):
+            w, h = W[r], H[r]
+            for _ in range(ref_iter):
+                dw, dh = hd.ce_descent(w, h)
+                w, h = w + eta * dw, h + eta * dh
+
+    size = f"K={K}, d={d}, R={R}, {n_iter:.0e} iterations"
+    timings = interleaved(
+        {"ours": ours, "loop": loop, "reference": reference, "ce_descent loop": public_api},
+        rounds=rounds,
+        warmup=0,
+        scale={
+            "ours": 1.0,
+            "loop": 1.0,
+            "reference": n_iter / ref_iter,
+            "ce_descent loop": n_iter / ref_iter,
+        },
+    )
+    print_timings(
+        f"batched GD {size} (reference timed on {ref_iter} iterations and scaled)",
+        timings,
+        baseline="loop",
+    )
+    for base in ("reference", "ce_descent loop"):
+        r, lo, hi = ratio(timings[base], timings["ours"])
+        print(f"  {base} / ours {r:.2f}x (rounds {lo:.2f}-{hi:.2f}x)")
+    for base in ("loop", "reference", "ce_descent loop"):
+        emit("hadamard_gd", timings["ours"], size=size, baseline=timings[base])
+    emit_all("hadamard_gd", timings, size=size, skip=("ours",))
+    z_ours = hd.state_matrices(ours().ys[:, -1], K)[0]  # (R, K, K)
+    looped = loop()
     same = max(
         np.abs(z_ours[r] - hd.state_matrices(looped[r].ys[-1], K)[0]).max() for r in range(R)
     )
-    print(
-        f"batched GD K={K} d={d} R={R} {n_iter:.0e} iterations: ours {ours_t:.2f} s "
-        f"({1e6 * ours_t / n_iter:.1f} us/iteration); loop over realisations {loop_t:.2f} s; "
-        f"ratio {loop_t / ours_t:.1f}x; max |ΔZ| {same:.1e}"
-    )
-    bench_gd_straightforward(W, H, eta, ours_t / n_iter)
+    print(f"  max |ΔZ| batched vs looped {same:.1e}")
     bench_gd_ceiling(K, d, R)
-
-
-def bench_gd_straightforward(W, H, eta: float, ours_per_iteration: float, n_iter: int = 2000):
-    """The plain reference ``run_gd_reference`` (each realisation in turn, each step
-    ``W, H = W + η dW, H + η dH`` from the descent direction of Eq. (2) of [1])."""
-
-    def loop():
-        return [
-            run_gd_reference(W[r], H[r], steps=[0, n_iter], learning_rate=eta)
-            for r in range(W.shape[0])
-        ]
-
-    t, _ = timed(loop)
-    per_iteration = t / n_iter
-    print(
-        f"  reference run_gd_reference (plain loop, one realisation at a time, {n_iter} steps): "
-        f"{1e6 * per_iteration:.1f} us/iteration for {W.shape[0]} realisations; batched "
-        f"run_gd is {per_iteration / ours_per_iteration:.1f}x faster"
-    )
 
 
 def bench_gd_ceiling(K: int, d: int, R: int, number: int = 20_000) -> None:
@@ -145,9 +167,12 @@ def bench_gd_ceiling(K: int, d: int, R: int, number: int = 20_000) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="short GD run (under a minute)")
+    parser.add_argument("--threads", type=int, default=1, help="BLAS threads (default 1)")
     args = parser.parse_args()
-    bench_ode(1e9)
-    bench_gd(10_000 if args.quick else 100_000)
+    threadpool_limits(args.threads)
+    rounds = 3 if args.quick else 5
+    bench_ode(1e9, rounds)
+    bench_gd(10_000 if args.quick else 100_000, rounds)
 
 
 if __name__ == "__main__":

@@ -1,64 +1,132 @@
 """Benchmarks of the LE-SDE part: Euler--Maruyama and batched training trials.
 
 1. Euler--Maruyama on K = 10 classes, n = 1000 samples, p = 10 dims, 10^4 steps (l-model):
-   ours (exact class-mean scheme), ours (brute-force particles) and ``torchsde`` (Euler,
-   the same SDE and step) side by side. ``torchsde`` is optional (``pip install
+   ours (exact class-mean scheme), ours (brute-force particles in torch, float32 and
+   float64), the NumPy particle reference, a plain torch float32 particle loop, and
+   ``torchsde`` (Euler, the same SDE and step) side by side; the particle variants run
+   2000 steps per round, scaled to 10^4. ``torchsde`` is optional (``pip install
    .[bench]``); without it that comparison is skipped with a message.
 2. Training trials: R = 100 LeNets on 32x32 inputs, batch size 1, one SGD step: the two
    batched trainers of :mod:`ncdynamics.theories.lesde.trials` ("fused", the fast path of
    :mod:`~ncdynamics.theories.lesde.fast_lenet_step`, and "vmap", the torch.func reference
    of :mod:`~ncdynamics.theories.lesde.reference_lenet_step`) against a Python loop over
    the nets with torch.optim.SGD,
-   timed in alternating chunks, first with one torch thread for every variant (what one
+   timed in interleaved rounds, first with one torch thread for every variant (what one
    core does) and then with two (the machine's cores; the loop's ops are too small to
    use a second thread, the batched step's are not). ``--threads N`` times only N.
 
-Usage: ``.venv/bin/python benchmarks/bench_lesde.py [--quick] [--threads N]``.
+``--device cuda`` runs the torch variants (particles, the torch loop, the trainers and the
+loop over nets) on that device; the NumPy variants stay on the CPU.
+
+Usage: ``.venv/bin/python benchmarks/bench_lesde.py [--quick] [--threads N] [--device D]``.
 """
 
 from __future__ import annotations
 
 import argparse
-import time
 
 import numpy as np
 import torch
+from _timing import emit, emit_all, interleaved, print_timings, ratio
 
 from ncdynamics.theories.lesde.model import LEParams, h_isotropic
 from ncdynamics.theories.lesde.simulate import simulate_sde
 
-
-def _time(fn, repeat=1):
-    best = np.inf
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    return best
+CPU = torch.device("cpu")
 
 
-def bench_sde(n_steps: int) -> None:
+def _synced(fn, device: torch.device):
+    """``fn`` followed by a CUDA synchronisation when timing on a GPU."""
+    if device.type != "cuda":
+        return fn
+
+    def run():
+        out = fn()
+        torch.cuda.synchronize(device)
+        return out
+
+    return run
+
+
+def _hand_loop(
+    x0: np.ndarray, alpha: float, beta: float, h: float, n_steps: int, device: torch.device
+):
+    """The plain torch float32 particle loop a user would write (the target of issue 21)."""
+    k = x0.shape[1]
+    e = torch.tensor((alpha - beta) * np.eye(k) + beta, dtype=torch.float32, device=device) / k
+    gen = torch.Generator(device=device).manual_seed(0)
+    x = torch.tensor(x0[0], dtype=torch.float32, device=device)  # (K, n, p)
+    for _ in range(n_steps):
+        x = (
+            x
+            + h * (e @ x.mean(dim=1)).unsqueeze(1)
+            + np.sqrt(h) * torch.randn(x.shape, generator=gen, device=device)
+        )
+    return x
+
+
+def bench_sde(n_steps: int, rounds: int, particle_steps: int, device: torch.device = CPU) -> None:
     k, n, p, h, sigma = 10, 1000, 10, 1e-3, 1.0
     alpha, beta = 0.5, -0.1
     params = LEParams.make(alpha, beta, h_isotropic(k, p), sigma=sigma)
     rng = np.random.default_rng(0)
     x0 = rng.standard_normal((1, k, n, p))
-    print(f"[SDE] K={k} n={n} p={p}, {n_steps} Euler-Maruyama steps, h={h}")
-    t_fast = _time(
-        lambda: simulate_sde(params, x0, h=h, n_steps=n_steps, rng=rng, record_every=n_steps),
-        repeat=3,
-    )
-    print(f"  ours, class-mean scheme   : {t_fast:8.3f} s")
-    t_part = _time(
-        lambda: simulate_sde(
-            params, x0, h=h, n_steps=n_steps, rng=rng, record_every=n_steps, scheme="particles"
+    torch.set_num_threads(1)
+
+    def ours(scheme: str, steps: int, dtype: str = "float64"):
+        on = {"device": str(device)} if scheme == "particles" and device.type != "cpu" else {}
+        return _synced(
+            lambda: simulate_sde(
+                params,
+                x0,
+                h=h,
+                n_steps=steps,
+                rng=rng,
+                record_every=steps,
+                scheme=scheme,
+                dtype=dtype,
+                **on,
+            ),
+            device,
         )
+
+    variants = {
+        "class-means": ours("class-means", n_steps),
+        "particles float32": ours("particles", particle_steps, "float32"),
+        "particles float64": ours("particles", particle_steps),
+        "particles NumPy reference": ours("particles-reference", particle_steps),
+        "torch float32 loop": _synced(
+            lambda: _hand_loop(x0, alpha, beta, h, particle_steps, device), device
+        ),
+    }
+    f = n_steps / particle_steps
+    scale = {name: (1.0 if name == "class-means" else f) for name in variants}
+    timings = interleaved(variants, rounds=rounds, warmup=0, scale=scale)
+    size = f"K={k}, n={n}, p={p}, {n_steps} steps"
+    print_timings(
+        f"[SDE] {size}, one thread, torch variants on {device} (particle variants timed on "
+        f"{particle_steps} steps, scaled)",
+        timings,
+        baseline="torch float32 loop",
     )
-    print(f"  ours, particles (numpy)   : {t_part:8.3f} s   ratio {t_part / t_fast:7.1f}x")
+    for name in ("particles NumPy reference", "torch float32 loop"):
+        r, lo, hi = ratio(timings[name], timings["class-means"])
+        print(f"  {name} / class-means {r:.1f}x (rounds {lo:.1f}-{hi:.1f}x)")
+    table = "lesde_sde" if device.type == "cpu" else f"lesde_sde_{device.type}"
+    emit_all(table, timings, baseline="torch float32 loop", size=size, device=str(device))
+    emit(
+        table,
+        timings["class-means"],
+        size=size,
+        baseline=timings["particles NumPy reference"],
+        device=str(device),
+    )
+    if device.type != "cpu":
+        return
     try:
         import torchsde
     except ImportError:
-        print("  torchsde                  : skipped (not installed; pip install '.[bench]')")
+        print("  torchsde: skipped (not installed; pip install '.[bench]')")
         return
 
     class LESDE(torch.nn.Module):
@@ -77,40 +145,44 @@ def bench_sde(n_steps: int) -> None:
 
     sde = LESDE()
     y0 = torch.tensor(x0.reshape(1, -1))
-    ts = torch.tensor([0.0, n_steps * h], dtype=torch.float64)
-    torch.set_num_threads(1)
-    t_ref = _time(lambda: torchsde.sdeint(sde, y0, ts, method="euler", dt=h))
-    print(
-        f"  torchsde (Euler, fp64)    : {t_ref:8.3f} s   ratio {t_ref / t_fast:7.1f}x"
-        " (torchsde / ours)"
+    ts = torch.tensor([0.0, particle_steps * h], dtype=torch.float64)
+    ref = interleaved(
+        {
+            "class-means": ours("class-means", n_steps),
+            "torchsde Euler float64": lambda: torchsde.sdeint(sde, y0, ts, method="euler", dt=h),
+        },
+        rounds=1,
+        warmup=0,
+        scale={"class-means": 1.0, "torchsde Euler float64": f},
     )
+    print_timings(
+        f"[SDE] against torchsde ({particle_steps} steps, scaled)",
+        ref,
+        baseline="torchsde Euler float64",
+    )
+    emit_all("lesde_torchsde", ref, baseline="torchsde Euler float64", size=size)
 
 
-def bench_trials(n_iter: int, r: int, rounds: int, threads: int) -> None:
-    """Per-step time of the batched trainers and of a loop over ``r`` separate LeNets.
-
-    The timings alternate in short chunks (``rounds`` rounds of ``n_iter`` steps each), so
-    that load from other processes hits all variants alike; we report the best chunk and
-    the per-round ratios, in wall-clock time and in process CPU time (which leaves out the
-    time the process waits for a core on a shared machine).
-    """
+def bench_trials(
+    n_iter: int, r: int, rounds: int, threads: int, device: torch.device = CPU
+) -> None:
+    """Per-step time of the batched trainers and of a loop over ``r`` separate LeNets,
+    in interleaved rounds of ``n_iter`` steps per variant (wall time)."""
     from ncdynamics.models.lenet import LeNet
     from ncdynamics.theories.lesde.trials import BatchedTrainer
 
     torch.set_num_threads(threads)
     gen = torch.Generator().manual_seed(0)
-    x = torch.rand(200, 1, 32, 32, generator=gen)
-    y = torch.randint(0, 3, (200,), generator=gen)
-    print(
-        f"[trials] R={r} LeNets, 32x32, batch size 1, float32, {threads} torch thread(s) for "
-        f"every variant; {rounds} rounds of {n_iter} SGD steps per variant"
-    )
-    idx = torch.randint(0, 200, (n_iter, r), generator=gen)
+    x = torch.rand(200, 1, 32, 32, generator=gen).to(device)
+    y = torch.randint(0, 3, (200,), generator=gen).to(device)
+    idx = torch.randint(0, 200, (n_iter, r), generator=gen).to(device)
     trainers = {
-        m: BatchedTrainer(r, in_channels=1, n_classes=3, lr=0.005, generator=gen, method=m)
+        m: BatchedTrainer(
+            r, in_channels=1, n_classes=3, lr=0.005, generator=gen, method=m, device=device
+        )
         for m in ("fused", "vmap")
     }
-    nets = [LeNet(1, 3, generator=gen) for _ in range(r)]
+    nets = [LeNet(1, 3, generator=gen).to(device) for _ in range(r)]
     opts = [torch.optim.SGD(net.parameters(), lr=0.005) for net in nets]
 
     def batched(trainer):
@@ -125,28 +197,20 @@ def bench_trials(n_iter: int, r: int, rounds: int, threads: int) -> None:
                 torch.nn.functional.cross_entropy(out, y[idx[i, j]][None]).backward()
                 opt.step()
 
-    for trainer in trainers.values():
-        trainer.step(x[idx[0]], y[idx[0]])  # warm-up
-    variants = {**{m: lambda t=t: batched(t) for m, t in trainers.items()}, "loop": loop}
-    wall = {m: [] for m in variants}
-    cpu = {m: [] for m in variants}
-    for _ in range(rounds):
-        for m, fn in variants.items():
-            c0, w0 = time.process_time(), time.perf_counter()
-            fn()
-            wall[m].append((time.perf_counter() - w0) / n_iter)
-            cpu[m].append((time.process_time() - c0) / n_iter)
-    for clock, times in (("wall", wall), ("cpu", cpu)):
-        t_l = np.array(times["loop"])
-        print(f"  {clock} time (best of {rounds} chunks; per-round ratio range):")
-        for m in trainers:
-            t_b = np.array(times[m])
-            ratios = t_l / t_b
-            print(
-                f"    ours, {m:5s} batch      : {1e3 * t_b.min():8.2f} ms/step   loop / ours "
-                f"{t_l.min() / t_b.min():5.1f}x (rounds {ratios.min():.1f}-{ratios.max():.1f}x)"
-            )
-        print(f"    loop over nets          : {1e3 * t_l.min():8.2f} ms/step")
+    variants = {
+        **{m: _synced(lambda t=t: batched(t), device) for m, t in trainers.items()},
+        "loop": _synced(loop, device),
+    }
+    timings = interleaved(variants, rounds=rounds, warmup=1, scale=1.0 / n_iter)
+    size = f"R={r} LeNets, 32x32, batch 1"
+    print_timings(
+        f"[trials] {size}, one SGD step, {threads} torch thread(s), {device}, {n_iter} steps "
+        "per round",
+        timings,
+        baseline="loop",
+    )
+    table = "lesde_lenet" if device.type == "cpu" else f"lesde_lenet_{device.type}"
+    emit_all(table, timings, baseline="loop", size=size, device=str(device))
 
 
 def main() -> None:
@@ -155,13 +219,18 @@ def main() -> None:
     ap.add_argument("--skip-trials", action="store_true")
     ap.add_argument("--skip-sde", action="store_true")
     ap.add_argument("--threads", type=int, help="time the trials with this many threads only")
+    ap.add_argument("--device", default="cpu", help="torch device of the torch variants")
     args = ap.parse_args()
+    device = torch.device(args.device)
     if not args.skip_sde:
-        bench_sde(200 if args.quick else 10_000)
+        if args.quick:
+            bench_sde(200, 3, 200, device)
+        else:
+            bench_sde(10_000, 3, 2_000, device)
     if not args.skip_trials:
-        n_iter, rounds = (3, 3) if args.quick else (10, 6)
+        n_iter, rounds = (3, 3) if args.quick else (10, 7)
         for threads in [args.threads] if args.threads else [1, 2]:
-            bench_trials(n_iter, 100, rounds=rounds, threads=threads)
+            bench_trials(n_iter, 100, rounds=rounds, threads=threads, device=device)
 
 
 if __name__ == "__main__":

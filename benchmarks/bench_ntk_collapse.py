@@ -7,6 +7,8 @@
 3. The kernel on a class-ordered probe subset against training time for one run of the
    ``cpu`` preset of ``ntk_collapse.fig2`` at its default probe schedule (the split).
 
+1 and 2 are timed in interleaved rounds (median and range printed); 3 is one run.
+
 Run: ``.venv/bin/python benchmarks/bench_ntk_collapse.py [--quick]``.
 """
 
@@ -14,9 +16,9 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import time
 
 import numpy as np
+from _timing import Timing, emit, emit_all, interleaved, print_timings
 
 from ncdynamics.probes import invariant_metrics
 from ncdynamics.theories.ntk_collapse.initial import init_zero_invariant
@@ -25,26 +27,27 @@ from ncdynamics.theories.ntk_collapse.simulate import simulate_flow
 from ncdynamics.theories.ntk_collapse.training_recipe import TrainConfig, train_one
 
 
-def _time(fn, repeat=1):
-    best = np.inf
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        out = fn()
-        best = min(best, time.perf_counter() - t0)
-    return best, out
-
-
 def bench_flow(quick: bool) -> None:
     p = BlockParams(4, 5, 12, 3.0, 1.0, 0.2)
     s0 = init_zero_invariant(p, rng=np.random.default_rng(0))
     ts = np.array([0.0, 50.0 if quick else 2e3])
-    t_ours, tr = _time(lambda: simulate_flow(s0, ts, p, system="decomposed"))
-    t_naive, tr2 = _time(lambda: simulate_flow(s0, ts, p, system="full"))
-    diff = np.abs(State.unpack(tr.ys[-1], p).H - State.unpack(tr2.ys[-1], p).H).max()
-    print(
-        f"flow to t={ts[-1]:g}: decomposed+jac {t_ours:.2f} s, full {t_naive:.2f} s, "
-        f"ratio {t_naive / t_ours:.1f}x (max |dH| {diff:.1e})"
+    out = {}
+
+    def run(system: str):
+        def fn() -> None:
+            out[system] = simulate_flow(s0, ts, p, system=system)
+
+        return fn
+
+    timings = interleaved(
+        {"decomposed": run("decomposed"), "full": run("full")}, rounds=2 if quick else 3, warmup=0
     )
+    diff = np.abs(
+        State.unpack(out["decomposed"].ys[-1], p).H - State.unpack(out["full"].ys[-1], p).H
+    ).max()
+    size = f"C=4, m=5, t={ts[-1]:g}"
+    print_timings(f"flow {size} (max |dH| {diff:.1e})", timings, baseline="full")
+    emit_all("ntk_collapse_flow", timings, baseline="full", size=size)
 
 
 def _basis(C, m):
@@ -72,15 +75,28 @@ def bench_invariant(quick: bool) -> None:
     W = rng.standard_normal((C, n))
     y = np.repeat(np.arange(C), m)
     kap = (3.0, 1.0, 0.2)
-    rep = 3 if quick else 20
-    t_ours, met = _time(lambda: invariant_metrics(H.T, y, W, kap), rep)
     Q = _basis(C, m)  # the basis is built once, outside the timing
-    t_naive, slow = _time(lambda: _slow_norm(H, W, kap, C, m, Q), rep)
-    print(
-        f"invariant metrics (n={n}, N={C * m}): ours {t_ours * 1e3:.2f} ms, explicit basis "
-        f"{t_naive * 1e3:.2f} ms, ratio {t_naive / t_ours:.1f}x "
-        f"(rel diff {abs(met.invariant_norm - slow) / slow:.1e})"
+    reps = 20  # calls per round (each call is well under a millisecond)
+
+    def ours():
+        for _ in range(reps):
+            invariant_metrics(H.T, y, W, kap)
+
+    def naive():
+        for _ in range(reps):
+            _slow_norm(H, W, kap, C, m, Q)
+
+    timings = interleaved(
+        {"ours": ours, "explicit basis": naive}, rounds=3 if quick else 7, scale=1.0 / reps
     )
+    met, slow = invariant_metrics(H.T, y, W, kap), _slow_norm(H, W, kap, C, m, Q)
+    size = f"n={n}, N={C * m}"
+    print_timings(
+        f"invariant metrics {size} (rel diff {abs(met.invariant_norm - slow) / slow:.1e})",
+        timings,
+        baseline="explicit basis",
+    )
+    emit_all("ntk_collapse_invariant", timings, baseline="explicit basis", size=size)
 
 
 def bench_kernel_split(quick: bool) -> None:
@@ -93,8 +109,12 @@ def bench_kernel_split(quick: bool) -> None:
     print(
         f"cpu fig2 run ({cfg.epochs} epochs, kernel every {cfg.kernel_every}): training "
         f"{train_s:.1f} s, kernel probe {kern:.1f} s, other probes {probes - kern:.1f} s; "
-        f"kernel / training = {kern / train_s:.0%}"
+        f"kernel / training = {kern / train_s:.0%} (one run: a split, not a comparison)"
     )
+    size = f"cpu fig2 run, {cfg.epochs} epochs"
+    training = Timing("training (probes excluded)", (train_s,))
+    emit("ntk_collapse_kernel_split", Timing("kernel probe", (kern,)), size=size, baseline=training)
+    emit("ntk_collapse_kernel_split", training, size=size)
 
 
 def main() -> None:

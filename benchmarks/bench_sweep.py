@@ -11,7 +11,8 @@ Usage: ``.venv/bin/python benchmarks/bench_sweep.py [--quick]``
 2. Scaling: the same 16-run ``demo`` smoke sweep (8 with ``--quick``) on 1 worker (the
    baseline) and on 2 workers, on a warm pool and with the pool's start-up and shutdown;
    prints both times and the ratios (target: at least 1.7x on two free cores; a machine shared
-   with other work gives less). The sweeps run before anything trains in this process.
+   with other work gives less). The sweeps run before anything trains in this process, in
+   interleaved rounds (3; 1 with ``--quick``), medians printed.
 """
 
 from __future__ import annotations
@@ -24,7 +25,9 @@ import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
 import torch
+from _timing import Timing, emit_all, interleaved, print_timings
 
 from ncdynamics.experiments import LocalExecutor, Task, run, sweep
 
@@ -97,9 +100,33 @@ def main() -> None:
             f"ratio {nap1 / nap2:5.2f}x  (concurrency of the pool, free of CPU load)"
         )
 
-        # the sweeps first, in a parent that has not trained anything yet
-        one, start1, sweep1 = _timed_sweep(tmp / "w1", 1, grid, seeds)
-        two, start2, sweep2 = _timed_sweep(tmp / "w2", 2, grid, seeds)
+        # the sweeps first, in a parent that has not trained anything yet, in interleaved
+        # rounds; each call writes into a fresh folder
+        calls = {1: [], 2: []}
+
+        def sweeper(workers: int):
+            def fn() -> None:
+                out = tmp / f"w{workers}-{len(calls[workers])}"
+                calls[workers].append(_timed_sweep(out, workers, grid, seeds))
+
+            return fn
+
+        rounds = 1 if args.quick else 3
+        walls = interleaved(
+            {"1 worker": sweeper(1), "2 workers": sweeper(2)}, rounds=rounds, warmup=0
+        )
+        sweep_only = {
+            name: Timing(name, tuple(c[2] for c in calls[w]))
+            for name, w in (("1 worker", 1), ("2 workers", 2))
+        }
+        one, two = walls["1 worker"].median, walls["2 workers"].median
+        start1 = float(np.median([c[1] for c in calls[1]]))
+        start2 = float(np.median([c[1] for c in calls[2]]))
+        sweep1, sweep2 = sweep_only["1 worker"].median, sweep_only["2 workers"].median
+        size = f"{len(grid['lr']) * len(grid['width']) * seeds}-run demo smoke sweep"
+        print_timings(f"{size}, warm pool", sweep_only, baseline="1 worker")
+        print_timings(f"{size}, with pool start-up and shutdown", walls, baseline="1 worker")
+        emit_all("sweep_scaling", sweep_only, baseline="1 worker", size=size + ", warm pool")
 
         # in-process time of the runs themselves (the work a sweep cannot avoid), one thread
         # as in a worker; the first run (data loading, warm-up) is not counted

@@ -6,16 +6,20 @@ point, building each commutator [H, M - z z^T/2] and calling ``scipy.linalg.expm
 layer at every step. Both run in this process on the same simplex design (Q = 3, three
 clusters of 20 points); the final states are compared.
 
-Usage: .venv/bin/python benchmarks/bench_truncation.py [--quick]
+The two are timed in interleaved rounds (median and range printed); the naive loop runs
+1000 steps per round and its time is scaled to the flow's 10^4 steps.
+
+Usage: .venv/bin/python benchmarks/bench_truncation.py [--quick] [--rounds R] [--threads N]
 """
 
 from __future__ import annotations
 
 import argparse
-import time
 
 import numpy as np
+from _timing import emit_all, interleaved, print_timings
 from scipy.linalg import expm
+from threadpoolctl import threadpool_limits
 
 from ncdynamics.theories.truncation import separated_flow, simplex_design
 
@@ -51,35 +55,47 @@ def naive_flow(
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="1000 steps instead of 10^4")
+    parser.add_argument("--rounds", type=int, default=None, help="interleaved rounds")
+    parser.add_argument("--threads", type=int, default=1, help="BLAS threads (default 1)")
     args = parser.parse_args()
+    threadpool_limits(args.threads)
     n_steps = 1_000 if args.quick else 10_000
     naive_steps = 200 if args.quick else 1_000
+    rounds = args.rounds or (3 if args.quick else 5)
     eta = 1e-3
     d = simplex_design(3, n_per=20, rng=np.random.default_rng(0))
     clusters = [d.data.cluster(l) for l in range(3)]
 
-    t0 = time.perf_counter()
-    ours = separated_flow(d.params, d.data, eta=eta, n_steps=n_steps, record_every=n_steps)
-    t_ours = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    R_n, beta_n = naive_flow(d.params.R, d.params.beta, clusters, d.data.ytilde, eta, naive_steps)
-    t_naive = (time.perf_counter() - t0) * n_steps / naive_steps  # extrapolated per step
+    def ours() -> object:
+        return separated_flow(d.params, d.data, eta=eta, n_steps=n_steps, record_every=n_steps)
 
+    def naive() -> object:
+        return naive_flow(d.params.R, d.params.beta, clusters, d.data.ytilde, eta, naive_steps)
+
+    timings = interleaved(
+        {"ours": ours, "naive": naive},
+        rounds=rounds,
+        warmup=0,
+        scale={"ours": 1.0, "naive": n_steps / naive_steps},  # naive: extrapolated per step
+    )
+    size = f"Q=3, 3x20 points, {n_steps} steps"
+    print_timings(
+        f"coupled flow, {size}, BLAS threads {args.threads} (naive timed on {naive_steps} "
+        "steps and scaled)",
+        timings,
+        baseline="naive",
+    )
+    emit_all("truncation_flow", timings, baseline="naive", size=size)
+    R_n, beta_n = naive_flow(d.params.R, d.params.beta, clusters, d.data.ytilde, eta, naive_steps)
     check = separated_flow(
         d.params, d.data, eta=eta, n_steps=naive_steps, record_every=naive_steps
     ).final
     diff = max(np.abs(check.R - R_n).max(), np.abs(check.beta - beta_n).max())
-    print(f"coupled flow, Q=3, 3 x 20 points, {n_steps} Lie-Euler steps")
-    print(f"  ours (vectorised, eigh expm):         {t_ours:8.3f} s")
-    print(
-        f"  naive (per point, scipy expm/layer):  {t_naive:8.3f} s "
-        f"(timed on {naive_steps} steps, scaled)"
-    )
-    print(f"  ratio naive/ours: {t_naive / t_ours:.1f}x")
+    final = ours()
     print(f"  max |state difference| after {naive_steps} steps: {diff:.2e}")
     print(
-        f"  final cost {ours.cost[-1]:.3e}, orthogonality error "
-        f"{ours.final.orthogonality_error():.1e}"
+        f"  final cost {final.cost[-1]:.3e}, orthogonality error "
+        f"{final.final.orthogonality_error():.1e}"
     )
 
 

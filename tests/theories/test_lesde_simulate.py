@@ -7,7 +7,7 @@ from ncdynamics.theories.lesde import model as m
 from ncdynamics.theories.lesde.simulate import simulate_discrete, simulate_sde, solve_leode
 
 
-@pytest.mark.parametrize("scheme", ["class-means", "particles"])
+@pytest.mark.parametrize("scheme", ["class-means", "particles", "particles-reference"])
 def test_within_class_spread_is_initial_plus_brownian(rng, scheme):
     n, sigma, t_end, h = 20000, 1.0, 5.0, 0.05
     params = m.LEParams.make(0.3, -0.1, m.h_isotropic(2, 1), sigma=sigma)
@@ -128,6 +128,7 @@ def test_leode_euler_and_rk_match_closed_form(rng):
         ({"scheme": "exact"}, "scheme"),
         ({"drift_mode": "ode"}, "drift_mode"),
         ({"record": "xs"}, "record"),
+        ({"dtype": "float16"}, "dtype"),
     ],
 )
 def test_simulate_sde_rejects_bad_input(rng, kw, match):
@@ -137,3 +138,90 @@ def test_simulate_sde_rejects_bad_input(rng, kw, match):
     x0 = args.pop("x0")
     with pytest.raises(ValueError, match=match):
         simulate_sde(params, x0, **args)
+
+
+@pytest.mark.parametrize("drift_mode", ["empirical", "mean-field"])
+@pytest.mark.parametrize("record", ["particles", "means"])
+def test_fast_particles_equal_reference_in_float64(drift_mode, record):
+    # same rng, same noise stream: the torch fast path is the NumPy loop up to rounding,
+    # with time-varying rates
+    params = m.LEParams.make(lambda t: 0.3 + 0.1 * np.sin(t), -0.1, m.h_isotropic(3, 2), sigma=0.7)
+    x0 = np.random.default_rng(1).standard_normal((2, 3, 40, 2))
+    kw = dict(h=0.01, n_steps=250, record_every=50, drift_mode=drift_mode, record=record)
+    fast = simulate_sde(params, x0, rng=np.random.default_rng(5), scheme="particles", **kw)
+    ref = simulate_sde(params, x0, rng=np.random.default_rng(5), scheme="particles-reference", **kw)
+    assert fast.ys.shape == ref.ys.shape and fast.ys.dtype == np.float64
+    np.testing.assert_array_equal(fast.ts, ref.ts)
+    np.testing.assert_allclose(fast.ys, ref.ys, rtol=1e-12, atol=1e-12)
+
+
+def test_fast_particles_float32_agree_in_law(rng):
+    # float32 draws torch's noise: class means and within-class spread match the
+    # float64 class-mean scheme in distribution (4 standard errors / 3% on the spread)
+    params = m.LEParams.make(0.5, -0.2, m.h_isotropic(3, 2), sigma=1.0)
+    x0 = np.broadcast_to(
+        np.array([[1.0, 0.0], [0.0, 1.0], [-1.0, -1.0]])[None, :, None, :], (400, 3, 10, 2)
+    ).copy()
+    kw = dict(h=0.02, n_steps=100, record_every=100, record="means")
+    a = simulate_sde(params, x0, rng=rng, **kw).ys[:, -1]
+    b = simulate_sde(params, x0, rng=rng, scheme="particles", dtype="float32", **kw).ys[:, -1]
+    assert b.dtype == np.float64
+    se = np.sqrt(a.var(axis=0) / 400 + b.var(axis=0) / 400)
+    assert np.all(np.abs(a.mean(axis=0) - b.mean(axis=0)) < 4 * se)
+    np.testing.assert_allclose(a.std(axis=0), b.std(axis=0), rtol=0.2)
+    big = simulate_sde(
+        m.LEParams.make(0.3, -0.1, m.h_isotropic(2, 1), sigma=1.0),
+        rng.standard_normal((1, 2, 20000, 1)),
+        h=0.05,
+        n_steps=100,
+        rng=rng,
+        record_every=100,
+        scheme="particles",
+        dtype="float32",
+    ).ys[0, -1]
+    dev = big - big.mean(axis=1)[:, None, :]
+    np.testing.assert_allclose(dev.var(axis=1).ravel(), (1.0 + 5.0) * (1 - 1 / 20000), rtol=0.03)
+
+
+@pytest.mark.parametrize("scheme", ["class-means", "particles-reference"])
+def test_simulate_sde_float32_only_for_fast_particles(rng, scheme):
+    params = m.LEParams.make(0.3, -0.1, m.h_isotropic(2, 1), sigma=1.0)
+    with pytest.raises(ValueError, match="dtype"):
+        simulate_sde(
+            params,
+            np.zeros((1, 2, 3, 1)),
+            h=0.1,
+            n_steps=2,
+            rng=rng,
+            scheme=scheme,
+            dtype="float32",
+        )
+
+
+def _particle_paths(device, dtype):
+    params = m.LEParams.make(0.4, -0.2, m.h_isotropic(3, 2), sigma=0.5)
+    x0 = np.random.default_rng(2).standard_normal((2, 3, 30, 2))
+    return simulate_sde(
+        params,
+        x0,
+        h=0.01,
+        n_steps=60,
+        rng=np.random.default_rng(9),
+        record_every=20,
+        scheme="particles",
+        dtype=dtype,
+        device=device,
+    ).ys
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_fast_particles_device_path_on_cpu_equals_default(dtype):
+    # the path a CUDA run takes (explicit device, device generator), exercised on the CPU
+    np.testing.assert_array_equal(_particle_paths("cpu", dtype), _particle_paths(None, dtype))
+
+
+@pytest.mark.gpu
+def test_fast_particles_on_cuda_equal_cpu_in_float64():
+    np.testing.assert_allclose(
+        _particle_paths("cuda", "float64"), _particle_paths(None, "float64"), rtol=1e-10
+    )

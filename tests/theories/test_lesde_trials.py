@@ -64,3 +64,36 @@ def test_train_trials_rejects_bad_labels():
     x = np.zeros((4, 1, 32, 32), dtype=np.float32)
     with pytest.raises(ValueError, match="y_train"):
         train_trials(x, np.array([0, 1, 2]), x, np.zeros(4, int), n_trials=1, n_iter=1, seed=0)
+
+
+def _trained(method, device):
+    gen = torch.Generator().manual_seed(0)
+    kw = {} if device is None else {"device": device}  # None: the default
+    trainer = BatchedTrainer(3, lr=0.05, generator=gen, method=method, **kw)
+    data = torch.Generator().manual_seed(1)
+    for _ in range(18):  # past one flush of the fused path's delayed updates
+        trainer.step(
+            torch.rand(3, 1, 32, 32, generator=data), torch.randint(0, 3, (3,), generator=data)
+        )
+    xv = torch.rand(5, 1, 32, 32, generator=data)
+    yv = torch.randint(0, 3, (5,), generator=data)
+    return {k: v.cpu() for k, v in trainer.params.items()}, trainer.evaluate(xv, yv)
+
+
+@pytest.mark.parametrize("method", ["fused", "vmap"])
+def test_device_path_on_cpu_equals_default(method):
+    # the path a CUDA run takes (explicit device, inputs moved, CPU results), on the CPU
+    (p_dev, ev_dev), (p_def, ev_def) = _trained(method, "cpu"), _trained(method, None)
+    for k in p_def:
+        torch.testing.assert_close(p_dev[k], p_def[k], rtol=0, atol=0)
+    np.testing.assert_array_equal(ev_dev[0], ev_def[0])
+    assert _trained(method, torch.device("cpu"))[1][1].shape == (3,)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("method", ["fused", "vmap"])
+def test_cuda_step_agrees_with_cpu(method):
+    (p_gpu, ev_gpu), (p_cpu, ev_cpu) = _trained(method, "cuda"), _trained(method, "cpu")
+    for k in p_cpu:
+        torch.testing.assert_close(p_gpu[k], p_cpu[k], rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(ev_gpu[0], ev_cpu[0], rtol=1e-4)

@@ -11,13 +11,24 @@ Inside your own training loop::
 The Recorder writes into any *sink* with ``log(step, mapping)``, ``save_array(name, step,
 array)`` and ``flush()``: a :class:`ncdynamics.runs.Run` is one. (The layer order of
 DESIGN.md puts ``training`` before ``runs``, so this module does not import the run store.)
+
+With ``background=True`` a record overlaps the training that follows it: :meth:`Recorder.record`
+copies the model's parameters and buffers into a snapshot (a copy of the model made once) and
+hands the probes to a recording thread (:mod:`.background`), which evaluates them on the
+snapshot while the next epoch trains. Every write to the sink goes through that thread in
+the order of the calls, so the records are the same, bit for bit, as in the synchronous
+mode (tested). Use the Recorder as a context manager, or call :meth:`Recorder.close`, so
+that the queued records are written and the thread stops, also when training raises; an
+error in the thread is raised again in the training thread at the next call.
 """
 
 from __future__ import annotations
 
+import copy
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from types import TracebackType
 from typing import Protocol
 
 import numpy as np
@@ -29,6 +40,7 @@ from .._validation import check_array, check_int, check_labels
 from ..models.features import FeatureExtractor, find_classifier
 from ..models.modes import eval_mode
 from ..probes import Probe, ProbeInput, make_probe
+from .background import BackgroundWorker
 from .inputs import LabelledData, labelled_arrays
 
 __all__ = ["Recorder", "Schedule", "Sink"]
@@ -100,6 +112,11 @@ class Recorder:
         Prepended to every metric and array name (e.g. ``"mse/"``).
     batch_size : int, default=1024
         Forward-pass batch size over the probe set.
+    background : bool, default=False
+        Evaluate the probes in a recording thread on a snapshot of the model, while
+        training goes on (see the module docstring). Holds up to two copies of the model's
+        parameters and buffers; :meth:`record` then returns an empty dict and :attr:`last`
+        waits for the pending records. The results are identical to the synchronous mode's.
     """
 
     def __init__(
@@ -114,6 +131,7 @@ class Recorder:
         layer: str | None = None,
         prefix: str = "",
         batch_size: int = 1024,
+        background: bool = False,
     ) -> None:
         x, y = labelled_arrays(x, y, name="x")
         x_t = (
@@ -142,9 +160,72 @@ class Recorder:
                     f"log/save_array/flush; got {type(run).__name__} without `{method}`."
                 )
         self.run = run
-        self.last: dict[str, float] = {}
+        self._last: dict[str, float] = {}
         self._inputs: dict[tuple[torch.device, torch.dtype], torch.Tensor] = {}
         self._checked_head = False  # the warning about NC3/NC4 is given once
+        self.background = bool(background)
+        self._worker: BackgroundWorker | None = None
+        self._spare: list[nn.Module] = []  # snapshots not in use by a queued record
+
+    @property
+    def last(self) -> dict[str, float]:
+        """The scalars of the latest record (in background mode, after the pending ones)."""
+        if self._worker is not None:
+            self._worker.wait()
+        return self._last
+
+    @property
+    def latest(self) -> dict[str, float]:
+        """The scalars of the latest record written so far; never waits (a progress bar
+        reads this one, so that it does not hold training up behind the recording thread)."""
+        return dict(self._last)
+
+    def __enter__(self) -> Recorder:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if exc is None:
+            self.close()
+            return
+        try:  # write what was queued; training's own error is the one to raise
+            self.close()
+        except Exception as err:  # noqa: BLE001 - reported beside the training error
+            warnings.warn(
+                f"the Recorder's last records failed while closing: {err!r}",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+
+    def _submit(self, job: Callable[[], object]) -> None:
+        """Run ``job`` now (synchronous mode) or queue it on the recording thread."""
+        if not self.background:
+            job()
+            return
+        if self._worker is None:
+            self._worker = BackgroundWorker(max_pending=1)
+        self._worker.submit(job)
+
+    def _snapshot(self, model: nn.Module) -> nn.Module:
+        """A copy of ``model`` with its current parameters and buffers (reused copies)."""
+        snap = self._spare.pop() if self._spare else None
+        if snap is not None:
+            with torch.no_grad():
+                for p_dst, p_src in zip(snap.parameters(), model.parameters(), strict=True):
+                    p_dst.copy_(p_src)
+                for b_dst, b_src in zip(snap.buffers(), model.buffers(), strict=True):
+                    b_dst.copy_(b_src)
+            snap.train(model.training)
+            return snap
+        with torch.no_grad():
+            snap = copy.deepcopy(model)
+        for q in snap.parameters():
+            q.grad = None  # probes that differentiate (kernels) start from no gradient
+        return snap
 
     def _forward(self, model: nn.Module) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         device = next((p.device for p in model.parameters()), torch.device("cpu"))
@@ -163,10 +244,30 @@ class Recorder:
             return xs, torch.cat(feats), torch.cat(logits)
 
     def record(self, model: nn.Module, step: int, **extra: float) -> dict[str, float]:
-        """Evaluate every probe now (model in eval mode) and store the results.
+        """Evaluate every probe (model in eval mode) and store the results.
 
-        ``extra`` scalars (e.g. the training loss) are stored with them.
+        ``extra`` scalars (e.g. the training loss) are stored with them. Returns the
+        scalars; in background mode the probes run later, on a snapshot taken now, and this
+        returns an empty dict (read :attr:`last`, which waits for them).
         """
+        if not self.background or not self._checked_head:
+            # the first record runs here: its warning about the head points at the caller
+            if self._worker is not None:
+                self._worker.wait()
+            return self._record(model, step, extra)
+        snap = self._snapshot(model)
+
+        def job() -> None:
+            try:
+                self._record(snap, step, extra)
+            finally:
+                self._spare.append(snap)
+
+        self._submit(job)
+        return {}
+
+    def _record(self, model: nn.Module, step: int, extra: Mapping[str, float]) -> dict[str, float]:
+        """The probes on ``model`` and the writes to the sink (the calling thread)."""
         with eval_mode(model):
             xs, features, logits = self._forward(model)
             classifier = find_classifier(model, self.layer)
@@ -190,7 +291,7 @@ class Recorder:
                 for name, arr in out.arrays.items():
                     self.run.save_array(f"{self.prefix}{name}".replace("/", "."), step, arr)
         self.run.log(step, scalars)
-        self.last = scalars
+        self._last = scalars
         return scalars
 
     def _warn_about_head(self, classifier: nn.Module, n_features: int) -> None:
@@ -212,7 +313,7 @@ class Recorder:
             "so they are not recorded (NC1 and NC2 are). Pass `layer=` naming the final "
             f"Linear layer (the one with {self.num_classes} outputs) to record them.",
             UserWarning,
-            stacklevel=3,  # the caller of record() (this helper is one frame deeper)
+            stacklevel=4,  # the caller of record() (record -> _record -> this helper)
         )
 
     def step(self, model: nn.Module, step: int, **extra: float) -> dict[str, float] | None:
@@ -223,8 +324,30 @@ class Recorder:
 
     def log(self, step: int, **scalars: float) -> None:
         """Store extra scalars (with the prefix) without running probes."""
-        self.run.log(step, {f"{self.prefix}{k}": v for k, v in scalars.items()})
+        values = {f"{self.prefix}{k}": v for k, v in scalars.items()}
+        self._submit(lambda: self.run.log(step, values))
+
+    def log_and_keep(self, step: int, **scalars: float) -> None:
+        """:meth:`log`, and merge the scalars into :attr:`last` (in order with the records,
+        without waiting for them: e.g. the test-set loss logged after a record)."""
+        values = {f"{self.prefix}{k}": v for k, v in scalars.items()}
+
+        def job() -> None:
+            self.run.log(step, values)
+            self._last.update(values)
+
+        self._submit(job)
+
+    def wait(self) -> None:
+        """Block until the pending records are written (background mode); raises their error."""
+        if self._worker is not None:
+            self._worker.wait()
 
     def close(self) -> None:
-        """Write buffered records."""
-        self.run.flush()
+        """Write the pending and buffered records; stop the recording thread."""
+        worker, self._worker = self._worker, None
+        try:
+            if worker is not None:
+                worker.close()  # runs the queued records; raises their error
+        finally:
+            self.run.flush()  # the thread has stopped: the sink is this thread's again

@@ -356,7 +356,7 @@ def _step(
     loss = torch.nn.functional.cross_entropy(logits, y, reduction="none")
     # backward of the softmax cross-entropy: softmax - onehot
     d = torch.softmax(acts[-1], dim=-1)
-    d[torch.arange(r), 0, y] -= 1.0  # (R, 1, K)
+    d[torch.arange(r, device=d.device), 0, y] -= 1.0  # (R, 1, K)
     for i, name in reversed(list(enumerate(_LINEAR))):
         w, b = p[f"{name}.weight"], p[f"{name}.bias"]
         d_in = torch.bmm(d, w)  # (R, 1, in), with the pre-update weight

@@ -10,7 +10,9 @@ the class means ``(R, n_times, K, p)`` when asked; the LE-ODE records
 Two Euler--Maruyama representations of the same scheme are offered:
 
 - ``"particles"``: every particle is stepped, dX_i^k = (M X̄)_k dt + sigma dW_i^k (brute
-  force, cost R K n p per step);
+  force, cost R K n p per step), in torch (:mod:`.fast_particles`, float64 or float32);
+  ``"particles-reference"`` is the same scheme as a plain NumPy loop, the reference the
+  fast path is tested against;
 - ``"class-means"`` (default): the drift is the same for every particle of a class, so the
   Euler--Maruyama particles equal X̄^k(t) + (X_i^k(0) - X̄^k(0)) + sigma (W_i^k - W̄^k). The
   class means are stepped with noise sigma/sqrt(n) and the centred Brownian deviations,
@@ -37,7 +39,8 @@ __all__ = [
 ]
 
 Array = NDArray[np.float64]
-SCHEMES = ("class-means", "particles")
+SCHEMES = ("class-means", "particles", "particles-reference")
+DTYPES = ("float64", "float32")
 DRIFTS = ("empirical", "mean-field")
 RECORDS = ("particles", "means")
 
@@ -70,11 +73,13 @@ def simulate_sde(
     h: float,
     n_steps: int,
     rng: np.random.Generator,
-    scheme: Literal["class-means", "particles"] = "class-means",
+    scheme: Literal["class-means", "particles", "particles-reference"] = "class-means",
     drift_mode: Literal["empirical", "mean-field"] = "empirical",
     mean_field_init: Any = None,
     record_every: int = 1,
     record: Literal["particles", "means"] = "particles",
+    dtype: Literal["float64", "float32"] = "float64",
+    device: str | None = None,
 ) -> Trajectory:
     """Euler--Maruyama for the LE-SDE (5) on particles ([1], eqs. (2), (5)).
 
@@ -91,8 +96,10 @@ def simulate_sde(
         Step size.
     n_steps : int
     rng : numpy.random.Generator
-    scheme : {"class-means", "particles"}
-        Representation (see the module docstring); both give the same law.
+    scheme : {"class-means", "particles", "particles-reference"}
+        Representation (see the module docstring); all give the same law. In float64,
+        ``"particles"`` draws the same noise from ``rng`` as ``"particles-reference"`` and
+        gives the same path to rounding; in float32 it draws from torch's generator.
     drift_mode : {"empirical", "mean-field"}
     mean_field_init : ndarray of shape (K, p), optional
         Start of the mean-field path (default: each trial's empirical initial means).
@@ -100,6 +107,13 @@ def simulate_sde(
         Record every this many steps (step 0 is always recorded).
     record : {"particles", "means"}
         Record the particles, or only the empirical class means (cheaper).
+    dtype : {"float64", "float32"}
+        Arithmetic of ``scheme="particles"`` (float32: faster, with torch's noise; the
+        within-class spread is lost once the common mode grows by ~1e7, see
+        :mod:`.fast_particles`). The records are float64 either way. The other schemes
+        are float64.
+    device : str, optional
+        Torch device of ``scheme="particles"`` (e.g. ``"cuda"``; default the CPU).
 
     Returns
     -------
@@ -114,6 +128,12 @@ def simulate_sde(
     check_option(scheme, "scheme", SCHEMES)
     check_option(drift_mode, "drift_mode", DRIFTS)
     check_option(record, "record", RECORDS)
+    check_option(dtype, "dtype", DTYPES)
+    if (dtype != "float64" or device is not None) and scheme != "particles":
+        raise ValueError(
+            f"`dtype` must be 'float64' and `device` None with scheme={scheme!r} (they are "
+            f"options of scheme='particles'); got dtype={dtype!r}, device={device!r}."
+        )
     keep_particles = record == "particles"
     r, k, n, p = x0.shape
     m_a, m_b = _mode_matrices(params)
@@ -134,9 +154,30 @@ def simulate_sde(
         )
         field = c.reshape(r, k * p).copy()
     sigma = params.sigma
+    if scheme == "particles":
+        import torch  # the fast path only: the class-mean scheme stays NumPy
+
+        from .fast_particles import step_particles
+
+        ys = step_particles(
+            x0,
+            m_a,
+            m_b,
+            np.ascontiguousarray(alphas),
+            np.ascontiguousarray(betas),
+            h=h,
+            sigma=sigma,
+            rec_steps=rec_steps,
+            keep_particles=keep_particles,
+            field0=field if drift_mode == "mean-field" else None,
+            rng=rng,
+            dtype=torch.float64 if dtype == "float64" else torch.float32,
+            device=torch.device(device) if device is not None else None,
+        )
+        return Trajectory(ts.astype(np.float64), ys, n_evals=int(rec_steps[-1]))
     # (R, n_times, K, n, p) particles or (R, n_times, K, p) class means
     out = np.empty((r, rec_steps.size, k, n, p) if keep_particles else (r, rec_steps.size, k, p))
-    if scheme == "particles":
+    if scheme == "particles-reference":
         x = x0.copy()
     else:
         ybar = x0_mean.reshape(r, k * p).copy()
@@ -144,7 +185,7 @@ def simulate_sde(
     j = 0
     for step in range(n_steps + 1):
         if step == rec_steps[j]:
-            if scheme == "particles":
+            if scheme == "particles-reference":
                 out[:, j] = x if keep_particles else x.mean(axis=2)
             elif keep_particles:
                 out[:, j] = ybar.reshape(r, k, 1, p) + dev
@@ -154,7 +195,7 @@ def simulate_sde(
             if j == rec_steps.size:
                 break
         mt = alphas[step] * m_a + betas[step] * m_b  # (Kp, Kp)
-        if scheme == "particles":
+        if scheme == "particles-reference":
             src = x.mean(axis=2).reshape(r, k * p) if drift_mode == "empirical" else field
             x += (h * (src @ mt.T)).reshape(r, k, 1, p)
             if sigma > 0:

@@ -129,6 +129,9 @@ class BatchedTrainer:
         Source of the R independent PyTorch-default initialisations.
     method : {"fused", "vmap"}
     dtype : torch.dtype, default=torch.float32
+    device : str or torch.device, default="cpu"
+        Where the stacked parameters live and the steps run (e.g. ``"cuda"``); ``step``
+        moves its inputs there, ``evaluate`` and ``module`` return CPU results.
     """
 
     def __init__(
@@ -142,6 +145,7 @@ class BatchedTrainer:
         generator: torch.Generator,
         method: Literal["fused", "vmap"] = "fused",
         dtype: torch.dtype = torch.float32,
+        device: str | torch.device = "cpu",
     ) -> None:
         from torch.func import stack_module_state
 
@@ -153,7 +157,8 @@ class BatchedTrainer:
             for _ in range(self.n_trials)
         ]
         params, _ = stack_module_state(nets)
-        self._params = {k: v.detach().clone() for k, v in params.items()}
+        self.device = torch.device(device)
+        self._params = {k: v.detach().to(self.device, copy=True) for k, v in params.items()}
         self._template = copy.deepcopy(nets[0])
         self.dtype = dtype
         if method == "vmap":
@@ -181,7 +186,8 @@ class BatchedTrainer:
         logits : tensor of shape (R, K), pre-update
         loss : tensor of shape (R,), pre-update
         """
-        x = x.to(self.dtype)
+        x = x.to(device=self.device, dtype=self.dtype)
+        y = y.to(self.device)
         with torch.no_grad():
             if self.method == "fused":
                 return self._fused.step(x, y)
@@ -201,25 +207,25 @@ class BatchedTrainer:
         """
         losses, correct = [], []
         for s in range(0, x.shape[0], chunk):
-            xb = x[s : s + chunk].to(self.dtype)
+            xb = x[s : s + chunk].to(device=self.device, dtype=self.dtype)
             xr = xb[:, None].expand(xb.shape[0], self.n_trials, *xb.shape[1:])
             out = lenet_forward_batched(self.params, xr)  # (R, B, K)
-            yb = y[s : s + chunk]
+            yb = y[s : s + chunk].to(self.device)
             losses.append(
                 F.cross_entropy(out.flatten(0, 1), yb.repeat(self.n_trials), reduction="none").view(
                     self.n_trials, -1
                 )
             )
             correct.append(out.argmax(-1) == yb[None])
-        loss = torch.cat(losses, 1).mean(1).double().numpy()
-        acc = torch.cat(correct, 1).double().mean(1).numpy()
+        loss = torch.cat(losses, 1).mean(1).double().cpu().numpy()
+        acc = torch.cat(correct, 1).double().mean(1).cpu().numpy()
         return loss, acc
 
     def module(self, r: int) -> LeNet:
         """A standalone copy of net ``r`` as an ``nn.Module``."""
         r = check_int(r, "r", low=0, high=self.n_trials - 1)
         net = copy.deepcopy(self._template)
-        net.load_state_dict({k: v[r].clone() for k, v in self.params.items()})
+        net.load_state_dict({k: v[r].cpu().clone() for k, v in self.params.items()})
         return net
 
 

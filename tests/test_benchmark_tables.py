@@ -1,0 +1,129 @@
+"""The tables of docs/performance.md are generated from the committed benchmark results.
+
+No timing here: the test regenerates the marked regions from the newest results file in
+benchmarks/results/ with benchmarks/make_tables.py and compares them with the page.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _load(name: str):
+    spec = importlib.util.spec_from_file_location(
+        f"_bench_{name}", ROOT / "benchmarks" / f"{name}.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+make_tables = _load("make_tables")
+
+
+def _results() -> dict:
+    return json.loads(make_tables.newest_results().read_text(encoding="utf-8"))
+
+
+def test_docs_tables_match_the_committed_results():
+    docs = (ROOT / "docs" / "performance.md").read_text(encoding="utf-8")
+    assert docs.count("<!-- bench:table ") >= 5
+    assert make_tables.rewrite(docs, _results()) == docs, (
+        "docs/performance.md differs from the committed results; run "
+        "`python benchmarks/make_tables.py`"
+    )
+
+
+def test_every_record_has_the_documented_fields():
+    fields = {
+        "benchmark",
+        "variant",
+        "size",
+        "median_s",
+        "min_s",
+        "max_s",
+        "baseline",
+        "ratio",
+        "device",
+        "threads",
+        "torch",
+        "commit",
+    }
+    for rec in _results()["records"]:
+        assert fields <= rec.keys(), sorted(fields - rec.keys())
+        assert rec["min_s"] <= rec["median_s"] <= rec["max_s"]
+        if rec["ratio"] is not None:
+            assert rec["ratio_min"] <= rec["ratio_max"]
+
+
+def _results_with(*records: dict) -> dict:
+    base = {
+        "variant": "v",
+        "size": "",
+        "median_s": 2.0,
+        "min_s": 1.0,
+        "max_s": 3.0,
+        "rounds": 3,
+        "clock": "wall",
+        "baseline": None,
+        "ratio": None,
+        "ratio_min": None,
+        "ratio_max": None,
+        "device": "cpu",
+        "note": "",
+        "time": "2026-01-01T00:00:00Z",
+        "loadavg": 1.0,
+        "host": "h",
+        "threads": 1,
+        "torch": "2",
+        "commit": "abc",
+    }
+    return {"quick": False, "records": [{**base, **r} for r in records]}
+
+
+def test_rewrite_replaces_only_marked_regions():
+    results = _results_with({"benchmark": "a", "variant": "fast"})
+    text = "intro\n<!-- bench:table a -->\nstale | row\n<!-- /bench -->\noutro\n"
+    new = make_tables.rewrite(text, results)
+    assert new.startswith("intro\n<!-- bench:table a -->\n| variant |")
+    assert "stale" not in new and "| fast |" in new and new.endswith("<!-- /bench -->\noutro\n")
+    assert make_tables.rewrite(new, results) == new  # idempotent
+
+
+def test_a_table_without_records_is_an_error():
+    with pytest.raises(KeyError, match="missing"):
+        make_tables.rewrite(
+            "<!-- bench:table missing -->\n<!-- /bench -->", _results_with({"benchmark": "a"})
+        )
+
+
+def test_ratios_are_baseline_over_variant_with_round_range():
+    timing = _load("_timing")
+    slow = timing.Timing("slow", (4.0, 6.0, 8.0))
+    fast = timing.Timing("fast", (1.0, 2.0, 2.0))
+    r, lo, hi = timing.ratio(slow, fast)
+    assert (r, lo, hi) == (3.0, 3.0, 4.0)
+    rec = timing.emit("b", fast, baseline=slow)
+    assert rec["ratio"] == 3.0 and rec["median_s"] == 2.0 and rec["baseline"] == "slow"
+
+
+def test_interleaved_rotates_the_order_and_scales():
+    timing = _load("_timing")
+    order: list[str] = []
+    out = timing.interleaved(
+        {"a": lambda: order.append("a"), "b": lambda: order.append("b")},
+        rounds=3,
+        warmup=0,
+        scale={"a": 1.0, "b": 10.0},
+    )
+    assert order == ["a", "b", "b", "a", "a", "b"]
+    assert len(out["a"].times) == 3 and out["b"].variant == "b"
