@@ -438,7 +438,7 @@ def train_with_config(
                 recorder, model, done, train_loss, train_acc, lr, split, config
             )
             if recorded and config.progress:
-                bar.set_postfix(_postfix(recorder.last), refresh=False)
+                bar.set_postfix(_postfix(recorder.latest), refresh=False)
         if store is not None and (done % config.checkpoint_every == 0 or done == config.epochs):
             store.save_checkpoint(
                 done,
@@ -472,8 +472,7 @@ def _log_test(
     if x_te.shape[0] == 0:
         return
     tl, ta = _evaluate(model, x_te, y_te, loss)
-    rec.log(step, **{"test/loss": tl, "test/accuracy": ta})
-    rec.last.update({f"{rec.prefix}test/loss": tl, f"{rec.prefix}test/accuracy": ta})
+    rec.log_and_keep(step, **{"test/loss": tl, "test/accuracy": ta})
 
 
 def _postfix(last: dict[str, float]) -> dict[str, str]:

@@ -31,6 +31,7 @@ from numpy.typing import NDArray
 
 from ..._validation import check_array, check_int, check_labels, check_option, check_scalar
 from ...models.lenet import LeNet
+from ...training.devices import current_device, resolve_device
 from .fast_lenet_step import LeNetSGD
 from .reference_lenet_step import stacked_gradients
 
@@ -222,11 +223,11 @@ class BatchedTrainer:
         return loss, acc
 
     def module(self, r: int) -> LeNet:
-        """A standalone copy of net ``r`` as an ``nn.Module``."""
+        """A standalone copy of net ``r`` as an ``nn.Module``, on the trainer's device."""
         r = check_int(r, "r", low=0, high=self.n_trials - 1)
         net = copy.deepcopy(self._template)
         net.load_state_dict({k: v[r].cpu().clone() for k, v in self.params.items()})
-        return net
+        return net.to(self.device)
 
 
 TrialCallback = Callable[[BatchedTrainer, int], None]
@@ -251,6 +252,7 @@ def train_trials(
     callback: TrialCallback | None = None,
     progress: bool = False,
     threads: int = 1,
+    device: str | torch.device | None = None,
 ) -> TrialRecords:
     """Train ``n_trials`` LeNets at batch size 1 and record what the estimators need.
 
@@ -276,6 +278,9 @@ def train_trials(
     threads : int, default=1
         Intra-op threads while training (restored afterwards). Batch-1 work on a CPU is
         much slower with more than one thread (spec §6); parallelise across processes.
+    device : str or torch.device, optional
+        Where the nets train (``"cpu"``, ``"cuda"``...); by default the run's device
+        (:func:`ncdynamics.training.current_device`). Records come back as NumPy either way.
 
     Returns
     -------
@@ -300,6 +305,7 @@ def train_trials(
             dtype=dtype,
             callback=callback,
             progress=progress,
+            device=current_device() if device is None else resolve_device(device),
         )
     finally:
         torch.set_num_threads(old_threads)
@@ -322,6 +328,7 @@ def _train_trials(
     dtype: torch.dtype,
     callback: TrialCallback | None,
     progress: bool,
+    device: torch.device,
 ) -> TrialRecords:
     x_tr = check_array(x_train, "x_train", ndim=4, dtype=np.float32)
     k = n_classes if n_classes is not None else int(np.max(y_train)) + 1
@@ -345,9 +352,10 @@ def _train_trials(
         generator=gen,
         method=method,
         dtype=dtype,
+        device=device,
     )
-    xt, yt = torch.from_numpy(x_tr), torch.from_numpy(y_tr)
-    xv, yv = torch.from_numpy(x_va), torch.from_numpy(y_va)
+    xt, yt = torch.from_numpy(x_tr).to(device), torch.from_numpy(y_tr).to(device)
+    xv, yv = torch.from_numpy(x_va).to(device), torch.from_numpy(y_va).to(device)
     idx = rng.integers(0, x_tr.shape[0], size=(n_iter, n_trials))
     logits = np.empty((n_iter, n_trials, k), dtype=np.float32)
     losses = np.empty((n_iter, n_trials), dtype=np.float32)
@@ -366,9 +374,9 @@ def _train_trials(
 
         it = tqdm(it, desc="trials", leave=False)
     for m in it:
-        ii = torch.from_numpy(idx[m])
+        ii = torch.from_numpy(idx[m]).to(device)
         out, loss = trainer.step(xt[ii], yt[ii])
-        logits[m], losses[m] = out.float().numpy(), loss.float().numpy()
+        logits[m], losses[m] = out.float().cpu().numpy(), loss.float().cpu().numpy()
         if m + 1 == val_iters[e]:
             val_loss[e], val_acc[e] = trainer.evaluate(xv, yv)
             if not np.all(np.isfinite(val_loss[e])):

@@ -74,8 +74,8 @@ def run_fig3(config: Fig3Config, run: RunWriter, *, seed: int, progress: bool) -
         for r in range(min(config.elasticity_nets, trainer.n_trials)):
             res = measure_elasticity(
                 trainer.module(r),
-                xp,
-                yp,
+                xp.to(trainer.device),
+                yp.to(trainer.device),
                 lr=config.lr,
                 n_sources_per_class=config.sources_per_class,
                 num_classes=N_CLASSES,

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from ....training.devices import current_device
 from ....training.trials import run_trials
 from ...experiment import RunWriter
 from ..estimate import class_means_from_records, estimate_ab_l, tail_index
@@ -46,7 +47,8 @@ class Fig4Config(TrialsConfig):
 def run_fig4(config: Fig4Config, run: RunWriter, *, seed: int, progress: bool) -> None:
     """Phase transition in p_err: validation curves and tail indices (Fig. 4)."""
     cfg = trials_settings(config)
-    args = [(cfg, float(p), seed + 1000 * i) for i, p in enumerate(config.p_errs)]
+    device = str(current_device())
+    args = [(cfg, float(p), seed + 1000 * i, device) for i, p in enumerate(config.p_errs)]
     recs = run_trials(train_worker, args, workers=config.workers, progress=progress, desc="p_err")
     r_alpha, r_beta, finals = [], [], []
     for i, (p_err, rec) in enumerate(zip(config.p_errs, recs, strict=True)):

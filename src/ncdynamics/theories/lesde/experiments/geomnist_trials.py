@@ -73,7 +73,11 @@ def load_geomnist(cfg: TrialsSettings, p_err: float, seed: int) -> Dataset:
 
 
 def train_on(
-    ds: Dataset, cfg: TrialsSettings, seed: int, callback: TrialCallback | None = None
+    ds: Dataset,
+    cfg: TrialsSettings,
+    seed: int,
+    callback: TrialCallback | None = None,
+    device: str | None = None,
 ) -> TrialRecords:
     """Train ``cfg["n_trials"]`` LeNets on ``ds``, validating on its test split."""
     return train_trials(
@@ -89,20 +93,27 @@ def train_on(
         val_subset=cfg["val_subset"],
         n_classes=N_CLASSES,
         callback=callback,
+        device=device,
     )
 
 
 def train(
-    cfg: TrialsSettings, p_err: float, seed: int, callback: TrialCallback | None = None
+    cfg: TrialsSettings,
+    p_err: float,
+    seed: int,
+    callback: TrialCallback | None = None,
+    device: str | None = None,
 ) -> TrialRecords:
-    """Load GEOMNIST with label noise ``p_err`` and train the trials on it."""
-    return train_on(load_geomnist(cfg, p_err, seed), cfg, seed, callback)
+    """Load GEOMNIST with label noise ``p_err`` and train the trials on it (on ``device``,
+    by default the run's)."""
+    return train_on(load_geomnist(cfg, p_err, seed), cfg, seed, callback, device)
 
 
-def train_worker(cfg: TrialsSettings, p_err: float, seed: int) -> TrialRecords:
-    """:func:`train` in a worker process, with one torch thread."""
+def train_worker(cfg: TrialsSettings, p_err: float, seed: int, device: str) -> TrialRecords:
+    """:func:`train` in a worker process, with one torch thread, on ``device`` (passed
+    explicitly: a worker process does not inherit the run's current device)."""
     torch.set_num_threads(1)
-    return train(cfg, p_err, seed)
+    return train(cfg, p_err, seed, device=device)
 
 
 def log_validation(run: RunWriter, rec: TrialRecords, prefix: str = "") -> None:
