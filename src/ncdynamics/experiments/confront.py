@@ -301,8 +301,18 @@ def _fit_entry(
     reasons = out_of_regime_reasons(regime)
     if reasons and not force:
         why = "; ".join(reasons) + " (not fitted; --force fits it anyway)"
+        inside = _regime_windows(conf, stream, observed) if windows else []
+        best = best_window(inside)
+        verdict = Verdict("out of regime", why)
+        if best is not None:  # e.g. a constant-rate theory between two learning-rate drops
+            verdict = Verdict(
+                "holds in a window",
+                f"holds on steps {best.since:g} to {best.until:g} ({best.n_records} records), "
+                f"inside its regime; the whole stream is out of regime: {why}",
+                (best.since, best.until),
+            )
         return CompareEntry(
-            conf.theory, label, Verdict("out of regime", why), observed=observed, regime=regime
+            conf.theory, label, verdict, observed=observed, regime=regime, windows=inside
         )
     try:
         fit = conf.fit(stream)
@@ -344,6 +354,21 @@ def _fit_entry(
         forced=bool(reasons),
         n_records=n,
     )
+
+
+#: Free parameters assumed when placing the windows of a stream that was not fitted.
+_WINDOW_FREE_GUESS = 2
+
+
+def _regime_windows(
+    conf: Confrontation, stream: Stream, observed: dict[str, Series]
+) -> list[WindowFit]:
+    """Windows of an out-of-regime stream, each checked against the regime and fitted where
+    it is inside (:func:`~ncdynamics.experiments.windows.fit_windows`)."""
+    steps = next((s for s, _ in observed.values() if s.size), None)
+    if steps is None:
+        return []
+    return fit_windows(conf, stream, observed, n_free=_WINDOW_FREE_GUESS, plan_steps=steps)
 
 
 def _plan_steps(fit: TheoryFit, observed: dict[str, Series]) -> Any:

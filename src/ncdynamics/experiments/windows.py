@@ -15,7 +15,13 @@ of the stream, the windows are, in fractions of ``t1 - t0``:
   windows are short (a transient over in the first tenth of the run gets a window of its
   own) and the late ones long (the terminal phase);
 - the first half, ``[0, 1/2]``, only when fewer than three octaves hold enough records (a
-  short run, whose early octaves are too small to judge).
+  short run, whose early octaves are too small to judge);
+- each stretch of records at one recorded learning rate (the stream's ``lr`` metric), when
+  the rate changes: a theory that assumes a constant rate can hold between two drops.
+
+Every window is checked against the theory's regime on its own records (a window between two
+learning-rate drops is inside a constant-rate assumption that the whole stream breaks) and is
+fitted only when inside it.
 
 Each window is snapped to the records inside it and kept only when it holds at least
 ``max(MIN_WINDOW_RECORDS, n_free + 3)`` records (``n_free`` the fit's free parameters), so
@@ -43,6 +49,7 @@ __all__ = [
     "WindowFit",
     "best_window",
     "fit_windows",
+    "lr_segments",
     "n_records_of",
     "span_of",
     "window_plan",
@@ -99,6 +106,32 @@ def window_plan(steps: NDArray[np.float64], min_records: int) -> list[tuple[floa
     return sorted(found)
 
 
+def lr_segments(
+    stream: Stream, steps: NDArray[np.float64], min_records: int
+) -> list[tuple[float, float]]:
+    """Stretches of ``steps`` over which the stream's recorded ``lr`` stays the same, as
+    ``(first step, last step)``, each with at least ``min_records`` records; empty when the
+    stream records no ``lr`` or it never changes."""
+    try:
+        lr_steps, lr = stream.scalar("lr")
+    except KeyError:
+        return []
+    if lr.size < 2 or np.all(lr == lr[0]):
+        return []
+    s = np.unique(np.asarray(steps, dtype=np.float64))
+    # the rate in force at each record: the last one logged at or before it
+    at = np.searchsorted(lr_steps, s, side="right") - 1
+    rate = np.where(at >= 0, lr[np.maximum(at, 0)], np.nan)
+    out = []
+    start = 0
+    for i in range(1, s.size + 1):
+        if i == s.size or rate[i] != rate[start]:
+            if i - start >= min_records and np.isfinite(rate[start]):
+                out.append((float(s[start]), float(s[i - 1])))
+            start = i
+    return out
+
+
 def _restrict(observed: Mapping[str, Series], since: float, until: float) -> dict[str, Series]:
     out = {}
     for name, (steps, values) in observed.items():
@@ -124,10 +157,9 @@ def fit_windows(
     message; the other windows are still fitted.
     """
     min_records = max(MIN_WINDOW_RECORDS, n_free + 3)
-    out = [
-        _fit_one(conf, stream, observed, since, until)
-        for since, until in window_plan(plan_steps, min_records)
-    ]
+    plan = window_plan(plan_steps, min_records)
+    plan += [w for w in lr_segments(stream, plan_steps, min_records) if w not in plan]
+    out = [_fit_one(conf, stream, observed, since, until) for since, until in sorted(plan)]
     steps = np.unique(np.asarray(plan_steps, dtype=np.float64))
     done = {(w.since, w.until) for w in out}
     if steps.size:
@@ -143,8 +175,15 @@ def _fit_one(
 ) -> WindowFit:
     seen = _restrict(observed, since, until)
     n = min((s.size for s, _ in seen.values()), default=0)
+    window = stream.window(since, until)
     try:
-        fit = conf.fit(stream.window(since, until))
+        outside = conf.out_of_regime(window)
+    except Exception:  # a check that cannot run does not put a window out of regime
+        outside = []
+    if outside:
+        return WindowFit(since, until, n, Verdict("out of regime", "; ".join(outside)))
+    try:
+        fit = conf.fit(window)
     except NotApplicable as exc:
         return WindowFit(since, until, n, Verdict("out of regime", _line(exc)))
     except Exception as exc:  # one window failing must not stop the others
