@@ -67,7 +67,9 @@ class LayerPlan:
     outputs); ``out_per_sample`` the output entries of the structured layers;
     ``unfold_max`` the largest unfolded input of one sample; ``g_deferred`` and
     ``u_deferred`` the output and input entries of one sample over the deferred layers;
-    ``p_deferred_max`` the widest deferred layer's Jacobian columns.
+    ``p_deferred_max`` the widest deferred layer's Jacobian columns; ``verified`` whether
+    every structured layer's gradient check compared non-zero gradients (a check of zeros,
+    e.g. behind a zero-initialised head, proves nothing, so such a plan is not reused).
     """
 
     modules: dict[nn.Module, str] = field(default_factory=dict)
@@ -83,6 +85,7 @@ class LayerPlan:
     g_deferred: int = 0
     u_deferred: int = 0
     p_deferred_max: int = 0
+    verified: bool = True
 
 
 @dataclass
@@ -386,6 +389,8 @@ def plan_layers(
         )
         if not ok:
             continue
+        if not all(t is not None and bool(t.any()) for t in true):
+            plan.verified = False
         plan.modules[m] = kind
         plan.param_ids.update(id(p) for p in mine)
         n_out = go[0].numel()
