@@ -193,11 +193,17 @@ class Timed:
         )
 
 
+CLOCK = {"now": time.perf_counter}  # --clock: wall (perf_counter) or cpu (process_time)
+
+
 def interleaved(
     fns: dict[str, Callable[[], object]], rounds: int, sync: Callable[[], None], warmup: int = 1
 ) -> dict[str, Timed]:
     """Each round calls every variant once, in an order rotated by one from round to round,
-    so that a change in the machine's speed hits all variants alike."""
+    so that a change in the machine's speed hits all variants alike. Seconds of the clock
+    chosen with ``--clock``: wall time, or the process's CPU time (all its threads; it leaves
+    out the time spent waiting for a core on a loaded machine)."""
+    now = CLOCK["now"]
     names = list(fns)
     out = {k: Timed(k, []) for k in names}
     for _ in range(warmup):
@@ -207,10 +213,10 @@ def interleaved(
     for r in range(rounds):
         j = r % len(names)
         for k in names[j:] + names[:j]:
-            t = time.perf_counter()
+            t = now()
             res = fns[k]()
             sync()
-            out[k].times.append(time.perf_counter() - t)
+            out[k].times.append(now() - t)
             out[k].out = res
     return out
 
@@ -228,6 +234,7 @@ def record(benchmark: str, t: Timed, n: int, base: Timed | None = None, **extra:
         "benchmark": benchmark,
         "variant": t.variant,
         "n": n,
+        "clock": "wall" if CLOCK["now"] is time.perf_counter else "cpu",
         "median_s": t.median,
         "min_s": min(t.times),
         "max_s": max(t.times),
@@ -382,15 +389,16 @@ def _first_call(model: nn.Module, x: torch.Tensor, args: argparse.Namespace, syn
         f"  very first call in this process (torch set-up included) "
         f"{time.perf_counter() - t0:.4f} s"
     )
+    now = CLOCK["now"]
     out = Timed("ours full, first call", [])
     for _ in range(args.rounds):
         fresh, _ = build("usercnn", 1, args.device)
         empirical_ntk(model, x)  # the warm state the timed call should not inherit: another
         sync()  # model's plan is cached, not this one's
-        t = time.perf_counter()
+        t = now()
         empirical_ntk(fresh, x)
         sync()
-        out.times.append(time.perf_counter() - t)
+        out.times.append(now() - t)
     return out
 
 
@@ -535,6 +543,7 @@ def main() -> None:
     ap.add_argument("--cases", default="peer,mlp,usercnn,cnn,resnet")
     ap.add_argument("--rounds", type=int, default=5, help="interleaved rounds per timing")
     ap.add_argument("--device", default="cpu", help="cpu or cuda[:k]")
+    ap.add_argument("--clock", choices=("wall", "cpu"), default="wall", help="what is timed")
     ap.add_argument("--mlp-baseline", action="store_true", help="also run the MLP's slow baseline")
     ap.add_argument(
         "--skip-generic",
@@ -550,6 +559,8 @@ def main() -> None:
         measure_memory(args.child[0], int(args.child[1]), args.child[2])
         return
     torch.set_num_threads(args.threads)
+    CLOCK["now"] = time.perf_counter if args.clock == "wall" else time.process_time
+    print(f"clock: {args.clock} time; load average {os.getloadavg()[0]:.1f}")
     if args.quick:
         args.rounds = min(args.rounds, 3)
     for case in args.cases.split(","):
