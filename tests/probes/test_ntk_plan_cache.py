@@ -139,7 +139,10 @@ def _swap_activation(m):
     m.body[2] = nn.Tanh()
 
 
-@pytest.mark.parametrize("change", [_replace_weight, _freeze_weight, _add_hook, _swap_activation])
+CHANGES = [_replace_weight, _freeze_weight, _add_hook, _swap_activation]
+
+
+@pytest.mark.parametrize("change", CHANGES)
 def test_a_changed_structure_misses(float64_torch, spy, change):
     model = UserCNN()
     x, _ = _inputs()
@@ -148,6 +151,15 @@ def test_a_changed_structure_misses(float64_torch, spy, change):
     got = empirical_ntk(model, x)
     assert len(spy) == 2
     torch.testing.assert_close(got, reference_ntk(model, x), rtol=1e-10, atol=1e-12)
+
+
+def test_a_new_backward_hook_misses(float64_torch, spy):
+    model = UserCNN()
+    x, _ = _inputs()
+    empirical_ntk(model, x)
+    model.body[2].register_full_backward_hook(lambda _mod, gin, _gout: (gin[0] * 0.5,))
+    empirical_ntk(model, x)  # (torch.func, and so the reference, cannot run such a hook)
+    assert len(spy) == 2
 
 
 def test_a_changed_input_shape_misses(float64_torch, spy):

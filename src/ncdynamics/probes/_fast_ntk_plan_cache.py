@@ -5,8 +5,8 @@ check per layer, the output width) depends on the *structure* of the computation
 values of the weights. Its result is kept per model, keyed on:
 
 - the module tree: every submodule's name and class, the identity, shape, dtype, device and
-  ``requires_grad`` of each of its parameters and buffers, and its forward hooks (and the
-  global ones);
+  ``requires_grad`` of each of its parameters and buffers, and its forward and backward hooks
+  (and the global ones);
 - the chosen output (name, or the callable itself) and ``layer``;
 - the per-sample input shape, dtype and device, and whether layers are structured at all
   (``method``).
@@ -29,6 +29,7 @@ they name modules by their path, so they hold no reference to the model.
 from __future__ import annotations
 
 import dataclasses
+import threading
 import weakref
 from collections import OrderedDict
 from collections.abc import Hashable
@@ -48,6 +49,7 @@ _Entry = tuple[LayerPlan, tuple[tuple[str, str], ...], int]
 _CACHE: weakref.WeakKeyDictionary[nn.Module, OrderedDict[Hashable, _Entry]] = (
     weakref.WeakKeyDictionary()
 )
+_LOCK = threading.Lock()  # kernels may be computed from several threads (a recording thread)
 
 
 def _tensor_sig(t: torch.Tensor | None) -> Hashable:
@@ -71,12 +73,22 @@ def plan_key(
             type(m),
             tuple(m._forward_hooks),
             tuple(m._forward_pre_hooks),
+            tuple(m._backward_hooks),
+            tuple(m._backward_pre_hooks),
             tuple((k, _tensor_sig(p)) for k, p in m._parameters.items()),
             tuple((k, _tensor_sig(b)) for k, b in m._buffers.items()),
         )
         for name, m in wrapped.named_modules(remove_duplicate=False)
     )
-    hooks = (tuple(_module._global_forward_hooks), tuple(_module._global_forward_pre_hooks))
+    hooks = tuple(
+        tuple(d)
+        for d in (
+            _module._global_forward_hooks,
+            _module._global_forward_pre_hooks,
+            _module._global_backward_hooks,
+            _module._global_backward_pre_hooks,
+        )
+    )
     return (tree, hooks, output, layer, tuple(x.shape[1:]), x.dtype, x.device, structured)
 
 
@@ -84,11 +96,12 @@ def lookup(
     model: nn.Module, key: Hashable | None, wrapped: nn.Module
 ) -> tuple[LayerPlan, int] | None:
     """The cached plan (bound to ``wrapped``'s modules) and output width, or None."""
-    entries = None if key is None else _CACHE.get(model)
-    if entries is None or key not in entries:
-        return None
-    entries.move_to_end(key)
-    bare, kinds, n_out = entries[key]
+    with _LOCK:
+        entries = None if key is None else _CACHE.get(model)
+        if entries is None or key not in entries:
+            return None
+        entries.move_to_end(key)
+        bare, kinds, n_out = entries[key]
     by_name = dict(wrapped.named_modules())
     modules = {by_name[name]: kind for name, kind in kinds}
     return dataclasses.replace(bare, modules=modules, param_ids=set(bare.param_ids),
@@ -104,16 +117,18 @@ def store(
     names = {id(m): name for name, m in wrapped.named_modules()}
     kinds = tuple((names[id(m)], kind) for m, kind in plan.modules.items())
     bare = dataclasses.replace(plan, modules={})
-    entries = _CACHE.setdefault(model, OrderedDict())
-    entries[key] = (bare, kinds, n_out)
-    entries.move_to_end(key)
-    while len(entries) > MAX_PER_MODEL:
-        entries.popitem(last=False)
+    with _LOCK:
+        entries = _CACHE.setdefault(model, OrderedDict())
+        entries[key] = (bare, kinds, n_out)
+        entries.move_to_end(key)
+        while len(entries) > MAX_PER_MODEL:
+            entries.popitem(last=False)
 
 
 def clear_plan_cache(model: nn.Module | None = None) -> None:
     """Forget the cached NTK plans of ``model`` (of every model when None)."""
-    if model is None:
-        _CACHE.clear()
-    else:
-        _CACHE.pop(model, None)
+    with _LOCK:
+        if model is None:
+            _CACHE.clear()
+        else:
+            _CACHE.pop(model, None)
