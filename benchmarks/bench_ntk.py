@@ -386,7 +386,8 @@ def _first_call(model: nn.Module, x: torch.Tensor, args: argparse.Namespace, syn
     empirical_ntk(model, x)
     sync()
     print(
-        f"  very first call in this process (torch set-up included) "
+        f"  first call on this model (with torch's one-off set-up of these shapes when no "
+        f"case ran before in this process) "
         f"{time.perf_counter() - t0:.4f} s"
     )
     now = CLOCK["now"]
