@@ -46,7 +46,22 @@ def test_layerwise_structures_every_resnet_layer(float64_torch):
     plan = _fast_ntk_layers.plan_layers(wrapped, wrapped, torch.randn(2, *shape), trainable)
     assert plan.param_ids == {id(p) for p in trainable}
     kinds = set(plan.modules.values())
-    assert kinds == {"conv", "bn", "factored"}
+    assert kinds == {"conv", "conv-formed", "bn", "factored"}
+    # formed right away: the convs whose unfolded input has no more columns than positions
+    for m, kind in plan.modules.items():
+        if isinstance(m, torch.nn.Conv2d):
+            k = m.in_channels * m.kernel_size[0] * m.kernel_size[1]
+            assert (kind == "conv-formed") == (k <= plan_positions(m, model, shape))
+
+
+def plan_positions(conv, model, shape):
+    """Output positions of ``conv`` in a forward pass of ``model`` on one input."""
+    seen = []
+    handle = conv.register_forward_hook(lambda _m, _a, out: seen.append(out.shape[2:].numel()))
+    with torch.no_grad():
+        model(torch.randn(1, *shape))
+    handle.remove()
+    return seen[0]
 
 
 @pytest.mark.parametrize("method", METHODS)

@@ -249,6 +249,7 @@ class _Engine:
             g_def=pl.g_deferred,
             u_def=pl.u_deferred,
             p_def=pl.p_deferred_max,
+            u_formed=pl.act_per_sample_extra,
         )
 
 
