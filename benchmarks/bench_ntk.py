@@ -37,30 +37,77 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
+import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from types import ModuleType
 
+import numpy as np
 import torch
+from torch import nn
 from torch.func import functional_call, jacrev, vmap
 
 from ncdynamics.models import MLP, ResNet20, SmallCNN
 from ncdynamics.probes import empirical_ntk
 
-SIZES = {"mlp": (500, 50), "cnn": (200, 50), "resnet": (120, 20)}
+SIZES = {"mlp": (500, 50), "cnn": (200, 50), "resnet": (120, 20), "usercnn": (100, 40)}
+PEER_SIZES = ((100, 200, 400), (50,))  # full run, --quick
 BUDGET = 4 * 2**30  # the 4 GB budget of the issue
 GEMM_CPU = [0.0]  # CPU seconds of the baseline's last einsum
+RESULTS: list[dict[str, object]] = []  # the records of this run, see ``results()``
+PEER_PINS = "jax[cpu]==0.4.26 neural-tangents==0.6.5"  # pyproject's ntk-peer extra
 
 
-def build(case: str, n: int) -> tuple[torch.nn.Module, torch.Tensor]:
+class DigitsCNN(nn.Module):
+    """A user-style CNN: two conv + BatchNorm + ReLU + max-pool blocks and a linear head,
+    for 8x8 single-channel digits (P = 6,266)."""
+
+    def __init__(self, generator: torch.Generator) -> None:
+        super().__init__()
+        self.body = nn.Sequential(
+            nn.Conv2d(1, 16, 3, padding=1),
+            nn.BatchNorm2d(16),
+            nn.ReLU(),
+            nn.MaxPool2d(2),  # (16, 4, 4)
+            nn.Conv2d(16, 32, 3, padding=1),
+            nn.BatchNorm2d(32),
+            nn.ReLU(),
+            nn.MaxPool2d(2),  # (32, 2, 2)
+            nn.Flatten(),
+        )
+        self.head = nn.Linear(128, 10)
+        with torch.no_grad():  # seeded weights, non-trivial running statistics
+            for p in self.parameters():
+                p.copy_(torch.randn(p.shape, generator=generator) / max(1, p[0].numel()) ** 0.5)
+            for m in self.modules():
+                if isinstance(m, nn.BatchNorm2d):
+                    m.running_mean.uniform_(-0.2, 0.2, generator=generator)
+                    m.running_var.uniform_(0.5, 2.0, generator=generator)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.body(x))
+
+
+def build(case: str, n: int, device: str = "cpu") -> tuple[nn.Module, torch.Tensor]:
+    """The model (eval mode) and ``n`` inputs of a case, on ``device``."""
     g = torch.Generator().manual_seed(0)
+    model: nn.Module
     if case == "mlp":
         model = MLP(784, 10, depth=2, width=512, generator=g)
         x = torch.randn(n, 784, generator=g)
     elif case == "cnn":
         model = SmallCNN(1, 10, generator=g)
         x = torch.rand(n, 1, 28, 28, generator=g)
+    elif case == "usercnn":
+        from ncdynamics.data import load
+
+        model = DigitsCNN(g)
+        x = torch.from_numpy(load("digits").x_train[:n]).float()  # (n, 1, 8, 8)
     else:
         model = ResNet20(1, 10, width=16, generator=g)
         with torch.no_grad():  # non-trivial running statistics, as after training
@@ -68,15 +115,23 @@ def build(case: str, n: int) -> tuple[torch.nn.Module, torch.Tensor]:
                 if isinstance(m, torch.nn.BatchNorm2d):
                     m.running_var.uniform_(0.5, 2.0, generator=g)
         x = torch.rand(n, 1, 28, 28, generator=g)
-    return model.eval(), x
+    return model.eval().to(device), x.to(device)
+
+
+def synchronize(device: str) -> Callable[[], None]:
+    """A function that waits for the device's queued work (a no-op on the CPU)."""
+    if device.startswith("cuda"):
+        return lambda: torch.cuda.synchronize(device)
+    return lambda: None
 
 
 def baseline(
-    model: torch.nn.Module, x: torch.Tensor, chunk: int = 25
+    model: nn.Module, x: torch.Tensor, chunk: int = 25
 ) -> tuple[torch.Tensor, float, float]:
     """The common recipe; returns (kernel (N, N, O, O), jacobian seconds, einsum seconds)."""
     params = {k: v.detach() for k, v in model.named_parameters()}
     buffers = dict(model.named_buffers())
+    sync = synchronize(str(x.device))
 
     def f(p, xi):
         return functional_call(model, {**p, **buffers}, (xi[None],))[0]  # (O,)
@@ -88,17 +143,19 @@ def baseline(
         piece = torch.cat([j.reshape(j.shape[0], j.shape[1], -1) for j in jac.values()], dim=2)
         del jac
         if jmat is None:
-            jmat = torch.empty((len(x), piece.shape[1], piece.shape[2]), dtype=piece.dtype)
+            jmat = piece.new_empty((len(x), piece.shape[1], piece.shape[2]))
         jmat[s : s + chunk] = piece
         del piece
+    sync()
     t1, c1 = time.perf_counter(), time.process_time()
     k = torch.einsum("iap,jbp->ijab", jmat, jmat)
+    sync()
     t2, c2 = time.perf_counter(), time.process_time()
     GEMM_CPU[0] = c2 - c1
     return k, t1 - t0, t2 - t1
 
 
-def reverse_floor(model: torch.nn.Module, x: torch.Tensor) -> torch.Tensor:
+def reverse_floor(model: nn.Module, x: torch.Tensor) -> torch.Tensor:
     """One forward pass and one reverse pass per output, to the input only (the floor)."""
     xg = x.clone().requires_grad_(True)
     f = model(xg)  # (N, O)
@@ -109,32 +166,91 @@ def reverse_floor(model: torch.nn.Module, x: torch.Tensor) -> torch.Tensor:
     return gx
 
 
-def n_params(model: torch.nn.Module) -> int:
+def n_params(model: nn.Module) -> int:
     return sum(p.numel() for p in model.parameters())
 
 
-def baseline_bytes(model: torch.nn.Module, n: int, n_out: int = 10) -> int:
+def baseline_bytes(model: nn.Module, n: int, n_out: int = 10) -> int:
     return 4 * (n * n_out * n_params(model) + n * n * n_out * n_out)
 
 
-class Timing:
-    """Best wall-clock and process-CPU seconds of repeated runs (CPU time is the steadier
-    measure on a shared machine: it does not count time spent waiting for a core)."""
+@dataclass
+class Timed:
+    """Wall-clock seconds of one variant, one entry per round; ``out`` its last result."""
 
-    def __init__(self, fn, repeat: int) -> None:
-        self.wall, self.cpu, self.out = float("inf"), float("inf"), None
-        for _ in range(repeat):
-            t, c = time.perf_counter(), time.process_time()
-            self.out = fn()
-            self.wall = min(self.wall, time.perf_counter() - t)
-            self.cpu = min(self.cpu, time.process_time() - c)
+    variant: str
+    times: list[float]
+    out: object = None
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.times)
 
     def __str__(self) -> str:
-        return f"{self.wall:8.3f} s wall {self.cpu:8.3f} s cpu"
+        return (
+            f"{self.median:8.4f} s [{min(self.times):.4f}, {max(self.times):.4f}] "
+            f"(median [range] of {len(self.times)})"
+        )
 
 
-def ratio(a: Timing, b: Timing) -> str:
-    return f"{a.wall / b.wall:6.1f}x wall {a.cpu / b.cpu:6.1f}x cpu"
+CLOCK = {"now": time.perf_counter}  # --clock: wall (perf_counter) or cpu (process_time)
+
+
+def interleaved(
+    fns: dict[str, Callable[[], object]], rounds: int, sync: Callable[[], None], warmup: int = 1
+) -> dict[str, Timed]:
+    """Each round calls every variant once, in an order rotated by one from round to round,
+    so that a change in the machine's speed hits all variants alike. Seconds of the clock
+    chosen with ``--clock``: wall time, or the process's CPU time (all its threads; it leaves
+    out the time spent waiting for a core on a loaded machine)."""
+    now = CLOCK["now"]
+    names = list(fns)
+    out = {k: Timed(k, []) for k in names}
+    for _ in range(warmup):
+        for k in names:
+            fns[k]()
+            sync()
+    for r in range(rounds):
+        j = r % len(names)
+        for k in names[j:] + names[:j]:
+            t = now()
+            res = fns[k]()
+            sync()
+            out[k].times.append(now() - t)
+            out[k].out = res
+    return out
+
+
+def ratio(base: Timed, var: Timed) -> str:
+    """Median of the baseline over median of the variant, and the range of the per-round
+    ratios."""
+    per = [b / v for b, v in zip(base.times, var.times, strict=True)]
+    return f"{base.median / var.median:6.2f}x [{min(per):.2f}, {max(per):.2f}]"
+
+
+def record(benchmark: str, t: Timed, n: int, base: Timed | None = None, **extra: object) -> None:
+    """Append one machine-readable record (see ``results()``)."""
+    rec: dict[str, object] = {
+        "benchmark": benchmark,
+        "variant": t.variant,
+        "n": n,
+        "clock": "wall" if CLOCK["now"] is time.perf_counter else "cpu",
+        "median_s": t.median,
+        "min_s": min(t.times),
+        "max_s": max(t.times),
+        "ratio_vs": None if base is None else base.variant,
+        "ratio": None if base is None else base.median / t.median,
+        **extra,
+    }
+    RESULTS.append(rec)
+
+
+def results() -> list[dict[str, object]]:
+    """The records of every timing of this run so far, one dict per (benchmark, variant,
+    n): ``benchmark, variant, n, median_s, min_s, max_s, ratio_vs, ratio`` (``ratio`` is the
+    median of the ``ratio_vs`` variant over this one's; None without a baseline), plus
+    ``device`` and, where measured, ``max_rel_diff``."""
+    return list(RESULTS)
 
 
 def _status_kb(field: str) -> int:
@@ -182,61 +298,77 @@ def child_memory(case: str, n: int, what: str) -> float:
 
 
 def run_case(case: str, n: int, args: argparse.Namespace) -> None:
-    model, x = build(case, n)
+    dev = args.device
+    model, x = build(case, n, dev)
+    sync = synchronize(dev)
+    bench = f"ntk-{case}"
     print(
-        f"\n== ({'abc'[list(SIZES).index(case)]}) {case}: N={n}, P={n_params(model):,}, "
-        f"{torch.get_num_threads()} threads"
+        f"\n== {case}: N={n}, P={n_params(model):,}, {torch.get_num_threads()} threads, "
+        f"device {dev}, {args.rounds} interleaved rounds"
     )
+    first = None
+    if case == "usercnn":
+        first = _first_call(model, x, args, sync)
     empirical_ntk(model, x[:2])  # warm-up of ours (and of the shared conv/GEMM kernels)
     baseline(model, x[:2])
-    full = Timing(lambda: empirical_ntk(model, x, memory_budget=BUDGET), args.repeat)
-    trace = Timing(lambda: empirical_ntk(model, x, mode="trace", memory_budget=BUDGET), args.repeat)
-    diag = Timing(
-        lambda: empirical_ntk(model, x, mode="diagonal", memory_budget=BUDGET), args.repeat
-    )
-    then = Timing(
-        lambda: torch.einsum("ijaa->ij", empirical_ntk(model, x, memory_budget=BUDGET)),
-        args.repeat,
-    )
-    floor = Timing(lambda: reverse_floor(model, x), args.repeat)
-    print(f"ours full              {full}")
-    print(f"ours trace             {trace}   full-then-trace {then}")
-    print(f"ours diagonal          {diag}")
-    print(f"reverse-pass floor     {floor}   (forward + O reverse passes to the input)")
-    print(f"  ratio full-then-trace / trace     {ratio(then, trace)}")
-    print(f"  ratio full-then-trace / diagonal  {ratio(then, diag)}")
-    print(f"  ratio full-then-trace / floor     {ratio(then, floor)}   (ceiling of the two above)")
-    if not args.skip_generic:
-        _generic(model, x)
+
+    def ntk(mode: str) -> Callable[[], torch.Tensor]:
+        return lambda: empirical_ntk(model, x, mode=mode, memory_budget=BUDGET)  # type: ignore[arg-type]
+
+    fns: dict[str, Callable[[], object]] = {
+        "ours full": ntk("full"),
+        "ours trace": ntk("trace"),
+        "ours diagonal": ntk("diagonal"),
+        "full-then-trace": lambda: torch.einsum("ijaa->ij", ntk("full")()),
+        "reverse-pass floor": lambda: reverse_floor(model, x),
+    }
     est = baseline_bytes(model, n)
-    if est > args.baseline_max_gb * 1e9:
+    with_base = est <= args.baseline_max_gb * 1e9 and (
+        case != "mlp" or args.quick or args.mlp_baseline
+    )
+    if with_base:
+        fns["baseline full"] = lambda: baseline(model, x)[0]
+    t = interleaved(fns, args.rounds if case != "mlp" or not with_base else 1, sync)
+    for k in fns:
+        print(f"{k:22s} {t[k]}")
+    then, floor = t["full-then-trace"], t["reverse-pass floor"]
+    print(f"  ratio full-then-trace / trace     {ratio(then, t['ours trace'])}")
+    print(f"  ratio full-then-trace / diagonal  {ratio(then, t['ours diagonal'])}")
+    print(f"  ratio full-then-trace / floor     {ratio(then, floor)}   (ceiling of the two above)")
+    print(f"  ratio trace / floor               {ratio(t['ours trace'], floor)}   (target <= 1.5)")
+    print(f"  ratio diagonal / floor            {ratio(t['ours diagonal'], floor)}")
+    for k in ("ours trace", "ours diagonal"):
+        record(bench, t[k], n, then, device=dev)
+        record(bench + "-floor", floor, n, t[k], device=dev, of=k)
+    record(bench, floor, n, device=dev)
+    if with_base:
+        base = t["baseline full"]
+        k_ours = t["ours full"].out
+        k_base = base.out
+        assert isinstance(k_ours, torch.Tensor) and isinstance(k_base, torch.Tensor)
+        err = float((k_ours - k_base).abs().max() / k_base.abs().max())
         print(
-            f"baseline               skipped: estimated {est / 1e9:.1f} GB > "
-            f"--baseline-max-gb {args.baseline_max_gb}"
+            f"  ratio baseline / ours full        {ratio(base, t['ours full'])}   "
+            f"max rel. difference {err:.1e}"
         )
+        print(f"  ratio baseline / ours trace       {ratio(base, t['ours trace'])}")
+        record(bench, t["ours full"], n, base, device=dev, max_rel_diff=err)
+        record(bench, base, n, device=dev)
     else:
-        parts: dict[str, float] = {}
-
-        def run_base():
-            k, parts["jac"], parts["gemm"] = baseline(model, x)
-            return k
-
-        base = Timing(run_base, 1)
-        err = float((full.out - base.out).abs().max() / base.out.abs().max())
-        base.out = None
+        record(bench, t["ours full"], n, device=dev)
         print(
-            f"baseline full          {base}   (jacobian {parts['jac']:.3f} s, einsum "
-            f"{parts['gemm']:.3f} s wall)"
+            f"baseline               skipped (estimated {est / 1e9:.1f} GB; the MLP baseline "
+            f"takes minutes: --mlp-baseline runs it once)"
         )
+    if first is not None:
         print(
-            f"  GEMM floor of the Jacobian-contraction method (the einsum alone): "
-            f"{parts['gemm']:.3f} s wall {GEMM_CPU[0]:.3f} s cpu"
+            f"  first call on a new model instance (plan built) {first.median:.4f} s, warm "
+            f"(plan cached) {t['ours full'].median:.4f} s: first / warm "
+            f"{first.median / t['ours full'].median:.2f}x (target <= 1.5)"
         )
-        print(
-            f"  ratio baseline / ours full        {ratio(base, full)}   max rel. "
-            f"difference {err:.1e}"
-        )
-        print(f"  ratio baseline / ours trace       {ratio(base, trace)}")
+        record(bench + "-first-call", first, n, t["ours full"], device=dev)
+    if not args.skip_generic:
+        _generic(model, x, args, sync)
     print(f"memory (4 GB budget): baseline estimated {est / 1e9:.2f} GB")
     if args.memory:
         measure_base = est <= min(args.baseline_max_gb, 8.0) * 1e9
@@ -246,29 +378,174 @@ def run_case(case: str, n: int, args: argparse.Namespace) -> None:
             print(f"  baseline not measured again (estimated {est / 1e9:.1f} GB > 8 GB)")
 
 
-def _generic(model: torch.nn.Module, x: torch.Tensor) -> None:
+def _first_call(model: nn.Module, x: torch.Tensor, args: argparse.Namespace, sync) -> Timed:
+    """Seconds of the first full-kernel call on a fresh instance of ``model``'s class (its
+    plan not yet cached), one per round; the process itself is warm (torch's one-off set-up
+    of the shapes is paid by an untimed call on ``model`` first, and printed)."""
+    t0 = time.perf_counter()
+    empirical_ntk(model, x)
+    sync()
+    print(
+        f"  first call on this model (with torch's one-off set-up of these shapes when no "
+        f"case ran before in this process) "
+        f"{time.perf_counter() - t0:.4f} s"
+    )
+    now = CLOCK["now"]
+    out = Timed("ours full, first call", [])
+    for _ in range(args.rounds):
+        fresh, _ = build("usercnn", 1, args.device)
+        empirical_ntk(model, x)  # the warm state the timed call should not inherit: another
+        sync()  # model's plan is cached, not this one's
+        t = now()
+        empirical_ntk(fresh, x)
+        sync()
+        out.times.append(now() - t)
+    return out
+
+
+def _generic(model: nn.Module, x: torch.Tensor, args: argparse.Namespace, sync) -> None:
     """Trace and diagonal against full with the generic ``jacobian`` method (same Jacobian,
     only the contraction differs: the comparison of the planning notes)."""
-    jfull = Timing(lambda: empirical_ntk(model, x, method="jacobian", memory_budget=BUDGET), 1)
-    jtrace = Timing(
-        lambda: empirical_ntk(model, x, method="jacobian", mode="trace", memory_budget=BUDGET), 1
-    )
-    jdiag = Timing(
-        lambda: empirical_ntk(model, x, method="jacobian", mode="diagonal", memory_budget=BUDGET), 1
-    )
-    print(f"generic method='jacobian': full {jfull}   trace {jtrace}   diagonal {jdiag}")
+
+    def jac(mode: str) -> Callable[[], object]:
+        return lambda: empirical_ntk(model, x, method="jacobian", mode=mode, memory_budget=BUDGET)  # type: ignore[arg-type]
+
+    t = interleaved({m: jac(m) for m in ("full", "trace", "diagonal")}, 1, sync, warmup=0)
     print(
-        f"  ratio full / trace (jacobian)     {ratio(jfull, jtrace)}   full / diagonal "
-        f"{ratio(jfull, jdiag)}"
+        f"generic method='jacobian': full {t['full']}   trace {t['trace']}   "
+        f"diagonal {t['diagonal']}"
     )
+
+
+# --- neural-tangents, the peer (optional extra ``ntk-peer``) ---------------------------------
+
+
+def load_peer() -> tuple[ModuleType, ModuleType] | str:
+    """``(jax, neural_tangents)`` on one CPU core, or the reason why not (a message).
+
+    XLA's CPU client is limited to one intra-op thread through ``XLA_FLAGS`` (set before jax
+    is first imported), as torch is by ``torch.set_num_threads(1)``. neural-tangents 0.6.5
+    (its last release) reads two aliases that jax removed in 0.4.26 (the first jax release
+    that runs with NumPy 2): ``jax.interpreters.ad.source_info_util`` and
+    ``jax.interpreters.ad.config``; they are pointed at ``jax.extend.source_info_util`` and
+    ``jax.config``, which are the same objects under their new names.
+    """
+    if "jax" not in sys.modules:
+        os.environ["XLA_FLAGS"] = (
+            os.environ.get("XLA_FLAGS", "")
+            + " --xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
+        ).strip()
+    try:
+        import jax
+        import jax.extend
+        from jax.interpreters import ad
+
+        if not hasattr(ad, "__dict__") or "source_info_util" not in ad.__dict__:
+            ad.source_info_util = jax.extend.source_info_util  # type: ignore[attr-defined]
+        if "config" not in ad.__dict__:
+            ad.config = jax.config  # type: ignore[attr-defined]
+        import neural_tangents as nt
+    except Exception as exc:  # ImportError, or a broken install of the extra
+        return (
+            f"neural-tangents comparison skipped: {type(exc).__name__}: "
+            f"{str(exc).splitlines()[0] if str(exc) else ''} (install the extra: "
+            f"pip install '.[ntk-peer]', i.e. {PEER_PINS})"
+        )
+    return jax, nt
+
+
+def peer_mlp_fn(model: nn.Module, jnp: ModuleType, jax: ModuleType):
+    """The MLP of ``build("mlp")`` as a jax function ``f(params, x)`` and its parameters
+    (the torch weights, transposed to (in, out))."""
+    lins = [m for m in model.modules() if isinstance(m, nn.Linear)]
+    params = [
+        (jnp.asarray(m.weight.detach().cpu().numpy().T), jnp.asarray(m.bias.detach().cpu().numpy()))
+        for m in lins
+    ]
+
+    def f(p, x):
+        h = x
+        for k, (w, b) in enumerate(p):
+            h = h @ w + b
+            if k < len(p) - 1:
+                h = jax.nn.relu(h)
+        return h  # (n, 10)
+
+    return f, params
+
+
+def run_peer(args: argparse.Namespace) -> None:
+    """Ours against neural-tangents' structured-derivatives NTK on the MLP 784-512-512-10,
+    float32, the same weights and inputs, full and trace (averaged over the outputs, the
+    convention of neural-tangents' ``trace_axes``)."""
+    print(
+        "\n== peer: neural-tangents (structured derivatives, vmap_axes=0, jit), MLP 784-512-512-10"
+    )
+    if args.device != "cpu":
+        print(
+            "neural-tangents comparison skipped: the extra installs jax for the CPU only "
+            f"(device {args.device})"
+        )
+        return
+    peer = load_peer()
+    if isinstance(peer, str):
+        print(peer)
+        return
+    jax, nt = peer
+    print(f"jax {jax.__version__} on {jax.devices()[0]}, XLA_FLAGS={os.environ.get('XLA_FLAGS')!r}")
+    for n in PEER_SIZES[1 if args.quick else 0]:
+        _peer_one(n, jax, nt, args)
+
+
+def _peer_one(n: int, jax: ModuleType, nt: ModuleType, args: argparse.Namespace) -> None:
+    import jax.numpy as jnp
+
+    sd = nt.NtkImplementation.STRUCTURED_DERIVATIVES
+    model, x = build("mlp", n)
+    f, params = peer_mlp_fn(model, jnp, jax)
+    xj = jnp.asarray(x.numpy())
+    nt_full = jax.jit(nt.empirical_ntk_fn(f, trace_axes=(), vmap_axes=0, implementation=sd))
+    nt_trace = jax.jit(nt.empirical_ntk_fn(f, trace_axes=(-1,), vmap_axes=0, implementation=sd))
+    t0 = time.perf_counter()
+    k_nt = {
+        "full": np.asarray(nt_full(xj, None, params)),
+        "trace": np.asarray(nt_trace(xj, None, params)),
+    }
+    compile_s = time.perf_counter() - t0
+    k_us = {
+        "full": empirical_ntk(model, x).numpy(),
+        "trace": empirical_ntk(model, x, mode="trace", average=True).numpy(),
+    }
+    diff = {m: float(np.abs(k_nt[m] - k_us[m]).max() / np.abs(k_us[m]).max()) for m in k_nt}
+    fns: dict[str, Callable[[], object]] = {
+        "ours full": lambda: empirical_ntk(model, x),
+        "neural-tangents full": lambda: nt_full(xj, None, params).block_until_ready(),
+        "ours trace": lambda: empirical_ntk(model, x, mode="trace", average=True),
+        "neural-tangents trace": lambda: nt_trace(xj, None, params).block_until_ready(),
+    }
+    t = interleaved(fns, args.rounds, lambda: None)
+    print(
+        f"N={n}: kernels equal to max rel. diff {diff['full']:.1e} (full), {diff['trace']:.1e} "
+        f"(trace); neural-tangents jit compile + first call {compile_s:.2f} s (not timed)"
+    )
+    for k in fns:
+        print(f"  {k:22s} {t[k]}")
+    for mode in ("full", "trace"):
+        base, ours = t[f"neural-tangents {mode}"], t[f"ours {mode}"]
+        print(f"  ratio neural-tangents / ours {mode:5s} {ratio(base, ours)}   (target >= 1.5)")
+        record("ntk-peer-mlp", ours, n, base, device="cpu", mode=mode, max_rel_diff=diff[mode])
+        record("ntk-peer-mlp", base, n, device="cpu", mode=mode)
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="small N (under a minute)")
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="small N (about a minute)")
     ap.add_argument("--memory", action="store_true", help="measure peak RSS in subprocesses")
-    ap.add_argument("--cases", default="mlp,cnn,resnet")
-    ap.add_argument("--repeat", type=int, default=1)
+    ap.add_argument("--cases", default="peer,mlp,usercnn,cnn,resnet")
+    ap.add_argument("--rounds", type=int, default=5, help="interleaved rounds per timing")
+    ap.add_argument("--device", default="cpu", help="cpu or cuda[:k]")
+    ap.add_argument("--clock", choices=("wall", "cpu"), default="wall", help="what is timed")
+    ap.add_argument("--mlp-baseline", action="store_true", help="also run the MLP's slow baseline")
     ap.add_argument(
         "--skip-generic",
         action="store_true",
@@ -276,14 +553,38 @@ def main() -> None:
     )
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--baseline-max-gb", type=float, default=16.0)
+    ap.add_argument("--json", metavar="PATH", help="write the records of results() to PATH")
     ap.add_argument("--child", nargs=3, metavar=("CASE", "N", "WHAT"), help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
         measure_memory(args.child[0], int(args.child[1]), args.child[2])
         return
     torch.set_num_threads(args.threads)
+    CLOCK["now"] = time.perf_counter if args.clock == "wall" else time.process_time
+    print(f"clock: {args.clock} time; load average {os.getloadavg()[0]:.1f}")
+    if args.quick:
+        args.rounds = min(args.rounds, 3)
     for case in args.cases.split(","):
-        run_case(case, SIZES[case][1 if args.quick else 0], args)
+        if case == "peer":
+            run_peer(args)
+        else:
+            run_case(case, SIZES[case][1 if args.quick else 0], args)
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump(results(), fh, indent=1)
+        print(f"\nrecords written to {args.json}")
+    _append_for_run_all()
+
+
+def _append_for_run_all() -> None:
+    """Append this run's records to ``$NCDYN_BENCH_RESULTS`` in run_all.py's field names."""
+    path = os.environ.get("NCDYN_BENCH_RESULTS")
+    if not path:
+        return
+    with open(path, "a", encoding="utf-8") as fh:
+        for r in results():
+            rec = {**r, "size": str(r.get("n", "")), "baseline": r.get("ratio_vs")}
+            fh.write(json.dumps(rec) + "\n")
 
 
 if __name__ == "__main__":

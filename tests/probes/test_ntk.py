@@ -46,7 +46,22 @@ def test_layerwise_structures_every_resnet_layer(float64_torch):
     plan = _fast_ntk_layers.plan_layers(wrapped, wrapped, torch.randn(2, *shape), trainable)
     assert plan.param_ids == {id(p) for p in trainable}
     kinds = set(plan.modules.values())
-    assert kinds == {"conv", "bn", "factored"}
+    assert kinds == {"conv", "conv-formed", "bn", "factored"}
+    # formed right away: the convs whose unfolded input has no more columns than positions
+    for m, kind in plan.modules.items():
+        if isinstance(m, torch.nn.Conv2d):
+            k = m.in_channels * m.kernel_size[0] * m.kernel_size[1]
+            assert (kind == "conv-formed") == (k <= plan_positions(m, model, shape))
+
+
+def plan_positions(conv, model, shape):
+    """Output positions of ``conv`` in a forward pass of ``model`` on one input."""
+    seen = []
+    handle = conv.register_forward_hook(lambda _m, _a, out: seen.append(out.shape[2:].numel()))
+    with torch.no_grad():
+        model(torch.randn(1, *shape))
+    handle.remove()
+    return seen[0]
 
 
 @pytest.mark.parametrize("method", METHODS)
@@ -321,10 +336,13 @@ def test_output_independent_of_parameters_gives_zero_kernel(float64_torch):
 def test_symmetric_blocked_gram_equals_plain_product(float64_torch):
     from ncdynamics.probes._fast_ntk_contract import gram
 
-    u = torch.randn(601, 37)
-    torch.testing.assert_close(gram(u, u, True), u @ u.T, rtol=1e-13, atol=1e-12)
-    acc = torch.randn(601, 601)
-    torch.testing.assert_close(gram(u, u, True, acc.clone()), acc + u @ u.T, rtol=1e-13, atol=1e-12)
+    for m in (601, 193):
+        u = torch.randn(m, 37)
+        torch.testing.assert_close(gram(u, u, True), u @ u.T, rtol=1e-13, atol=1e-12)
+        acc = torch.randn(m, m)
+        torch.testing.assert_close(
+            gram(u, u, True, acc.clone()), acc + u @ u.T, rtol=1e-13, atol=1e-12
+        )
 
 
 def test_diagonal_and_trace_plans_split_outputs_before_samples():

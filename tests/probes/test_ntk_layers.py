@@ -11,6 +11,7 @@ from ncdynamics.probes._fast_ntk_contract import contract
 from ncdynamics.probes._ntk_output import SelectedOutput
 from ncdynamics.probes._ntk_plan import SLACK
 from ncdynamics.probes.ntk import _Engine, empirical_ntk
+from ncdynamics.probes.ntk_reference import reference_ntk
 
 
 class ConvVariety(nn.Module):
@@ -182,3 +183,45 @@ def test_unfold_into_workspace_equals_f_unfold(float64_torch, kernel, dilation, 
     work = torch.full((ref.numel() + 7,), float("nan"))  # larger than needed, stale content
     cols = _fast_ntk_layers._unfold(conv, u, work)  # (n, S, K)
     assert torch.equal(cols, ref.transpose(1, 2))
+
+
+class FormedConvs(nn.Module):
+    """Convs whose unfolded input is narrower than their output positions (K <= S): strided
+    and dilated with bias, bias-free, and one with a frozen bias; then a deferred conv."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Conv2d(1, 3, 3, stride=2, padding=2, dilation=2)  # 12x12 -> 6x6, K=9
+        self.b = nn.Conv2d(3, 2, 2, bias=False)  # 6x6 -> 5x5, K=12 <= 25
+        self.c = nn.Conv2d(2, 2, 1)  # 5x5, K=2
+        self.c.bias.requires_grad_(False)
+        self.d = nn.Conv2d(2, 4, 3)  # 5x5 -> 3x3, K=18 > 9: deferred
+        self.head = nn.Linear(36, 3)
+
+    def forward(self, x):
+        h = torch.tanh(self.c(torch.tanh(self.b(torch.tanh(self.a(x))))))
+        return self.head(torch.tanh(self.d(h)).flatten(1))
+
+
+@pytest.mark.parametrize("mode", ["full", "diagonal", "trace"])
+def test_convs_formed_during_the_passes_match_the_reference(float64_torch, mode):
+    torch.manual_seed(3)
+    model = FormedConvs()
+    x, x2 = torch.randn(4, 1, 12, 12), torch.randn(3, 1, 12, 12)
+    _, plan = _plan(model, x)
+    kinds = {name: plan.modules.get(m) for name, m in model.named_children()}
+    assert kinds == {
+        "a": "conv-formed",
+        "b": "conv-formed",
+        "c": "conv-formed",
+        "d": "conv",
+        "head": "factored",
+    }
+    assert plan.n_small == (27 + 3) + 24 + 4 + 4  # a: weight + bias; b; c: weight; d: bias
+    for other in (None, x2):
+        torch.testing.assert_close(
+            empirical_ntk(model, x, other, mode=mode, method="layerwise"),
+            reference_ntk(model, x, other, mode=mode),
+            rtol=1e-10,
+            atol=1e-12,
+        )

@@ -29,6 +29,7 @@ from .means import ClassMeansProbe as ClassMeansProbe
 from .means import class_means as class_means
 from .ntk import Method as NTKMethod
 from .ntk import empirical_ntk as empirical_ntk
+from .ntk import clear_plan_cache as clear_plan_cache
 from .ntk_probes import NTKAlignmentProbe as NTKAlignmentProbe
 from .ntk_probes import NTKBlocksProbe as NTKBlocksProbe
 from .ntk_reference import reference_ntk as reference_ntk
@@ -55,6 +56,7 @@ __all__ = [
     "NTKMethod",
     "block_norms",
     "block_values",
+    "clear_plan_cache",
     "empirical_ntk",
     "kernel_alignment",
     "kernel_block_stats",

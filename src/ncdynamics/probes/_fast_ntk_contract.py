@@ -64,11 +64,12 @@ def gram(
 ) -> torch.Tensor:
     """``out + u @ v.T`` (or ``u @ v.T``) for (m, p) and (m2, p) matrices.
 
-    When ``u is v`` only the upper row blocks are multiplied and mirrored, about 60% of the
-    flops of the plain product.
+    When ``u is v`` (and ``m >= 192``) only the upper row blocks are multiplied and mirrored,
+    about 60% of the flops of the plain product (measured in CPU time, one thread: 0.85x the
+    plain product's time at m = 200, 0.77x at 400, 0.71x at 1000; no gain at m = 100).
     """
     m = u.shape[0]
-    if not same or m < 512:
+    if not same or m < 192:
         return u @ v.T if out is None else out.addmm_(u, v.T)
     if out is None:
         out = torch.zeros((m, m), dtype=u.dtype, device=u.device)

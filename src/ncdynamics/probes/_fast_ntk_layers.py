@@ -8,6 +8,11 @@ per-sample backward is needed. Three cases:
 
 - ``Linear`` with 2-D input: kept *factored*; the kernel contribution is
   ``(u_i . u_j + 1) (g_ia . g_jb)`` and the Jacobian is never formed.
+- ``Conv2d`` whose unfolded input has no more columns than output positions (``K <= S``,
+  the first layers of a net on large images; kind ``conv-formed``): the weight's Jacobian,
+  ``g`` times the unfolded input, is formed right away during each output's backward pass
+  (one batched GEMM) and stored with the other narrow pieces; it is smaller than the
+  gradients that deferral would store.
 - ``Conv2d`` (via ``unfold``), ``Linear`` with >2-D input: the weight's per-sample Jacobian
   is ``g`` times the unfolded input, one batched GEMM per layer. It is *deferred*: the chunk
   keeps the layer input and the output gradients of all outputs (``Deferred``), and the
@@ -60,14 +65,19 @@ Calls = dict[nn.Module, list[tuple[torch.Tensor, torch.Tensor]]]
 class LayerPlan:
     """Which modules get the structured treatment, and per-sample sizes for memory estimates.
 
-    ``modules`` maps module -> kind (``factored``, ``conv``, ``seq-linear``, ``bn``);
+    ``modules`` maps module -> kind (``factored``, ``conv``, ``conv-formed``, ``seq-linear``,
+    ``bn``);
     ``param_ids`` are the ids of the trainable parameters they cover; ``n_mat`` the number
     of materialised Jacobian columns (``n_small`` formed right away, the rest deferred);
     ``act_per_sample`` the number of activation entries of one sample (sum over all module
     outputs); ``out_per_sample`` the output entries of the structured layers;
     ``unfold_max`` the largest unfolded input of one sample; ``g_deferred`` and
     ``u_deferred`` the output and input entries of one sample over the deferred layers;
-    ``p_deferred_max`` the widest deferred layer's Jacobian columns.
+    ``p_deferred_max`` the widest deferred layer's Jacobian columns; ``verified`` whether
+    every structured layer's gradient check compared non-zero gradients (a check of zeros,
+    e.g. behind a zero-initialised head, proves nothing, so such a plan is not reused);
+    ``act_per_sample_extra`` the entries of one sample's unfolded inputs of the
+    ``conv-formed`` layers, kept while the backward passes run.
     """
 
     modules: dict[nn.Module, str] = field(default_factory=dict)
@@ -83,6 +93,8 @@ class LayerPlan:
     g_deferred: int = 0
     u_deferred: int = 0
     p_deferred_max: int = 0
+    verified: bool = True
+    act_per_sample_extra: int = 0
 
 
 @dataclass
@@ -185,6 +197,18 @@ def _unfold(m: nn.Module, u: torch.Tensor, out: torch.Tensor | None = None) -> t
     return dst.view(n, c * kh * kw, ho * wo).transpose(1, 2)  # (n, S, K)
 
 
+def _formed_right_away(m: nn.Module, kind: str, u: torch.Tensor) -> bool:
+    """Whether a conv's weight Jacobian is formed per output during the backward passes
+    (kind ``conv-formed``) instead of deferred: when its unfolded input has no more columns
+    than output positions (K <= S, e.g. the first layers of a net on large images), its
+    Jacobian (C_out K columns) is smaller than the gradients deferral would store
+    (C_out S), so storing the O gradients, and the page faults of that store, are avoided."""
+    if kind != "conv" or not _trainable(_weight(m)):
+        return False
+    s, k = _unfold(m, u[:1]).shape[1:]  # (1, S, K)
+    return bool(k <= s)
+
+
 def _deferred(m: nn.Module, kind: str) -> bool:
     """Whether the layer's weight Jacobian is deferred (conv and sequence Linear weights)."""
     return kind in ("conv", "seq-linear") and _trainable(_weight(m))
@@ -222,6 +246,8 @@ def _small_width(m: nn.Module, kind: str) -> int:
     """Columns of the pieces formed right away: BN weight and bias, conv/Linear bias."""
     if isinstance(m, _BN):  # kind "bn"
         return m.num_features * (_trainable(_weight(m)) + _trainable(_bias(m)))
+    if isinstance(m, nn.Conv2d) and kind == "conv-formed":  # the weight, then the bias
+        return _layer_weight(m).numel() + (m.out_channels if _trainable(_bias(m)) else 0)
     if kind == "factored" or not _trainable(_bias(m)):
         return 0
     if isinstance(m, nn.Conv2d):  # kind "conv"
@@ -237,9 +263,19 @@ def small_pieces(
     """Jacobian pieces (n, p) formed right away from one output's gradient ``g`` (n, *out).
 
     BN: ``sum_s g_cs xhat_cs`` (weight) and ``sum_s g_cs`` (bias), with ``xhat`` the
-    normalised input (n, C, S); conv and sequence-Linear layers: the bias, ``sum_s g_cs``.
+    normalised input (n, C, S); conv and sequence-Linear layers: the bias, ``sum_s g_cs``;
+    a conv whose weight Jacobian is formed right away (kind ``conv-formed``): also the
+    weight, ``g (n, C_out, S) @ xhat (n, S, K)`` with ``xhat`` the unfolded input.
     """
     n = g.shape[0]
+    if kind == "conv-formed":
+        if xhat is None:
+            raise ValueError("a formed conv weight needs the unfolded input.")
+        gs = g.reshape(n, g.shape[1], -1)  # (n, Cout, S)
+        pieces = [torch.bmm(gs, xhat).reshape(n, -1)]  # (n, Cout * K)
+        if _trainable(_bias(m)):
+            pieces.append(gs.sum(-1))  # (n, Cout)
+        return pieces
     if kind == "bn":
         gs = g.reshape(n, g.shape[1], -1)  # (n, C, S)
         pieces = []
@@ -386,6 +422,11 @@ def plan_layers(
         )
         if not ok:
             continue
+        if not all(t is not None and bool(t.any()) for t in true):
+            plan.verified = False
+        if _formed_right_away(m, kind, u):
+            kind = "conv-formed"
+            plan.act_per_sample_extra += _unfold(m, u[:1]).numel()  # kept while passes run
         plan.modules[m] = kind
         plan.param_ids.update(id(p) for p in mine)
         n_out = go[0].numel()
@@ -479,8 +520,12 @@ def structured_chunk(
     del store
     kinds = [plan.modules[m] for m in mods]
     xhats = [
-        _bn_xhat(m, u) if isinstance(m, _BN) else None  # kind "bn"
-        for m, u in zip(mods, inputs, strict=True)
+        _bn_xhat(m, u)
+        if isinstance(m, _BN)  # kind "bn"
+        else _unfold(m, u)  # (n, S, K), kept while the passes run
+        if k == "conv-formed"
+        else None
+        for m, k, u in zip(mods, kinds, inputs, strict=True)
     ]
     small = f.new_empty((n, o, plan.n_small)) if plan.n_small else None  # f's dtype, device
     # (n, o, *out_shape) per deferred or factored layer, None for the others

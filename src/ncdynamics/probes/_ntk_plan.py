@@ -34,7 +34,8 @@ class Sizes:
     ``u_def``: output and input entries of one sample over the deferred (conv and
     sequence-Linear) layers, whose gradients and inputs are stored instead of their
     Jacobian; ``p_def``: the widest deferred layer's Jacobian columns (formed one layer at a
-    time while contracting).
+    time while contracting); ``u_formed``: the unfolded inputs of one sample over the convs
+    whose Jacobian is formed during the backward passes (kept while they run).
     """
 
     p_mat: int
@@ -47,6 +48,7 @@ class Sizes:
     g_def: int = 0
     u_def: int = 0
     p_def: int = 0
+    u_formed: int = 0
 
 
 @dataclass(frozen=True)
@@ -86,14 +88,14 @@ def _transient(s: Sizes, n: int, o: int) -> int:
     backward pass's gradients and temporaries, BN's normalised inputs; for generic
     parameters, the vmapped backward passes of all o outputs at once and their Jacobian."""
     generic = 2 * n * o * s.act + 3 * n * o * s.p_generic if s.p_generic else 0
-    return 5 * n * s.act + generic
+    return 5 * n * s.act + n * s.u_formed + generic
 
 
 def one_chunk_entries(s: Sizes) -> int:
     """Entries one sample and one output need beyond the result: a stored block and the
     graph of its pass (the smallest chunk of ``plan_jacobian_chunks``, quoted when even it
     does not fit)."""
-    return _store(s, 1, 1) + 5 * s.act + s.unfold
+    return _store(s, 1, 1) + 5 * s.act + s.u_formed + s.unfold
 
 
 def _contraction(s: Sizes, n: int, o: int) -> int:

@@ -15,7 +15,13 @@ trace       (n1, n2)                      sum_a Theta[i, j, a, a]  (/ n_out if `
 Conventions and assumptions:
 
 - The model is evaluated in eval mode (BatchNorm uses its running statistics, dropout is off)
-  and its training flag is restored afterwards; no buffer is changed.
+  and its training flag is restored afterwards; no buffer is changed. Train-mode BatchNorm
+  (batch statistics) is not supported: it couples the samples of a batch, so per-sample
+  gradients, and with them the empirical NTK of [1], are not defined. A BatchNorm built with
+  ``track_running_stats=False`` uses batch statistics even in eval mode and is rejected.
+- The layer plan (which layers take the fast path) is cached per model and keyed on its
+  structure, not on its weight values (``_fast_ntk_plan_cache``): an optimiser step reuses
+  it; ``clear_plan_cache(model)`` forgets it.
 - Parameters with ``requires_grad=False`` are excluded. A parameter shared between modules
   is counted once (its gradient is the sum over its uses). Parameters the output does not
   depend on contribute zero.
@@ -31,6 +37,7 @@ References
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from enum import StrEnum
 from typing import Literal, NoReturn
 
@@ -42,7 +49,9 @@ from torch.func import jacrev, vmap
 from .._validation import check_finite_tensor, check_int, check_option
 from ..models.modes import eval_mode
 from . import _fast_ntk_layers as _layers
+from . import _fast_ntk_plan_cache as _cache
 from ._fast_ntk_contract import Block, contract, merge_small
+from ._fast_ntk_plan_cache import clear_plan_cache
 from ._ntk_output import OUTPUTS, Output, SelectedOutput, alias_names, call_with
 from ._ntk_plan import (
     ChunkPlan,
@@ -54,7 +63,13 @@ from ._ntk_plan import (
 )
 from ._ntk_vp import vp_kernel
 
-__all__ = ["DEFAULT_MEMORY_BUDGET", "Method", "Mode", "empirical_ntk"]
+__all__ = [
+    "DEFAULT_MEMORY_BUDGET",
+    "Method",
+    "Mode",
+    "clear_plan_cache",
+    "empirical_ntk",
+]
 
 MODES = ("full", "diagonal", "trace")
 #: Layout of the returned kernel (see the module docstring).
@@ -152,10 +167,13 @@ class _Engine:
         self.generic = {
             k: p.detach() for k, p in named.items() if p.requires_grad and id(p) not in skip
         }
-        self.consts = {k: p.detach() for k, p in named.items() if k not in self.generic}
-        self.consts.update(dict(wrapped.named_buffers()))
-        self.aliases = alias_names(wrapped)
         self.p_generic = sum(p.numel() for p in self.generic.values())
+        self.consts: dict[str, torch.Tensor] = {}
+        self.aliases: dict[str, str] = {}
+        if self.p_generic:  # only the generic torch.func path calls the model functionally
+            self.consts = {k: p.detach() for k, p in named.items() if k not in self.generic}
+            self.consts.update(dict(wrapped.named_buffers()))
+            self.aliases = alias_names(wrapped)
 
     def _generic_jac(self, x: torch.Tensor, out_idx: torch.Tensor) -> list[torch.Tensor]:
         """Per-sample Jacobian pieces (n, o, p) of the generic parameters (torch.func)."""
@@ -231,6 +249,7 @@ class _Engine:
             g_def=pl.g_deferred,
             u_def=pl.u_deferred,
             p_def=pl.p_deferred_max,
+            u_formed=pl.act_per_sample_extra,
         )
 
 
@@ -422,9 +441,25 @@ def empirical_ntk(
         raise TypeError(f"`average` must be a bool; got {type(average).__name__}.")
     if average and mode != "trace":
         raise ValueError(f"`average`=True applies only to mode='trace'; got mode={mode!r}.")
+    _check_per_sample(model)
     wrapped = SelectedOutput(model, output, layer)
-    with eval_mode(model):
+    # a model already in eval mode everywhere needs no toggling (0.5 ms on a small net)
+    training = any(m.training for m in model.modules())
+    with eval_mode(model) if training else nullcontext(model):
         return _compute(wrapped, x, x2, mode, method, budget, average)
+
+
+def _check_per_sample(model: nn.Module) -> None:
+    """Reject a BatchNorm without running statistics: it normalises with the statistics of
+    the batch even in eval mode, so a sample's output depends on the other samples."""
+    for name, m in model.named_modules():
+        if isinstance(m, nn.modules.batchnorm._BatchNorm) and m.running_mean is None:
+            raise ValueError(
+                f"`model` must evaluate each sample on its own in eval mode; its BatchNorm "
+                f"{name or type(m).__name__!r} has track_running_stats=False, so it uses the "
+                f"batch's statistics and mixes samples (no per-sample NTK exists). Build it "
+                f"with track_running_stats=True."
+            )
 
 
 def _as_method(method: Method | str) -> Method:
@@ -445,19 +480,25 @@ def _compute(
     budget: int,
     average: bool,
 ) -> torch.Tensor:
-    trainable = [p for p in wrapped.parameters() if p.requires_grad]
-    pilot = x[:2]
-    try:
-        plan = _layers.plan_layers(
-            wrapped, wrapped, pilot, trainable, structured=method in (Method.AUTO, Method.LAYERWISE)
-        )
-        with torch.no_grad():
-            n_out = wrapped(pilot).shape[1]
-    except RuntimeError as exc:
-        msg = str(exc).splitlines()[0]
-        raise ValueError(
-            f"`x` of shape {tuple(x.shape)} could not be passed through the model: {msg}"
-        ) from exc
+    structured = method in (Method.AUTO, Method.LAYERWISE)
+    output = wrapped.output
+    key = _cache.plan_key(wrapped, output, wrapped.layer, x, structured)
+    cached = _cache.lookup(wrapped.model, key, wrapped)
+    if cached is not None:
+        plan, n_out = cached
+    else:
+        trainable = [p for p in wrapped.parameters() if p.requires_grad]
+        pilot = x[:2]
+        try:
+            plan = _layers.plan_layers(wrapped, wrapped, pilot, trainable, structured=structured)
+            with torch.no_grad():
+                n_out = wrapped(pilot).shape[1]
+        except RuntimeError as exc:
+            msg = str(exc).splitlines()[0]
+            raise ValueError(
+                f"`x` of shape {tuple(x.shape)} could not be passed through the model: {msg}"
+            ) from exc
+        _cache.store(wrapped.model, key, plan, n_out, wrapped)
     eng = _Engine(wrapped, plan, n_out)
     itemsize = x.element_size()
     n1, n2 = x.shape[0], (None if x2 is None else x2.shape[0])
