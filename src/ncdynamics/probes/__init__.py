@@ -28,8 +28,8 @@ from .kernels import trace_kernel as trace_kernel
 from .means import ClassMeansProbe as ClassMeansProbe
 from .means import class_means as class_means
 from .ntk import Method as NTKMethod
-from .ntk import empirical_ntk as empirical_ntk
 from .ntk import clear_plan_cache as clear_plan_cache
+from .ntk import empirical_ntk as empirical_ntk
 from .ntk_probes import NTKAlignmentProbe as NTKAlignmentProbe
 from .ntk_probes import NTKBlocksProbe as NTKBlocksProbe
 from .ntk_reference import reference_ntk as reference_ntk
