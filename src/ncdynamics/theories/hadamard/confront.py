@@ -229,6 +229,16 @@ def _check_optimiser(stream: Stream) -> str | None:
     return None
 
 
+def _check_classes(stream: Stream) -> str | None:
+    steps, means = stream.array("class_means_logits")
+    if means.ndim != 3 or steps.size == 0:
+        return None  # the fit says what is wrong with the records
+    k = means.shape[1]
+    if k & (k - 1):
+        return f"the Hadamard theory needs K a power of two; the run has K = {k}"
+    return None
+
+
 def _check_subspace(stream: Stream) -> str | None:
     steps, means = stream.array("class_means_logits")
     if means.ndim != 3 or steps.size == 0 or means.shape[1] & (means.shape[1] - 1):
@@ -246,6 +256,7 @@ def _check_subspace(stream: Stream) -> str | None:
 
 #: The regime of the reduced ODE (module docstring).
 ASSUMPTIONS = (
+    Assumption("classes", "K a power of two (the Hadamard basis, Sec. 3)", _check_classes),
     Assumption("loss", "cross-entropy loss (1)", _check_loss),
     Assumption("learning rate", "a constant learning rate over the records", _check_lr),
     Assumption(
