@@ -126,7 +126,7 @@ def test_squared_error_and_a_decaying_learning_rate_are_out_of_regime(tmp_path):
     lr = 0.1 * 0.5 ** (steps / 100)
     decay, _, _ = _ode_run(tmp_path / "decay", steps, 0.05, lr=lr)
     reasons = CONFRONTATION.out_of_regime(Stream(decay))
-    assert len(reasons) == 1 and "learning rate varies" in reasons[0]
+    assert len(reasons) == 1 and "recorded lr changes" in reasons[0]
     sgd = runs.create(tmp_path / "sgd", config={"momentum": 0.9, "lr": 0.05})
     U, V = reduced_basis(4)
     sgd.save_array("class_means_logits", 0, (U @ np.diag([3.0, 2.0, 1.0]) @ V.T).T)

@@ -60,6 +60,7 @@ from numpy.typing import NDArray
 
 from ..confrontation import Assumption, Confrontation, Need, Series, Stream, TheoryFit, r_squared
 from ..integrate import ConvergenceWarning
+from ..regime import learning_rate_change
 from ..uncertainty import delta_band, intervals_from_covariance, numeric_jacobian
 from .closed_form import final_distance
 from .estimate import fit_rates, simulate
@@ -120,27 +121,10 @@ def _own_experiment(stream: Stream) -> bool:
 
 
 def _check_learning_rate(stream: Stream) -> str | None:
-    try:
-        steps, lr = stream.scalar("lr")
-    except KeyError:
-        steps, lr = np.empty(0), np.empty(0)
-    if lr.size:
-        changed = np.flatnonzero(np.abs(lr - lr[0]) > 1e-9 * abs(lr[0]))
-        if changed.size:
-            k = int(changed[0])
-            return (
-                f"recorded lr changes from {lr[0]:.4g} to {lr[k]:.4g} at step {steps[k]:.0f}; "
-                "the rates 1/tau_h, 1/tau_y of eq. (6) of [1] are constants"
-            )
+    change = learning_rate_change(stream)
+    if change is None:
         return None
-    milestones = stream.setting("milestones")
-    gamma = stream.setting("gamma", 0.1)
-    if milestones and gamma not in (None, 1, 1.0):
-        return (
-            f"configured learning-rate drops at {list(milestones)} (factor {gamma}); the rates "
-            "1/tau_h, 1/tau_y of eq. (6) of [1] are constants"
-        )
-    return None
+    return f"{change}; the rates 1/tau_h, 1/tau_y of eq. (6) of [1] are constants"
 
 
 ASSUMPTIONS = (

@@ -58,6 +58,7 @@ from ..confrontation import (
     TheoryFit,
 )
 from ..integrate import ConvergenceWarning
+from ..regime import learning_rate_change
 from ..uncertainty import covariance_from_jacobian, delta_band, intervals_from_covariance
 from .estimate import ReducedFit, fit_reduced
 from .metrics import reduced_basis
@@ -198,18 +199,10 @@ def _check_loss(stream: Stream) -> str | None:
 
 
 def _check_lr(stream: Stream) -> str | None:
-    lr = _recorded_lr(stream)
-    if lr is not None:
-        if np.ptp(lr) > 1e-12 * np.max(np.abs(lr)):
-            return (
-                f"the recorded learning rate varies from {lr.max():.4g} to {lr.min():.4g} "
-                "within the records; the flow's time scale assumes it constant"
-            )
+    change = learning_rate_change(stream)
+    if change is None:
         return None
-    drops = stream.setting("milestones") or stream.setting("lr_drops")
-    if drops:
-        return f"the run drops its learning rate (at {list(drops)}); the fit assumes it constant"
-    return None
+    return f"{change}; the flow's time scale c = 2 eta assumes a constant rate"
 
 
 def _check_optimiser(stream: Stream) -> str | None:

@@ -63,6 +63,7 @@ from ..confrontation import (
     TheoryFit,
     r_squared,
 )
+from ..regime import learning_rate_change
 from ..uncertainty import LEVEL, intervals_from_covariance, numeric_jacobian
 from .estimate import RATE_LAWS, TAIL_INDEX_BOUNDS, MarginRateFit, RateLaw, fit_margin_rates
 from .model import d_vectors
@@ -144,28 +145,10 @@ def _check_loss(stream: Stream) -> str | None:
 
 
 def _check_learning_rate(stream: Stream) -> str | None:
-    try:
-        steps, lr = stream.scalar("lr")
-    except KeyError:
-        steps, lr = np.empty(0), np.empty(0)
-    if lr.size:
-        low, high = float(lr.min()), float(lr.max())
-        if high > low * (1 + 1e-9):
-            change = int(np.flatnonzero(np.abs(lr - lr[0]) > 1e-9 * abs(lr[0]))[0])
-            return (
-                f"recorded lr changes from {lr[0]:.4g} to {lr[change]:.4g} at step "
-                f"{steps[change]:.0f}; the LE-SDE rates are per iteration at a fixed step "
-                "size (eq. (1))"
-            )
+    change = learning_rate_change(stream)
+    if change is None:
         return None
-    milestones = stream.setting("milestones")
-    gamma = stream.setting("gamma", 0.1)
-    if milestones and gamma not in (None, 1, 1.0):
-        return (
-            f"configured learning-rate drops at {list(milestones)} (factor {gamma}); the "
-            "LE-SDE rates are per iteration at a fixed step size (eq. (1))"
-        )
-    return None
+    return f"{change}; the LE-SDE rates are per iteration at a fixed step size (eq. (1))"
 
 
 ASSUMPTIONS = (
