@@ -11,16 +11,16 @@ import os
 import traceback
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
-
-import torch
+from typing import TYPE_CHECKING, Any
 
 from .. import runs, theories
 from .._validation import check_int, check_option
 from ..runs._io import write_bytes
 from ..runs._store import one_line_reason
 from ..theories.experiment import PRESETS, ExperimentSpec, config_to_dict
-from ..training.devices import resolve_device, use_device
+
+if TYPE_CHECKING:  # torch is imported by a run, not by listing or comparing experiments
+    import torch
 
 __all__ = ["get", "list_experiments", "run"]
 
@@ -104,6 +104,8 @@ def run(
     """
     spec = get(name)
     check_option(preset, "preset", PRESETS)
+    from ..training.devices import resolve_device, use_device
+
     seed = check_int(seed, "seed", low=0)
     dev = resolve_device(device)
     config = spec.make_config(preset, overrides)

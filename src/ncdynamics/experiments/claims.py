@@ -97,17 +97,23 @@ def format_number(x: float) -> str:
 
 
 def _describe(value: Any) -> str:
+    """A short text of ``value`` with every number at two significant digits (nested lists
+    and dicts too), so that a table does not change with rounding noise."""
+    text = _short(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _short(value: Any) -> str:
     if isinstance(value, bool) or value is None:
         return str(value)
     if isinstance(value, int | float):
         return format_number(float(value))
-    if isinstance(value, list) and all(
-        isinstance(v, int | float) and not isinstance(v, bool) for v in value
-    ):
-        inner = ", ".join(format_number(float(v)) for v in value[:6])
+    if isinstance(value, list):
+        inner = ", ".join(_short(v) for v in value[:6])
         return f"[{inner}{', …' if len(value) > 6 else ''}]"
-    text = json.dumps(value, sort_keys=True, default=str)
-    return text if len(text) <= 60 else text[:57] + "..."
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}: {_short(v)}" for k, v in value.items()) + "}"
+    return str(value)
 
 
 def _summary(run_dir: Path) -> tuple[dict[str, Any], dict[str, Any]]:

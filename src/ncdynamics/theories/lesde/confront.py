@@ -47,11 +47,11 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from functools import partial
+from statistics import NormalDist
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy import stats
 
 from ..confrontation import (
     Assumption,
@@ -308,7 +308,7 @@ def _fit(stream: Stream) -> TheoryFit:
         """The delta method of :func:`~ncdynamics.theories.uncertainty.delta_band`, done on
         the log curves themselves (finite where the margins overflow)."""
         t = np.asarray(at, dtype=np.float64)
-        z = float(stats.norm.ppf(0.5 + LEVEL / 2))
+        z = NormalDist().inv_cdf(0.5 + LEVEL / 2)
         out: dict[str, tuple[Any, Any]] = {}
         for i, name in enumerate(_OBSERVABLES):
             mid = fit.curves(t)[i]
