@@ -1,6 +1,7 @@
 """Every report fits a 1400 px browser window and every image loads (headless Chromium).
 
-Renders the demo report, a sweep report, a multi-run comparison and the index with
+Renders the demo report, a sweep report, a multi-run comparison, the index, and the
+compare, forecast and many-run summary reports of ``ncdyn compare``/``forecast`` with
 :mod:`_browser` (skipped when no Chromium is installed) and keeps a screenshot of each in
 the test's temporary folder.
 """
@@ -43,7 +44,26 @@ def pages(tmp_path_factory):
         run.mark_completed()
         report.write_report(run)
         own.append(run)
+    fitted = experiments.run(  # long enough for fits, windows and forecast origins
+        "demo",
+        "smoke",
+        root / "fitted",
+        progress=False,
+        epochs=12,
+        depth=1,
+        width=16,
+        milestones=(100,),
+    )
+    from ncdynamics.experiments import confront
+    from ncdynamics.experiments.compare_many import compare_runs
+
+    entries = confront.compare(fitted, force=True)
     return {
+        "compare": report.write_compare_report(entries, fitted.path, root / "fitted" / "compare"),
+        "forecast": report.write_forecast_report(
+            confront.forecast(fitted, 0.5, force=True), fitted.path, root / "forecast", 0.5
+        ),
+        "summary": report.write_summary_report(compare_runs([res.path]), root / "summary"),
         "demo": report.write_report(demo),
         "sweep": report.write_sweep_report(res.path),
         "comparison": report.write_comparison_report([*own, demo], root / "comparison"),
@@ -52,13 +72,16 @@ def pages(tmp_path_factory):
 
 
 @requires_chromium
-@pytest.mark.parametrize("name", ["demo", "sweep", "comparison", "index"])
+@pytest.mark.parametrize(
+    "name", ["demo", "sweep", "comparison", "index", "compare", "forecast", "summary"]
+)
 def test_report_fits_1400_px_and_every_image_loads(pages, name, tmp_path):
     shot = tmp_path / f"{name}.png"
     page = check_page(pages[name], width=1400, screenshot=shot)
     assert page.viewport == 1400
     assert page.fits, page.problems()
-    assert page.images, f"{name} shows no image"
+    if name != "summary":  # the many-run summary is a table only
+        assert page.images, f"{name} shows no image"
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 

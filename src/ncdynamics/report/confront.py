@@ -63,6 +63,8 @@ VERDICT_COLOURS = {
 _OWN_CSS = (
     """
 table.wide{display:block;max-width:100%;overflow-x:auto}
+table.fit{width:100%;table-layout:fixed}
+table.fit th,table.fit td{white-space:normal;overflow-wrap:anywhere;font-size:.85em}
 td,th{overflow-wrap:break-word} th{white-space:nowrap} td.num{text-align:right;white-space:nowrap}
 .verdict{display:inline-block;padding:.05em .5em;border-radius:.7em;color:#fff;
 font-size:.85em;white-space:nowrap;background:#444}
@@ -104,8 +106,15 @@ def _badge(verdict: str) -> str:
     return f'<span class="verdict v-{slug}">{_text(verdict)}</span>'
 
 
-def _table(head: Sequence[str], rows: Sequence[Sequence[str]], numeric: Sequence[int] = ()) -> str:
-    """An HTML table in a box that scrolls by itself; cells are HTML already."""
+def _table(
+    head: Sequence[str],
+    rows: Sequence[Sequence[str]],
+    numeric: Sequence[int] = (),
+    *,
+    fit: bool = False,
+) -> str:
+    """An HTML table in a box that scrolls by itself, or (``fit``) one whose columns share
+    the page width and wrap their text; cells are HTML already."""
     if not rows:
         return ""
     th = "".join(f"<th>{_text(h)}</th>" for h in head)
@@ -118,7 +127,7 @@ def _table(head: Sequence[str], rows: Sequence[Sequence[str]], numeric: Sequence
         + "</tr>"
         for r in rows
     )
-    return f'<table class="wide"><tr>{th}</tr>{body}</table>'
+    return f'<table class="{"fit" if fit else "wide"}"><tr>{th}</tr>{body}</table>'
 
 
 # ---------------------------------------------------------------------------- figures
@@ -707,7 +716,7 @@ def write_summary_report(results: list[RunResult], out: Path) -> Path:
             '<a href="summary.csv">summary.csv</a> and <a href="summary.tex">summary.tex</a>.'
             "</p>"
         )
-        page = _page("compare: summary", intro, _table(list(table.columns), rows))
+        page = _page("compare: summary", intro, _table(list(table.columns), rows, fit=True))
         (tmp / "summary.html").write_text(page)
         (tmp / "report.html").write_text(page)
 
