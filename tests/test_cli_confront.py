@@ -156,3 +156,18 @@ def test_force_fits_a_stream_outside_the_regime(tmp_path, monkeypatch, capsys):
     assert main(["compare", str(run.path), "--force"]) == 0
     out = capsys.readouterr().out
     assert "fitted anyway (--force): holds" in out and "rate=0.2" in out
+
+
+def test_compare_prints_its_verdicts_as_csv_or_latex_and_writes_them(demo_run, capsys):
+    assert main(["compare", str(demo_run), "--format", "csv"]) == 0
+    out = capsys.readouterr().out
+    written = demo_run / "compare" / "verdicts.csv"
+    frame = pd.read_csv(written)
+    assert list(frame.columns) == ["theory", "stream", "verdict", "window", "parameters", "reason"]
+    assert len(frame) == 7 and set(frame["theory"]) >= {"alignment", "hadamard", "lesde"}
+    assert written.read_text() in out
+    fitted = frame[frame["theory"] == "alignment"].dropna(subset=["parameters"])
+    assert fitted["parameters"].str.contains(r"inv_tau_h = .* \[.*\] 1/epoch").all()
+    assert main(["compare", str(demo_run), "--format", "latex"]) == 0
+    tex = (demo_run / "compare" / "verdicts.tex").read_text()
+    assert "\\begin{tabular}" in tex and "ntk\\_collapse" in tex

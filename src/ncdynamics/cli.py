@@ -170,6 +170,7 @@ def _build_parser() -> argparse.ArgumentParser:
         "table (summary.csv, summary.tex, summary.html).",
     )
     cmp_.add_argument("run_dir", type=Path, nargs="+", help="run directory, or several, or a sweep")
+    _format_flag(cmp_, "OUT/verdicts.csv or OUT/verdicts.tex (summary.csv/.tex for many runs)")
     cmp_.add_argument(
         "--out",
         type=Path,
@@ -494,9 +495,10 @@ def _cmd_compare(args: argparse.Namespace) -> int:
 
     force = getattr(args, "force", False)
     windows = not getattr(args, "no_windows", False)
+    fmt = getattr(args, "format", "text")
     dirs = args.run_dir if isinstance(args.run_dir, list) else [args.run_dir]
     if len(dirs) > 1 or is_sweep(dirs[0]):
-        return _compare_many(dirs, args.out, force=force, windows=windows)
+        return _compare_many(dirs, args.out, force=force, windows=windows, fmt=fmt)
     from . import report
 
     run = confront.read_run(dirs[0])
@@ -506,6 +508,11 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     _print_compare(entries)
     path = report.write_compare_report(entries, run.path, out)
     print(f"report: {path}")
+    if fmt != "text":
+        from .experiments.compare_many import verdict_table
+
+        suffix = "csv" if fmt == "csv" else "tex"
+        _print_table(verdict_table(entries), fmt, path.parent / f"verdicts.{suffix}", index=False)
     return 0
 
 
@@ -537,7 +544,9 @@ def _cmd_claims(args: argparse.Namespace) -> int:
     return 0
 
 
-def _compare_many(dirs: Sequence[Path], out: Path | None, *, force: bool, windows: bool) -> int:
+def _compare_many(
+    dirs: Sequence[Path], out: Path | None, *, force: bool, windows: bool, fmt: str = "text"
+) -> int:
     from .experiments import confront
     from .experiments.compare_many import compare_runs, expand_run_dirs, summary_table
     from .report.confront import write_summary_report
@@ -549,8 +558,13 @@ def _compare_many(dirs: Sequence[Path], out: Path | None, *, force: bool, window
         raise ValueError(f"`run_dir` {str(dirs[0])!r} holds no runs to compare.")
     results = compare_runs(dirs, force=force, windows=windows)
     table = summary_table(results)
-    _print_frame(table, list(table.columns))
+    if fmt == "text":
+        _print_frame(table, list(table.columns))
     path = write_summary_report(results, out)
+    if fmt == "csv":
+        _print_table(table, fmt, path.parent / "summary.csv", index=False, write=False)
+    elif fmt == "latex":  # summary.tex is the package-free tabular the report writes
+        print((path.parent / "summary.tex").read_text(), end="")
     print(f"summary: {path.parent / 'summary.csv'}, summary.tex, summary.html")
     return 0
 

@@ -22,6 +22,7 @@ from .confront import CompareEntry, compare, read_run
 from .sweep import is_sweep
 
 __all__ = [
+    "verdict_table",
     "RunResult",
     "compare_runs",
     "expand_run_dirs",
@@ -119,6 +120,25 @@ def format_param(entry: CompareEntry, name: str) -> str:
 def _column(entry: CompareEntry) -> str:
     stream = entry.stream.rstrip("/.") if entry.stream not in ("", "(no prefix)") else ""
     return f"{entry.theory} ({stream})" if stream else entry.theory
+
+
+def verdict_table(entries: Sequence[CompareEntry]) -> pd.DataFrame:
+    """One row per theory and stream of one run: verdict, window, key parameters with their
+    intervals and units, and the reason (what ``ncdyn compare --format csv|latex`` prints)."""
+    rows = []
+    for e in entries:
+        window = e.verdict.window
+        rows.append(
+            {
+                "theory": e.theory,
+                "stream": e.stream,
+                "verdict": e.verdict.verdict,
+                "window": f"{window[0]:g}-{window[1]:g}" if window else "",
+                "parameters": "; ".join(format_param(e, n) for n in key_params(e)),
+                "reason": e.verdict.reason,
+            }
+        )
+    return pd.DataFrame(rows)
 
 
 def summary_table(results: Sequence[RunResult]) -> pd.DataFrame:
