@@ -299,6 +299,12 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     swp.add_argument("--threads", type=int, default=1, help="intra-op threads per worker")
     swp.add_argument(
+        "--device",
+        default="auto",
+        help="where each run trains: auto (CUDA when the worker has it, the default), cpu, "
+        "cuda or cuda:N",
+    )
+    swp.add_argument(
         "--retries", type=int, default=1, help="extra attempts for a failed run (default 1)"
     )
     swp.add_argument("--no-progress", action="store_true", help="hide the progress bar")
@@ -380,6 +386,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
             retries=args.retries,
             after_run=report.write_report,
             progress=not args.no_progress,
+            device=args.device,
         )
     path = report.write_sweep_report(result.path)
     if args.format == "csv":  # the whole table, as table.csv holds it

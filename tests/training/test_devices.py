@@ -50,3 +50,17 @@ def test_a_run_records_its_device(tmp_path):
 def test_cuda_device_is_current_inside_a_run():
     with use_device("cuda") as dev:
         assert current_device().type == "cuda" and dev.type == "cuda"
+
+
+def test_a_sweep_passes_its_device_to_every_run_and_checks_the_spelling(tmp_path):
+    from ncdynamics import experiments
+
+    res = experiments.sweep(
+        "truncation.e1", "smoke", tmp_path / "s", grid={"n_seeds": [1, 2]}, device="cpu"
+    )
+    for run_dir in sorted(p for p in res.path.iterdir() if (p / "status.json").is_file()):
+        assert experiments.confront.read_run(run_dir).status["device"] == "cpu"
+    with pytest.raises(ValueError, match="`device` must be"):
+        experiments.sweep(
+            "truncation.e1", "smoke", tmp_path / "t", grid={"n_seeds": [1]}, device="tpu"
+        )

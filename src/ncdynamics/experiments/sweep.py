@@ -201,8 +201,10 @@ def _execute_point(
     seed: int,
     config: dict[str, Any],
     after_run: Callable[[runs.Run], Any] | None,
+    device: str = "auto",
 ) -> str:
-    """Run (or resume) one run of a sweep in this process; returns its final state."""
+    """Run (or resume) one run of a sweep in this process, on ``device`` (resolved here, in
+    the worker); returns its final state."""
     from ._registry import run as run_experiment
 
     root = Path(sweep_dir)
@@ -221,6 +223,7 @@ def _execute_point(
             seed=seed,
             resume=state is not None,
             progress=False,
+            device=device,
             **config,
         )
     else:
@@ -413,6 +416,7 @@ def sweep(
     retries: int = 1,
     after_run: Callable[[runs.Run], Any] | None = None,
     progress: bool = False,
+    device: str = "auto",
 ) -> SweepResult:
     """Run experiment ``name`` over a grid of config values and seeds.
 
@@ -433,6 +437,9 @@ def sweep(
         the worker, e.g. :func:`ncdynamics.report.write_report`.
     progress : bool, default=False
         Show a progress bar over runs.
+    device : {"auto", "cpu", "cuda", "cuda:N"}, default="auto"
+        Where each run trains, resolved by the worker that runs it (``auto``: CUDA when that
+        worker has it); only the spelling is checked here.
 
     Returns
     -------
@@ -445,7 +452,10 @@ def sweep(
     KeyboardInterrupt
         After the running runs were stopped and the table written; run again to resume.
     """
+    from ..training.devices import check_device_spec
+
     retries = check_int(retries, "retries", low=0)
+    device = check_device_spec(device)
     points = expand_grid(name, preset, grid=grid, seeds=seeds, overrides=overrides)
     path = Path(out) if out is not None else Path("runs") / f"sweep-{name}-{preset}"
     overrides = dict(overrides or {})
@@ -461,7 +471,17 @@ def sweep(
     state, lock = _open_sweep_dir(path, meta)
     try:
         return _sweep_locked(
-            path, state, points, name, preset, overrides, executor, retries, after_run, progress
+            path,
+            state,
+            points,
+            name,
+            preset,
+            overrides,
+            executor,
+            retries,
+            after_run,
+            progress,
+            device,
         )
     finally:
         lock.release()
@@ -478,6 +498,7 @@ def _sweep_locked(
     retries: int,
     after_run: Callable[[runs.Run], Any] | None,
     progress: bool,
+    device: str = "auto",
 ) -> SweepResult:
     """The body of :func:`sweep`, run while this process holds the sweep directory's lock."""
     states = {p.run_id: _run_state(path / p.run_id, path) for p in points}
@@ -511,6 +532,7 @@ def _sweep_locked(
                         p.seed,
                         {**overrides, **p.values},
                         after_run,
+                        device,
                     ),
                 )
                 for p in queue

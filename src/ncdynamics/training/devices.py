@@ -16,7 +16,7 @@ from collections.abc import Iterator
 
 import torch
 
-__all__ = ["current_device", "resolve_device", "use_device"]
+__all__ = ["check_device_spec", "current_device", "resolve_device", "use_device"]
 
 _CURRENT: contextvars.ContextVar[torch.device | None] = contextvars.ContextVar(
     "ncdynamics_device", default=None
@@ -55,6 +55,23 @@ def resolve_device(device: str | torch.device | None = "auto") -> torch.device:
                 f"{count} (0..{count - 1})."
             )
     return dev
+
+
+def check_device_spec(device: str) -> str:
+    """``device`` if it is spelled as :func:`resolve_device` accepts, without checking that
+    this machine has it (a sweep's workers may run elsewhere); ``ValueError`` otherwise."""
+    spec = str(device).strip().lower()
+    if spec == "auto":
+        return spec
+    try:
+        dev = torch.device(spec)
+    except (RuntimeError, TypeError) as exc:
+        raise ValueError(
+            f"`device` must be 'auto', 'cpu', 'cuda' or 'cuda:N'; got {device!r}."
+        ) from exc
+    if dev.type not in ("cpu", "cuda"):
+        raise ValueError(f"`device` must be 'auto', 'cpu', 'cuda' or 'cuda:N'; got {device!r}.")
+    return spec
 
 
 def current_device() -> torch.device:
