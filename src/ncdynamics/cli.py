@@ -470,7 +470,7 @@ def _fractions(text: str, name: str) -> tuple[float, ...]:
 def _print_compare(entries: Sequence[Any]) -> None:
     for e in entries:
         stream = e.stream or "-"
-        print(f"{e.theory:<14}{stream:<18}{e.status:<16}{e.verdict.verdict:<19}{e.verdict.reason}")
+        print(f"{e.theory:<14}{stream:<18}{e.verdict.verdict:<19}{e.verdict.reason}")
         if e.fit is None:
             continue
         fit = e.fit
