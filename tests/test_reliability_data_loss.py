@@ -138,3 +138,19 @@ def test_symlinked_out_is_refused(tmp_path):
     with pytest.raises(FileExistsError, match="symbolic link"):
         write_compare_report(confront.compare(run), run.path, tmp_path / "link")
     assert (tmp_path / "link").is_symlink() and (out / "report.html").is_file()
+
+
+def test_replacing_an_output_never_touches_a_user_path_named_like_its_trash(tmp_path):
+    import os
+
+    run = _lesde_run(tmp_path / "run")
+    out = tmp_path / "out"
+    write_compare_report(confront.compare(run), run.path, out)
+    decoy = tmp_path / f".out-old-{os.getpid()}"  # the name an earlier version moved into
+    decoy.mkdir()
+    (decoy / "keep.txt").write_text("mine")
+    write_compare_report(confront.compare(run), run.path, out)  # replaces its own output
+    assert (decoy / "keep.txt").read_text() == "mine"
+    assert (out / "report.html").is_file()
+    leftovers = [p.name for p in tmp_path.iterdir() if p.name.startswith(".out-")]
+    assert leftovers == [decoy.name]

@@ -530,10 +530,12 @@ def _write_dir(out: Path, command: str, fill: Callable[[Path], None]) -> Path:
         write_output_marker(tmp, command)
         check_output_dir(out, command)
         if out.exists():
-            old = out.with_name(f".{out.name}-old-{os.getpid()}")
-            os.replace(out, old)
+            # the old output moves into a fresh directory of our own, so no other path (a
+            # user's file with a guessable name) can be in the way or removed with it
+            trash = Path(tempfile.mkdtemp(prefix=f".{out.name}-old-", dir=out.parent))
+            os.replace(out, trash / out.name)
             os.replace(tmp, out)
-            shutil.rmtree(old, ignore_errors=True)
+            shutil.rmtree(trash, ignore_errors=True)
         else:
             os.replace(tmp, out)
     except BaseException:
