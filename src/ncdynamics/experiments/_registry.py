@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import runs, theories
+from .._reasons import one_line_reason
 from .._validation import check_int, check_option
 from ..runs._io import write_bytes
-from ..runs._store import one_line_reason
 from ..theories.experiment import PRESETS, ExperimentSpec, config_to_dict
 
 if TYPE_CHECKING:  # torch is imported by a run, not by listing or comparing experiments

@@ -45,6 +45,7 @@ import numpy as np
 import pandas as pd
 
 from .. import runs, theories
+from .._reasons import one_line_reason
 from .._validation import check_scalar
 from ..runs._outputs import OUTPUT_FORMAT as OUTPUT_FORMAT
 from ..runs._outputs import check_output_dir as check_output_dir
@@ -264,11 +265,6 @@ def _streams_of(run: runs.Run) -> tuple[runs.Run, pd.DataFrame]:
     return cast("runs.Run", _ReadOnce(run)), run.metrics_wide()
 
 
-def _line(exc: BaseException) -> str:
-    msg = str(exc).splitlines()[0] if str(exc) else ""
-    return f"{type(exc).__name__}: {msg}"
-
-
 def check_regime(conf: Confrontation, stream: Stream) -> list[RegimeCheck]:
     """Each assumption of ``conf`` with the reason ``stream`` is outside it (or ``None``).
 
@@ -280,7 +276,7 @@ def check_regime(conf: Confrontation, stream: Stream) -> list[RegimeCheck]:
         try:
             out.append((a, a.check(stream)))
         except Exception as exc:  # a broken check must not hide the fit
-            out.append((a, f"could not check: {_line(exc)}"))
+            out.append((a, f"could not check: {one_line_reason(exc)}"))
     return out
 
 
@@ -296,7 +292,7 @@ def _fit_entry(
     try:
         observed = conf.observe(stream)
     except Exception as exc:
-        return CompareEntry(conf.theory, label, Verdict("error", _line(exc)))
+        return CompareEntry(conf.theory, label, Verdict("error", one_line_reason(exc)))
     regime = check_regime(conf, stream)
     reasons = out_of_regime_reasons(regime)
     if reasons and not force:
@@ -326,7 +322,11 @@ def _fit_entry(
         )
     except Exception as exc:  # one theory failing on one stream must not stop the others
         return CompareEntry(
-            conf.theory, label, Verdict("error", _line(exc)), observed=observed, regime=regime
+            conf.theory,
+            label,
+            Verdict("error", one_line_reason(exc)),
+            observed=observed,
+            regime=regime,
         )
     n = n_records_of(fit, observed)
     verdict = judge(fit, observed, n_records=n)
@@ -584,7 +584,7 @@ def _forecast_entry(
     try:
         observed = conf.observe(stream)
     except Exception as exc:
-        return ForecastEntry(conf.theory, label, Verdict("error", _line(exc)))
+        return ForecastEntry(conf.theory, label, Verdict("error", one_line_reason(exc)))
     if not observed:
         return ForecastEntry(conf.theory, label, Verdict("error", "no observable could be read"))
     regime = check_regime(conf, stream)
@@ -609,7 +609,7 @@ def _forecast_entry(
             origins.append(Origin(cut, how, Verdict("out of regime", str(exc))))
             continue
         except Exception as exc:
-            origins.append(Origin(cut, how, Verdict("error", _line(exc))))
+            origins.append(Origin(cut, how, Verdict("error", one_line_reason(exc))))
             continue
         verdict = judge(fit, seen, n_records=n_records_of(fit, seen))
         origins.append(Origin(cut, how, verdict, fit, _score_origin(fit, observed, cut)))

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from multiprocessing.connection import wait
 from typing import Any
 
+from .._reasons import one_line_reason
 from .._validation import check_int
 
 __all__ = ["Executor", "LocalExecutor", "Outcome", "RayExecutor", "Task", "make_executor"]
@@ -67,11 +68,6 @@ class Outcome:
     value: Any = None
     error: str | None = None
     seconds: float = 0.0
-
-
-def _one_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
 
 
 def _set_threads(threads: int) -> None:
@@ -147,11 +143,11 @@ def _worker_main(conn: Any, threads: int, parent: int) -> None:
                 pass
             return
         except BaseException as exc:  # noqa: BLE001 - reported to the parent, worker lives on
-            reply = (False, _one_line(exc))
+            reply = (False, one_line_reason(exc))
         try:
             conn.send(reply)
         except Exception as exc:  # an unpicklable return value
-            conn.send((False, f"could not return the result: {_one_line(exc)}"))
+            conn.send((False, f"could not return the result: {one_line_reason(exc)}"))
 
 
 class _Worker:
@@ -358,9 +354,11 @@ class RayExecutor(Executor):
                         value = ray.get(ref)
                     except ray.exceptions.RayTaskError as exc:
                         cause = exc.cause if getattr(exc, "cause", None) is not None else exc
-                        yield Outcome(task.key, False, error=_one_line(cause), seconds=elapsed)
+                        yield Outcome(
+                            task.key, False, error=one_line_reason(cause), seconds=elapsed
+                        )
                     except ray.exceptions.RayError as exc:  # worker died, node lost, ...
-                        yield Outcome(task.key, False, error=_one_line(exc), seconds=elapsed)
+                        yield Outcome(task.key, False, error=one_line_reason(exc), seconds=elapsed)
                     else:
                         yield Outcome(task.key, True, value=value, seconds=elapsed)
         except BaseException:

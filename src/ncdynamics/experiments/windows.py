@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import NDArray
 
+from .._reasons import one_line_reason
 from ..theories.confrontation import Confrontation, NotApplicable, Series, Stream, TheoryFit
 from ..theories.verdict import Verdict, judge
 
@@ -185,9 +186,9 @@ def _fit_one(
     try:
         fit = conf.fit(window)
     except NotApplicable as exc:
-        return WindowFit(since, until, n, Verdict("out of regime", _line(exc)))
+        return WindowFit(since, until, n, Verdict("out of regime", str(exc)))
     except Exception as exc:  # one window failing must not stop the others
-        return WindowFit(since, until, n, Verdict("error", _line(exc)))
+        return WindowFit(since, until, n, Verdict("error", one_line_reason(exc)))
     verdict = judge(fit, seen, n_records=n_records_of(fit, seen))
     return WindowFit(since, until, n, verdict, dict(fit.params), dict(fit.intervals))
 
@@ -226,11 +227,6 @@ def best_window(windows: list[WindowFit]) -> WindowFit | None:
     if not holding:
         return None
     return max(holding, key=lambda w: (w.until - w.since, w.until))
-
-
-def _line(exc: BaseException) -> str:
-    msg = str(exc).splitlines()[0] if str(exc) else ""
-    return f"{type(exc).__name__}: {msg}" if not isinstance(exc, NotApplicable) else msg
 
 
 def span_of(observed: Mapping[str, Series]) -> tuple[float, float]:

@@ -46,6 +46,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
+from .._reasons import one_line_reason
 from ._checkpoint import load_checkpoint_file, reason
 from ._errors import RunCorruptError, RunExistsError, RunInUseError
 from ._io import _json_default, atomic_write, read_json, write_json, write_npy
@@ -83,12 +84,6 @@ _NAME_RE = re.compile(r"^[A-Za-z0-9_.\-]+$")
 def _escape(value: Any) -> str:
     """``str(value)`` escaped for HTML text and attributes (runs/ does not import report/)."""
     return html.escape(str(value), quote=True)
-
-
-def one_line_reason(exc: BaseException) -> str:
-    """``"<ExceptionType>: <first line of its message>"``, the reason stored for a failed run."""
-    lines = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__
 
 
 def _now() -> str:

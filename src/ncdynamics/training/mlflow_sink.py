@@ -24,7 +24,6 @@ import tempfile
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 from urllib.parse import urlparse
 
@@ -32,7 +31,8 @@ import numpy as np
 import torch
 from numpy.typing import ArrayLike
 
-from .sinks import flatten_config, one_line
+from .._reasons import one_line_reason
+from .sinks import EndsOnce, flatten_config
 
 __all__ = ["MLflowSink", "flatten_params"]
 
@@ -70,7 +70,7 @@ def _resolve_uri(tracking_uri: str | os.PathLike[str] | None) -> tuple[str, bool
     return text, scheme == "file"
 
 
-class MLflowSink:
+class MLflowSink(EndsOnce):
     """A Recorder sink writing one MLflow run.
 
     Scalars go to ``log_batch`` as metrics with the record's step (names such as
@@ -173,31 +173,13 @@ class MLflowSink:
         """Nothing to do: every call above is written when made."""
 
     # ---------------------------------------------------------------- ending the run
-    def finish(self, error: BaseException | str | None = None) -> None:
+    def _end(self, error: BaseException | str | None) -> None:
         """End the MLflow run: ``FINISHED``, or ``FAILED`` with the error's one-line reason
         as the tag ``ncdynamics.error``. Idempotent; a run given by ``run_id`` is left open."""
-        if self._finished:
-            return
-        self._finished = True
         if error is not None:
-            self.client.set_tag(self.run_id, "ncdynamics.error", one_line(error)[:5000])
+            self.client.set_tag(self.run_id, "ncdynamics.error", one_line_reason(error)[:5000])
         if self._owns_run:
             self.client.set_terminated(self.run_id, "FAILED" if error is not None else "FINISHED")
-
-    def close(self) -> None:
-        """Same as :meth:`finish` without an error."""
-        self.finish()
-
-    def __enter__(self) -> MLflowSink:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.finish(exc)
 
     def __repr__(self) -> str:
         return f"MLflowSink(run_id={self.run_id!r}, tracking_uri={self.tracking_uri!r})"

@@ -17,7 +17,8 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections.abc import Mapping
-from typing import Any
+from types import TracebackType
+from typing import Any, Self
 
 import numpy as np
 import torch
@@ -32,7 +33,6 @@ __all__ = [
     "finish_sink",
     "flatten_config",
     "lightning_callback",
-    "one_line",
 ]
 
 
@@ -79,13 +79,37 @@ class TeeSink:
             finish_sink(s, error)
 
 
-def one_line(error: BaseException | str) -> str:
-    """``"<ExceptionType>: <first line of its message>"`` (a string: its first line), the
-    reason a failed run stores; the trackers' sinks store the same."""
-    if isinstance(error, str):
-        return error.strip().splitlines()[0] if error.strip() else ""
-    lines = str(error).strip().splitlines()
-    return f"{type(error).__name__}: {lines[0]}" if lines else type(error).__name__
+class EndsOnce:
+    """Mixin of a tracker's sink whose run ends once: :meth:`finish` (with the error, if
+    any), :meth:`close`, and ``with sink:`` (which finishes with the block's exception).
+    Subclasses implement :meth:`_end` and set ``self._finished = False``."""
+
+    _finished: bool = False
+
+    def _end(self, error: BaseException | str | None) -> None:
+        raise NotImplementedError
+
+    def finish(self, error: BaseException | str | None = None) -> None:
+        """End the tracker's run (see :meth:`_end`); later calls do nothing."""
+        if self._finished:
+            return
+        self._finished = True
+        self._end(error)
+
+    def close(self) -> None:
+        """Same as :meth:`finish` without an error."""
+        self.finish()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.finish(exc)
 
 
 def flatten_config(config: Mapping[str, Any] | Any, name: str = "config") -> dict[str, Any]:

@@ -20,15 +20,15 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from types import TracebackType
 from typing import Any, Literal
 
 import numpy as np
 import torch
 from numpy.typing import ArrayLike
 
+from .._reasons import one_line_reason
 from .._validation import check_option
-from .sinks import flatten_config, one_line
+from .sinks import EndsOnce, flatten_config
 
 __all__ = ["WandbSink"]
 
@@ -46,7 +46,7 @@ def _import_wandb() -> Any:
     return wandb
 
 
-class WandbSink:
+class WandbSink(EndsOnce):
     """A Recorder sink writing one Weights & Biases run.
 
     Scalars go to ``run.log(values, step=step)`` (the Recorder's step is W&B's step, so
@@ -134,31 +134,13 @@ class WandbSink:
         """Nothing to do: W&B sends records in the background."""
 
     # ---------------------------------------------------------------- ending the run
-    def finish(self, error: BaseException | str | None = None) -> None:
+    def _end(self, error: BaseException | str | None) -> None:
         """Finish the W&B run (exit code 1 and the summary key ``ncdynamics/error`` when
         ``error`` is given). Idempotent; a run passed in with ``run=`` is left open."""
-        if self._finished:
-            return
-        self._finished = True
         if error is not None:
-            self.run.summary["ncdynamics/error"] = one_line(error)
+            self.run.summary["ncdynamics/error"] = one_line_reason(error)
         if self._owns_run:
             self.run.finish(exit_code=1 if error is not None else 0)
-
-    def close(self) -> None:
-        """Same as :meth:`finish` without an error."""
-        self.finish()
-
-    def __enter__(self) -> WandbSink:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.finish(exc)
 
     def __repr__(self) -> str:
         return f"WandbSink(run={getattr(self.run, 'id', None)!r})"
