@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 export OMP_NUM_THREADS ?= 1
 export MPLBACKEND := Agg
 
-.PHONY: venv demo test test-slow test-all doctest bench lint clean claims
+.PHONY: venv demo test test-slow test-all doctest bench lint clean claims claims-cpu
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -41,6 +41,12 @@ doctest: $(STAMP)
 # The generated claims tables of docs/theories/*.md, from every experiment's smoke run.
 claims: $(STAMP)
 	$(BIN)/ncdyn claims --smoke --update-docs docs
+
+# The cpu-preset claims tables: every theory experiment's cpu preset over seeds 0, 1, 2 (hours
+# on two cores; killed, it resumes where it stopped). ONLY=a.b,c.d limits it to some experiments.
+claims-cpu: $(STAMP)
+	$(BIN)/ncdyn claims --run cpu --seeds 0,1,2 $(if $(ONLY),--only $(ONLY)) \
+		--out runs/claims-cpu --save docs/theories/claims-cpu.json --update-docs docs
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks

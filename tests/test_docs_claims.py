@@ -10,6 +10,7 @@ from ncdynamics import experiments
 from ncdynamics.experiments import claims
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
+CPU_ROWS = DOCS / "theories" / "claims-cpu.json"
 THEORIES = ("alignment", "hadamard", "lesde", "ntk_collapse", "truncation")
 
 
@@ -46,7 +47,8 @@ def test_collect_counts_runs_and_averages_numbers(tmp_path):
         )
     (rows,) = claims.collect([tmp_path])
     assert rows.held_text() == "2/3 runs" and rows.ours_text() == "2 ± 1"
-    assert claims.markdown_table([rows]).splitlines()[2] == "| c \\| d | 2/3 runs | 2 ± 1 |"
+    line = claims.markdown_table([rows]).splitlines()[2]
+    assert line == "| c \\| d | (the whole claim) | — | 2/3 runs | 2 ± 1 |"
     page = tmp_path / "docs" / "p.md"
     page.parent.mkdir()
     page.write_text("a\n<!-- claims:begin x.y cpu -->\nold\n<!-- claims:end -->\nb\n")
@@ -59,3 +61,94 @@ def test_collect_names_a_path_that_is_not_a_run(tmp_path):
         claims.collect([tmp_path / "nope"])
     with pytest.raises(ValueError, match="holds no run"):
         claims.collect([tmp_path])
+
+
+def _write_run(root, name, experiment, seed, claim_records, device="cpu"):
+    import json
+
+    d = root / name
+    d.mkdir(parents=True)
+    (d / "config.json").write_text(
+        json.dumps({"experiment": experiment, "preset": "cpu", "seed": seed})
+    )
+    (d / "summary.json").write_text(json.dumps({"claims": claim_records}))
+    status = {"device": device, "versions": {"ncdynamics": "9.9", "ncdynamics_commit": "abc"}}
+    (d / "status.json").write_text(json.dumps(status))
+    return d
+
+
+def test_each_part_is_counted_over_seeds(tmp_path):
+    from ncdynamics.theories.claims import Part, claim
+
+    for seed, (at_init, trained) in enumerate([(-0.9, -0.8), (0.1, -0.7), (0.2, -0.9)]):
+        rec = claim(
+            "trend after training, absent at init",
+            "Fig. 14",
+            [
+                Part("after training", "rho < -0.5", trained, trained < -0.5),
+                Part("absent at init", "|rho| < 0.3", {"rho": at_init}, abs(at_init) < 0.3),
+            ],
+        )
+        _write_run(tmp_path, f"s{seed}", "x.y", seed, [rec])
+    after, init = claims.collect([tmp_path])
+    assert (after.part, after.held_text()) == ("after training", "3/3 runs")
+    assert (init.part, init.held_text(), init.criterion) == (
+        "absent at init",
+        "2/3 runs",
+        "|rho| < 0.3",
+    )
+    assert init.ours_text() == "rho: -0.2 ± 0.61"
+    table = claims.markdown_table([after, init], provenance=True).splitlines()
+    assert table[2].startswith("| Fig. 14: trend after training, absent at init | after training |")
+    assert table[3].startswith("|  | absent at init | \\|rho\\| < 0.3 | 2/3 runs |")
+    assert table[-1] == "Seeds 0, 1, 2; ncdynamics 9.9 @ abc on cpu."
+
+
+def test_saved_rows_merge_by_experiment_and_round_trip(tmp_path):
+    rec = {"claim": "c", "held": True, "ours": 1.0}
+    _write_run(tmp_path / "a", "s0", "x.one", 0, [rec])
+    _write_run(tmp_path / "b", "s0", "x.two", 0, [rec])
+    store = tmp_path / "rows.json"
+    claims.save_rows(claims.collect([tmp_path / "a", tmp_path / "b"]), store)
+    _write_run(tmp_path / "c", "s1", "x.two", 1, [{"claim": "c", "held": False, "ours": 3.0}])
+    claims.save_rows(claims.collect([tmp_path / "c"]), store)
+    rows = claims.load_rows(store)
+    assert [(r.experiment, r.held, r.seeds) for r in rows] == [
+        ("x.one", [True], [0]),
+        ("x.two", [False], [1]),
+    ]
+    assert claims.markdown_table(rows[:1]) == claims.markdown_table(
+        claims.collect([tmp_path / "a"])
+    )
+    store.write_text("{}")
+    with pytest.raises(ValueError, match="JSON list"):
+        claims.load_rows(store)
+
+
+def test_docs_cpu_tables_are_generated_from_the_stored_cpu_runs():
+    """Every `cpu` region in the docs is the table of the rows kept in claims-cpu.json (written
+    by `ncdyn claims RUN... --save docs/theories/claims-cpu.json --update-docs docs`)."""
+    rows = claims.load_rows(CPU_ROWS)
+    cpu_regions = {k: v for k, v in claims.regions(DOCS).items() if k[1] == "cpu"}
+    stale = []
+    for (name, preset), (page, body) in cpu_regions.items():
+        group = [r for r in rows if (r.experiment, r.preset) == (name, preset)]
+        if not group or body != claims.markdown_table(group, provenance=True):
+            stale.append(f"{name} in {page.name}")
+    assert not stale, f"cpu claims tables not generated from {CPU_ROWS.name}: {stale}"
+
+
+def test_cli_claims_runs_seeds_and_keeps_completed_runs(tmp_path, capsys):
+    from ncdynamics.cli import main
+
+    args = ["claims", "--run", "smoke", "--seeds", "0,1", "--only", "truncation.e6"]
+    args += ["--out", str(tmp_path / "runs"), "--save", str(tmp_path / "rows.json")]
+    assert main(args) == 0
+    first = (tmp_path / "runs" / "truncation.e6" / "seed1" / "summary.json").stat().st_mtime_ns
+    assert main(args) == 0  # completed runs are kept, not run again
+    after = (tmp_path / "runs" / "truncation.e6" / "seed1" / "summary.json").stat().st_mtime_ns
+    assert first == after
+    rows = claims.load_rows(tmp_path / "rows.json")
+    assert rows and all(sorted(r.seeds) == [0, 1] for r in rows)
+    assert "2/2 runs" in capsys.readouterr().out
+    assert main(["claims", "--run", "smoke", "--seeds", "1,x"]) == 2

@@ -236,6 +236,31 @@ def _build_parser() -> argparse.ArgumentParser:
         help="first run every experiment's smoke preset (seed 0) in a temporary directory",
     )
     clm.add_argument(
+        "--run",
+        choices=("smoke", "cpu", "paper"),
+        default=None,
+        metavar="PRESET",
+        help="first run this preset of the experiments (--only) for every seed (--seeds) "
+        "into --out/NAME/seedK; completed runs there are kept, unfinished ones resumed",
+    )
+    clm.add_argument(
+        "--seeds", default="0,1,2", help="seeds for --run, comma-separated (default 0,1,2)"
+    )
+    clm.add_argument(
+        "--only",
+        default=None,
+        help="experiments for --run, comma-separated (default: every theory's experiments)",
+    )
+    clm.add_argument("--out", type=Path, default=Path("runs/claims"), help="folder of --run's runs")
+    clm.add_argument(
+        "--save",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="also keep the rows in the JSON file FILE (rows of the same experiment and "
+        "preset replaced, others kept), e.g. docs/theories/claims-cpu.json",
+    )
+    clm.add_argument(
         "--update-docs",
         type=Path,
         default=None,
@@ -523,16 +548,35 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def _comma_list(text: str, name: str) -> list[str]:
+    items = [x.strip() for x in text.split(",") if x.strip()]
+    if not items:
+        raise ValueError(f"`{name}` must be a comma-separated list; got {text!r}.")
+    return items
+
+
 def _cmd_claims(args: argparse.Namespace) -> int:
     import tempfile
 
     from .experiments import claims, list_experiments
 
-    if not args.runs and not args.smoke:
-        raise ValueError("`runs` must name at least one run directory (or pass --smoke).")
+    if not args.runs and not args.smoke and args.run is None:
+        raise ValueError("`runs` must name at least one run directory (or pass --smoke or --run).")
+    names = [s.name for s in list_experiments() if "." in s.name]  # theories' own
+    made: list[Path] = []
+    if args.run is not None:
+        only = names if args.only is None else _comma_list(args.only, "--only")
+        unknown = sorted(set(only) - set(names))
+        if unknown:
+            raise ValueError(f"`--only` must name registered experiments; got {unknown}.")
+        try:
+            seed_list = [_seed(v) for v in _comma_list(args.seeds, "--seeds")]
+        except argparse.ArgumentTypeError as exc:
+            raise ValueError(f"`--seeds`: {exc}.") from None
+        made = claims.run_presets(only, args.run, args.out, seeds=seed_list, progress=True)
     with tempfile.TemporaryDirectory() as tmp:
-        names = [s.name for s in list_experiments() if "." in s.name]  # theories' own
-        made = claims.run_smoke(names, tmp) if args.smoke else []
+        if args.smoke:
+            made += claims.run_smoke(names, tmp)
         rows = claims.collect([*args.runs, *made])
     if not rows:
         print("no claims found in these runs")
@@ -545,6 +589,8 @@ def _cmd_claims(args: argparse.Namespace) -> int:
         seeds = ", ".join(map(str, sorted(set(first.seeds))))
         print(f"\n## {experiment} ({preset}; seeds {seeds}; {', '.join(sorted(first.sources))})\n")
         print(claims.markdown_table(group), end="")
+    if args.save is not None:
+        print(f"saved: {claims.save_rows(rows, args.save)}")
     if args.update_docs is not None:
         for page in claims.update_docs(rows, args.update_docs):
             print(f"updated: {page}")

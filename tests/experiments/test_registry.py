@@ -85,3 +85,15 @@ def test_failure_reason_is_one_line_even_for_a_multi_line_message(tmp_path, monk
     with pytest.raises(RuntimeError):
         experiments.run("demo", out=tmp_path / "r", progress=False)
     assert runs.open(tmp_path / "r").status["error"] == "RuntimeError: first line"
+
+
+def test_summary_records_what_produced_it(tmp_path):
+    run = experiments.run("truncation.e6", "smoke", tmp_path / "r", seed=3, progress=False)
+    prov = run.summary["provenance"]
+    assert (prov["experiment"], prov["preset"], prov["seed"], prov["device"]) == (
+        "truncation.e6",
+        "smoke",
+        3,
+        "cpu",
+    )
+    assert prov["versions"]["ncdynamics"] and prov["versions"]["ncdynamics_commit"]

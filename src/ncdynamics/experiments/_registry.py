@@ -132,8 +132,22 @@ def run(
             run_.mark_failed(one_line_reason(exc))
             write_bytes(run_.path / "error.txt", traceback.format_exc().encode())
             raise
+        run_.save_summary({"provenance": _provenance(run_, name, preset, seed)})
         run_.mark_completed()
     return run_
+
+
+def _provenance(run_: runs.Run, name: str, preset: str, seed: int) -> dict[str, Any]:
+    """What produced a run's summary, so that a claim read from it alone says where it came
+    from: experiment, preset, seed, device, package versions and the source commit."""
+    status = run_.status
+    return {
+        "experiment": name,
+        "preset": preset,
+        "seed": seed,
+        "device": status.get("device"),
+        "versions": status.get("versions", {}),
+    }
 
 
 def config_of(run_: runs.Run) -> tuple[ExperimentSpec, Any]:

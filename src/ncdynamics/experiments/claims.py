@@ -1,12 +1,17 @@
 """Reproduction tables from the claims that experiments record in ``summary.json``.
 
 Every experiment checks the paper's statements it reproduces and writes them to its run's
-``summary.json`` as a list ``claims`` of ``{"claim": text, "held": bool, "ours": value}``.
-:func:`collect` reads those lists from any number of runs, groups them by experiment, preset
-and claim, and counts over the runs (one per seed, typically): how many held, and the mean and
-standard deviation of ``ours`` where it is a number. :func:`markdown_table` turns one
-theory's groups into the table the docs show, and :func:`update_docs` rewrites the generated
-regions of the docs pages, so that no reproduced number in the docs is typed by hand.
+``summary.json`` as a list ``claims`` of records made by :func:`ncdynamics.theories.claims.claim`:
+the whole statement, its source in the paper, and one part per condition, each with the test
+applied, our measurement and whether it held (older records without parts count as one part).
+:func:`collect` reads those lists from any number of runs, groups them by experiment, preset,
+claim and part, and counts over the runs (one per seed, typically): how many held, and the
+mean and standard deviation of ``ours`` where it is a number (or a mapping of numbers).
+:func:`markdown_table` turns one experiment's rows into the table the docs show, and
+:func:`update_docs` rewrites the generated regions of the docs pages, so that no reproduced
+number in the docs is typed by hand. :func:`save_rows` keeps the rows of runs too long to
+repeat in a test (the ``cpu`` presets) in a JSON file next to the docs, from which a test
+rebuilds the tables.
 
 A generated region in a docs page is delimited by two comments naming the experiment and the
 preset it shows::
@@ -18,6 +23,7 @@ preset it shows::
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -32,9 +38,12 @@ import numpy as np
 __all__ = [
     "ClaimRow",
     "collect",
+    "run_presets",
     "run_smoke",
     "format_number",
+    "load_rows",
     "markdown_table",
+    "save_rows",
     "update_docs",
 ]
 
@@ -47,11 +56,18 @@ _REGION = re.compile(
 
 @dataclass
 class ClaimRow:
-    """One claim of one experiment at one preset, over the runs that checked it."""
+    """One part of one claim of one experiment at one preset, over the runs that checked it.
+
+    ``part`` and ``criterion`` are empty for a record written without parts (the whole claim
+    is then its only part).
+    """
 
     experiment: str
     preset: str
     claim: str
+    part: str = ""
+    source: str = ""
+    criterion: str = ""
     held: list[bool] = field(default_factory=list)
     ours: list[Any] = field(default_factory=list)
     seeds: list[int] = field(default_factory=list)
@@ -63,9 +79,7 @@ class ClaimRow:
 
     def numbers(self) -> np.ndarray | None:
         """``ours`` as floats when every run gave one finite-or-not number, else ``None``."""
-        if not self.ours or not all(
-            isinstance(v, int | float) and not isinstance(v, bool) for v in self.ours
-        ):
+        if not self.ours or not all(_is_number(v) for v in self.ours):
             return None
         return np.asarray(self.ours, dtype=np.float64)
 
@@ -77,12 +91,50 @@ class ClaimRow:
 
     def ours_text(self) -> str:
         nums = self.numbers()
-        if nums is None:
-            texts = {_describe(v) for v in self.ours}
-            return "; ".join(sorted(texts)) if len(texts) <= 3 else f"{len(texts)} values"
-        if nums.size == 1:
-            return format_number(float(nums[0]))
-        return f"{format_number(float(nums.mean()))} ± {format_number(float(nums.std(ddof=1)))}"
+        if nums is not None:
+            return _mean_sd(nums)
+        keyed = _keyed_numbers(self.ours)
+        if keyed is not None:
+            return "; ".join(f"{k}: {_mean_sd(v)}" for k, v in keyed.items())
+        texts = {_describe(v) for v in self.ours}
+        return "; ".join(sorted(texts)) if len(texts) <= 3 else f"{len(texts)} values"
+
+    def to_json(self) -> dict[str, Any]:
+        out = dataclasses.asdict(self)
+        out["sources"] = sorted(self.sources)
+        return out
+
+    @classmethod
+    def from_json(cls, value: Any, where: str) -> ClaimRow:
+        if not isinstance(value, dict) or not {"experiment", "preset", "claim"} <= set(value):
+            raise ValueError(
+                f"{where} must hold claim rows (objects with experiment, preset, claim)."
+            )
+        known = {f.name for f in dataclasses.fields(cls)}
+        row = cls(**{k: v for k, v in value.items() if k in known})
+        row.sources = set(row.sources)
+        return row
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _mean_sd(nums: np.ndarray) -> str:
+    if nums.size == 1:
+        return format_number(float(nums[0]))
+    return f"{format_number(float(nums.mean()))} ± {format_number(float(nums.std(ddof=1)))}"
+
+
+def _keyed_numbers(values: list[Any]) -> dict[str, np.ndarray] | None:
+    """``{key: numbers over runs}`` when every run gave a mapping of the same keys to
+    numbers, else ``None``."""
+    if not values or not all(isinstance(v, dict) and v for v in values):
+        return None
+    keys = list(values[0])
+    if any(list(v) != keys or not all(_is_number(x) for x in v.values()) for v in values):
+        return None
+    return {k: np.asarray([v[k] for v in values], dtype=np.float64) for k in keys}
 
 
 def format_number(x: float) -> str:
@@ -134,14 +186,16 @@ def _summary(run_dir: Path) -> tuple[dict[str, Any], dict[str, Any]]:
 
 
 def _source(run_dir: Path) -> str:
-    """``"ncdynamics <version> @ <commit>"`` from the run's ``status.json`` (what ran it)."""
+    """``"ncdynamics <version> @ <commit> on <device>"`` from the run's ``status.json``."""
     try:
-        versions = json.loads((run_dir / "status.json").read_text()).get("versions", {})
+        status = json.loads((run_dir / "status.json").read_text())
+        versions = status.get("versions", {})
     except (OSError, ValueError, AttributeError):
         return "ncdynamics (version unknown)"
     commit = str(versions.get("ncdynamics_commit", "unknown"))
     dirty = "+dirty" if commit.endswith("+dirty") else ""
-    return f"ncdynamics {versions.get('ncdynamics', '?')} @ {commit[:12]}{dirty}"
+    device = f" on {status['device']}" if status.get("device") else ""
+    return f"ncdynamics {versions.get('ncdynamics', '?')} @ {commit[:12]}{dirty}{device}"
 
 
 def _run_dirs(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
@@ -163,12 +217,12 @@ def _run_dirs(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
 
 
 def collect(paths: Sequence[str | os.PathLike[str]]) -> list[ClaimRow]:
-    """Claims of every run under ``paths``, grouped by (experiment, preset, claim text).
+    """Claims of every run under ``paths``, one row per (experiment, preset, claim, part).
 
     Runs without claims are skipped; rows keep the order in which experiments first list
-    their claims.
+    their claims and parts.
     """
-    rows: dict[tuple[str, str, str], ClaimRow] = {}
+    rows: dict[tuple[str, str, str, str], ClaimRow] = {}
     for run_dir in _run_dirs(paths):
         config, summary = _summary(run_dir)
         experiment = str(config.get("experiment", "?"))
@@ -178,32 +232,127 @@ def collect(paths: Sequence[str | os.PathLike[str]]) -> list[ClaimRow]:
         for item in summary.get("claims", []):
             if not isinstance(item, dict) or "claim" not in item:
                 continue
-            key = (experiment, preset, str(item["claim"]))
-            row = rows.setdefault(key, ClaimRow(*key))
-            row.held.append(bool(item.get("held")))
-            row.ours.append(item.get("ours"))
-            row.seeds.append(seed)
-            row.sources.add(source)
+            for part in _parts(item):
+                key = (experiment, preset, str(item["claim"]), str(part.get("part", "")))
+                row = rows.setdefault(
+                    key,
+                    ClaimRow(
+                        *key,
+                        source=str(item.get("source", "")),
+                        criterion=str(part.get("criterion", "")),
+                    ),
+                )
+                row.held.append(bool(part.get("held")))
+                row.ours.append(part.get("ours"))
+                row.seeds.append(seed)
+                row.sources.add(source)
     return list(rows.values())
+
+
+def _parts(item: dict[str, Any]) -> list[dict[str, Any]]:
+    """The parts of a claim record; a record without parts is its own single part."""
+    parts = item.get("parts")
+    if isinstance(parts, list) and parts and all(isinstance(p, dict) for p in parts):
+        return parts
+    return [{"part": "", "criterion": "", "ours": item.get("ours"), "held": item.get("held")}]
+
+
+def save_rows(rows: Sequence[ClaimRow], path: str | os.PathLike[str]) -> Path:
+    """Write ``rows`` to the JSON file ``path``, replacing the rows it held for the same
+    (experiment, preset) and keeping the others; written atomically."""
+    path = Path(path)
+    kept = [r for r in load_rows(path) if (r.experiment, r.preset) not in _groups(rows)]
+    merged = sorted([*kept, *rows], key=lambda r: (r.experiment, r.preset))
+    text = json.dumps([r.to_json() for r in merged], indent=1, allow_nan=True) + "\n"
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+    return path
+
+
+def load_rows(path: str | os.PathLike[str]) -> list[ClaimRow]:
+    """The rows :func:`save_rows` wrote to ``path`` (none if the file does not exist)."""
+    path = Path(path)
+    if not path.exists():
+        return []
+    try:
+        value = json.loads(path.read_text())
+    except ValueError as exc:
+        raise ValueError(f"{str(path)!r} is not valid JSON: {exc}.") from exc
+    if not isinstance(value, list):
+        raise ValueError(f"{str(path)!r} must hold a JSON list of claim rows.")
+    return [ClaimRow.from_json(v, repr(str(path))) for v in value]
+
+
+def _groups(rows: Iterable[ClaimRow]) -> set[tuple[str, str]]:
+    return {(r.experiment, r.preset) for r in rows}
 
 
 def run_smoke(names: Sequence[str], root: str | os.PathLike[str], *, seed: int = 0) -> list[Path]:
     """Run the ``smoke`` preset of each experiment in ``names`` under ``root/<name>``."""
+    return run_presets(names, "smoke", root, seeds=(seed,), flat=True)
+
+
+def run_presets(
+    names: Sequence[str],
+    preset: str,
+    root: str | os.PathLike[str],
+    *,
+    seeds: Sequence[int] = (0, 1, 2),
+    flat: bool = False,
+    progress: bool = False,
+) -> list[Path]:
+    """Run ``preset`` of each experiment in ``names`` for every seed, under
+    ``root/<name>/seed<k>`` (``root/<name>`` with ``flat`` and one seed).
+
+    A completed run already there is kept as it is and an unfinished one resumed, so a long
+    batch (the ``cpu`` presets of every experiment over three seeds) survives being killed.
+    """
     from ._registry import run
 
-    return [run(name, "smoke", Path(root) / name, seed=seed, progress=False).path for name in names]
+    if flat and len(seeds) != 1:
+        raise ValueError(f"`flat` needs exactly one seed; got seeds={list(seeds)!r}.")
+    made = []
+    for name in names:
+        for seed in seeds:
+            out = Path(root) / name if flat else Path(root) / name / f"seed{seed}"
+            resume = (out / "config.json").is_file()
+            made.append(run(name, preset, out, seed=seed, resume=resume, progress=progress).path)
+    return made
 
 
 def _escape(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def markdown_table(rows: Sequence[ClaimRow]) -> str:
-    """A Markdown table: claim, held (or held/runs), ours (mean ± sd over runs)."""
-    lines = ["| claim | held | ours |", "|---|---|---|"]
+def markdown_table(rows: Sequence[ClaimRow], *, provenance: bool = False) -> str:
+    """A Markdown table with a row per part: the claim and its source (on its first part),
+    the condition, the test, how many runs it held in, and ours (mean ± sd over runs).
+
+    With ``provenance``, a line under the table names the seeds and what ran them (package
+    version, commit, device), read from the runs' ``status.json``.
+    """
+    lines = ["| claim | condition | test | held | ours |", "|---|---|---|---|---|"]
+    previous = None
     for r in rows:
-        lines.append(f"| {_escape(r.claim)} | {r.held_text()} | {_escape(r.ours_text())} |")
-    return "\n".join(lines) + "\n"
+        head = ""
+        if r.claim != previous:
+            head = f"{r.source}: {r.claim}" if r.source else r.claim
+            previous = r.claim
+        cells = (
+            head,
+            r.part or "(the whole claim)",
+            r.criterion or "—",
+            r.held_text(),
+            r.ours_text(),
+        )
+        lines.append("| " + " | ".join(_escape(c) for c in cells) + " |")
+    out = "\n".join(lines) + "\n"
+    if provenance and rows:
+        seeds = ", ".join(map(str, sorted({s for r in rows for s in r.seeds})))
+        ran = "; ".join(sorted({s for r in rows for s in r.sources}))
+        out += f"\nSeeds {seeds}; {ran}.\n"
+    return out
 
 
 def update_docs(rows: Sequence[ClaimRow], docs: str | os.PathLike[str]) -> list[Path]:
@@ -218,7 +367,7 @@ def update_docs(rows: Sequence[ClaimRow], docs: str | os.PathLike[str]) -> list[
 
         def fill(m: re.Match[str]) -> str:
             found = by_key.get((m["experiment"], m["preset"]))
-            body = markdown_table(found) if found else m["body"]
+            body = markdown_table(found, provenance=m["preset"] != "smoke") if found else m["body"]
             return f"{m.group(1)}{body}{m.group(5)}"
 
         new = _REGION.sub(fill, text)
