@@ -201,3 +201,23 @@ def test_alignment_recovers_rates_from_probe_scalars(tmp_path):
     ref = simulate(np.array([1.0, 0.01, 0.0]), np.array([0.0, 300.0]), p).ys[1]
     assert later["pair_distance"][0] == pytest.approx(ref[0], rel=1e-4)
     assert later["pair_output_distance"][0] == pytest.approx(ref[1], rel=1e-4)
+
+
+def test_stream_reads_each_array_once_for_all_its_windows(tmp_path, monkeypatch):
+    run = runs.create(tmp_path / "r")
+    for t in range(6):
+        run.save_array("mse.class_means_logits", t, np.full((2, 2), float(t)))
+    reads = []
+    original = type(run).arrays
+
+    def counted(self, name):
+        reads.append(name)
+        return original(self, name)
+
+    monkeypatch.setattr(type(run), "arrays", counted)
+    stream = Stream(run, "mse/")
+    steps, stacked = stream.window(1, 3).array("class_means_logits")
+    assert steps.tolist() == [1.0, 2.0, 3.0] and stacked[:, 0, 0].tolist() == [1.0, 2.0, 3.0]
+    assert stream.cut(4).array("class_means_logits")[0].tolist() == [0.0, 1.0, 2.0, 3.0, 4.0]
+    assert stream.array("class_means_logits")[0].size == 6
+    assert reads == ["mse.class_means_logits"]

@@ -89,12 +89,16 @@ class Stream:
         until: float = math.inf,
         since: float = -math.inf,
         wide: pd.DataFrame | None = None,
+        _arrays: dict[str, Mapping[int, Any]] | None = None,
     ) -> None:
         self.run = run
         self.prefix = prefix
         self.until = float(until)
         self.since = float(since)
         self._wide = run.metrics_wide() if wide is None else wide
+        # arrays read from disk once, shared by this stream's windows and cuts (a theory
+        # reads the same array for several observables, the engine fits many windows)
+        self._arrays: dict[str, Mapping[int, Any]] = {} if _arrays is None else _arrays
 
     @property
     def config(self) -> Mapping[str, Any]:
@@ -130,6 +134,7 @@ class Stream:
             until=min(until, self.until),
             since=max(since, self.since),
             wide=self._wide,
+            _arrays=self._arrays,
         )
 
     def _visible(self, steps: Any) -> Any:
@@ -149,7 +154,10 @@ class Stream:
 
     def array(self, name: str) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """``(steps, stacked)`` of array ``prefix + name`` at steps in ``[since, until]``."""
-        series = self.run.arrays(self._array_name(name))
+        key = self._array_name(name)
+        if key not in self._arrays:
+            self._arrays[key] = self.run.arrays(key)
+        series = self._arrays[key]
         steps = np.array([s for s in series if self._visible(s)], dtype=np.float64)
         if steps.size == 0:
             return steps, np.empty((0,))
