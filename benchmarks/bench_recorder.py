@@ -11,9 +11,9 @@ training's wall time to the plain one's, minus one: the median of the rounds' me
 the range of the per-round ratios. The training thread's own CPU time is reported too:
 what the Recorder costs the training when a core is free for the recording thread (it
 leaves out waiting for a core, which dominates the wall-time spread on a shared machine,
-and the recording thread's work). A fourth variant runs the background mode with the
-change to ``training/loop.py`` proposed for main (the test-set scalars merged into the
-Recorder's ``last`` without waiting for the pending record), patched in for the timing.
+and the recording thread's work). (A fourth variant, the background mode with the
+training loop's test-set logging made non-waiting, went when ``training/loop.py`` adopted
+that change.)
 
 An earlier version ran the two trainings in two threads that took turns one epoch at a
 time; it charged each only its own turns, but printed 9.3% where alternating whole
@@ -41,29 +41,7 @@ from threadpoolctl import threadpool_limits
 from ncdynamics import data, runs
 from ncdynamics.experiments.demo import DemoConfig
 from ncdynamics.models import MLP
-from ncdynamics.training import Recorder, loop, train
-
-
-def _log_test_without_waiting(rec, model, step, loss, x_te, y_te) -> None:
-    """``loop._log_test`` as proposed for main: the test scalars go into ``last`` through
-    ``Recorder.log_and_keep`` instead of ``rec.last.update`` (which waits for the pending
-    record in background mode, every ``test_every`` epochs)."""
-    if x_te.shape[0] == 0:
-        return
-    tl, ta = loop._evaluate(model, x_te, y_te, loss)
-    rec.log_and_keep(step, **{"test/loss": tl, "test/accuracy": ta})
-
-
-def _with_proposed_loop(fn):
-    def run() -> None:
-        original = loop._log_test
-        loop._log_test = _log_test_without_waiting
-        try:
-            fn()
-        finally:
-            loop._log_test = original
-
-    return run
+from ncdynamics.training import Recorder, train
 
 
 def training(ds, cfg: DemoConfig, epochs: int, recorder: str | None) -> None:
@@ -135,9 +113,6 @@ def main() -> None:
         "plain": lambda: training(ds, cfg, epochs, recorder=None),
         "recorder": lambda: training(ds, cfg, epochs, recorder="sync"),
         "recorder, background": lambda: training(ds, cfg, epochs, recorder="background"),
-        "recorder, background, loop patch": _with_proposed_loop(
-            lambda: training(ds, cfg, epochs, recorder="background")
-        ),
     }
     timings = interleaved(
         {name: charged(name, fn) for name, fn in variants.items()}, rounds=rounds, warmup=1
@@ -154,7 +129,7 @@ def main() -> None:
         timings,
         baseline="plain",
     )
-    for name in ("recorder", "recorder, background", "recorder, background, loop patch"):
+    for name in ("recorder", "recorder, background"):
         r, lo, hi = ratio(timings["plain"], timings[name])
         print(
             f"  overhead, {name}: {100 * (1 / r - 1):.1f}% of the training time "
@@ -162,7 +137,7 @@ def main() -> None:
         )
     emit_all("recorder_overhead", timings, baseline="plain", size=size)
     print_timings(f"demo {size}, the training thread's CPU time", cpu, baseline="plain")
-    for name in ("recorder", "recorder, background", "recorder, background, loop patch"):
+    for name in ("recorder", "recorder, background"):
         r, lo, hi = ratio(cpu["plain"], cpu[name])
         print(
             f"  training-thread CPU overhead, {name}: {100 * (1 / r - 1):.1f}% "
