@@ -152,3 +152,12 @@ def test_cli_claims_runs_seeds_and_keeps_completed_runs(tmp_path, capsys):
     assert rows and all(sorted(r.seeds) == [0, 1] for r in rows)
     assert "2/2 runs" in capsys.readouterr().out
     assert main(["claims", "--run", "smoke", "--seeds", "1,x"]) == 2
+
+
+def test_lists_of_numbers_are_summarised_over_runs():
+    short = claims.ClaimRow("x.y", "cpu", "c", ours=[[1.0, 10.0], [3.0, 30.0]])
+    assert short.ours_text() == "[2 ± 1.4, 20 ± 14]"
+    long = claims.ClaimRow("x.y", "cpu", "c", ours=[[1.0, 2.0, 3.0, 4.0, 5.0], [0.5, 9.0]])
+    assert long.ours_text() == "0.5 to 9 (7 values in 2 runs)"
+    nested = claims.ClaimRow("x.y", "cpu", "c", ours=[[[1.0, 2.0]]])
+    assert nested.ours_text() == "[[1, 2]]"

@@ -96,6 +96,9 @@ class ClaimRow:
         keyed = _keyed_numbers(self.ours)
         if keyed is not None:
             return "; ".join(f"{k}: {_mean_sd(v)}" for k, v in keyed.items())
+        listed = _listed_numbers(self.ours)
+        if listed is not None:
+            return listed
         texts = {_describe(v) for v in self.ours}
         return "; ".join(sorted(texts)) if len(texts) <= 3 else f"{len(texts)} values"
 
@@ -124,6 +127,27 @@ def _mean_sd(nums: np.ndarray) -> str:
     if nums.size == 1:
         return format_number(float(nums[0]))
     return f"{format_number(float(nums.mean()))} ± {format_number(float(nums.std(ddof=1)))}"
+
+
+def _listed_numbers(values: list[Any]) -> str | None:
+    """Lists of numbers over runs: element by element (mean ± sd) when every run gave the
+    same short list, else the range of all of them; ``None`` for anything else."""
+    if not values or not all(
+        isinstance(v, list) and v and all(_is_number(x) for x in v) for v in values
+    ):
+        return None
+    lengths = {len(v) for v in values}
+    if len(lengths) == 1 and lengths.pop() <= _SHORT_LIST:
+        columns = np.asarray(values, dtype=np.float64).T
+        return "[" + ", ".join(_mean_sd(c) for c in columns) + "]"
+    flat = np.concatenate([np.asarray(v, dtype=np.float64) for v in values])
+    lo, hi = format_number(float(np.nanmin(flat))), format_number(float(np.nanmax(flat)))
+    runs = f" in {len(values)} runs" if len(values) > 1 else ""
+    return f"{lo} to {hi} ({flat.size} values{runs})"
+
+
+#: Lists up to this long are shown element by element.
+_SHORT_LIST = 4
 
 
 def _keyed_numbers(values: list[Any]) -> dict[str, np.ndarray] | None:
