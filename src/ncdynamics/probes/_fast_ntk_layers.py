@@ -583,7 +583,9 @@ def structured_chunk(
 
     One forward pass, then one backward pass of the whole chunk per output. Each backward's
     gradients are consumed before the next: narrow pieces are written into ``small``, the
-    gradients of deferred and factored layers into their (n, o, ...) stores.
+    gradients of deferred and factored layers into their (n, o, ...) stores. A plan whose
+    factored layers form a chain (``plan.chain``) instead takes all outputs' gradients
+    through the chain at once (:func:`_chain_gradients`), when this call's shapes fit it.
     """
     store: dict[nn.Module, list] = {}
     live: dict[nn.Module, list[torch.Tensor]] | None = {} if plan.chain else None
