@@ -318,3 +318,28 @@ def test_the_chain_reads_the_activation_derivative_of_this_call(float64_torch):
     for a, b in zip(chained.factors, passes.factors, strict=True):
         torch.testing.assert_close(a.g, b.g, rtol=1e-12, atol=1e-14)
         assert float(a.g.abs().sum()) > 0
+
+
+@pytest.mark.parametrize(
+    "mode, budget", [("trace", 80_000), ("trace", 240_000), ("diagonal", 240_000)]
+)
+def test_the_chain_under_a_memory_budget_gives_the_reference_kernel(
+    float64_torch, monkeypatch, mode, budget
+):
+    """Chunks of samples and of outputs (fewer outputs than the net has) each go through
+    the chain; the assembled kernel equals the reference."""
+    shapes = []
+    real = _fast_ntk_layers._chain_gradients
+
+    def spy(mods, ins, outs, f, cots):
+        shapes.append(tuple(f.shape))
+        return real(mods, ins, outs, f, cots)
+
+    monkeypatch.setattr(_fast_ntk_layers, "_chain_gradients", spy)
+    torch.manual_seed(11)
+    model = MLP(10, 6, depth=2, width=40)
+    x = torch.randn(30, 10)
+    k = empirical_ntk(model, x, mode=mode, memory_budget=SLACK + budget)
+    torch.testing.assert_close(k, reference_ntk(model, x, mode=mode), rtol=1e-10, atol=1e-12)
+    # (the first call is the plan's pilot check, 2 samples and all outputs)
+    assert shapes[1:] and all(o < 6 and n < 30 for n, o in shapes[1:])
