@@ -14,6 +14,12 @@
    timed in interleaved rounds, first with one torch thread for every variant (what one
    core does) and then with two (the machine's cores; the loop's ops are too small to
    use a second thread, the batched step's are not). ``--threads N`` times only N.
+   A fourth variant, "GEMMs only", replays just the batched matrix products of the fused
+   step (the same shapes, groups and number of calls, on tensors of the same sizes, the
+   delayed linear-layer update included) and nothing else: loop / "GEMMs only" is the
+   most the fused step can gain over the loop while its products run at the speed this
+   machine's batched GEMM gives them. ``--clock cpu`` times process CPU time instead of
+   wall time (leaves out the time spent waiting for a core on a shared machine).
 
 ``--device cuda`` runs the torch variants (particles, the torch loop, the trainers and the
 loop over nets) on that device; the NumPy variants stay on the CPU.
@@ -163,11 +169,77 @@ def bench_sde(n_steps: int, rounds: int, particle_steps: int, device: torch.devi
     emit_all("lesde_torchsde", ref, baseline="torchsde Euler float64", size=size)
 
 
+def _gemm_replay(r: int, device: torch.device, delay: int = 16, group: int = 50):
+    """The batched matrix products of one step of ``LeNetSGD`` on R LeNets (1 input
+    channel, 32x32, 3 classes), alone: a callable running them for ``delay`` steps plus
+    one flush of the delayed linear updates (call it and divide by ``delay``).
+
+    Shapes, per group of nets (groups as ``LeNetSGD`` splits R): conv1 (24, 36) @ (36, 224)
+    on the shifted parity planes, conv2 (16, 150) @ (150, 140) on the wide im2col, the three
+    linear layers' forward and input-gradient products with their delayed-update
+    corrections (``delay / 2`` pending updates, the mean), conv2's input gradient as five
+    (30, 16) @ (16, 140) products, the two conv weight gradients, and every ``delay``
+    steps the (120, 16) @ (16, 400)-style flush of each linear layer. Random values: the
+    time of a GEMM does not depend on them.
+    """
+    gen = torch.Generator().manual_seed(1)
+    n_groups = -(-r // group)
+    sizes = [round((i + 1) * r / n_groups) - round(i * r / n_groups) for i in range(n_groups)]
+    dims = ((400, 120), (120, 84), (84, 3))  # (in, out) of the linear layers
+    t = delay // 2
+
+    def rnd(*shape: int) -> torch.Tensor:
+        return torch.randn(*shape, generator=gen).to(device)
+
+    groups = [
+        {
+            "conv": [(rnd(g, 24, 1), rnd(g, 24, 36), rnd(g, 36, 224), rnd(g, 24, 224)),
+                     (rnd(g, 16, 1), rnd(g, 16, 150), rnd(g, 150, 140), rnd(g, 16, 140))],
+            "lin": [(rnd(g, o, i), rnd(g, 1, i), rnd(g, 1, o), rnd(g, delay, i), rnd(g, delay, o))
+                    for i, o in dims],
+            "wt": rnd(g, 5, 30, 16), "part": rnd(g, 30, 140), "gw1": rnd(g, 24, 36),
+        }
+        for g in sizes
+    ]  # fmt: skip
+
+    def step(b: dict) -> None:
+        for bias, w, x, out in b["conv"]:  # forward convolutions
+            torch.baddbmm(bias, w, x, out=out)
+        for w, a, d, abuf, dbuf in b["lin"]:  # forward, with the pending-update correction
+            torch.baddbmm(d, a, w.transpose(1, 2)).sub_(
+                torch.bmm(torch.bmm(a, abuf[:, :t].transpose(1, 2)), dbuf[:, :t])
+            )
+        for w, _, d, abuf, dbuf in reversed(b["lin"]):  # input gradients
+            corr = torch.bmm(torch.bmm(d, dbuf[:, :t].transpose(1, 2)), abuf[:, :t])
+            torch.bmm(d, w).sub_(corr)
+        (_, _, x1, c1), (_, w2, x2, c2) = b["conv"]
+        for u in range(5):  # conv2's input gradient, one kernel row at a time
+            torch.bmm(b["wt"][:, u], c2, out=b["part"])
+        w2.baddbmm_(c2, x2.transpose(1, 2), alpha=-1e-12)  # conv2's weight update
+        torch.bmm(c1, x1.transpose(1, 2), out=b["gw1"])  # conv1's weight gradient
+
+    def run() -> None:
+        for _ in range(delay):
+            for b in groups:
+                step(b)
+        for b in groups:  # the flush of the delayed updates (over all nets in the step)
+            for w, _, _, abuf, dbuf in b["lin"]:
+                w.baddbmm_(dbuf.transpose(1, 2), abuf, alpha=-1e-12)
+
+    return run
+
+
 def bench_trials(
-    n_iter: int, r: int, rounds: int, threads: int, device: torch.device = CPU
+    n_iter: int,
+    r: int,
+    rounds: int,
+    threads: int,
+    device: torch.device = CPU,
+    clock: str = "wall",
 ) -> None:
-    """Per-step time of the batched trainers and of a loop over ``r`` separate LeNets,
-    in interleaved rounds of ``n_iter`` steps per variant (wall time)."""
+    """Per-step time of the batched trainers, of a loop over ``r`` separate LeNets and of
+    the fused step's GEMMs alone (:func:`_gemm_replay`), in interleaved rounds of
+    ``n_iter`` steps per variant (16 for the replay), in ``clock`` time."""
     from ncdynamics.models.lenet import LeNet
     from ncdynamics.theories.lesde.trials import BatchedTrainer
 
@@ -200,14 +272,22 @@ def bench_trials(
     variants = {
         **{m: _synced(lambda t=t: batched(t), device) for m, t in trainers.items()},
         "loop": _synced(loop, device),
+        "GEMMs only": _synced(_gemm_replay(r, device), device),
     }
-    timings = interleaved(variants, rounds=rounds, warmup=1, scale=1.0 / n_iter)
+    scale = {name: 1.0 / (16 if name == "GEMMs only" else n_iter) for name in variants}
+    timings = interleaved(variants, rounds=rounds, warmup=1, scale=scale, clock=clock)
     size = f"R={r} LeNets, 32x32, batch 1"
     print_timings(
         f"[trials] {size}, one SGD step, {threads} torch thread(s), {device}, {n_iter} steps "
-        "per round",
+        "per round (GEMMs only: 16)",
         timings,
         baseline="loop",
+    )
+    r_fused = ratio(timings["loop"], timings["fused"])[0]
+    r_floor = ratio(timings["loop"], timings["GEMMs only"])[0]
+    print(
+        f"  fused / GEMMs only {timings['fused'].median / timings['GEMMs only'].median:.2f}x: "
+        f"the products alone cap loop / fused at {r_floor:.2f}x (now {r_fused:.2f}x)"
     )
     table = "lesde_lenet" if device.type == "cpu" else f"lesde_lenet_{device.type}"
     emit_all(table, timings, baseline="loop", size=size, device=str(device))
@@ -220,6 +300,7 @@ def main() -> None:
     ap.add_argument("--skip-sde", action="store_true")
     ap.add_argument("--threads", type=int, help="time the trials with this many threads only")
     ap.add_argument("--device", default="cpu", help="torch device of the torch variants")
+    ap.add_argument("--clock", choices=("wall", "cpu"), default="wall", help="trials' clock")
     args = ap.parse_args()
     device = torch.device(args.device)
     if not args.skip_sde:
@@ -230,7 +311,7 @@ def main() -> None:
     if not args.skip_trials:
         n_iter, rounds = (3, 3) if args.quick else (10, 7)
         for threads in [args.threads] if args.threads else [1, 2]:
-            bench_trials(n_iter, 100, rounds=rounds, threads=threads, device=device)
+            bench_trials(n_iter, 100, rounds, threads, device, clock=args.clock)
 
 
 if __name__ == "__main__":

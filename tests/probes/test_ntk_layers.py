@@ -6,6 +6,7 @@ import torch
 from ntk_helpers import MODES, as_mode, make, slow_ntk
 from torch import nn
 
+from ncdynamics.models import MLP
 from ncdynamics.probes import _fast_ntk_layers
 from ncdynamics.probes._fast_ntk_contract import contract
 from ncdynamics.probes._ntk_output import SelectedOutput
@@ -225,3 +226,120 @@ def test_convs_formed_during_the_passes_match_the_reference(float64_torch, mode)
             rtol=1e-10,
             atol=1e-12,
         )
+
+
+# --- the chain of factored Linear layers (one pass of the whole block through the chain) --
+
+
+class _Residual(nn.Module):
+    """Linear layers whose first output also reaches the head by a skip connection."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1, self.fc2, self.head = nn.Linear(6, 5), nn.Linear(5, 5), nn.Linear(5, 3)
+
+    def forward(self, x):
+        h1 = torch.tanh(self.fc1(x))
+        return self.head(torch.tanh(self.fc2(h1)) + h1)
+
+
+class _Softmaxed(nn.Module):
+    """Linear layers joined by a softmax: same shapes as a chain, not elementwise."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1, self.head = nn.Linear(6, 5), nn.Linear(5, 3)
+
+    def forward(self, x):
+        return self.head(torch.softmax(self.fc1(x), dim=1))
+
+
+class _Dropped(nn.Module):
+    """Linear layers joined by dropout in training mode (elementwise, random mask)."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1, self.drop, self.head = nn.Linear(6, 5), nn.Dropout(0.3), nn.Linear(5, 3)
+
+    def forward(self, x):
+        return self.head(self.drop(torch.relu(self.fc1(x))))
+
+
+@pytest.mark.parametrize("activation", ["relu", "tanh", "gelu", "linear"])
+def test_an_mlp_is_planned_as_a_chain_and_gives_the_reference_kernel(float64_torch, activation):
+    """Linear layers joined by elementwise activations take the chain path (the gradients
+    of all outputs pushed through the layers by one GEMM each), with kernels equal to the
+    Jacobian-contraction reference in every mode and on two different inputs."""
+    torch.manual_seed(7)
+    model = MLP(6, 4, depth=3, width=5, activation=activation)
+    x, x2 = torch.randn(9, 6), torch.randn(4, 6)
+    _, plan = _plan(model, x)
+    assert plan.chain
+    assert set(plan.modules.values()) == {"factored"}
+    for mode in MODES:
+        for second in (None, x2):
+            k = empirical_ntk(model, x, second, mode=mode)
+            ref = reference_ntk(model, x, second, mode=mode)
+            torch.testing.assert_close(k, ref, rtol=1e-10, atol=1e-12, msg=mode)
+
+
+@pytest.mark.parametrize("model_cls", [_Residual, _Softmaxed])
+def test_a_skip_connection_or_a_non_elementwise_link_is_not_a_chain(float64_torch, model_cls):
+    """The pilot check rejects the chain when the output also depends on a layer's output
+    by another path (skip connection) or when the link between two layers is not
+    elementwise (softmax); the per-output passes then give the reference kernel."""
+    torch.manual_seed(8)
+    model = model_cls()
+    x = torch.randn(7, 6)
+    _, plan = _plan(model, x)
+    assert set(plan.modules.values()) == {"factored"} and not plan.chain
+    for mode in MODES:
+        k = empirical_ntk(model, x, mode=mode)
+        torch.testing.assert_close(k, reference_ntk(model, x, mode=mode), rtol=1e-10, atol=1e-12)
+
+
+def test_the_chain_reads_the_activation_derivative_of_this_call(float64_torch):
+    """Dropout in training mode: the chain takes each call's own mask (the derivative of
+    the link is read from this call's graph), so one call of the chain path equals the
+    per-output passes on the same forward pass (same seed)."""
+    torch.manual_seed(9)
+    model = _Dropped().train()
+    x = torch.randn(8, 6)
+    wrapped = SelectedOutput(model, "logits", None)
+    trainable = [p for p in wrapped.parameters() if p.requires_grad]
+    plan = _fast_ntk_layers.plan_layers(wrapped, wrapped, x[:2], trainable)
+    assert plan.chain
+    idx = torch.arange(3)
+    torch.manual_seed(10)
+    chained = _fast_ntk_layers.structured_chunk(plan, wrapped, x, idx)
+    plan.chain = False
+    torch.manual_seed(10)
+    passes = _fast_ntk_layers.structured_chunk(plan, wrapped, x, idx)
+    for a, b in zip(chained.factors, passes.factors, strict=True):
+        torch.testing.assert_close(a.g, b.g, rtol=1e-12, atol=1e-14)
+        assert float(a.g.abs().sum()) > 0
+
+
+@pytest.mark.parametrize(
+    "mode, budget", [("trace", 80_000), ("trace", 240_000), ("diagonal", 240_000)]
+)
+def test_the_chain_under_a_memory_budget_gives_the_reference_kernel(
+    float64_torch, monkeypatch, mode, budget
+):
+    """Chunks of samples and of outputs (fewer outputs than the net has) each go through
+    the chain; the assembled kernel equals the reference."""
+    shapes = []
+    real = _fast_ntk_layers._chain_gradients
+
+    def spy(mods, ins, outs, f, cots):
+        shapes.append(tuple(f.shape))
+        return real(mods, ins, outs, f, cots)
+
+    monkeypatch.setattr(_fast_ntk_layers, "_chain_gradients", spy)
+    torch.manual_seed(11)
+    model = MLP(10, 6, depth=2, width=40)
+    x = torch.randn(30, 10)
+    k = empirical_ntk(model, x, mode=mode, memory_budget=SLACK + budget)
+    torch.testing.assert_close(k, reference_ntk(model, x, mode=mode), rtol=1e-10, atol=1e-12)
+    # (the first call is the plan's pilot check, 2 samples and all outputs)
+    assert shapes[1:] and all(o < 6 and n < 30 for n, o in shapes[1:])

@@ -22,6 +22,18 @@ per-sample backward is needed. Three cases:
 - ``BatchNorm1d/2d`` in eval mode (running statistics): ``dF/dgamma_c = sum_s g_cs xhat_cs``,
   ``dF/dbeta_c = sum_s g_cs``, formed right away.
 
+When every structured layer is a factored ``Linear`` and the layers form a *chain* (the
+input of each is an elementwise function of the output of the one before, and the network's
+output depends on each layer's output only through the next layer), the O backward passes
+are replaced by one pass of the whole block through the chain (``LayerPlan.chain``,
+:func:`_chain_gradients`): the gradients of all outputs at a layer's output, (n o, d_out),
+times the next layer's weight, one GEMM per layer, times the activation's derivative
+(one elementwise backward of the activation alone). Autograd still runs the top part
+(from the network output to the last layer's output, one pass per output, cheap) and the
+activations' derivatives, so nothing about the activations is assumed; the chain structure
+is checked on the pilot batch like the layer formulas (the chain's gradients must equal
+autograd's at every layer) and, on every call, the shapes that the chain relies on.
+
 The pieces formed right away (BN, biases) are narrow; they share one ``(n, o, p_small)``
 tensor, written one output at a time, so the gradients of one output never need to be kept
 once the next backward pass starts.
@@ -77,7 +89,9 @@ class LayerPlan:
     every structured layer's gradient check compared non-zero gradients (a check of zeros,
     e.g. behind a zero-initialised head, proves nothing, so such a plan is not reused);
     ``act_per_sample_extra`` the entries of one sample's unfolded inputs of the
-    ``conv-formed`` layers, kept while the backward passes run.
+    ``conv-formed`` layers, kept while the backward passes run; ``chain`` whether the
+    output gradients are computed through the chain of factored layers (module docstring)
+    instead of by one backward pass per output.
     """
 
     modules: dict[nn.Module, str] = field(default_factory=dict)
@@ -95,6 +109,7 @@ class LayerPlan:
     p_deferred_max: int = 0
     verified: bool = True
     act_per_sample_extra: int = 0
+    chain: bool = False
 
 
 @dataclass
@@ -314,14 +329,21 @@ def _param_owner_counts(model: nn.Module) -> Counter[int]:
     return counts
 
 
-def _capture(modules: Sequence[nn.Module], store: Calls) -> list[torch.utils.hooks.RemovableHandle]:
+def _capture(
+    modules: Sequence[nn.Module],
+    store: Calls,
+    live: dict[nn.Module, list[torch.Tensor]] | None = None,
+) -> list[torch.utils.hooks.RemovableHandle]:
     """Forward hooks: record (input, output) of each call; return a clone downstream.
 
-    The clone keeps the recorded output untouched by later in-place operations.
+    The clone keeps the recorded output untouched by later in-place operations. With
+    ``live``, the input of each call is also recorded as it is (attached to the graph).
     """
 
     def hook(mod: nn.Module, args: tuple[torch.Tensor, ...], out: torch.Tensor) -> torch.Tensor:
         store.setdefault(mod, []).append((args[0].detach(), out))
+        if live is not None:
+            live.setdefault(mod, []).append(args[0])
         return out.clone()
 
     return [m.register_forward_hook(hook) for m in modules]
@@ -333,6 +355,51 @@ def _close(a: torch.Tensor, b: torch.Tensor) -> bool:
     return float(torch.linalg.vector_norm(a - b)) <= tol * (
         float(torch.linalg.vector_norm(b)) + 1e-30
     )
+
+
+def _chain_gradients(
+    mods: Sequence[nn.Module],
+    ins: Sequence[torch.Tensor],
+    outs: Sequence[torch.Tensor],
+    f: torch.Tensor,
+    cots: torch.Tensor,
+) -> list[torch.Tensor] | None:
+    """Output gradients of a chain of factored Linear layers, or None if it is not one.
+
+    ``mods`` are the layers in call order, ``ins`` their inputs as attached to the graph,
+    ``outs`` their outputs, ``f`` (n, O) the network output and ``cots`` (o, n, O) the
+    cotangents (one per output). Returns ``g_k`` (n, o, d_k) for every layer: the top one
+    by autograd (``o`` passes from ``f`` to the last layer's output), then down the chain
+    ``g_k = (g_{k+1} W_{k+1}) * D_k`` with ``D_k = d ins[k+1] / d outs[k]`` taken by one
+    elementwise backward pass of the activation (a vector-Jacobian product with ones). This
+    equals autograd's gradients only if ``ins[k+1]`` is an elementwise function of
+    ``outs[k]`` and ``f`` depends on ``outs[k]`` through ``ins[k+1]`` alone; the plan checks
+    that on its pilot batch (``plan_layers``). None when a shape does not fit a chain.
+    """
+    n, o = f.shape[0], cots.shape[0]
+    for k in range(len(mods) - 1):
+        if ins[k + 1].shape != outs[k].shape or outs[k].dim() != 2:
+            return None
+    top = outs[-1]
+    g_top = f.new_empty((n, o, top.shape[-1]))
+    for a in range(o):
+        (g_a,) = torch.autograd.grad(f, [top], grad_outputs=cots[a], retain_graph=True)
+        g_top[:, a] = g_a
+    grads = [g_top]
+    for k in range(len(mods) - 2, -1, -1):
+        (d_k,) = torch.autograd.grad(
+            ins[k + 1],
+            [outs[k]],
+            grad_outputs=torch.ones_like(ins[k + 1]),
+            retain_graph=True,
+            allow_unused=True,
+        )  # one pass per layer: a pass from all inputs at once would add up the paths
+        if d_k is None:  # the next layer's input does not depend on this output
+            return None
+        w = _layer_weight(mods[k + 1]).detach()  # (d_{k+1}, d_k)
+        g = torch.mm(grads[0].reshape(n * o, -1), w).view(n, o, -1)
+        grads.insert(0, g.mul_(d_k.detach()[:, None, :]))
+    return grads
 
 
 def plan_layers(
@@ -373,8 +440,9 @@ def plan_layers(
             and all(p is None or owners[id(p)] == 1 for p in ps)
         ):
             cands.append(m)
+    live: dict[nn.Module, list[torch.Tensor]] = {}
     handles = [m.register_forward_hook(size_hook) for m in leaves]
-    handles += _capture(cands, calls)
+    handles += _capture(cands, calls, live)
     try:
         with torch.enable_grad():
             f = forward(x1)  # (n, O)
@@ -391,7 +459,7 @@ def plan_layers(
             params = [p for m, _ in chosen for p in trainable_params(m)]
             wrt = tensors + params + trainable
             grads = (
-                torch.autograd.grad(s, wrt, allow_unused=True)
+                torch.autograd.grad(s, wrt, allow_unused=True, retain_graph=True)
                 if s.requires_grad
                 else [None] * len(wrt)
             )  # output independent of every parameter
@@ -443,6 +511,19 @@ def plan_layers(
                 plan.u_deferred += u[0].numel()
                 plan.p_deferred_max = max(plan.p_deferred_max, _layer_weight(m).numel())
     plan.act_per_sample = sum(sum(v) for v in sizes.values()) + 1
+    order = [m for m in calls if m in plan.modules]  # call order
+    if order and all(plan.modules[m] == "factored" for m in order):
+        g_true: dict[nn.Module, torch.Tensor | None] = {
+            m: go for (m, _), go in zip(chosen, g_out, strict=True)
+        }
+        chain = _chain_gradients(
+            order, [live[m][0] for m in order], [calls[m][0][1] for m in order], f,
+            torch.ones_like(f)[None],
+        )  # fmt: skip
+        plan.chain = chain is not None and all(
+            g_t is not None and _close(g[:, 0], g_t)
+            for g, g_t in zip(chain, (g_true[m] for m in order), strict=True)
+        )
     return plan
 
 
@@ -502,11 +583,14 @@ def structured_chunk(
 
     One forward pass, then one backward pass of the whole chunk per output. Each backward's
     gradients are consumed before the next: narrow pieces are written into ``small``, the
-    gradients of deferred and factored layers into their (n, o, ...) stores.
+    gradients of deferred and factored layers into their (n, o, ...) stores. A plan whose
+    factored layers form a chain (``plan.chain``) instead takes all outputs' gradients
+    through the chain at once (:func:`_chain_gradients`), when this call's shapes fit it.
     """
     store: dict[nn.Module, list] = {}
+    live: dict[nn.Module, list[torch.Tensor]] | None = {} if plan.chain else None
     mods = list(plan.modules)
-    handles = _capture(mods, store)
+    handles = _capture(mods, store, live)
     try:
         with torch.enable_grad():
             f = forward(x)[:, out_idx]  # (n, o)
@@ -514,6 +598,27 @@ def structured_chunk(
         for h in handles:
             h.remove()
     n, o = f.shape
+    if live is not None and all(len(store.get(m, ())) == 1 for m in mods):
+        order = list(store)  # call order
+        cots = f.new_zeros((o, n, o))
+        cots[torch.arange(o), :, torch.arange(o)] = 1.0  # cotangent a: ones in column a
+        grads = _chain_gradients(
+            order, [live[m][0] for m in order], [store[m][0][1] for m in order], f, cots
+        )
+        if grads is not None:
+            g_of = dict(zip(order, grads, strict=True))
+            return Chunk(
+                None,
+                [],
+                [
+                    Factor(
+                        store[m][0][0] if _trainable(_weight(m)) else None,
+                        _trainable(_bias(m)),
+                        g_of[m],
+                    )
+                    for m in mods
+                ],
+            )
     outs = [store[m][0][1] for m in mods]
     inputs = [store[m][0][0] for m in mods]
     first = next(iter(store))  # the structured layer called first in the forward pass
