@@ -167,6 +167,7 @@ def emit(
     baseline: Timing | None = None,
     device: str = "cpu",
     note: str = "",
+    **extra: object,
 ) -> dict[str, object]:
     """One result record; appended to ``$NCDYN_BENCH_RESULTS`` (JSON lines) when set.
 
@@ -174,7 +175,8 @@ def emit(
     and with a ``baseline`` its name, ``ratio`` (baseline median / this median) and
     ``ratio_min``/``ratio_max`` over the rounds; ``device``, ``threads`` (torch's intra-op
     threads now, where torch is loaded), ``blas_threads``, ``torch`` (version), ``host`` and
-    ``loadavg`` (1-minute load average). ``run_all.py`` adds the commit.
+    ``loadavg`` (1-minute load average), and ``extra`` (e.g. ``max_rel_diff``). ``run_all.py``
+    adds the commit.
     """
     rec: dict[str, object] = {
         "benchmark": benchmark,
@@ -194,6 +196,7 @@ def emit(
         "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "loadavg": os.getloadavg()[0] if hasattr(os, "getloadavg") else None,
         **_environment(),
+        **extra,
     }
     if baseline is not None and baseline.variant != timing.variant:
         r, lo, hi = ratio(baseline, timing)

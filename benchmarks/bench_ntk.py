@@ -49,6 +49,7 @@ from types import ModuleType
 
 import numpy as np
 import torch
+from _timing import Timing, emit
 from torch import nn
 from torch.func import functional_call, jacrev, vmap
 
@@ -229,27 +230,31 @@ def ratio(base: Timed, var: Timed) -> str:
 
 
 def record(benchmark: str, t: Timed, n: int, base: Timed | None = None, **extra: object) -> None:
-    """Append one machine-readable record (see ``results()``)."""
-    rec: dict[str, object] = {
-        "benchmark": benchmark,
-        "variant": t.variant,
-        "n": n,
-        "clock": "wall" if CLOCK["now"] is time.perf_counter else "cpu",
-        "median_s": t.median,
-        "min_s": min(t.times),
-        "max_s": max(t.times),
-        "ratio_vs": None if base is None else base.variant,
-        "ratio": None if base is None else base.median / t.median,
+    """One machine-readable record in ``_timing.emit``'s fields (size ``N=n``; the ratio is
+    the baseline's median over this one's, with the range of the per-round ratios), kept for
+    ``--json`` and appended to ``$NCDYN_BENCH_RESULTS`` for ``run_all.py``."""
+    clock = "wall" if CLOCK["now"] is time.perf_counter else "cpu"
+    device = str(extra.pop("device", "cpu"))
+
+    def timing(x: Timed) -> Timing:
+        return Timing(x.variant, tuple(x.times), clock)
+
+    rec = emit(
+        benchmark,
+        timing(t),
+        size=f"N={n}",
+        baseline=None if base is None else timing(base),
+        device=device,
+        n=n,
         **extra,
-    }
+    )
     RESULTS.append(rec)
 
 
 def results() -> list[dict[str, object]]:
     """The records of every timing of this run so far, one dict per (benchmark, variant,
-    n): ``benchmark, variant, n, median_s, min_s, max_s, ratio_vs, ratio`` (``ratio`` is the
-    median of the ``ratio_vs`` variant over this one's; None without a baseline), plus
-    ``device`` and, where measured, ``max_rel_diff``."""
+    n), in ``_timing.emit``'s fields (``baseline``, ``ratio`` and its per-round range) plus
+    ``n`` and, where measured, ``max_rel_diff``, ``mode`` or ``of``."""
     return list(RESULTS)
 
 
@@ -573,18 +578,6 @@ def main() -> None:
         with open(args.json, "w") as fh:
             json.dump(results(), fh, indent=1)
         print(f"\nrecords written to {args.json}")
-    _append_for_run_all()
-
-
-def _append_for_run_all() -> None:
-    """Append this run's records to ``$NCDYN_BENCH_RESULTS`` in run_all.py's field names."""
-    path = os.environ.get("NCDYN_BENCH_RESULTS")
-    if not path:
-        return
-    with open(path, "a", encoding="utf-8") as fh:
-        for r in results():
-            rec = {**r, "size": str(r.get("n", "")), "baseline": r.get("ratio_vs")}
-            fh.write(json.dumps(rec) + "\n")
 
 
 if __name__ == "__main__":

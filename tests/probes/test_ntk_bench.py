@@ -9,11 +9,14 @@ from pathlib import Path
 import pytest
 
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_ntk.py"
-KEYS = {"benchmark", "variant", "n", "median_s", "min_s", "max_s", "ratio_vs", "ratio"}
+KEYS = {"benchmark", "variant", "size", "n", "median_s", "min_s", "max_s", "rounds", "clock"}
+KEYS |= {"baseline", "ratio", "ratio_min", "ratio_max", "host", "torch", "time", "loadavg"}
 
 
 @pytest.fixture
 def bench(monkeypatch):
+    monkeypatch.syspath_prepend(str(BENCH.parent))  # its shared `_timing` module
+    monkeypatch.delenv("NCDYN_BENCH_RESULTS", raising=False)
     spec = importlib.util.spec_from_file_location("bench_ntk_under_test", BENCH)
     mod = importlib.util.module_from_spec(spec)
     monkeypatch.setitem(sys.modules, spec.name, mod)  # its dataclasses look their module up
@@ -44,8 +47,9 @@ def test_user_cnn_case_runs_with_the_device_argument_and_records_results(bench, 
     assert recs and all(KEYS <= set(r) for r in recs)
     assert all(r["device"] == "cpu" and r["min_s"] <= r["median_s"] <= r["max_s"] for r in recs)
     full = [r for r in recs if r["benchmark"] == "ntk-usercnn" and r["variant"] == "ours full"]
-    assert len(full) == 1 and full[0]["ratio_vs"] == "baseline full"
+    assert len(full) == 1 and full[0]["baseline"] == "baseline full"
     assert full[0]["max_rel_diff"] < 1e-5  # float32 kernel against the torch.func recipe
+    assert full[0]["size"] == "N=4" and full[0]["ratio_min"] <= full[0]["ratio_max"]
 
 
 def test_peer_is_skipped_with_a_message_when_missing(bench, monkeypatch, capsys):
