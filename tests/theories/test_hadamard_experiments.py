@@ -45,10 +45,12 @@ def test_figure_settings_are_baked_into_presets():
 def test_comparison_smoke_writes_figure_and_holds_structural_claims(tmp_path):
     r = run("hadamard.fig2", preset="smoke", out=tmp_path / "fig2", progress=False)
     assert [p.name for p in r.figures()] == ["comparison.png"]
-    claims = {c["claim"][:30]: c for c in r.summary["claims"]}
-    assert claims["Hadamard residual energy stays"]["held"]
-    assert claims["Hadamard KL is monotone (Thm 3"]["held"]
-    assert claims["Hadamard normalised singular v"]["held"]
+    parts = {p["part"]: p for c in r.summary["claims"] for p in c["parts"]}
+    assert parts["Hadamard residual energy stays 0"]["held"]
+    assert parts["Hadamard KL decreases monotonically (Thm 3)"]["held"]
+    assert parts["Hadamard normalised singular values match the ODE"]["held"]
+    # 300 iterations never leave the burn-in: that part is reported, and not held
+    assert not parts["burn-in lasts about 1000 iterations"]["held"]
     assert "hadamard_kl" in set(r.metrics["name"])
     steps, arr = r.array_stack("hadamard_sigma")
     assert arr.shape[-1] == 3
@@ -58,7 +60,11 @@ def test_fig1_and_fig3_reproduce_reference_numbers(tmp_path):
     r1 = run("hadamard.fig1", preset="smoke", out=tmp_path / "fig1", progress=False)
     s1 = r1.summary
     assert s1["M0"] == pytest.approx(0.053384, abs=1e-6)
-    assert all(c["held"] for c in s1["claims"])
+    (fig1,) = s1["claims"]
+    held = {p["part"]: p["held"] for p in fig1["parts"]}
+    # t <= 1e4 ends before M's maximum (t ~ 8e6): the turn back toward 0 is not visible
+    assert held.pop("M eventually turns back toward 0") is False
+    assert all(held.values())
     r3 = run("hadamard.fig3", preset="smoke", out=tmp_path / "fig3", progress=False)
     m = r3.summary["margins"]
     assert m["uniform on support"] == pytest.approx(0.0625)
@@ -69,7 +75,12 @@ def test_fig1_and_fig3_reproduce_reference_numbers(tmp_path):
 def test_fig10_and_thm8_smoke_hold_their_claims(tmp_path):
     r10 = run("hadamard.fig10", preset="smoke", out=tmp_path / "fig10", progress=False)
     assert [p.name for p in r10.figures()] == ["fig10.png"]
-    assert all(c["held"] for c in r10.summary["claims"])
+    (fig10,) = r10.summary["claims"]
+    held = {p["part"]: p["held"] for p in fig10["parts"]}
+    # the smoke grid stops at t = 1e4, before the regular flow's t = 1e6
+    assert held.pop("regular flow not there by t = 1e6") is False
+    assert held.pop("KL and M converge orders of magnitude faster") is False
+    assert all(held.values())
     r8 = run("hadamard.thm8", preset="smoke", out=tmp_path / "thm8", progress=False)
     assert all(c["held"] for c in r8.summary["claims"])
     dist = r8.summary["etf_distance_mean"]

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import NDArray
 
+from ...claims import Part, claim
 from ...experiment import RunWriter
 from ..counterexamples import COUNTEREXAMPLES
 from ..metrics import kl_uniform, metric_m, normalize_l1
@@ -18,7 +19,12 @@ from ._plotting import log_axes, pyplot
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-__all__ = ["NormalizedConfig", "normalized_vs_regular_figure", "run_fig10"]
+__all__ = [
+    "NormalizedConfig",
+    "normalized_flow_claims",
+    "normalized_vs_regular_figure",
+    "run_fig10",
+]
 
 
 @dataclass(frozen=True)
@@ -73,30 +79,87 @@ def run_fig10(config: NormalizedConfig, run: RunWriter, *, seed: int, progress: 
             "normalized_kl_at_tau_1e3": float(kln[near(1e3)]),
             "normalized_l1_final": float(yn.ys[-1].sum()),
             "regular_M_final": float(metric_m(yr.ys[-1])),
-            "claims": [
-                {
-                    "claim": "normalised flow approaches â = 1/(K-1) by τ ~ 1e3 (M at τ=1e3)",
-                    "ours": float(Mn[near(1e3)]),
-                    "held": bool(Mn[near(1e3)] < 1e-2),
-                },
-                {
-                    "claim": "M still first increases under the normalised flow",
-                    "ours": float(Mn[i_max] - Mn[0]),
-                    "held": bool(Mn[i_max] > Mn[0]),
-                },
-                {
-                    "claim": "no overflow at large a (stable Eq. 24)",
-                    "ours": float(yn.ys.max()),
-                    "held": bool(np.all(np.isfinite(yn.ys))),
-                },
-                {
-                    "claim": "KL monotone under the normalised flow",
-                    "ours": float(np.diff(kln).max()),
-                    "held": bool(np.diff(kln).max() <= 1e-10),
-                },
-            ],
+            "claims": normalized_flow_claims(tau, yn.ys, ts, yr.ys),
         }
     )
+
+
+def normalized_flow_claims(
+    tau: NDArray[np.float64],
+    a_norm: NDArray[np.float64],
+    t: NDArray[np.float64],
+    a_reg: NDArray[np.float64],
+) -> list[dict[str, Any]]:
+    """The claim record of Figure 10 from the normalised flow ``a_norm`` on the path-length
+    grid ``tau`` and the regular flow ``a_reg`` on ``t`` (both from the Figure 1 start).
+
+    "Reaches 1/(K-1)" is judged by M < 1e-2 at τ = 1e3 (M is 0.065 at its peak), and the
+    regular flow is "far" at t = 1e6 by the same threshold; "orders of magnitude faster" by
+    KL and M at τ = 1e3 against the regular flow's at t = 1e6 (NaN where a grid ends
+    earlier)."""
+    finite = bool(np.all(np.isfinite(a_norm)))
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):  # an overflow is a part
+        Mn, kln = metric_m(a_norm), kl_uniform(a_norm)
+        Mr, klr = metric_m(a_reg), kl_uniform(a_reg)
+
+    def near(grid: NDArray[np.float64], x: float) -> int:
+        return min(int(np.searchsorted(grid, x)), grid.size - 1)
+
+    i_max = int(np.argmax(Mn))
+    m_n3 = float(Mn[near(tau, 1e3)])
+    m_r6 = float(Mr[near(t, 1e6)]) if t[-1] >= 1e6 else float("nan")
+    kl_n3 = float(kln[near(tau, 1e3)])
+    kl_r6 = float(klr[near(t, 1e6)]) if t[-1] >= 1e6 else float("nan")
+    return [
+        claim(
+            "From the Figure 1 start (K = 8), the normalised flow (24) brings the normalised "
+            "singular values to 1/7 by path length tau ~ 1e3, whereas the regular flow (9) "
+            "has not got there by t = 1e6; KL and M converge orders of magnitude faster "
+            "under the normalised flow; M still first increases, then decreases; the "
+            "singular values become very large when M starts to fall, and the stable form "
+            "(24) avoids overflow.",
+            "Fig. 10, App. E.5, Eqs. (22)-(24)",
+            [
+                Part(
+                    "normalised flow at 1/(K-1) by tau ~ 1e3",
+                    "M(tau = 1e3) < 1e-2",
+                    m_n3,
+                    m_n3 < 1e-2,
+                ),
+                Part(
+                    "regular flow not there by t = 1e6",
+                    "M(t = 1e6) of the regular flow >= 1e-2 (NaN: grid ends before 1e6)",
+                    m_r6,
+                    bool(m_r6 >= 1e-2),
+                ),
+                Part(
+                    "KL and M converge orders of magnitude faster",
+                    "KL and M of the normalised flow at tau = 1e3 below those of the regular "
+                    "flow at t = 1e6 (1000 times longer); ours [normalised, regular]",
+                    {"KL": [kl_n3, kl_r6], "M": [m_n3, m_r6]},
+                    bool(kl_n3 < kl_r6 and m_n3 < m_r6),
+                ),
+                Part(
+                    "M first increases, then decreases",
+                    "max M > M(0) and M(end) < max M; ours [M(0), max M, M(end)]",
+                    [float(Mn[0]), float(Mn[i_max]), float(Mn[-1])],
+                    bool(Mn[i_max] > Mn[0] and Mn[-1] < Mn[i_max]),
+                ),
+                Part(
+                    "no overflow at large a",
+                    "every a finite; ours the largest a",
+                    float(np.max(a_norm)) if finite else float("inf"),
+                    finite,
+                ),
+                Part(
+                    "KL monotone under the normalised flow (a reparametrised (9))",
+                    "largest step rise of KL <= 1e-10",
+                    float(np.diff(kln).max()),
+                    bool(np.diff(kln).max() <= 1e-10),
+                ),
+            ],
+        )
+    ]
 
 
 def normalized_vs_regular_figure(

@@ -18,6 +18,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ...._validation import check_int, check_scalar
+from ...claims import Part, claim
 from ...experiment import RunWriter
 from ..estimate import ReducedFit, fit_reduced
 from ..fast_batched_gd import run_gd
@@ -39,7 +40,14 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-__all__ = ["SCALARS", "CompareConfig", "comparison_figure", "run_compare"]
+__all__ = [
+    "SCALARS",
+    "CompareConfig",
+    "compare_claims",
+    "compare_measures",
+    "comparison_figure",
+    "run_compare",
+]
 
 #: Scalar curves logged per step, as ``{random,hadamard,ode}_{name}`` where present.
 SCALARS = ("loss", "nc_w", "nc_h", "nc_z", "kl", "m", "residual")
@@ -164,60 +172,11 @@ def _compare_summary(
     config: CompareConfig, steps: NDArray[np.int64], curves: Curves, gd_seconds: float
 ) -> dict[str, Any]:
     K, n = config.K, config.n
-    rnd, had, ode = curves["random"], curves["hadamard"], curves["ode"]
-    rel_ode = float(np.abs(had["sigma"][1:] / ode["sigma"][1:] - 1).max())
-    hat_ode = float(np.abs(had["sigma_hat"] - ode["sigma_hat"]).max())
-    kl_inc_had = float(np.diff(had["kl"], axis=0).max())
-    kl_inc_rnd = np.diff(rnd["kl"], axis=0).max(axis=0)  # per realisation
-    m_inc_had = float(np.diff(had["m"], axis=0).max())
+    rnd, had = curves["random"], curves["hadamard"]
+    rel_ode = float(np.abs(had["sigma"][1:] / curves["ode"]["sigma"][1:] - 1).max())
     m_inc_rnd = float(np.diff(rnd["nc_z"], axis=0).max(axis=0).mean())
-    loss0 = float(rnd["loss"][0].mean())
-    claims: list[dict[str, Any]] = [
-        {
-            "claim": "Hadamard residual energy stays at 0 (Thm 1/2)",
-            "ours": float(had["residual"].max()),
-            "held": bool(had["residual"].max() <= 1e-12),
-        },
-        {
-            "claim": "Hadamard normalised singular values match the ODE (max abs. error)",
-            "ours": hat_ode,
-            "held": bool(hat_ode <= 1e-2),
-        },
-        {
-            "claim": "Hadamard KL is monotone (Thm 3); largest increase",
-            "ours": kl_inc_had,
-            "held": bool(kl_inc_had <= 1e-12),
-        },
-        {
-            "claim": "Random KL is non-monotone (fraction of realisations with an increase>1e-6)",
-            "ours": float(np.mean(kl_inc_rnd > 1e-6)),
-            "held": bool(np.mean(kl_inc_rnd > 1e-6) > 0),
-        },
-        {
-            "claim": "KL decreases overall for Random and Hadamard (final < initial)",
-            "ours": [float(rnd["kl"][-1].mean()), float(had["kl"][-1].mean())],
-            "held": bool(
-                rnd["kl"][-1].mean() < rnd["kl"][0].mean()
-                and had["kl"][-1].mean() < had["kl"][0].mean()
-            ),
-        },
-    ]
-    if config.delta >= 3:  # only a small init starts at the uniform softmax
-        claims.append(
-            {
-                "claim": f"Initial loss = K n log K = {K * n * np.log(K):.4f}",
-                "ours": loss0,
-                "held": bool(abs(loss0 / (K * n * np.log(K)) - 1) < 1e-3),
-            }
-        )
-    if K == 4:
-        claims.append(
-            {
-                "claim": "K=4: Hadamard M is monotone (Thm 4); largest increase",
-                "ours": m_inc_had,
-                "held": bool(m_inc_had <= 1e-12),
-            }
-        )
+    measures = compare_measures(steps, curves, K=K, n=n)
+    claims = compare_claims(measures, K=K, d=config.d, delta=config.delta)
     summary: dict[str, Any] = {
         "K": K,
         "d": config.d,
@@ -236,6 +195,7 @@ def _compare_summary(
             w: _first_drop(steps, c["loss"].mean(axis=1)) for w, c in curves.items()
         },
         "random_nc_z_largest_increase_mean": m_inc_rnd,
+        "measures": measures,
         "claims": claims,
     }
     if config.fit_ode:
@@ -249,6 +209,260 @@ def _compare_summary(
             "success": fit.success,
         }
     return summary
+
+
+# Burn-in length (iterations) [1] states: §6.2 (K = 4, "t < 10^3"), App. E.2 (K = 8, "up to
+# t ≈ 5×10^3"; K = 16 "consistent"), App. E.3 (standard scale, "shortens to t ~ 5×10^2").
+def stated_burn_in(K: int, delta: float) -> float:
+    """The burn-in length in GD iterations that [1] states for ``K`` and scale ``δ``."""
+    if delta < 3:
+        return 5e2
+    return 1e3 if K <= 4 else 5e3
+
+
+def compare_measures(
+    steps: NDArray[np.int64], curves: Curves, *, K: int, n: int
+) -> dict[str, float]:
+    """The numbers the claims of Figs 2, 4--9 are judged on (see :func:`compare_claims`).
+
+    Per-realisation quantities are reduced to fractions of realisations (graded); the burn-in
+    end ``k_half`` is the first logged iteration where the mean Random loss is below half its
+    start (-1 when it never is, and then the burn-in measures are NaN). Hadamard's normalised
+    singular values are judged flat over the iterations where its loss is still within 1% of
+    its start, the "unchanged loss" of §6.2's first stage."""
+    rnd, had, ode = curves["random"], curves["hadamard"], curves["ode"]
+    kl_rise_rnd = np.diff(rnd["kl"], axis=0).max(axis=0)  # per realisation
+    m_rise_rnd = np.diff(rnd["nc_z"], axis=0).max(axis=0)
+    m_tol = 1e-6 if K <= 4 else 1e-3  # "monotonic" at K = 4, "(nearly) monotonic" above
+    k_half = _first_drop(steps, rnd["loss"].mean(axis=1))
+    nan = float("nan")
+    if k_half > 0:
+        stage2 = steps >= k_half
+        res_mean = rnd["residual"].mean(axis=1)
+        # "unchanged loss" (§6.2, stage 1): the Hadamard loss within 1% of its start
+        had_loss = had["loss"].mean(axis=1)
+        flat = had_loss >= 0.99 * had_loss[0]
+        sh_change = float(np.abs(had["sigma_hat"][flat] - had["sigma_hat"][0]).max())
+        res_at_half = float(res_mean[steps == k_half][0])
+        res_rise2 = float(np.diff(res_mean[stage2]).max()) if stage2.sum() > 1 else nan
+        kl_ratio = float(rnd["kl"][steps == k_half].mean() / rnd["kl"][0].mean())
+    else:
+        sh_change = res_at_half = res_rise2 = kl_ratio = nan
+    return {
+        "hadamard_residual_max": float(had["residual"].max()),
+        "hadamard_sigma_hat_vs_ode": float(np.abs(had["sigma_hat"] - ode["sigma_hat"]).max()),
+        "hadamard_kl_largest_rise": float(np.diff(had["kl"], axis=0).max()),
+        "hadamard_m_largest_rise": float(np.diff(had["m"], axis=0).max()),
+        "random_kl_nonmonotone_fraction": float(np.mean(kl_rise_rnd > 1e-6)),
+        "random_m_monotone_fraction": float(np.mean(m_rise_rnd <= m_tol)),
+        "random_m_rise_tolerance": m_tol,
+        "random_kl_initial": float(rnd["kl"][0].mean()),
+        "random_kl_final": float(rnd["kl"][-1].mean()),
+        "hadamard_kl_initial": float(had["kl"][0].mean()),
+        "hadamard_kl_final": float(had["kl"][-1].mean()),
+        "initial_loss": float(rnd["loss"][0].mean()),
+        "uniform_loss": float(K * n * np.log(K)),
+        "burn_in_end": float(k_half),
+        "hadamard_sigma_hat_change_in_burn_in": sh_change,
+        "random_residual_initial": float(rnd["residual"][0].mean()),
+        "random_residual_at_burn_in_end": res_at_half,
+        "random_residual_stage2_largest_rise": res_rise2,
+        "random_kl_burn_in_ratio": kl_ratio,
+    }
+
+
+def compare_claims(m: dict[str, float], *, K: int, d: int, delta: float) -> list[dict[str, Any]]:
+    """The claim records of one of Figs 2, 4--9 of [1] from :func:`compare_measures`.
+
+    Which statements apply depends on the figure's ``K``, ``d`` and ``δ``: M's monotonicity
+    under Hadamard Init. is Thm 4's K = 4 case; the flat-loss start at ``K n log K`` and
+    Hadamard's flat â during burn-in need the infinitesimal scale (δ = 6); App. E.4's
+    contrast (the Random residual rises a little in stage 2 at d = K, not at d > K) is split
+    between the d = K and d > K figures. Comparisons between figures (the δ = 0 residual is
+    higher; Random vs Hadamard agreement worsens with K; Hadamard is the same at every d)
+    cannot be judged inside one run: the docs compare the runs.
+    """
+    fig = _figure_name(K, d, delta)
+    small = delta >= 3
+    burn_ref = stated_burn_in(K, delta)
+    k_half = m["burn_in_end"]
+    records = [
+        claim(
+            "Under Hadamard Init. the singular vectors of W and H never move, so the energy "
+            "outside the signal subspace stays at its initial zero for all time (Thm 1), and "
+            "the singular values follow the reduced ODE (9): the Hadamard GD curves and the "
+            "ODE solution coincide (panels d, e).",
+            f"Thms 1-2; §6.2; {fig} (d), (e), (f)",
+            [
+                Part(
+                    "Hadamard residual energy stays 0",
+                    "max residual energy over iterations and realisations <= 1e-12",
+                    m["hadamard_residual_max"],
+                    m["hadamard_residual_max"] <= 1e-12,
+                ),
+                Part(
+                    "Hadamard normalised singular values match the ODE",
+                    "max |sigma_hat(GD) - sigma_hat(ODE)| <= 1e-2",
+                    m["hadamard_sigma_hat_vs_ode"],
+                    m["hadamard_sigma_hat_vs_ode"] <= 1e-2,
+                ),
+            ],
+        )
+    ]
+    mono = [
+        Part(
+            "Hadamard KL decreases monotonically (Thm 3)",
+            "largest step rise of the mean KL <= 1e-12",
+            m["hadamard_kl_largest_rise"],
+            m["hadamard_kl_largest_rise"] <= 1e-12,
+        )
+    ]
+    if K == 4:
+        mono.append(
+            Part(
+                "Hadamard M decreases monotonically (Thm 4, K = 4)",
+                "largest step rise of the mean M <= 1e-12",
+                m["hadamard_m_largest_rise"],
+                m["hadamard_m_largest_rise"] <= 1e-12,
+            )
+        )
+    mono += [
+        Part(
+            "Random KL is non-monotone (oscillates while aligning)",
+            "fraction of realisations whose KL rises by > 1e-6 somewhere >= 0.5",
+            m["random_kl_nonmonotone_fraction"],
+            m["random_kl_nonmonotone_fraction"] >= 0.5,
+        ),
+        Part(
+            "Random M (logit NC metric) is monotone" + (" (nearly, K >= 8)" if K > 4 else ""),
+            f"fraction of realisations whose NC_Z never rises by > "
+            f"{m['random_m_rise_tolerance']:g} >= 0.9",
+            m["random_m_monotone_fraction"],
+            m["random_m_monotone_fraction"] >= 0.9,
+        ),
+    ]
+    records.append(
+        claim(
+            "Hadamard Init. decreases the KL Lyapunov function monotonically (Thm 3)"
+            + (" and, at K = 4, the metric M too (Thm 4)" if K == 4 else "")
+            + "; Random Init. makes the KL non-monotone, oscillating during the alignment "
+            "phase, while M stays monotone" + (" (nearly monotone for K >= 8)." if K > 4 else "."),
+            f"Thms 3-4; §6.2 and App. E; {fig} (b), (c)",
+            mono,
+        )
+    )
+    stage: list[Part] = [
+        Part(
+            "Random KL falls toward NC",
+            "mean KL at the last iteration < at the first",
+            [m["random_kl_initial"], m["random_kl_final"]],
+            m["random_kl_final"] < m["random_kl_initial"],
+        ),
+        Part(
+            "Hadamard KL falls toward NC",
+            "mean KL at the last iteration < at the first",
+            [m["hadamard_kl_initial"], m["hadamard_kl_final"]],
+            m["hadamard_kl_final"] < m["hadamard_kl_initial"],
+        ),
+    ]
+    if small:
+        stage.append(
+            Part(
+                "the loss starts at K n log K (uniform softmax)",
+                f"|loss(0) / (K n log K) - 1| < 1e-3, K n log K = {m['uniform_loss']:.4f}",
+                m["initial_loss"],
+                abs(m["initial_loss"] / m["uniform_loss"] - 1) < 1e-3,
+            )
+        )
+    stage.append(
+        Part(
+            f"burn-in lasts about {burn_ref:g} iterations",
+            f"first iteration where the mean Random loss halves within a factor 10 of "
+            f"{burn_ref:g} (-1: never, e.g. too few iterations)",
+            k_half,
+            k_half > 0 and burn_ref / 10 <= k_half <= burn_ref * 10,
+        )
+    )
+    if small:
+        stage.append(
+            Part(
+                "Hadamard normalised singular values stay flat during burn-in",
+                "max |sigma_hat(k) - sigma_hat(0)| while the Hadamard loss is within 1% of "
+                "its start < 1e-2",
+                m["hadamard_sigma_hat_change_in_burn_in"],
+                bool(m["hadamard_sigma_hat_change_in_burn_in"] < 1e-2),
+            )
+        )
+    stage.append(
+        Part(
+            "Random residual energy decays during burn-in (vectors align)",
+            "mean residual at the burn-in end < at iteration 0",
+            [m["random_residual_initial"], m["random_residual_at_burn_in_end"]],
+            bool(m["random_residual_at_burn_in_end"] < m["random_residual_initial"]),
+        )
+    )
+    records.append(
+        claim(
+            "Both initialisations converge toward NC (the KL falls and the normalised "
+            "singular values approach 1/(K-1), slowly), in two stages: a burn-in of about "
+            f"{burn_ref:g} iterations"
+            + (" with the loss flat at its uniform-softmax value K n log K" if small else "")
+            + (", Hadamard's normalised singular values flat" if small else "")
+            + " and Random's residual energy decaying as its vectors align, then a sharp "
+            "loss drop while the singular values grow.",
+            f"§6.2; App. E.2-E.3; {fig} (a), (c), (e), (f)",
+            stage,
+        )
+    )
+    if small and d == K:
+        records.append(
+            claim(
+                "Without overparameterisation (d = K) the Random residual energy shows a "
+                "slight increase in the second stage (which d > K avoids).",
+                f"App. E.4 (contrast with Figs 8-9); {fig} (f)",
+                [
+                    Part(
+                        "Random residual rises in stage 2",
+                        "largest step rise of the mean residual after the burn-in end > 1e-6",
+                        m["random_residual_stage2_largest_rise"],
+                        bool(m["random_residual_stage2_largest_rise"] > 1e-6),
+                    )
+                ],
+            )
+        )
+    if small and d > K:
+        records.append(
+            claim(
+                "With d > K, Random Init. keeps the loss plateau, but during burn-in its "
+                "normalised singular values already converge quickly toward equilibrium, and "
+                "its residual energy stays near zero in the second stage without the slight "
+                "increase seen at d = K (as Thm 8 predicts).",
+                f"App. E.4, Thm 8; {fig} (c), (e), (f)",
+                [
+                    Part(
+                        "Random KL converges during burn-in",
+                        "mean Random KL at the burn-in end / at iteration 0 < 0.5",
+                        m["random_kl_burn_in_ratio"],
+                        bool(m["random_kl_burn_in_ratio"] < 0.5),
+                    ),
+                    Part(
+                        "no rise of the Random residual in stage 2",
+                        "largest step rise of the mean residual after the burn-in end <= 1e-6",
+                        m["random_residual_stage2_largest_rise"],
+                        bool(m["random_residual_stage2_largest_rise"] <= 1e-6),
+                    ),
+                ],
+            )
+        )
+    return records
+
+
+def _figure_name(K: int, d: int, delta: float) -> str:
+    """ "Fig. N" of [1] for a registered setting, else the setting itself."""
+    figs = {(4, 4, 6.0): 2, (8, 8, 6.0): 4, (16, 16, 6.0): 5, (4, 4, 0.0): 6}
+    figs |= {(8, 8, 0.0): 7, (4, 20, 6.0): 8, (8, 80, 6.0): 9}
+    fig = figs.get((K, d, float(delta)))
+    return f"Fig. {fig}" if fig else f"Figs 2, 4-9 setting (K={K}, d={d}, delta={delta:g})"
 
 
 # ----------------------------------------------------------------------------- figure

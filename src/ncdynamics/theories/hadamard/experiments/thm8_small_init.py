@@ -11,12 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from ...._validation import check_int
+from ...claims import Part, claim
 from ...experiment import RunWriter
 from ..fast_batched_gd import run_gd
 from ..init import theorem8_init
@@ -27,7 +28,7 @@ from ._plotting import log_axes, mean_se, pyplot
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-__all__ = ["Thm8Config", "run_thm8", "thm8_figure"]
+__all__ = ["Thm8Config", "run_thm8", "thm8_claims", "thm8_figure"]
 
 
 @dataclass(frozen=True)
@@ -84,20 +85,59 @@ def run_thm8(config: Thm8Config, run: RunWriter, *, seed: int, progress: bool) -
             "prediction_error_mean": dict(
                 zip(map(str, config.eps_values), pm.tolist(), strict=True)
             ),
-            "claims": [
-                {
-                    "claim": "ETF distance at t* decreases with width (≈ √(K/d))",
-                    "ours": em.tolist(),
-                    "held": bool(np.all(np.diff(em) < 0)),
-                },
-                {
-                    "claim": "prediction error of Thm 8 decreases with ε",
-                    "ours": pm.tolist(),
-                    "held": bool(np.all(np.diff(pm) < 0)),
-                },
-            ],
+            "claims": thm8_claims(config.widths, etf, config.eps_values, errors),
         }
     )
+
+
+def thm8_claims(
+    widths: Sequence[int],
+    etf_dist: NDArray[np.float64],
+    eps_values: Sequence[float],
+    errors: NDArray[np.float64],
+) -> list[dict[str, Any]]:
+    """The claim record of Theorem 8 from the ETF distances ``etf_dist`` (n_widths, R) of
+    Z(t*) after GD and the relative prediction errors ``errors`` (n_eps, R) of exact gradient
+    flow, means over the R draws.
+
+    The rate √(K/d) is the spec's reading of (1/d) X Xᵀ → I (§1.14, verified there); it is
+    judged by the fitted log-log slope of the mean distance against d, -1/2 ± 0.1."""
+    em = np.asarray(etf_dist, dtype=np.float64).mean(axis=1)
+    pm = np.asarray(errors, dtype=np.float64).mean(axis=1)
+    w = np.asarray(widths, dtype=np.float64)
+    eps = np.asarray(eps_values, dtype=np.float64)
+    order = np.argsort(-eps)  # decreasing eps
+    slope = float(np.polyfit(np.log(w), np.log(em), 1)[0]) if w.size >= 2 else float("nan")
+    return [
+        claim(
+            "With a small Gaussian initialisation W(0) = eps d^{-1/2} A1, H(0) = eps d^{-1/2} "
+            "A0, the logits at t* = log(1/eps)/(2 sqrt(n)) approach the finite-width "
+            "prediction (eps/(2 d sqrt(n))) S X X^T (S kron 1_n^T) as eps -> 0, and as the "
+            "width d grows that prediction tends to the simplex ETF direction S kron 1_n^T, "
+            "so overparameterisation drives Z(t*) toward the ETF (about like sqrt(K/d)).",
+            "Thm 8, §5, App. D.6",
+            [
+                Part(
+                    "prediction error falls as eps -> 0",
+                    "mean relative error strictly decreasing over decreasing eps",
+                    pm[order].tolist(),
+                    bool(pm.size >= 2 and np.all(np.diff(pm[order]) < 0)),
+                ),
+                Part(
+                    "ETF distance of Z(t*) falls with d",
+                    "mean ETF distance strictly decreasing over increasing d",
+                    em.tolist(),
+                    bool(em.size >= 2 and np.all(np.diff(em[np.argsort(w)]) < 0)),
+                ),
+                Part(
+                    "about like sqrt(K/d)",
+                    "fitted slope of log distance vs log d within -1/2 ± 0.1",
+                    slope,
+                    bool(abs(slope + 0.5) < 0.1),
+                ),
+            ],
+        )
+    ]
 
 
 def _path_steps(k_star: int, n_log: int = 30) -> list[int]:

@@ -23,8 +23,11 @@ truncation.e8      ``e8_layer_weight_descent``      exploratory: plain GD on (W_
                                                     an adapted start
 =================  ===============================  =======================================
 
-Shared by several of them: :mod:`.claims` (the checked-claim records of ``summary.json``) and
-:mod:`.panels` (rows of line-plot panels).
+Shared by several of them: :mod:`.panels` (rows of line-plot panels). Every experiment writes
+its ``summary["claims"]`` with :func:`ncdynamics.theories.claims.claim`, one record per
+statement of [1] (or of the spec, where it corrects [1]) and one part per condition, built by a
+pure function of the measurements (``gradient_claims``, ``staircase_claims``, ...) so that
+tests can feed it a measurement where one condition fails.
 
 Presets: ``smoke`` runs in seconds, ``cpu`` in minutes, ``paper`` uses the spec's settings
 (the paper itself gives none).
