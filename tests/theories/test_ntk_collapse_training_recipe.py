@@ -78,3 +78,22 @@ def test_paper_preset_uses_every_mnist_image_at_full_size():
 def test_smoke_preset_needs_no_optional_dataset():
     cfg = TrainConfig(**TRAIN_PRESETS["smoke"])
     assert (cfg.dataset, cfg.resize) == ("digits", None)
+
+
+def test_root_and_download_reach_the_data_loader(monkeypatch):
+    from ncdynamics import data as nc_data
+    from ncdynamics.theories.ntk_collapse import training_recipe
+
+    seen = {}
+    real = nc_data.load
+
+    def spy(name, **options):
+        seen[name] = options
+        return real("digits")
+
+    monkeypatch.setattr(training_recipe.nc_data, "load", spy)
+    opts = {"resize": None, "train_per_class": None}
+    _load(TrainConfig(dataset="mnist", root="/data", download=True, **opts))
+    assert seen == {"mnist": {"root": "/data", "download": True}}
+    _load(TrainConfig(dataset="mnist", root="/data", **opts))
+    assert seen == {"mnist": {"root": "/data"}}
