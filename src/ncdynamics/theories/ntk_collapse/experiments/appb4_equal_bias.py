@@ -9,11 +9,14 @@ printed one (:func:`~ncdynamics.theories.ntk_collapse.limits.equal_bias_coeffici
 
 from __future__ import annotations
 
+from typing import Any
+
 import matplotlib.pyplot as plt
 import numpy as np
 from numpy.typing import NDArray
 
 from ....probes.collapse import collapse_metrics
+from ...claims import Part, claim
 from ...experiment import RunWriter
 from ...labels import class_major_labels
 from ..initial import init_equal_bias
@@ -22,7 +25,7 @@ from ..model import State
 from ..simulate import simulate_flow
 from ._theory_demos import TheoryConfig, block_params, flow_times, log_series
 
-__all__ = ["run_equal_bias"]
+__all__ = ["equal_bias_claims", "run_equal_bias"]
 
 
 def run_equal_bias(config: TheoryConfig, run: RunWriter, *, seed: int, progress: bool) -> None:
@@ -62,25 +65,55 @@ def run_equal_bias(config: TheoryConfig, run: RunWriter, *, seed: int, progress:
             "H1tH1_error_corrected_theta": err_ours,
             "H1tH1_error_paper_theta": err_paper,
             "WWt_error_eq60": err_w,
-            "claims": [
-                {
-                    "claim": "App. B.4: equal biases b = beta 1 give NC2 but not NC3",
-                    "ours": {"nc2_etf": nc2[-1], "nc3": nc3[-1]},
-                    "held": bool(nc2[-1] < 1e-6 and nc3[-1] > 0.05),
-                },
-                {
-                    "claim": "eq. (66)/(68) as printed: H1^T H1 -> sqrt(mu_c/m)(I - theta 11^T)",
-                    "ours": err_paper,
-                    "held": bool(err_paper < 1e-6),
-                },
-                {
-                    "claim": "corrected theta = (1 - |1 - beta C| / sqrt(1 - alpha C)) / C",
-                    "ours": err_ours,
-                    "held": bool(err_ours < 1e-6),
-                },
-            ],
+            "claims": equal_bias_claims(nc2[-1], nc3[-1], err_w, err_paper, err_ours),
         }
     )
+
+
+def equal_bias_claims(
+    nc2: float, nc3: float, err_wwt: float, err_printed: float, err_corrected: float
+) -> list[dict[str, Any]]:
+    """App. B.4 of [1] from the final NC2 and NC3 of the equal-bias flow and the errors of
+    the limits: ``W W^T`` of eq. (60), ``H1^T H1`` with the printed and the corrected theta
+    of eqs. (66)/(68)."""
+    b4 = claim(
+        "From E = 0 and H2 = 0 with all biases equal, b = beta 1 with beta != 1/C, the flow "
+        "reaches NC2 (the class means form a simplex ETF) but not NC3 (the classifier does "
+        "not align with the class means), and W W^T reaches the limit of eq. (60).",
+        "App. B.4, eqs. (60)-(62)",
+        [
+            Part("NC2 reached", "NC2 ETF distance < 1e-6", nc2, nc2 < 1e-6),
+            Part("NC3 not reached", "NC3 > 0.05", nc3, nc3 > 0.05),
+            Part("W W^T limit (60)", "||W W^T - (60)||_F < 1e-6", err_wwt, err_wwt < 1e-6),
+        ],
+    )
+    printed = claim(
+        "The class-mean Gram H1^T H1 tends to sqrt(mu_class / m)(I - theta 1 1^T) with theta "
+        "as printed, (1 - |1 - beta C| / (2 - sqrt(1 - alpha C))) / C.",
+        "App. B.4, eqs. (66)/(68) as printed",
+        [
+            Part(
+                "printed theta gives the limit",
+                "||H1^T H1 - limit||_F < 1e-6",
+                err_printed,
+                err_printed < 1e-6,
+            )
+        ],
+    )
+    corrected = claim(
+        "(Erratum, derived here.) The same limit holds with the corrected theta = "
+        "(1 - |1 - beta C| / sqrt(1 - alpha C)) / C.",
+        "App. B.4, eqs. (66)/(68) corrected",
+        [
+            Part(
+                "corrected theta gives the limit",
+                "||H1^T H1 - limit||_F < 1e-6",
+                err_corrected,
+                err_corrected < 1e-6,
+            )
+        ],
+    )
+    return [b4, printed, corrected]
 
 
 def _plot(

@@ -8,16 +8,19 @@ single phase.
 
 from __future__ import annotations
 
+from typing import Any
+
 import matplotlib.pyplot as plt
 import numpy as np
 from numpy.typing import NDArray
 
+from ...claims import Part, claim
 from ...experiment import RunWriter
 from ..blocks import BlockEigenvalues, block_eigenvalues
 from ..residuals import residual_gd, residual_phases
 from ._theory_demos import TheoryConfig
 
-__all__ = ["run_phases"]
+__all__ = ["phases_claim", "run_phases"]
 
 
 def run_phases(config: TheoryConfig, run: RunWriter, *, seed: int, progress: bool) -> None:
@@ -47,21 +50,45 @@ def run_phases(config: TheoryConfig, run: RunWriter, *, seed: int, progress: boo
             "predicted_factor": float(abs(1 - eta * val)),
         }
     _plot(run, steps, norms, lam, eta)
-    held = all(abs(r["measured_factor"] - r["predicted_factor"]) < 1e-6 for r in rates.values())
     run.save_summary(
         {
             "eigenvalues": {"single": lam.single, "class": lam.class_, "global": lam.global_},
             "learning_rate": eta,
             "rates": rates,
-            "claims": [
-                {
-                    "claim": "eqs. (13)-(15): each residual phase shrinks by 1 - eta lambda "
-                    "per GD step, global first, then class, then single",
-                    "ours": rates,
-                    "held": bool(held),
-                }
-            ],
+            "claims": [phases_claim(rates)],
         }
+    )
+
+
+def phases_claim(rates: dict[str, dict[str, float]]) -> dict[str, Any]:
+    """The claim of Sec. 4.1, eqs. (13)-(15) of [1] from the measured and predicted per-step
+    factors of the ``global``, ``class`` and ``single`` phases."""
+    parts = [
+        Part(
+            f"{name} phase shrinks by |1 - eta lambda_{name}|",
+            "|measured - predicted per-step factor| < 1e-6",
+            [r["measured_factor"], r["predicted_factor"]],
+            abs(r["measured_factor"] - r["predicted_factor"]) < 1e-6,
+        )
+        for name, r in rates.items()
+    ]
+    order = [rates[k]["measured_factor"] for k in ("global", "class", "single")]
+    parts.append(
+        Part(
+            "global first, then class, then single",
+            "measured factors: global < class < single",
+            order,
+            order[0] < order[1] < order[2],
+        )
+    )
+    return claim(
+        "Under gradient descent on the residual of an output with a class-block-structured "
+        "kernel, the residual splits into a global, a class and a single (within-class) "
+        "phase; each shrinks by the factor |1 - eta lambda| per step at its own eigenvalue of "
+        "Table 1, and since lambda_global > lambda_class > lambda_single the global phase "
+        "vanishes first, then the class phase, then the single phase.",
+        "Eqs. (13)-(15), Table 1, Sec. 4.1",
+        parts,
     )
 
 
