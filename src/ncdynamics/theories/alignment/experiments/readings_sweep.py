@@ -427,8 +427,10 @@ def plot_readings(
     """Per network, R^2 of ``w`` under eq. (7) and the rank of eq. (7) among the five models.
 
     Each panel is a grid: one row per training reading, one column per representation
-    reading (layer, post/pre); the cells carry the numbers. A rank of 1 means eq. (7) fits
-    best (the paper's Fig. 11); cells with R^2 >= ``threshold`` are outlined.
+    reading (layer, post/pre); the cells carry the numbers ("n/a": not finite, e.g. the
+    training diverged), the rank cells also eq. (7)'s loss (49) over the best alternative's.
+    A rank of 1 means eq. (7) fits best (the paper's Fig. 11); cells with R^2 >=
+    ``threshold`` are outlined.
     """
     plt = pyplot()
     archs = [a for a in rows if rows[a]]
@@ -446,10 +448,11 @@ def plot_readings(
         )
         r2 = np.full((len(trains), len(cols)), np.nan)
         rank = np.full((len(trains), len(cols)), np.nan)
+        ratio = np.full((len(trains), len(cols)), np.nan)
         for r in rs:
             col = f"L{r['layer']} {'post' if r['representation'] == 'post-activation' else 'pre'}"
             k, c = trains.index(r["training"]), cols.index(col)
-            r2[k, c], rank[k, c] = r["r2_w"], r["eq7_rank"]
+            r2[k, c], rank[k, c], ratio[k, c] = r["r2_w"], r["eq7_rank"], eq7_ratio(r)
         for j, (vals, title, cmap, lims) in enumerate(
             (
                 (r2, f"{arch}: R^2 of w under eq. (7)", "viridis", (-1.0, 1.0)),
@@ -466,8 +469,21 @@ def plot_readings(
             for k in range(len(trains)):
                 for c in range(len(cols)):
                     v = vals[k, c]
-                    text = "n/a" if not np.isfinite(v) else (f"{v:.2f}" if j == 0 else f"{v:.0f}")
-                    ax.text(c, k, text, ha="center", va="center", fontsize=7, color="w")
+                    if not np.isfinite(v):
+                        text = "n/a"
+                    elif j == 0:
+                        text = f"{v:.2f}"
+                    else:
+                        text = f"{v:.0f} ({ratio[k, c]:.3g})"
+                    ax.text(
+                        c,
+                        k,
+                        text,
+                        ha="center",
+                        va="center",
+                        fontsize=7,
+                        bbox={"fc": "w", "alpha": 0.7, "lw": 0, "pad": 1},
+                    )
                     if j == 0 and np.isfinite(v) and v >= threshold:
                         ax.add_patch(
                             plt.Rectangle((c - 0.5, k - 0.5), 1, 1, fill=False, ec="r", lw=2)
