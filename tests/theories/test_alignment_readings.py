@@ -121,6 +121,7 @@ def test_pre_activation_record_follows_training_to_the_end():
         assert h.a[-1, k] == pytest.approx(
             float(((posts[k][1] - posts[k][0]) ** 2).sum()), rel=1e-5
         )
+    assert not any(m._forward_hooks for m in h.model.layers)  # no recording hook left
     plain = train_recording(cfg, x, t, seed=3, layer="all")
     np.testing.assert_array_equal(plain.a, h.a)  # recording pre-activations changes nothing
 

@@ -326,9 +326,11 @@ def train_recording(
     )
     # The affine pre-activations of the last forward pass, captured by hooks on the layers.
     pres: list[torch.Tensor | None] = [None] * cfg.depth
-    if representation != "post-activation":
-        for k, module in enumerate(net.layers):
-            module.register_forward_hook(_keep_output(pres, k))
+    hooks = (
+        [m.register_forward_hook(_keep_output(pres, k)) for k, m in enumerate(net.layers)]
+        if representation != "post-activation"
+        else []
+    )
     xt, tt = torch.from_numpy(x).to(device), torch.from_numpy(t_np).to(device)
     opt = (
         torch.optim.SGD(net.parameters(), lr=cfg.lr)
@@ -382,6 +384,8 @@ def train_recording(
         for k in range(0, n, bs):
             idx = order[k : k + bs].to(device)
             step(xt[idx], tt[idx])
+    for handle in hooks:  # the returned model carries no recording hooks
+        handle.remove()
     assert init is not None  # the loop records at least once (epoch 0)
     R = torch.stack(rec).cpu().numpy()  # (n_rec, n_a + 4 + d_out)
     n_a = cfg.depth if lay == 0 else 1
