@@ -251,6 +251,11 @@ def test_claims_fail_when_one_part_fails():
     fig2, fig11 = readings_claims(rows, threshold=0.9, margin=0.9)
     assert fig2["held"] and fig11["held"]
     assert fig11["ours"]["best_eq7_reading"] == "d3"
+    # a failed fit elsewhere in the table does not stop a part from holding
+    rows["default"].append(_row("d4", math.nan, math.nan))
+    fig2, fig11 = readings_claims(rows, threshold=0.9, margin=0.9)
+    assert fig2["held"] and fig11["held"]
+    assert fig11["ours"]["eq7_ratio"]["d4"] is None
     no_default = readings_claims({"shallow": rows["shallow"]})[1]
     assert not no_default["held"] and "not measured" in no_default["ours"]
 

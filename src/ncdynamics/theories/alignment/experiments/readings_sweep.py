@@ -324,6 +324,12 @@ def run_readings(config: ReadingsConfig, run: RunWriter, *, seed: int, progress:
     )
 
 
+def _measured(value: float) -> float | None:
+    """``value``, or None where it is not finite (a diverged training or a failed fit), so
+    that a claim's table never carries NaN (a part cannot hold on a non-finite number)."""
+    return float(value) if math.isfinite(value) else None
+
+
 def _min_r2(row: Mapping[str, Any]) -> float:
     vals = [row["r2_a"], row["r2_b"], row["r2_w"]]
     return min(vals) if all(math.isfinite(v) for v in vals) else -math.inf
@@ -337,9 +343,9 @@ def best_rows(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     best_rank = min(rows, key=eq7_ratio)
     return {
         "best_fit_reading": best_fit["reading"],
-        "best_fit_r2": [best_fit["r2_a"], best_fit["r2_b"], best_fit["r2_w"]],
+        "best_fit_r2": [_measured(best_fit[k]) for k in ("r2_a", "r2_b", "r2_w")],
         "best_eq7_reading": best_rank["reading"],
-        "best_eq7_loss_over_best_alternative": eq7_ratio(best_rank),
+        "best_eq7_loss_over_best_alternative": _measured(eq7_ratio(best_rank)),
     }
 
 
@@ -382,7 +388,10 @@ def readings_claims(
                     "n_readings_held": len(ok),
                     "n_readings": len(rs),
                     **best_rows(rs),
-                    "r2_abw": {r["reading"]: [r["r2_a"], r["r2_b"], r["r2_w"]] for r in rs},
+                    "r2_abw": {
+                        r["reading"]: [_measured(r[k]) for k in ("r2_a", "r2_b", "r2_w")]
+                        for r in rs
+                    },
                 },
                 bool(ok),
             )
@@ -404,7 +413,7 @@ def readings_claims(
                 "n_readings": len(rs),
                 **best_rows(rs),
                 "eq7_rank": {r["reading"]: r["eq7_rank"] for r in rs},
-                "eq7_ratio": {r["reading"]: eq7_ratio(r) for r in rs},
+                "eq7_ratio": {r["reading"]: _measured(eq7_ratio(r)) for r in rs},
             },
             bool(first),
         )
