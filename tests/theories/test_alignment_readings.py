@@ -6,6 +6,7 @@ against a hand computation of the layers), ``negative_slope`` changes the activa
 the weights. The sweep's claims must fail when one of their parts fails.
 """
 
+import dataclasses
 import json
 import math
 
@@ -15,6 +16,7 @@ import torch
 
 from ncdynamics import experiments
 from ncdynamics.data import load
+from ncdynamics.theories.alignment.experiments import readings_sweep
 from ncdynamics.theories.alignment.experiments.readings_sweep import (
     ReadingsConfig,
     TrainingReading,
@@ -194,6 +196,7 @@ def test_eq7_rank_and_ratio():
     assert eq7_rank(losses) == 2
     assert eq7_ratio({"fit_loss": losses}) == pytest.approx(2.0)
     assert eq7_rank({**losses, "eq7": 0.5}) == 1
+    assert eq7_rank({**losses, "eq7": math.nan}) == 5
     assert eq7_ratio({"fit_loss": {**losses, "eq7": math.nan}}) == math.inf
 
 
@@ -220,6 +223,21 @@ def test_reading_trial_reads_the_named_layer_and_reports_divergence():
         cfg, 0, TrainingReading("lr x1e8", lr_scale=1e8), (1,), ("post-activation",)
     )
     assert blown[0]["diverged"] and math.isnan(blown[0]["r2_w"])
+
+
+def test_a_failed_fit_gives_nan_numbers_not_an_error(monkeypatch):
+    real = readings_sweep.fit_rates
+
+    def failing(*args, **kwargs):
+        res = real(*args, **kwargs)
+        nan = np.full_like(res.extra["trajectory"], np.nan)
+        return dataclasses.replace(res, success=False, extra={**res.extra, "trajectory": nan})
+
+    monkeypatch.setattr(readings_sweep, "fit_rates", failing)
+    cfg = net_config("shallow", width=8, epochs=20)
+    (row,) = reading_trial(cfg, 0, TrainingReading("baseline"), (1,), ("post-activation",))
+    assert math.isnan(row["r2_w"]) and all(math.isnan(v) for v in row["fit_loss"].values())
+    assert row["eq7_rank"] == len(VARIANTS) and eq7_ratio(row) == math.inf
 
 
 def _row(reading, r2w, eq7, alt=1.0):

@@ -42,13 +42,15 @@ import numpy as np
 
 from ....training import run_trials
 from ...claims import Part, claim
+from ...confrontation import r_squared
 from ...experiment import RunWriter
+from ..estimate import fit_rates
 from ..model import VARIANTS
 from ..training import NetConfig, PairHistory
-from .history_fit import fit_history, plateau_epochs
+from .history_fit import plateau_epochs
 from .plotting import pyplot
 from .trials import two_point_trial
-from .two_point import Y1, table1_configs
+from .two_point import table1_configs
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -156,12 +158,14 @@ def layers_to_read(depth: int, fractions: Sequence[float]) -> list[int]:
 def eq7_rank(losses: Mapping[str, float]) -> int:
     """1 + the number of models whose fit loss (49) is strictly below eq. (7)'s.
 
-    A non-finite loss (a failed fit) counts as worst.
+    A non-finite loss (a failed fit) counts as worst; a failed eq. (7) fit ranks last.
     """
 
     def key(v: float) -> float:
         return v if math.isfinite(v) else math.inf
 
+    if not math.isfinite(losses["eq7"]):
+        return len(losses)
     return 1 + sum(key(v) < key(losses["eq7"]) for m, v in losses.items() if m != "eq7")
 
 
@@ -237,19 +241,25 @@ def _fit_reading(h: PairHistory, layer: int, representation: str) -> dict[str, A
             "the history has no pre-activation record; train with representation='both'."
         )
     a = np.asarray(source[:, layer - 1], dtype=np.float64)
-    fits = {v: fit_history(h, y1=Y1, y2=Y1 + 1.0, variant=v, a=a) for v in VARIANTS}
+    state = np.stack([a, h.b, h.w], axis=1)  # (n_records, 3)
+    fits = {v: fit_rates(h.epochs, state, X=h.X, Y=h.Y, variant=v) for v in VARIANTS}
     f7 = fits["eq7"]
-    losses = {v: float(f.fit_loss) for v, f in fits.items()}
+    th = np.asarray(f7.extra["trajectory"], dtype=np.float64)  # NaN where no start solved
+    r2 = [
+        r_squared(state[:, c], th[:, c]) if np.all(np.isfinite(th[:, c])) else float("nan")
+        for c in range(3)
+    ]
+    losses = {v: float(f.loss) if f.success else float("nan") for v, f in fits.items()}
     return {
         "layer": layer,
         "representation": representation,
         "diverged": False,
-        "r2_a": float(f7.r2[0]),
-        "r2_b": float(f7.r2[1]),
-        "r2_w": float(f7.r2[2]),
-        "inv_tau_h": float(f7.inv_tau_h),
-        "inv_tau_y": float(f7.inv_tau_y),
-        "rho": float(f7.rho),
+        "r2_a": r2[0],
+        "r2_b": r2[1],
+        "r2_w": r2[2],
+        "inv_tau_h": float(f7.params.inv_tau_h),
+        "inv_tau_y": float(f7.params.inv_tau_y),
+        "rho": float(f7.params.rho),
         "fit_loss": losses,
         "eq7_rank": eq7_rank(losses),
         "a0": float(a[0]),
