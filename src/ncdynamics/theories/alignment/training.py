@@ -8,11 +8,20 @@ forward pass (train and eval modes agree); otherwise an eval-mode pass is added.
 
 Training loss (spec §7.1): ``"mse"`` is PyTorch's ``MSELoss`` (mean over all entries, no
 1/2), which the pilot found to reproduce the paper's convergence within 6000 epochs;
-``"half-mse"`` is eq. (1) exactly. The recorded ``loss`` is always eq. (1).
+``"half-mse"`` is eq. (1) exactly; ``"sum-mse"`` sums the squared errors over points and
+outputs (``n * d_out`` times the ``"mse"`` objective, so for plain SGD the same as ``"mse"`` at
+``n * d_out`` times the learning rate). The recorded ``loss`` is always eq. (1).
+
+Readings the paper leaves open (spec §7.4-5), as keyword options with defaults that keep the
+behaviour above: ``representation`` reads ``a`` from the post-activation layer output (the
+default), from the affine pre-activation ``W_l h_{l-1} + b_l``, or records both
+(``PairHistory.a_pre``); ``negative_slope`` sets the leaky-ReLU slope (PyTorch's 0.01 by
+default).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Literal
 
@@ -24,7 +33,21 @@ from ..._validation import check_array, check_int, check_option, check_scalar
 from ...models.table1 import Table1Net, middle_layer
 from ...training.devices import current_device
 
-__all__ = ["TABLE1", "TABLE2", "NetConfig", "PairHistory", "build_net", "train_recording"]
+__all__ = [
+    "LOSSES",
+    "REPRESENTATIONS",
+    "TABLE1",
+    "TABLE2",
+    "NetConfig",
+    "PairHistory",
+    "build_net",
+    "train_recording",
+]
+
+#: Training objectives of :func:`train_recording` (module docstring).
+LOSSES = ("mse", "half-mse", "sum-mse")
+#: Which tensor of a hidden layer ``a`` is read from.
+REPRESENTATIONS = ("post-activation", "pre-activation", "both")
 
 
 @dataclass(frozen=True)
@@ -77,10 +100,28 @@ TABLE2: dict[str, NetConfig] = {
 }
 
 
-def build_net(cfg: NetConfig, in_features: int, n_outputs: int, *, seed: int) -> Table1Net:
-    """The network of ``cfg`` with Xavier-normal weights drawn from ``seed``."""
+def build_net(
+    cfg: NetConfig,
+    in_features: int,
+    n_outputs: int,
+    *,
+    seed: int,
+    negative_slope: float | None = None,
+) -> Table1Net:
+    """The network of ``cfg`` with Xavier-normal weights drawn from ``seed``.
+
+    ``negative_slope`` replaces the leaky-ReLU slope (0.01, PyTorch's default; [1] does not
+    state it) of a ``"leaky-relu"`` row; the weights drawn are the same for every slope.
+    """
     gen = torch.Generator().manual_seed(check_int(seed, "seed", low=0))
-    return Table1Net(
+    if negative_slope is not None:
+        negative_slope = check_scalar(negative_slope, "negative_slope", low=0.0, closed="left")
+        if cfg.activation != "leaky-relu":
+            raise ValueError(
+                "`negative_slope` applies to leaky-ReLU nets only; got activation "
+                f"{cfg.activation!r}."
+            )
+    net = Table1Net(
         in_features,
         n_outputs,
         depth=cfg.depth,
@@ -92,6 +133,9 @@ def build_net(cfg: NetConfig, in_features: int, n_outputs: int, *, seed: int) ->
         conv=cfg.conv,
         generator=gen,
     )
+    if negative_slope is not None:
+        net.act = torch.nn.LeakyReLU(negative_slope)
+    return net
 
 
 @dataclass(frozen=True)
@@ -116,6 +160,9 @@ class PairHistory:
     out_init, out_final : ndarray of shape (n, n_outputs)
     model : Table1Net or None
         The trained network (``keep_model=True``), in eval mode.
+    a_pre : ndarray shaped like ``a``, or None
+        ``|dh|^2`` of the affine pre-activations at the same layer(s), recorded with
+        ``representation="both"`` (``a`` then reads the post-activation outputs).
     """
 
     epochs: NDArray[np.float64]
@@ -133,6 +180,7 @@ class PairHistory:
     out_init: NDArray[np.float32]
     out_final: NDArray[np.float32]
     model: Table1Net | None = None
+    a_pre: NDArray[np.float64] | None = None
 
     @property
     def state(self) -> NDArray[np.float64]:
@@ -146,13 +194,46 @@ class PairHistory:
         )
 
 
+def _keep_output(store: list[torch.Tensor | None], k: int) -> Callable[..., None]:
+    """A forward hook that keeps its module's output in ``store[k]``."""
+
+    def hook(_module: torch.nn.Module, _args: object, output: torch.Tensor) -> None:
+        store[k] = output
+
+    return hook
+
+
+def _captured(store: list[torch.Tensor | None]) -> list[torch.Tensor]:
+    """The hooked layer outputs of the last forward pass (all present by then)."""
+    out = [t for t in store if t is not None]
+    if len(out) != len(store):
+        raise RuntimeError("a layer's pre-activation was not captured by its forward hook.")
+    return out
+
+
+def _pair_distances(hidden: list[torch.Tensor], pair: list[int], layer: int) -> torch.Tensor:
+    """``|h(x_j) - h(x_i)|^2`` at ``layer`` (1-indexed), or at every layer (``layer=0``)."""
+    i, j = pair
+    hs = hidden if layer == 0 else [hidden[layer - 1]]
+    return torch.stack([((h[j] - h[i]).double() ** 2).sum() for h in hs])  # (n_a,)
+
+
+def _stacked_a(rec: list[torch.Tensor], layer: int) -> NDArray[np.float64] | None:
+    """The recorded pre-activation distances as ``PairHistory.a_pre`` (None if not recorded)."""
+    if not rec:
+        return None
+    A = torch.stack(rec).cpu().numpy()  # (n_rec, n_a)
+    if not np.all(np.isfinite(A)):
+        raise FloatingPointError("training diverged (non-finite pre-activation record).")
+    return A if layer == 0 else A[:, 0]
+
+
 def _record(
     hidden: list[torch.Tensor], out: torch.Tensor, t: torch.Tensor, pair: list[int], layer: int
 ) -> torch.Tensor:
     """``(a..., b, w, pair_loss, loss, ybar...)`` as one float64 vector."""
     i, j = pair
-    hs = hidden if layer == 0 else [hidden[layer - 1]]
-    a = torch.stack([((h[j] - h[i]).double() ** 2).sum() for h in hs])  # (n_a,)
+    a = _pair_distances(hidden, pair, layer)  # (n_a,)
     o, tt = out.double(), t.double()
     dy, dt = o[j] - o[i], tt[j] - tt[i]
     b = (dy * dy).sum()
@@ -172,12 +253,14 @@ def train_recording(
     pair: tuple[int, int] = (0, 1),
     layer: int | Literal["all"] | None = None,
     optimizer: Literal["sgd", "adam"] = "sgd",
-    loss: Literal["mse", "half-mse"] = "mse",
+    loss: Literal["mse", "half-mse", "sum-mse"] = "mse",
     epochs: int | None = None,
     lr: float | None = None,
     adam_betas: tuple[float, float] = (0.9, 0.999),
     batch_size: int | None = None,
     keep_model: bool = False,
+    representation: Literal["post-activation", "pre-activation", "both"] = "post-activation",
+    negative_slope: float | None = None,
 ) -> PairHistory:
     """Train ``cfg``'s network full-batch on ``(x, targets)`` and record the pair.
 
@@ -194,7 +277,9 @@ def train_recording(
         Hidden layer for ``a`` (1-indexed); None is the middle one; "all" records every one.
     optimizer : {"sgd", "adam"}
         Plain SGD (no momentum) or Adam with ``adam_betas``.
-    loss : {"mse", "half-mse"}
+    loss : {"mse", "half-mse", "sum-mse"}
+        ``mean``, ``1/2 mean_i |f(x_i) - y_i|^2`` (eq. (1)) or the sum of squared errors
+        (module docstring).
     epochs, lr : optional
         Override ``cfg.epochs`` / ``cfg.lr``.
     adam_betas : (float, float)
@@ -203,11 +288,19 @@ def train_recording(
         once per epoch, before its first step.
     keep_model : bool, default=False
         Return the trained network in ``PairHistory.model``.
+    representation : {"post-activation", "pre-activation", "both"}
+        The layer's output (after activation, dropout and skip) or its affine
+        pre-activation ``W_l h_{l-1} + b_l`` as the representation ``h`` of ``a``,
+        ``hidden_init`` and ``hidden_final``; ``"both"`` reads ``a`` post-activation and also
+        records the pre-activation one in ``PairHistory.a_pre``.
+    negative_slope : float, optional
+        Leaky-ReLU slope (:func:`build_net`); PyTorch's 0.01 by default.
     """
     x = check_array(x, "x", ndim=2, dtype=np.float32)
     t_np = check_array(targets, "targets", shape=(x.shape[0], None), dtype=np.float32)
     check_option(optimizer, "optimizer", ("sgd", "adam"))
-    check_option(loss, "loss", ("mse", "half-mse"))
+    check_option(loss, "loss", LOSSES)
+    check_option(representation, "representation", REPRESENTATIONS)
     cfg = replace(
         cfg,
         epochs=cfg.epochs if epochs is None else check_int(epochs, "epochs", low=0),
@@ -228,20 +321,31 @@ def train_recording(
     n = x.shape[0]
     bs = n if batch_size is None else check_int(batch_size, "batch_size", low=1)
     device = current_device()  # the run's device (ncdyn run --device); weights drawn on the CPU
-    net = build_net(cfg, x.shape[1], t_np.shape[1], seed=seed).to(device)
+    net = build_net(cfg, x.shape[1], t_np.shape[1], seed=seed, negative_slope=negative_slope).to(
+        device
+    )
+    # The affine pre-activations of the last forward pass, captured by hooks on the layers.
+    pres: list[torch.Tensor | None] = [None] * cfg.depth
+    hooks = (
+        [m.register_forward_hook(_keep_output(pres, k)) for k, m in enumerate(net.layers)]
+        if representation != "post-activation"
+        else []
+    )
     xt, tt = torch.from_numpy(x).to(device), torch.from_numpy(t_np).to(device)
     opt = (
         torch.optim.SGD(net.parameters(), lr=cfg.lr)
         if optimizer == "sgd"
         else torch.optim.Adam(net.parameters(), lr=cfg.lr, betas=adam_betas)
     )
-    scale = 1.0 if loss == "mse" else 0.5 * t_np.shape[1]
+    reduction = "sum" if loss == "sum-mse" else "mean"
+    scale = 0.5 * t_np.shape[1] if loss == "half-mse" else 1.0
     # Dropout and shuffling draw from this local generator; dropout masks come from torch's
     # global generator, so each step runs inside fork_rng with a seed drawn from it.
     gen = torch.Generator().manual_seed(seed + 1)
     reuse_forward = bs >= n and cfg.dropout == 0
     show = lay if lay else middle_layer(cfg.depth)
     rec: list[torch.Tensor] = []
+    rec_pre: list[torch.Tensor] = []
     init: tuple[torch.Tensor, torch.Tensor] | None = None
 
     def step(xb: torch.Tensor, tb: torch.Tensor, out: torch.Tensor | None = None) -> None:
@@ -249,7 +353,7 @@ def train_recording(
             with torch.random.fork_rng(devices=[]):
                 torch.manual_seed(int(torch.randint(0, 2**31 - 1, (1,), generator=gen)))
                 out = net.hidden_layers(xb)[1]
-        obj = scale * torch.nn.functional.mse_loss(out, tb)
+        obj = scale * torch.nn.functional.mse_loss(out, tb, reduction=reduction)
         opt.zero_grad(set_to_none=True)
         obj.backward()
         opt.step()
@@ -264,7 +368,11 @@ def train_recording(
                 hidden, out = net.hidden_layers(xt)
             net.train()
         with torch.no_grad():
+            if representation == "pre-activation":
+                hidden = _captured(pres)
             rec.append(_record(hidden, out, tt, p, lay))
+            if representation == "both":
+                rec_pre.append(_pair_distances(_captured(pres), p, lay))
             if init is None:
                 init = (hidden[show - 1].detach().clone(), out.detach().clone())
         if last:
@@ -276,6 +384,8 @@ def train_recording(
         for k in range(0, n, bs):
             idx = order[k : k + bs].to(device)
             step(xt[idx], tt[idx])
+    for handle in hooks:  # the returned model carries no recording hooks
+        handle.remove()
     assert init is not None  # the loop records at least once (epoch 0)
     R = torch.stack(rec).cpu().numpy()  # (n_rec, n_a + 4 + d_out)
     n_a = cfg.depth if lay == 0 else 1
@@ -298,4 +408,5 @@ def train_recording(
         init[1].cpu().numpy(),
         out.detach().cpu().numpy(),
         net.eval() if keep_model else None,
+        _stacked_a(rec_pre, lay),
     )

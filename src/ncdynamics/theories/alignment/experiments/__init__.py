@@ -10,6 +10,7 @@
 ``alignment.depth``            :mod:`.fig10_depth`           Fig. 10: a fit per hidden layer
 ``alignment.alternatives``     :mod:`.fig11_alternatives`    Fig. 11: eq. (7) vs eq. (51)
 ``alignment.adam``             :mod:`.fig15_adam`            Fig. 15: the theory on Adam
+``alignment.readings``         :mod:`.readings_sweep`        Figs. 2, 11 under unstated readings
 =============================  ==========================  ===================================
 
 Shared recipe: :mod:`.trials` (one trained network per call, for the process pool),
@@ -36,6 +37,7 @@ from .fig07_blobs import BlobsConfig, run_blobs
 from .fig10_depth import DepthConfig, run_depth
 from .fig11_alternatives import AlternativesConfig, run_alternatives
 from .fig15_adam import AdamConfig, run_adam
+from .readings_sweep import ReadingsConfig, run_readings
 from .trials import ALL_TABLE1
 
 __all__ = ["EXPERIMENTS"]
@@ -89,6 +91,27 @@ EXPERIMENTS: tuple[ExperimentSpec, ...] = (
             "paper": {},
         },
         run_alternatives,
+    ),
+    ExperimentSpec(
+        "alignment.readings",
+        "alignment",
+        "Figs. 2/11 under the readings the paper leaves unstated (MSE, pre/post, layer, slope, lr)",
+        ReadingsConfig,
+        {
+            "smoke": {
+                **_SMALL_TWO_POINT,
+                "archs": ("shallow",),
+                "losses": ("sum-mse",),
+                "lr_scales": (),
+                "slopes": (0.2,),
+                "layer_fractions": (0.5,),
+            },
+            # One round of two processes: the recorded setting and sum-MSE (gradient scale
+            # 2) per net; half-MSE, the lr multiples and the slopes at the paper preset.
+            "cpu": {"losses": ("sum-mse",), "lr_scales": (), "slopes": ()},
+            "paper": {},
+        },
+        run_readings,
     ),
     ExperimentSpec(
         "alignment.depth",

@@ -69,8 +69,16 @@ def two_point_trial(
     optimizer: Optimizer = "sgd",
     lr: float | None = None,
     layer: int | Literal["all"] | None = None,
+    *,
+    loss: Literal["mse", "half-mse", "sum-mse"] = "mse",
+    representation: Literal["post-activation", "pre-activation", "both"] = "post-activation",
+    negative_slope: float | None = None,
 ) -> PairHistory:
-    """Train ``cfg`` on the two-point data (``dx``, ``dy`` apart) and record the pair."""
+    """Train ``cfg`` on the two-point data (``dx``, ``dy`` apart) and record the pair.
+
+    ``loss``, ``representation`` and ``negative_slope`` are the readings of
+    :func:`..training.train_recording` (their defaults are the recorded setting).
+    """
     flush_denormals()
     ds = load("two-point", dx=dx, dy=dy)
     return train_recording(
@@ -81,6 +89,9 @@ def two_point_trial(
         optimizer=optimizer,
         lr=lr,
         layer=layer,
+        loss=loss,
+        representation=representation,
+        negative_slope=negative_slope,
     )
 
 
