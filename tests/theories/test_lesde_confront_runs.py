@@ -101,6 +101,10 @@ SMALL = {
     "lesde.fig3": {"window": 11},
     "lesde.fig4": {"tail": 30},
     "lesde.fig5": {"n_runs": 5, "tail": 30},
+    # the CIFAR experiments' smoke presets run on GEOMNIST (no CIFAR files in CI)
+    "lesde.fig1_cifar": {"n_snapshots": 5},
+    "lesde.fig3_cifar": {"window": 11},
+    "lesde.fig5_cifar": {"n_runs": 5, "tail": 30},
 }
 
 

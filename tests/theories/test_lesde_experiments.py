@@ -14,9 +14,12 @@ SPECS = {s.name: s for s in EXPERIMENTS}
 def test_names_and_presets():
     assert set(SPECS) == {
         "lesde.fig1",
+        "lesde.fig1_cifar",
         "lesde.fig3",
+        "lesde.fig3_cifar",
         "lesde.fig4",
         "lesde.fig5",
+        "lesde.fig5_cifar",
         "lesde.thm21",
         "lesde.thm31",
     }
@@ -36,7 +39,10 @@ def test_smoke_preset_runs(tmp_path, name):
     spec.run(cfg, run, seed=0, progress=False)
     run.mark_completed()
     summary = json.loads((run.path / "summary.json").read_text())
-    assert summary["claims"] and all({"claim", "ours", "held"} <= set(c) for c in summary["claims"])
+    assert summary["claims"]
+    for record in summary["claims"]:  # records of ncdynamics.theories.claims
+        assert {"claim", "source", "parts", "ours", "held"} <= set(record)
+        assert record["parts"] and record["held"] == all(p["held"] for p in record["parts"])
     assert list((run.path / "figures").glob("*.png"))
 
 

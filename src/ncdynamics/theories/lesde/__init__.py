@@ -17,7 +17,8 @@ simulate
     representation, the LE-ODE (6) and the discrete dynamics (1)/(4); each returns a
     :class:`ncdynamics.theories.Trajectory`.
 separation
-    Binary and linear (LP) separability, pairwise separability, the projection direction,
+    Binary and linear (LP) separability and their graded forms (fraction of points
+    separated), pairwise separability, the projection direction,
     Monte-Carlo checks of Theorems 2.1 and 3.1, Prop. 3.4 Gram error.
 trials
     R LeNets trained at once, batch size 1, recording the logits the LE-SDE models.
@@ -76,8 +77,10 @@ from .separation import etf_gram_error as etf_gram_error
 from .separation import linearly_separable as linearly_separable
 from .separation import pairwise_separable as pairwise_separable
 from .separation import projection_direction as projection_direction
+from .separation import separated_fraction as separated_fraction
 from .separation import theorem21_probability as theorem21_probability
 from .separation import theorem31_probability as theorem31_probability
+from .separation import threshold_fraction as threshold_fraction
 from .simulate import simulate_discrete as simulate_discrete
 from .simulate import simulate_sde as simulate_sde
 from .simulate import solve_leode as solve_leode
@@ -93,8 +96,10 @@ __all__ = [
     "linearly_separable",
     "pairwise_separable",
     "projection_direction",
+    "separated_fraction",
     "theorem21_probability",
     "theorem31_probability",
+    "threshold_fraction",
     "ABEstimate",
     "DirectEstimate",
     "LEODEImitation",

@@ -4,6 +4,10 @@
 - :func:`linearly_separable`: exact linear separability by a feasibility LP (HiGHS);
 - :func:`pairwise_separable`: Def. C.1, by the LP or by projecting on the difference of
   class means;
+- :func:`separated_fraction`, :func:`threshold_fraction`: graded versions of the two tests,
+  the fraction of points on their own class's side of the best hyperplane or threshold
+  (1 exactly when the sets are separable), for claims that a handful of points must not
+  decide;
 - :func:`projection_direction`: nu of (C.24), the normalised difference of two class means;
 - :func:`theorem21_probability`, :func:`theorem31_probability`: the phase transitions of
   Theorems 2.1 and 3.1 by Monte Carlo on the exact class-mean Euler--Maruyama scheme;
@@ -29,7 +33,9 @@ __all__ = [
     "linearly_separable",
     "pairwise_separable",
     "projection_direction",
+    "separated_fraction",
     "theorem21_probability",
+    "threshold_fraction",
     "theorem31_probability",
 ]
 
@@ -115,6 +121,84 @@ def pairwise_separable(x: Any, *, method: Literal["lp", "meandiff"] = "lp") -> A
                 ok = bool(binary_separable(x[i] @ nu, x[j] @ nu))
             out[i, j] = out[j, i] = ok
     return out
+
+
+def separated_fraction(a: Any, b: Any) -> float:
+    """Fraction of the points of ``a`` and ``b`` on their own side of the least-violation
+    hyperplane: a graded form of :func:`linearly_separable`.
+
+    Solves the L1 soft-margin LP (HiGHS, sparse)::
+
+        min  sum_i s_i   over w, c, s >= 0
+        s.t. <w, a_i> - c >= 1 - s_i,   <w, b_j> - c <= -1 + s_j
+
+    and returns the fraction of points with ``s < 1`` (strictly on their class's side). It is
+    1 exactly when the sets are strictly linearly separable (then every ``s`` is 0), so a run
+    reports how many of its draws the separation fails on instead of all-or-nothing.
+
+    Parameters
+    ----------
+    a : ndarray of shape (n, p)
+    b : ndarray of shape (m, p)
+
+    Returns
+    -------
+    float in [0, 1]
+    """
+    from scipy import sparse
+    from scipy.optimize import linprog
+
+    a = check_array(a, "a", ndim=2, dtype=np.float64, min_size=1)
+    b = check_array(b, "b", ndim=2, dtype=np.float64, min_size=1)
+    if a.shape[1] != b.shape[1]:
+        raise ValueError(f"`a` and `b` must have the same dimension; got {a.shape}, {b.shape}.")
+    scale = max(np.abs(a).max(), np.abs(b).max(), 1e-300)
+    x = np.vstack([a, b]) / scale  # (n + m, p)
+    sign = np.concatenate([np.ones(len(a)), -np.ones(len(b))])  # +1 for a, -1 for b
+    n, p = x.shape
+    # variables (w (p), c, s (n)); rows: -sign_i (<w, x_i> - c) - s_i <= -1
+    dense = np.hstack([-sign[:, None] * x, sign[:, None]])  # (n, p + 1)
+    a_ub = sparse.hstack([sparse.csr_matrix(dense), -sparse.identity(n, format="csr")]).tocsr()
+    cost = np.concatenate([np.zeros(p + 1), np.ones(n)])
+    bounds = [(None, None)] * (p + 1) + [(0, None)] * n
+    res = linprog(cost, A_ub=a_ub, b_ub=-np.ones(n), bounds=bounds, method="highs")
+    if res.status != 0:  # the soft-margin LP is always feasible and bounded below
+        raise RuntimeError(f"soft-margin LP failed: {res.message}")
+    margin = sign * (x @ res.x[:p] - res.x[p])
+    return float(np.mean(margin > 0))
+
+
+def threshold_fraction(x1: Any, x2: Any) -> float:
+    """Fraction of two 1-D samples on their own side of the best threshold: a graded form of
+    :func:`binary_separable` (1 exactly when that test holds).
+
+    Over both orientations (``x1`` above or below) and every threshold between sorted
+    values, the largest fraction of the ``n1 + n2`` points correctly placed.
+
+    Parameters
+    ----------
+    x1 : ndarray of shape (n1,)
+    x2 : ndarray of shape (n2,)
+
+    Returns
+    -------
+    float in [0, 1]
+    """
+    x1 = check_array(x1, "x1", ndim=1, dtype=np.float64, min_size=1)
+    x2 = check_array(x2, "x2", ndim=1, dtype=np.float64, min_size=1)
+    values = np.concatenate([x1, x2])
+    is1 = np.concatenate([np.ones(x1.size, bool), np.zeros(x2.size, bool)])
+    order = np.argsort(values, kind="stable")
+    v, lab = values[order], is1[order]
+    # cut after position i (0..n): points 0..i-1 below, i..n-1 above; only between distinct values
+    below1 = np.concatenate([[0], np.cumsum(lab)])  # x1 points below the cut
+    below2 = np.concatenate([[0], np.cumsum(~lab)])
+    n = v.size
+    valid = np.ones(n + 1, bool)
+    valid[1:n] = v[1:] > v[:-1]
+    up = (below2 + (x1.size - below1))[valid]  # x1 above the cut
+    down = (below1 + (x2.size - below2))[valid]  # x1 below the cut
+    return float(max(up.max(), down.max()) / n)
 
 
 def projection_direction(means: Any, k: int, l: int, *, n_avg: int = 2) -> Array:

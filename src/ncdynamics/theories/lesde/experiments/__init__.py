@@ -48,6 +48,28 @@ _PAPER_TRAIN: dict[str, Any] = {
     "eval_every": 1000,
     "val_subset": 1500,
 }
+#: Where the CIFAR presets keep the CIFAR-10 files (fetched and checksummed on first use).
+CIFAR_ROOT = "~/.cache/ncdynamics/cifar10"
+_CIFAR: dict[str, Any] = {"dataset": "cifar10", "root": CIFAR_ROOT, "download": True}
+#: CIFAR at cpu scale: the authors' code sizes (2,000 / 500 per class) and horizon (3 x 10^4).
+_CPU_CIFAR: dict[str, Any] = {
+    **_CIFAR,
+    "n_train_per_class": 2000,
+    "n_test_per_class": 500,
+    "n_iter": 30_000,
+    "eval_every": 1000,
+    "val_subset": 300,
+}
+#: CIFAR as [1] states it: 5,000 / 1,000 per class, T = 3 x 10^5, lr 0.005, R = 100.
+_PAPER_CIFAR: dict[str, Any] = {
+    **_CIFAR,
+    "n_train_per_class": 5000,
+    "n_test_per_class": 1000,
+    "n_trials": 100,
+    "n_iter": 300_000,
+    "eval_every": 1000,
+    "val_subset": 3000,
+}
 
 EXPERIMENTS = (
     ExperimentSpec(
@@ -108,6 +130,48 @@ EXPERIMENTS = (
             "smoke": {**_SMOKE_TRAIN, "n_runs": 20, "tail": 50},
             "cpu": {},
             "paper": _PAPER_TRAIN,
+        },
+    ),
+    ExperimentSpec(
+        name="lesde.fig1_cifar",
+        theory="lesde",
+        summary="Fig. 1(c)-(d): logits of R CIFAR-10 LeNets (3 classes) separate",
+        config=Fig1Config,
+        run=run_fig1,
+        presets={
+            "smoke": {**_SMOKE_TRAIN, "n_snapshots": 10},
+            "cpu": {**_CPU_CIFAR, "pair": (1, 2)},
+            "paper": {**_PAPER_CIFAR, "pair": (1, 2)},
+        },
+    ),
+    ExperimentSpec(
+        name="lesde.fig3_cifar",
+        theory="lesde",
+        summary="Fig. 3 (CIFAR-10, 3 classes): A, B, alpha, beta estimated, E measured directly",
+        config=Fig3Config,
+        run=run_fig3,
+        presets={
+            "smoke": {
+                **_SMOKE_TRAIN,
+                "window": 21,
+                "probe_per_class": 4,
+                "sources_per_class": 2,
+                "elasticity_nets": 1,
+            },
+            "cpu": {**_CPU_CIFAR, "window": 551},
+            "paper": {**_PAPER_CIFAR, "window": 551},
+        },
+    ),
+    ExperimentSpec(
+        name="lesde.fig5_cifar",
+        theory="lesde",
+        summary="Fig. 5(c)-(d): LE-ODE imitates the logits of CIFAR-10 LeNets (3 classes)",
+        config=Fig5Config,
+        run=run_fig5,
+        presets={
+            "smoke": {**_SMOKE_TRAIN, "n_runs": 20, "tail": 50},
+            "cpu": _CPU_CIFAR,
+            "paper": _PAPER_CIFAR,
         },
     ),
     ExperimentSpec(

@@ -1,18 +1,19 @@
-"""The GEOMNIST training recipe that Figures 1, 3, 4 and 5 of [1] share (spec §3).
+"""The training recipe that Figures 1, 3, 4 and 5 of [1] share (spec §3).
 
-R LeNets are trained at once on GEOMNIST (three shape classes) at batch size 1 with plain
-SGD (:func:`~ncdynamics.theories.lesde.trials.train_trials`). This module holds the
-settings every training figure inherits (:class:`TrialsConfig`), loading the data with a
-given label-noise rate, training, logging the validation curves and the class-mean logits
-(what ``ncdyn compare`` confronts the L-model with), and the Savitzky--Golay window bound;
-each figure module adds what it measures on the trials.
+R LeNets are trained at once on GEOMNIST (three shape classes) or on the first three
+CIFAR-10 classes (airplane, automobile, bird: [1], Sec. 4 and App. D, K = 3) at batch size 1
+with plain SGD (:func:`~ncdynamics.theories.lesde.trials.train_trials`). This module holds
+the settings every training figure inherits (:class:`TrialsConfig`), loading the data (with
+a given label-noise rate on GEOMNIST), training, logging the validation curves and the
+class-mean logits (what ``ncdyn compare`` confronts the L-model with), and the
+Savitzky--Golay window bound; each figure module adds what it measures on the trials.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import torch
@@ -24,6 +25,8 @@ from ..trials import TrialCallback, TrialRecords, train_trials
 __all__ = [
     "N_CLASSES",
     "TrialsConfig",
+    "load_cifar",
+    "load_data",
     "load_geomnist",
     "log_validation",
     "record_class_means",
@@ -41,10 +44,22 @@ TrialsSettings = dict[str, Any]
 """The :class:`TrialsConfig` fields of a figure's config, as a plain (picklable) dict."""
 
 
+DATASETS = ("geomnist", "cifar10")
+
+
 @dataclass(frozen=True)
 class TrialsConfig:
-    """GEOMNIST trials shared by the training experiments (spec §3)."""
+    """Trials shared by the training experiments (spec §3).
 
+    ``dataset`` is ``"geomnist"`` (generated, offline) or ``"cifar10"`` (its classes 0, 1, 2
+    from the python batches under ``root``, fetched and checksummed there when ``download``
+    is true: :func:`ncdynamics.data.load`). ``n_train_per_class`` / ``n_test_per_class``
+    images of each class are used (all of them, 5,000 / 1,000, in the CIFAR paper preset).
+    """
+
+    dataset: Literal["geomnist", "cifar10"] = "geomnist"
+    root: str | None = None
+    download: bool = False
     n_train_per_class: int = 500
     n_test_per_class: int = 500
     image_size: int = 32
@@ -70,6 +85,52 @@ def load_geomnist(cfg: TrialsSettings, p_err: float, seed: int) -> Dataset:
         seed=seed,
         label_noise=p_err,
     )
+
+
+def load_cifar(cfg: TrialsSettings, seed: int) -> Dataset:
+    """CIFAR-10 classes 0..K-1 (K = :data:`N_CLASSES`), ``n_train_per_class`` training and
+    ``n_test_per_class`` test images of each drawn without replacement (seeded), pixels
+    mapped from [0, 1] to [-1, 1] ((x - 0.5) / 0.5 per channel, the authors' preprocessing,
+    spec §3.2), shape (n, 3, 32, 32)."""
+    ds = load(
+        "cifar10",
+        root=cfg["root"],
+        download=cfg["download"],
+        classes=tuple(range(N_CLASSES)),
+    )
+    rng = np.random.default_rng(seed)
+    parts: list[np.ndarray] = []
+    for x, y, key in (
+        (ds.x_train, ds.y_train, "n_train_per_class"),
+        (ds.x_test, ds.y_test, "n_test_per_class"),
+    ):
+        want = int(cfg[key])
+        picks = []
+        for c in range(N_CLASSES):
+            have = np.flatnonzero(y == c)
+            if have.size < want:
+                raise ValueError(
+                    f"`{key}` must be at most the {have.size} CIFAR-10 images of class {c} "
+                    f"in that split; got {want}."
+                )
+            picks.append(rng.choice(have, want, replace=False))
+        idx = np.sort(np.concatenate(picks))
+        parts += [((x[idx] - 0.5) / 0.5).astype(np.float32), y[idx].astype(np.int64)]
+    x_train, y_train, x_test, y_test = parts
+    return Dataset(x_train, y_train, x_test, y_test, N_CLASSES, "cifar10", dict(ds.info))
+
+
+def load_data(cfg: TrialsSettings, p_err: float, seed: int) -> Dataset:
+    """The trials' data set, ``cfg["dataset"]``; label noise ``p_err`` on GEOMNIST only."""
+    if cfg["dataset"] == "geomnist":
+        return load_geomnist(cfg, p_err, seed)
+    if cfg["dataset"] != "cifar10":
+        raise ValueError(f"`dataset` must be one of {DATASETS}; got {cfg['dataset']!r}.")
+    if p_err != 0.0:
+        raise ValueError(
+            f"`p_err` must be 0 on dataset 'cifar10' (label noise is GEOMNIST's); got {p_err}."
+        )
+    return load_cifar(cfg, seed)
 
 
 def train_on(
@@ -104,9 +165,9 @@ def train(
     callback: TrialCallback | None = None,
     device: str | None = None,
 ) -> TrialRecords:
-    """Load GEOMNIST with label noise ``p_err`` and train the trials on it (on ``device``,
-    by default the run's)."""
-    return train_on(load_geomnist(cfg, p_err, seed), cfg, seed, callback, device)
+    """Load the data set (with label noise ``p_err`` on GEOMNIST) and train the trials on it
+    (on ``device``, by default the run's)."""
+    return train_on(load_data(cfg, p_err, seed), cfg, seed, callback, device)
 
 
 def train_worker(cfg: TrialsSettings, p_err: float, seed: int, device: str) -> TrialRecords:
