@@ -135,3 +135,68 @@ def test_digits_experiment_runs_on_mnist_files_when_given(tmp_path):
         "alignment.digits", preset="smoke", out=tmp_path / "run", progress=False, root=str(raw)
     )
     assert run.summary["dataset"] == "mnist"
+
+
+def test_digits_smoke_trains_on_the_5000_real_mnist_images(tmp_path):
+    # issue 19 item 2: without MNIST files the digit experiment uses mnist-5k (28 x 28), not
+    # scikit-learn's 8 x 8 digits
+    from ncdynamics import experiments
+
+    s = experiments.run("alignment.digits", "smoke", out=tmp_path / "r", progress=False).summary
+    assert s["dataset"] == "mnist-5k" and s["n_train"] == 4000
+    assert [c["source"].split(",")[0] for c in s["claims"]] == ["Fig. 4", "Fig. 9", "Fig. 14"]
+
+
+class _Stop(Exception):
+    pass
+
+
+def test_digits_paper_preset_gives_each_figure_the_papers_setting(tmp_path, monkeypatch):
+    # issue 19 item 4 / App. B.4, Table 2 (bottom): the Fig. 4 pair nets use the trajectory row
+    # (lr 0.003; 100 units as in Fig. 4's caption), the Fig. 9 nets the structure row (lr 0.005,
+    # 200 units, 50 seeds), Fig. 14 the structure net at init, after 1 and after 30 epochs
+    from ncdynamics import experiments
+    from ncdynamics.theories.alignment.experiments import fig04_digits
+
+    seen = {}
+
+    def fake_trials(fn, jobs, **kw):
+        seen["jobs"] = jobs
+        raise _Stop
+
+    monkeypatch.setattr(fig04_digits, "run_trials", fake_trials)
+    with pytest.raises(_Stop):
+        experiments.run("alignment.digits", "paper", out=tmp_path / "r", progress=False)
+    cfgs = [(j[0], j[-1]) for j in seen["jobs"]]
+    structure = [c for c, keep in cfgs if not keep and c.lr == 0.005]
+    pair = [c for c, keep in cfgs if not keep and c.lr == 0.003]
+    taylor = [c for c, keep in cfgs if keep]
+    assert len(structure) == 50 and len(pair) == 5 and len(cfgs) == 58
+    assert {(c.width, c.depth, c.gain, c.epochs) for c in structure} == {(200, 4, 0.5, 200)}
+    assert {(c.width, c.depth, c.gain, c.epochs) for c in pair} == {(100, 4, 0.5, 200)}
+    assert [c.epochs for c in taylor] == [0, 1, 30]
+    assert {(c.lr, c.width) for c in taylor} == {(0.005, 200)}
+
+
+def test_digits_reads_all_of_mnist_by_default(tmp_path, monkeypatch):
+    # issue 19 item 4: with MNIST files the experiment trains on all 60,000 training images
+    # (it used to stop at 10,000)
+    from ncdynamics import experiments
+    from ncdynamics.theories.alignment.experiments import fig04_digits
+
+    calls = []
+
+    def fake_load(name, **kw):
+        calls.append((name, kw))
+        raise _Stop
+
+    monkeypatch.setattr(fig04_digits, "load", fake_load)
+    with pytest.raises(_Stop):
+        experiments.run(
+            "alignment.digits", "paper", out=tmp_path / "r", progress=False, root=str(tmp_path)
+        )
+    assert calls[0][0] == "mnist" and calls[0][1]["limit"] is None
+    with pytest.raises(ValueError, match="`root` must name a folder of MNIST files"):
+        experiments.run(
+            "alignment.digits", "smoke", out=tmp_path / "s", progress=False, dataset="mnist"
+        )
