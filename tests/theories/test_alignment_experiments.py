@@ -165,8 +165,10 @@ def test_digits_paper_preset_gives_each_figure_the_papers_setting(tmp_path, monk
         raise _Stop
 
     monkeypatch.setattr(fig04_digits, "run_trials", fake_trials)
-    with pytest.raises(_Stop):
-        experiments.run("alignment.digits", "paper", out=tmp_path / "r", progress=False)
+    with pytest.raises(_Stop):  # the images from mnist-5k: MNIST's files are not here
+        experiments.run(
+            "alignment.digits", "paper", tmp_path / "r", progress=False, dataset="mnist-5k"
+        )
     cfgs = [(j[0], j[-1]) for j in seen["jobs"]]
     structure = [c for c, keep in cfgs if not keep and c.lr == 0.005]
     pair = [c for c, keep in cfgs if not keep and c.lr == 0.003]
@@ -200,3 +202,10 @@ def test_digits_reads_all_of_mnist_by_default(tmp_path, monkeypatch):
         experiments.run(
             "alignment.digits", "smoke", out=tmp_path / "s", progress=False, dataset="mnist"
         )
+
+
+def test_digits_paper_preset_needs_the_mnist_files(tmp_path):
+    from ncdynamics import experiments
+
+    with pytest.raises(ValueError, match="`root` must name a folder of MNIST files"):
+        experiments.run("alignment.digits", "paper", tmp_path / "r", progress=False)
