@@ -3,7 +3,7 @@
 =============================  ==========================  ===================================
 ``alignment.universality``     :mod:`.fig02_universality`    Figs. 2, 12: Table 1 architectures
 ``alignment.init-sweep``       :mod:`.fig03_init_sweep`      Fig. 3: initial-weight sweep
-``alignment.digits``           :mod:`.fig04_digits`          Figs. 4, 9, 14 on MNIST (``mnist-5k`` offline)
+``alignment.digits``           :mod:`.fig04_digits`          Figs. 4, 9, 14 on MNIST / mnist-5k
 ``alignment.final-distance``   :mod:`.fig05_final_distance`  Fig. 5: final distance vs eq. (10)
 ``alignment.xor``              :mod:`.fig06_xor`             Fig. 6 (16 with Adam)
 ``alignment.blobs``            :mod:`.fig07_blobs`           Figs. 7, 8, 13 (17 with Adam)
