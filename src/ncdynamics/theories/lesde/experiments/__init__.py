@@ -42,6 +42,13 @@ _SMOKE_TRAIN: dict[str, Any] = {
     "eval_every": 50,
     "val_subset": 30,
 }
+_SMOKE_FIG3: dict[str, Any] = {
+    **_SMOKE_TRAIN,
+    "window": 21,
+    "probe_per_class": 4,
+    "sources_per_class": 2,
+    "elasticity_nets": 1,
+}
 _PAPER_TRAIN: dict[str, Any] = {
     "n_trials": 100,
     "n_iter": 100_000,
@@ -87,13 +94,7 @@ EXPERIMENTS = (
         config=Fig3Config,
         run=run_fig3,
         presets={
-            "smoke": {
-                **_SMOKE_TRAIN,
-                "window": 21,
-                "probe_per_class": 4,
-                "sources_per_class": 2,
-                "elasticity_nets": 1,
-            },
+            "smoke": _SMOKE_FIG3,
             "cpu": {"window": 301},
             "paper": {**_PAPER_TRAIN, "n_trials": 100, "window": 191},
         },
@@ -151,13 +152,7 @@ EXPERIMENTS = (
         config=Fig3Config,
         run=run_fig3,
         presets={
-            "smoke": {
-                **_SMOKE_TRAIN,
-                "window": 21,
-                "probe_per_class": 4,
-                "sources_per_class": 2,
-                "elasticity_nets": 1,
-            },
+            "smoke": _SMOKE_FIG3,
             "cpu": {**_CPU_CIFAR, "window": 551},
             "paper": {**_PAPER_CIFAR, "window": 551},
         },
