@@ -9,8 +9,13 @@ import pytest
 
 
 def _kill_when_running(root, run_id, killed):
-    """SIGKILL the worker that holds ``run_id`` once its run has started."""
-    deadline = time.monotonic() + 60
+    """SIGKILL the worker that holds ``run_id`` once its run has started.
+
+    The wait is long because on a loaded machine a Ray cluster and its workers can take
+    more than a minute to start (a 60 s wait once gave up before the run began, and the test
+    then failed for want of a kill); the thread is a daemon, so a long wait costs nothing
+    when the run starts early."""
+    deadline = time.monotonic() + 600
     status, pidfile = root / run_id / "status.json", root / ".workers" / f"{run_id}.json"
     while time.monotonic() < deadline:
         try:
