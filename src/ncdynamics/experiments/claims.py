@@ -287,7 +287,8 @@ def save_rows(rows: Sequence[ClaimRow], path: str | os.PathLike[str]) -> Path:
     path = Path(path)
     kept = [r for r in load_rows(path) if (r.experiment, r.preset) not in _groups(rows)]
     merged = sorted([*kept, *rows], key=lambda r: (r.experiment, r.preset))
-    text = json.dumps([r.to_json() for r in merged], indent=1, allow_nan=True) + "\n"
+    # one row per line: a re-run of one experiment changes only its own lines in a diff
+    text = "[\n" + ",\n".join(json.dumps(r.to_json()) for r in merged) + "\n]\n"
     tmp = path.with_name(f".{path.name}.tmp")
     tmp.write_text(text)
     os.replace(tmp, path)
