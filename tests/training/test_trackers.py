@@ -358,3 +358,25 @@ def test_transformers_callback_checks_its_arguments_and_reads_logits():
     assert logits_of(t) is t and logits_of({"logits": t}) is t
     with pytest.raises(TypeError, match=r"hold them as `.logits` or \['logits'\]; got tuple"):
         logits_of((t,))
+
+
+def test_ends_once_needs_an_end_and_ends_once():
+    import pytest as _pytest
+
+    from ncdynamics.training.sinks import EndsOnce
+
+    with _pytest.raises(TypeError):
+        EndsOnce()  # type: ignore[abstract]
+
+    class Counting(EndsOnce):
+        def __init__(self) -> None:
+            self.ends: list[object] = []
+
+        def _end(self, error):
+            self.ends.append(error)
+
+    sink = Counting()
+    with sink:
+        pass
+    sink.close()
+    assert sink.ends == [None]

@@ -14,6 +14,7 @@ install 'ncdynamics[tensorboard]'``), the callback ``lightning`` or ``pytorch_li
 
 from __future__ import annotations
 
+import abc
 import dataclasses
 import os
 from collections.abc import Mapping
@@ -79,15 +80,16 @@ class TeeSink:
             finish_sink(s, error)
 
 
-class EndsOnce:
-    """Mixin of a tracker's sink whose run ends once: :meth:`finish` (with the error, if
+class EndsOnce(abc.ABC):
+    """Base of a tracker's sink whose run ends once: :meth:`finish` (with the error, if
     any), :meth:`close`, and ``with sink:`` (which finishes with the block's exception).
     Subclasses implement :meth:`_end` and set ``self._finished = False``."""
 
     _finished: bool = False
 
+    @abc.abstractmethod
     def _end(self, error: BaseException | str | None) -> None:
-        raise NotImplementedError
+        """End the tracker's run, once (``error``: what ended training, if anything)."""
 
     def finish(self, error: BaseException | str | None = None) -> None:
         """End the tracker's run (see :meth:`_end`); later calls do nothing."""
