@@ -23,3 +23,19 @@ def test_configured_drops_count_only_without_records_and_with_a_real_factor(tmp_
     flat = runs.create(tmp_path / "b", config={"milestones": [10], "gamma": 1.0})
     assert learning_rate_change(Stream(flat)) is None
     assert learning_rate_change(Stream(runs.create(tmp_path / "c"))) is None
+
+
+def test_constant_learning_rate_check_gives_the_change_and_the_reason(tmp_path):
+    from ncdynamics import runs
+    from ncdynamics.theories.confrontation import Stream
+    from ncdynamics.theories.regime import constant_learning_rate
+
+    run = runs.create(tmp_path / "r")
+    for step, lr in ((0, 0.1), (1, 0.1), (2, 0.01)):
+        run.log(step, {"lr": lr})
+    run.flush()
+    check = constant_learning_rate("rates need a fixed step (eq. (1))")
+    assert check(Stream(run)) == (
+        "recorded lr changes from 0.1 to 0.01 at step 2; rates need a fixed step (eq. (1))"
+    )
+    assert check(Stream(run).cut(1)) is None

@@ -8,11 +8,13 @@ second, so every theory reads a learning-rate schedule the same way.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from .confrontation import Stream
 
-__all__ = ["learning_rate_change"]
+__all__ = ["constant_learning_rate", "learning_rate_change"]
 
 
 def learning_rate_change(stream: Stream) -> str | None:
@@ -39,3 +41,15 @@ def learning_rate_change(stream: Stream) -> str | None:
     if drops and gamma not in (None, 1, 1.0):
         return f"configured learning-rate drops at {list(drops)} (factor {gamma})"
     return None
+
+
+def constant_learning_rate(why: str) -> Callable[[Stream], str | None]:
+    """An :class:`~ncdynamics.theories.confrontation.Assumption` check: ``None`` while the
+    stream's learning rate is constant, else where it changes followed by ``why`` (the
+    theory's reason for needing a constant rate, with its equation)."""
+
+    def check(stream: Stream) -> str | None:
+        change = learning_rate_change(stream)
+        return None if change is None else f"{change}; {why}"
+
+    return check

@@ -60,7 +60,7 @@ from numpy.typing import NDArray
 
 from ..confrontation import Assumption, Confrontation, Need, Series, Stream, TheoryFit, r_squared
 from ..integrate import ConvergenceWarning
-from ..regime import learning_rate_change
+from ..regime import constant_learning_rate
 from ..uncertainty import delta_band, intervals_from_covariance, numeric_jacobian
 from .closed_form import final_distance
 from .estimate import fit_rates, simulate
@@ -120,11 +120,9 @@ def _own_experiment(stream: Stream) -> bool:
     return str(stream.config.get("experiment")).startswith("alignment.")
 
 
-def _check_learning_rate(stream: Stream) -> str | None:
-    change = learning_rate_change(stream)
-    if change is None:
-        return None
-    return f"{change}; the rates 1/tau_h, 1/tau_y of eq. (6) of [1] are constants"
+_check_learning_rate = constant_learning_rate(
+    "the rates 1/tau_h, 1/tau_y of eq. (6) of [1] are constants"
+)
 
 
 ASSUMPTIONS = (

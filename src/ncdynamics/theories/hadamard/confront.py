@@ -58,7 +58,7 @@ from ..confrontation import (
     TheoryFit,
 )
 from ..integrate import ConvergenceWarning
-from ..regime import learning_rate_change
+from ..regime import constant_learning_rate
 from ..uncertainty import covariance_from_jacobian, delta_band, intervals_from_covariance
 from .estimate import ReducedFit, fit_reduced
 from .metrics import reduced_basis
@@ -198,11 +198,7 @@ def _check_loss(stream: Stream) -> str | None:
     return f"the run's loss is {loss!r}; the reduced ODE (9) is derived for cross-entropy"
 
 
-def _check_lr(stream: Stream) -> str | None:
-    change = learning_rate_change(stream)
-    if change is None:
-        return None
-    return f"{change}; the flow's time scale c = 2 eta assumes a constant rate"
+_check_lr = constant_learning_rate("the flow's time scale c = 2 eta assumes a constant rate")
 
 
 def _check_optimiser(stream: Stream) -> str | None:

@@ -63,7 +63,7 @@ from ..confrontation import (
     TheoryFit,
     r_squared,
 )
-from ..regime import learning_rate_change
+from ..regime import constant_learning_rate
 from ..uncertainty import LEVEL, intervals_from_covariance, numeric_jacobian
 from .estimate import RATE_LAWS, TAIL_INDEX_BOUNDS, MarginRateFit, RateLaw, fit_margin_rates
 from .model import d_vectors
@@ -144,11 +144,9 @@ def _check_loss(stream: Stream) -> str | None:
     return None
 
 
-def _check_learning_rate(stream: Stream) -> str | None:
-    change = learning_rate_change(stream)
-    if change is None:
-        return None
-    return f"{change}; the LE-SDE rates are per iteration at a fixed step size (eq. (1))"
+_check_learning_rate = constant_learning_rate(
+    "the LE-SDE rates are per iteration at a fixed step size (eq. (1))"
+)
 
 
 ASSUMPTIONS = (
