@@ -161,3 +161,17 @@ def test_lists_of_numbers_are_summarised_over_runs():
     assert long.ours_text() == "0.5 to 9 (7 values in 2 runs)"
     nested = claims.ClaimRow("x.y", "cpu", "c", ours=[[[1.0, 2.0]]])
     assert nested.ours_text() == "[[1, 2]]"
+
+
+def test_saving_rows_leaves_other_files_alone(tmp_path):
+    rec = {"claim": "c", "held": True, "ours": 1.0}
+    _write_run(tmp_path / "a", "s0", "x.one", 0, [rec])
+    decoy = tmp_path / ".rows.json.tmp"  # the name an earlier version wrote through
+    decoy.write_text("user data")
+    claims.save_rows(claims.collect([tmp_path / "a"]), tmp_path / "rows.json")
+    assert decoy.read_text() == "user data"
+    not_rows = tmp_path / "notes.json"
+    not_rows.write_text('{"mine": 1}')
+    with pytest.raises(ValueError, match="JSON list"):
+        claims.save_rows(claims.collect([tmp_path / "a"]), not_rows)
+    assert not_rows.read_text() == '{"mine": 1}'

@@ -35,6 +35,8 @@ from typing import Any
 
 import numpy as np
 
+from ..runs._io import write_bytes
+
 __all__ = [
     "ClaimRow",
     "collect",
@@ -289,10 +291,7 @@ def save_rows(rows: Sequence[ClaimRow], path: str | os.PathLike[str]) -> Path:
     merged = sorted([*kept, *rows], key=lambda r: (r.experiment, r.preset))
     # one row per line: a re-run of one experiment changes only its own lines in a diff
     text = "[\n" + ",\n".join(json.dumps(r.to_json()) for r in merged) + "\n]\n"
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
-    return path
+    return write_bytes(path, text.encode())
 
 
 def load_rows(path: str | os.PathLike[str]) -> list[ClaimRow]:
@@ -397,9 +396,7 @@ def update_docs(rows: Sequence[ClaimRow], docs: str | os.PathLike[str]) -> list[
 
         new = _REGION.sub(fill, text)
         if new != text:
-            tmp = page.with_suffix(".md.tmp")
-            tmp.write_text(new)
-            os.replace(tmp, page)
+            write_bytes(page, new.encode())
             changed.append(page)
     return changed
 
