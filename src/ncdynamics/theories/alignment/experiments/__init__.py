@@ -174,8 +174,11 @@ EXPERIMENTS: tuple[ExperimentSpec, ...] = (
         "Figs. 4/9/14: digit pair trajectory, representational structure, Taylor terms",
         DigitsConfig,
         {
+            # smoke on the embedded 8x8 digits: it needs no optional package (the cpu
+            # preset reads mnist-5k, the paper preset MNIST's files)
             "smoke": {
                 **_SMALL_DATA,
+                "dataset": "digits",
                 "epochs": 3,
                 "n_seeds": 1,
                 "n_probe": 30,
