@@ -3,9 +3,9 @@
 Every script writes its result records (see ``_timing.emit``) to the JSON-lines file named by
 ``NCDYN_BENCH_RESULTS``; this runner points that at a temporary file, runs the scripts in turn
 and writes all the records, with the commit, host, date and machine load, to
-``benchmarks/results/<host>-<date>.json`` (``--out`` to choose another path). A partial run
-(``--only``) into an existing file replaces the records of the scripts it ran and keeps the
-others. The tables of
+``benchmarks/results/<host>-<date>.json`` (``--out`` to choose another path). A run into an
+existing file replaces the tables (``benchmark`` names) it recorded and keeps the others, so
+``--only`` or a script's own case selection re-runs part of the file. The tables of
 ``docs/performance.md`` are generated from that file by ``benchmarks/make_tables.py``.
 
 Usage: ``python benchmarks/run_all.py [--quick] [--only bench_lesde,bench_recorder] [--out F]``;
@@ -44,6 +44,16 @@ def _commit() -> str:
     return commit + ("-dirty" if dirty.stdout.strip() else "")
 
 
+def merge_records(
+    kept: list[dict[str, object]], new: list[dict[str, object]]
+) -> list[dict[str, object]]:
+    """A partial re-run's records over an existing file's: every table (``benchmark``) the
+    new records fill is replaced whole; the others are kept, so re-running some cases of a
+    script (``bench_ntk.py --cases usercnn``) leaves its other tables alone."""
+    fresh = {(r["script"], r["benchmark"]) for r in new}
+    return [r for r in kept if (r.get("script"), r.get("benchmark")) not in fresh] + new
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", help="comma-separated script names (without .py)")
@@ -78,9 +88,9 @@ def main() -> int:
     )
     out.parent.mkdir(parents=True, exist_ok=True)
     ran = {s.stem for s in scripts}
-    if out.exists():  # a partial re-run (--only) replaces the records of its scripts only
+    if out.exists():
         kept = json.loads(out.read_text(encoding="utf-8"))["records"]
-        records = [r for r in kept if r.get("script") not in ran] + records
+        records = merge_records(kept, records)
     payload = {
         "host": platform.node(),
         "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", started),

@@ -127,3 +127,18 @@ def test_interleaved_rotates_the_order_and_scales():
     )
     assert order == ["a", "b", "b", "a", "a", "b"]
     assert len(out["a"].times) == 3 and out["b"].variant == "b"
+
+
+def test_a_partial_rerun_replaces_only_the_tables_it_recorded():
+    run_all = _load("run_all")
+    kept = [
+        {"script": "bench_ntk", "benchmark": "ntk-peer-mlp", "variant": "ours full", "v": 1},
+        {"script": "bench_ntk", "benchmark": "ntk-usercnn", "variant": "ours full", "v": 1},
+        {"script": "bench_ntk", "benchmark": "ntk-usercnn", "variant": "old variant", "v": 1},
+        {"script": "bench_lesde", "benchmark": "lesde_sde", "variant": "ours", "v": 1},
+    ]
+    new = [{"script": "bench_ntk", "benchmark": "ntk-usercnn", "variant": "ours full", "v": 2}]
+    merged = run_all.merge_records(kept, new)
+    assert [r["benchmark"] for r in merged] == ["ntk-peer-mlp", "lesde_sde", "ntk-usercnn"]
+    usercnn = [r for r in merged if r["benchmark"] == "ntk-usercnn"]
+    assert usercnn == new  # the table is replaced whole: its stale variant is gone

@@ -65,3 +65,34 @@ def test_peer_is_skipped_with_a_message_when_missing(bench, monkeypatch, capsys)
 def test_peer_is_skipped_on_a_gpu_device(bench, capsys):
     bench.run_peer(_args("cuda"))
     assert "for the CPU only" in capsys.readouterr().out
+
+
+def test_dense_columns_leave_out_only_linear_weights(bench):
+    model, _ = bench.build("usercnn", 2, device="cpu")
+    head = model.head.weight.numel()  # (10, 128): its Gram factors into u.u and g.g
+    assert bench.dense_columns(model) == bench.n_params(model) - head == 4906
+
+
+def test_symmetric_products_agree_with_a_plain_product(bench):
+    import numpy as np
+    import torch
+
+    a_t = torch.randn(7, 5, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
+    ways = bench.symmetric_products(a_t, "cpu")
+    assert set(ways) == {"gemm", "syrk"}
+    expected = (a_t.T @ a_t).numpy()
+    for name, way in ways.items():
+        got = np.asarray(way())
+        assert np.allclose(np.triu(got), np.triu(expected), rtol=1e-12, atol=0), name
+
+
+def test_gram_floors_are_recorded_against_ours_and_the_baseline(bench):
+    bench.run_case("usercnn", 4, _args("cpu"))
+    floors = {
+        (r["variant"], r["baseline"])
+        for r in bench.results()
+        if r["benchmark"] == "ntk-usercnn-floor"
+    }
+    assert ("passes + Gram floor, trace", "ours trace") in floors
+    assert ("passes + Gram floor, full", "ours full") in floors
+    assert ("passes + Gram floor, full", "baseline full") in floors
