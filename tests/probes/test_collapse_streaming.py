@@ -349,3 +349,34 @@ def test_cdnv_stays_accurate_when_two_class_means_nearly_coincide(rng):
     ref = reference_metrics(h, y, mu, np.zeros(C))["cdnv"]
     assert collapse_metrics(h, y)["cdnv"] == pytest.approx(ref, rel=1e-9)
     assert stream(h, y, mu, np.zeros(C), [300, 700], rng)["cdnv"] == pytest.approx(ref, rel=1e-9)
+
+
+def _blas_threads() -> list[int]:
+    info = _fast_syrk.blas_controller().info()
+    return [lib["num_threads"] for lib in info if lib["user_api"] == "blas"]
+
+
+def test_one_blas_thread_nests_and_the_last_one_out_restores():
+    before = _blas_threads()
+    with _fast_syrk.one_blas_thread():
+        with _fast_syrk.one_blas_thread():
+            assert set(_blas_threads()) == {1}
+        assert set(_blas_threads()) == {1}  # the outer block is still inside
+        assert _fast_syrk._LIMIT["depth"] == 1
+    assert _blas_threads() == before and _fast_syrk._LIMIT["depth"] == 0
+
+
+def test_small_collapse_metrics_run_on_one_blas_thread(rng, monkeypatch):
+    from ncdynamics.probes import collapse
+
+    threads: list[list[int]] = []
+    compute = collapse.CollapseAccumulator.compute
+
+    def spy(self):
+        threads.append(_blas_threads())
+        return compute(self)
+
+    monkeypatch.setattr(collapse.CollapseAccumulator, "compute", spy)
+    h = rng.standard_normal((60, 8))
+    collapse.collapse_metrics(h, np.repeat(np.arange(3), 20))
+    assert threads and set(threads[0]) == {1}

@@ -27,7 +27,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ._fast_syrk import blas_controller, syrk_update
+from ._fast_syrk import blas_controller, one_blas_thread, syrk_update
 
 __all__ = ["ClassScatter", "NearestMeanScorer", "SquaresOverflow"]
 
@@ -214,7 +214,7 @@ class ClassScatter:
             np.copyto(lane.backup, lane.gram)  # to undo the block if it is not finite
         block = _Block(h, order, counts, ends, first, rest, m2)
         try:
-            with blas_controller().limit(limits=1, user_api="blas"):
+            with one_blas_thread():
                 others = zip(lanes[1:], shares[1:], strict=True)
                 jobs = [_pool().submit(self._run, lane, share, block) for lane, share in others]
                 try:
@@ -283,7 +283,7 @@ class ClassScatter:
             rows = [r for s, r in self._pending if s == sign]
             if rows:
                 stacked = np.concatenate(rows)  # (k, d)
-                with blas_controller().limit(limits=1, user_api="blas"):
+                with one_blas_thread():
                     syrk_update(np.dtype(np.float64))(sign, stacked, self._total)
         self._pending = []
         if self._rows:

@@ -44,6 +44,7 @@ from .._validation import check_array, check_int, check_labels
 from ._base import ProbeInput, ProbeOutput, register_probe
 from ._fast_collapse_dense import DenseStats, LabelPlan, dense_stats
 from ._fast_collapse_stream import ClassScatter, NearestMeanScorer, SquaresOverflow
+from ._fast_syrk import one_blas_thread
 
 __all__ = ["CollapseAccumulator", "collapse_metrics"]
 
@@ -539,13 +540,14 @@ def _one_shot(
     """Fill a fresh accumulator from one feature array and compute the metrics."""
     shape = features.shape if hasattr(features, "shape") else np.shape(features)
     if math.prod(shape) <= _DENSE_MAX:
-        acc._update_dense(features, labels)  # NC4 comes with compute()
-    else:
-        if isinstance(labels, LabelPlan):
-            labels = labels.y
-        acc.update(features, labels)
-        if acc.weight is not None:
-            acc.update_nc4(features, labels)
+        with one_blas_thread():  # small GEMMs: a second BLAS thread costs more than it gives
+            acc._update_dense(features, labels)  # NC4 comes with compute()
+            return acc.compute()
+    if isinstance(labels, LabelPlan):
+        labels = labels.y
+    acc.update(features, labels)
+    if acc.weight is not None:
+        acc.update_nc4(features, labels)
     return acc.compute()
 
 
