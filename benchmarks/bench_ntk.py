@@ -50,6 +50,7 @@ from types import ModuleType
 import numpy as np
 import torch
 from _timing import Timing, emit
+from threadpoolctl import threadpool_limits
 from torch import nn
 from torch.func import functional_call, jacrev, vmap
 
@@ -642,6 +643,7 @@ def main() -> None:
         measure_memory(args.child[0], int(args.child[1]), args.child[2])
         return
     torch.set_num_threads(args.threads)
+    threadpool_limits(args.threads)  # NumPy's BLAS too: the Gram floor's ssyrk runs in it
     CLOCK["now"] = time.perf_counter if args.clock == "wall" else time.process_time
     print(f"clock: {args.clock} time; load average {os.getloadavg()[0]:.1f}")
     if args.quick:
