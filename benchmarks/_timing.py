@@ -67,6 +67,8 @@ def interleaved(
     pause: float = 0.0,
     scale: float | Mapping[str, float] = 1.0,
     clock: str = "wall",
+    sync: Callable[[], object] | None = None,
+    outputs: dict[str, object] | None = None,
 ) -> dict[str, Timing]:
     """Time each variant over ``rounds`` rounds, one call of each per round.
 
@@ -75,6 +77,9 @@ def interleaved(
     go idle. ``scale`` multiplies a variant's times (e.g. ``1 / n_steps`` for seconds per
     step, or an extrapolation factor). ``clock`` is ``"wall"`` (``time.perf_counter``) or
     ``"cpu"`` (``time.process_time``: leaves out the time spent waiting for a core).
+    ``sync`` is called after every call, inside the timed span, so that work a call leaves
+    queued on a device counts (``torch.cuda.synchronize``). ``outputs``, when given, receives
+    each variant's result of its last timed call (for checking that the variants agree).
     """
     if rounds < 1:
         raise ValueError(f"`rounds` must be >= 1; got {rounds}.")
@@ -85,6 +90,8 @@ def interleaved(
     for _ in range(warmup):
         for name in names:
             variants[name]()
+            if sync is not None:
+                sync()
     raw: dict[str, list[float]] = {name: [] for name in names}
     for r in range(rounds):
         k = r % len(names)
@@ -92,8 +99,12 @@ def interleaved(
             if pause:
                 time.sleep(pause)
             t0 = now()
-            variants[name]()
+            result = variants[name]()
+            if sync is not None:
+                sync()
             raw[name].append(now() - t0)
+            if outputs is not None:
+                outputs[name] = result
     out = {}
     for name in names:
         s = scale[name] if isinstance(scale, Mapping) else scale
@@ -105,6 +116,12 @@ def ratio(baseline: Timing, variant: Timing) -> tuple[float, float, float]:
     """Baseline median / variant median, and the min and max of the per-round ratios."""
     per_round = np.array(baseline.times) / np.array(variant.times)
     return baseline.median / variant.median, float(per_round.min()), float(per_round.max())
+
+
+def ratio_text(baseline: Timing, variant: Timing) -> str:
+    """:func:`ratio` as ``"  3.10x [2.90, 3.30]"`` (median ratio, range over the rounds)."""
+    r, lo, hi = ratio(baseline, variant)
+    return f"{r:6.2f}x [{lo:.2f}, {hi:.2f}]"
 
 
 def _fmt(seconds: float) -> str:

@@ -44,12 +44,12 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from types import ModuleType
 
 import numpy as np
 import torch
-from _timing import Timing, emit
+from _timing import Timing, emit, interleaved
+from _timing import ratio_text as ratio
 from threadpoolctl import threadpool_limits
 from torch import nn
 from torch.func import functional_call, jacrev, vmap
@@ -241,79 +241,34 @@ def baseline_bytes(model: nn.Module, n: int, n_out: int = 10) -> int:
     return 4 * (n * n_out * n_params(model) + n * n * n_out * n_out)
 
 
-@dataclass
-class Timed:
-    """Wall-clock seconds of one variant, one entry per round; ``out`` its last result."""
-
-    variant: str
-    times: list[float]
-    out: object = None
-
-    @property
-    def median(self) -> float:
-        return statistics.median(self.times)
-
-    def __str__(self) -> str:
-        return (
-            f"{self.median:8.4f} s [{min(self.times):.4f}, {max(self.times):.4f}] "
-            f"(median [range] of {len(self.times)})"
-        )
+CLOCK = {"name": "wall"}  # --clock: wall (perf_counter) or cpu (process_time of all threads)
 
 
-CLOCK = {"now": time.perf_counter}  # --clock: wall (perf_counter) or cpu (process_time)
+def timed(
+    fns: dict[str, Callable[[], object]],
+    rounds: int,
+    sync: Callable[[], object],
+    outputs: dict[str, object] | None = None,
+    warmup: int = 1,
+) -> dict[str, Timing]:
+    """``_timing.interleaved`` on the clock chosen with ``--clock`` (wall time, or the
+    process's CPU time, which leaves out waiting for a core on a loaded machine), with the
+    device synchronised inside every timed call."""
+    return interleaved(
+        fns, rounds=rounds, warmup=warmup, clock=CLOCK["name"], sync=sync, outputs=outputs
+    )
 
 
-def interleaved(
-    fns: dict[str, Callable[[], object]], rounds: int, sync: Callable[[], None], warmup: int = 1
-) -> dict[str, Timed]:
-    """Each round calls every variant once, in an order rotated by one from round to round,
-    so that a change in the machine's speed hits all variants alike. Seconds of the clock
-    chosen with ``--clock``: wall time, or the process's CPU time (all its threads; it leaves
-    out the time spent waiting for a core on a loaded machine)."""
-    now = CLOCK["now"]
-    names = list(fns)
-    out = {k: Timed(k, []) for k in names}
-    for _ in range(warmup):
-        for k in names:
-            fns[k]()
-            sync()
-    for r in range(rounds):
-        j = r % len(names)
-        for k in names[j:] + names[:j]:
-            t = now()
-            res = fns[k]()
-            sync()
-            out[k].times.append(now() - t)
-            out[k].out = res
-    return out
+def text(t: Timing) -> str:
+    return f"{t.text()} (median [range] of {len(t.times)})"
 
 
-def ratio(base: Timed, var: Timed) -> str:
-    """Median of the baseline over median of the variant, and the range of the per-round
-    ratios."""
-    per = [b / v for b, v in zip(base.times, var.times, strict=True)]
-    return f"{base.median / var.median:6.2f}x [{min(per):.2f}, {max(per):.2f}]"
-
-
-def record(benchmark: str, t: Timed, n: int, base: Timed | None = None, **extra: object) -> None:
+def record(benchmark: str, t: Timing, n: int, base: Timing | None = None, **extra: object) -> None:
     """One machine-readable record in ``_timing.emit``'s fields (size ``N=n``; the ratio is
     the baseline's median over this one's, with the range of the per-round ratios), kept for
     ``--json`` and appended to ``$NCDYN_BENCH_RESULTS`` for ``run_all.py``."""
-    clock = "wall" if CLOCK["now"] is time.perf_counter else "cpu"
     device = str(extra.pop("device", "cpu"))
-
-    def timing(x: Timed) -> Timing:
-        return Timing(x.variant, tuple(x.times), clock)
-
-    rec = emit(
-        benchmark,
-        timing(t),
-        size=f"N={n}",
-        baseline=None if base is None else timing(base),
-        device=device,
-        n=n,
-        **extra,
-    )
+    rec = emit(benchmark, t, size=f"N={n}", baseline=base, device=device, n=n, **extra)
     RESULTS.append(rec)
 
 
@@ -401,9 +356,10 @@ def run_case(case: str, n: int, args: argparse.Namespace) -> None:
     )
     if with_base:
         fns["baseline full"] = lambda: baseline(model, x)[0]
-    t = interleaved(fns, args.rounds if case != "mlp" or not with_base else 1, sync)
+    outs: dict[str, object] = {}
+    t = timed(fns, args.rounds if case != "mlp" or not with_base else 1, sync, outs)
     for k in fns:
-        print(f"{k:22s} {t[k]}")
+        print(f"{k:22s} {text(t[k])}")
     then, floor = t["full-then-trace"], t["reverse-pass floor"]
     print(f"  ratio full-then-trace / trace     {ratio(then, t['ours trace'])}")
     print(f"  ratio full-then-trace / diagonal  {ratio(then, t['ours diagonal'])}")
@@ -421,8 +377,7 @@ def run_case(case: str, n: int, args: argparse.Namespace) -> None:
     record(bench, floor, n, device=dev)
     if with_base:
         base = t["baseline full"]
-        k_ours = t["ours full"].out
-        k_base = base.out
+        k_ours, k_base = outs["ours full"], outs["baseline full"]
         assert isinstance(k_ours, torch.Tensor) and isinstance(k_base, torch.Tensor)
         err = float((k_ours - k_base).abs().max() / k_base.abs().max())
         print(
@@ -461,7 +416,7 @@ def run_case(case: str, n: int, args: argparse.Namespace) -> None:
             print(f"  baseline not measured again (estimated {est / 1e9:.1f} GB > 8 GB)")
 
 
-def _first_call(model: nn.Module, x: torch.Tensor, args: argparse.Namespace, sync) -> Timed:
+def _first_call(model: nn.Module, x: torch.Tensor, args: argparse.Namespace, sync) -> Timing:
     """Seconds of the first full-kernel call on a fresh instance of ``model``'s class (its
     plan not yet cached), one per round; the process itself is warm (torch's one-off set-up
     of the shapes is paid by an untimed call on ``model`` first, and printed)."""
@@ -473,8 +428,8 @@ def _first_call(model: nn.Module, x: torch.Tensor, args: argparse.Namespace, syn
         f"case ran before in this process) "
         f"{time.perf_counter() - t0:.4f} s"
     )
-    now = CLOCK["now"]
-    out = Timed("ours full, first call", [])
+    now = time.perf_counter if CLOCK["name"] == "wall" else time.process_time
+    times = []
     for _ in range(args.rounds):
         fresh, _ = build("usercnn", 1, args.device)
         empirical_ntk(model, x)  # the warm state the timed call should not inherit: another
@@ -482,8 +437,8 @@ def _first_call(model: nn.Module, x: torch.Tensor, args: argparse.Namespace, syn
         t = now()
         empirical_ntk(fresh, x)
         sync()
-        out.times.append(now() - t)
-    return out
+        times.append(now() - t)
+    return Timing("ours full, first call", tuple(times), CLOCK["name"])
 
 
 def _generic(model: nn.Module, x: torch.Tensor, args: argparse.Namespace, sync) -> None:
@@ -493,10 +448,10 @@ def _generic(model: nn.Module, x: torch.Tensor, args: argparse.Namespace, sync) 
     def jac(mode: str) -> Callable[[], object]:
         return lambda: empirical_ntk(model, x, method="jacobian", mode=mode, memory_budget=BUDGET)  # type: ignore[arg-type]
 
-    t = interleaved({m: jac(m) for m in ("full", "trace", "diagonal")}, 1, sync, warmup=0)
+    t = timed({m: jac(m) for m in ("full", "trace", "diagonal")}, 1, sync, warmup=0)
     print(
-        f"generic method='jacobian': full {t['full']}   trace {t['trace']}   "
-        f"diagonal {t['diagonal']}"
+        f"generic method='jacobian': full {text(t['full'])}   trace {text(t['trace'])}   "
+        f"diagonal {text(t['diagonal'])}"
     )
 
 
@@ -606,13 +561,13 @@ def _peer_one(n: int, jax: ModuleType, nt: ModuleType, args: argparse.Namespace)
         "ours trace": lambda: empirical_ntk(model, x, mode="trace", average=True),
         "neural-tangents trace": lambda: nt_trace(xj, None, params).block_until_ready(),
     }
-    t = interleaved(fns, args.rounds, lambda: None)
+    t = timed(fns, args.rounds, lambda: None)
     print(
         f"N={n}: kernels equal to max rel. diff {diff['full']:.1e} (full), {diff['trace']:.1e} "
         f"(trace); neural-tangents jit compile + first call {compile_s:.2f} s (not timed)"
     )
     for k in fns:
-        print(f"  {k:22s} {t[k]}")
+        print(f"  {k:22s} {text(t[k])}")
     for mode in ("full", "trace"):
         base, ours = t[f"neural-tangents {mode}"], t[f"ours {mode}"]
         print(f"  ratio neural-tangents / ours {mode:5s} {ratio(base, ours)}   (target >= 1.5)")
@@ -644,7 +599,7 @@ def main() -> None:
         return
     torch.set_num_threads(args.threads)
     threadpool_limits(args.threads)  # NumPy's BLAS too: the Gram floor's ssyrk runs in it
-    CLOCK["now"] = time.perf_counter if args.clock == "wall" else time.process_time
+    CLOCK["name"] = args.clock
     print(f"clock: {args.clock} time; load average {os.getloadavg()[0]:.1f}")
     if args.quick:
         args.rounds = min(args.rounds, 3)

@@ -129,6 +129,36 @@ def test_interleaved_rotates_the_order_and_scales():
     assert len(out["a"].times) == 3 and out["b"].variant == "b"
 
 
+def test_interleaved_syncs_after_every_call_and_keeps_the_last_outputs():
+    timing = _load("_timing")
+    events: list[str] = []
+    calls = {"a": 0}
+
+    def a() -> int:
+        calls["a"] += 1
+        events.append("a")
+        return calls["a"]
+
+    outputs: dict[str, object] = {}
+    timing.interleaved(
+        {"a": a, "b": lambda: events.append("b") or "b-result"},
+        rounds=2,
+        warmup=1,
+        sync=lambda: events.append("sync"),
+        outputs=outputs,
+    )
+    # every call, warm-up included, is followed by a sync before the next one starts
+    assert events == ["a", "sync", "b", "sync"] * 2 + ["b", "sync", "a", "sync"]
+    assert outputs == {"a": 3, "b": "b-result"}  # the last timed call of each
+
+
+def test_ratio_text_gives_the_median_ratio_and_the_round_range():
+    timing = _load("_timing")
+    slow = timing.Timing("slow", (4.0, 6.0, 8.0))
+    fast = timing.Timing("fast", (1.0, 2.0, 2.0))
+    assert timing.ratio_text(slow, fast) == "  3.00x [3.00, 4.00]"
+
+
 def test_a_partial_rerun_replaces_only_the_tables_it_recorded():
     run_all = _load("run_all")
     kept = [
