@@ -30,7 +30,7 @@ import sys
 
 import numpy as np
 import torch
-from _timing import emit, emit_all, interleaved, print_timings, report
+from _timing import Timing, emit, emit_all, interleaved, print_timings, report
 from threadpoolctl import threadpool_limits
 
 from ncdynamics.probes import CollapseAccumulator, collapse_metrics
@@ -84,13 +84,13 @@ def main() -> None:
         f"{torch.get_num_threads()}"
     )
 
-    def streamed(with_nc4: bool) -> dict:
+    def streamed(with_nc4: bool, rows: int = n) -> dict:
         acc = CollapseAccumulator(C, weight=w, bias=b)
-        for s in range(0, n, 4096):
-            acc.update(h[s : s + 4096], y[s : s + 4096])
+        for s in range(0, rows, 4096):
+            acc.update(h[s : min(s + 4096, rows)], y[s : min(s + 4096, rows)])
         if with_nc4:
-            for s in range(0, n, 4096):
-                acc.update_nc4(h[s : s + 4096], y[s : s + 4096])
+            for s in range(0, rows, 4096):
+                acc.update_nc4(h[s : min(s + 4096, rows)], y[s : min(s + 4096, rows)])
         return acc.compute()
 
     rounds = 3 if args.quick else 7
@@ -125,7 +125,33 @@ def main() -> None:
     emit("collapse", timings["ours"], size=size, baseline=timings["gram"])
     emit("collapse", timings["ours4"], size=size, baseline=timings["naive"])
     emit_all("collapse", timings, size=size, skip=("ours", "ours4"))
+    scaling(streamed, n, d, C, rounds)
     sys.stdout.flush()
+
+
+def scaling(streamed, n: int, d: int, C: int, rounds: int) -> None:
+    """Streamed NC1-NC4 on the first n/4, n/2 and n rows, interleaved: the cost should grow
+    linearly in n (growth exponent log(t / t0) / log(n / n0) near 1)."""
+    sizes = (n // 4, n // 2, n)
+    timings = interleaved(
+        {f"n={m}": (lambda m=m: streamed(True, m)) for m in sizes}, rounds=rounds, pause=_PAUSE
+    )
+    print_timings(f"streamed NC1-NC4 against the number of rows (d={d}, C={C})", timings)
+    t0 = timings[f"n={sizes[0]}"].median
+    for m in sizes[1:]:
+        t = timings[f"n={m}"].median
+        print(
+            f"  n={m}: {t / t0:.2f}x the time at n={sizes[0]} for {m / sizes[0]:.0f}x the rows, "
+            f"growth exponent {np.log(t / t0) / np.log(m / sizes[0]):.2f} (linear: 1)"
+        )
+    for m in sizes:
+        t = timings[f"n={m}"]
+        emit(
+            "collapse-scaling",
+            Timing("ours4", t.times, t.clock),
+            size=f"N={m}, d={d}, C={C}",
+            n=m,
+        )
 
 
 if __name__ == "__main__":

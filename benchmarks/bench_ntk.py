@@ -575,11 +575,39 @@ def _peer_one(n: int, jax: ModuleType, nt: ModuleType, args: argparse.Namespace)
         record("ntk-peer-mlp", base, n, device="cpu", mode=mode)
 
 
+def run_scaling(args: argparse.Namespace) -> None:
+    """Our full and traced kernels of the MLP 784-512-512-10 at N = 100, 200, 400 (one set of
+    interleaved rounds): the full kernel's cost should grow like N^2 (16x from 100 to 400),
+    the traced one's like its N backward-pass columns plus its N^2 contraction."""
+    sizes = PEER_SIZES[0] if not args.quick else (25, 50)
+    model, x_all = build("mlp", max(sizes), args.device)
+    sync = synchronize(args.device)
+    fns: dict[str, Callable[[], object]] = {}
+    for n in sizes:
+        x = x_all[:n]
+        fns[f"ours full, N={n}"] = lambda x=x: empirical_ntk(model, x)
+        fns[f"ours trace, N={n}"] = lambda x=x: empirical_ntk(model, x, mode="trace")
+    empirical_ntk(model, x_all[:2])  # plan and kernels warm
+    t = timed(fns, args.rounds, sync)
+    print(f"\n== scaling: MLP 784-512-512-10, N = {', '.join(map(str, sizes))}")
+    for mode in ("full", "trace"):
+        t0 = t[f"ours {mode}, N={sizes[0]}"]
+        for n in sizes:
+            tn = t[f"ours {mode}, N={n}"]
+            grow = tn.median / t0.median
+            exponent = np.log(grow) / np.log(n / sizes[0]) if n > sizes[0] else float("nan")
+            print(
+                f"  ours {mode:5s} N={n:4d} {text(tn)}   {grow:6.2f}x the N={sizes[0]} time, "
+                f"growth exponent {exponent:.2f}"
+            )
+            record("ntk-scaling", Timing(f"ours {mode}", tn.times, tn.clock), n, device=args.device)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="small N (about a minute)")
     ap.add_argument("--memory", action="store_true", help="measure peak RSS in subprocesses")
-    ap.add_argument("--cases", default="peer,mlp,usercnn,cnn,resnet")
+    ap.add_argument("--cases", default="peer,scaling,mlp,usercnn,cnn,resnet")
     ap.add_argument("--rounds", type=int, default=5, help="interleaved rounds per timing")
     ap.add_argument("--device", default="cpu", help="cpu or cuda[:k]")
     ap.add_argument("--clock", choices=("wall", "cpu"), default="wall", help="what is timed")
@@ -606,6 +634,8 @@ def main() -> None:
     for case in args.cases.split(","):
         if case == "peer":
             run_peer(args)
+        elif case == "scaling":
+            run_scaling(args)
         else:
             run_case(case, SIZES[case][1 if args.quick else 0], args)
     if args.json:

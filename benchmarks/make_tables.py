@@ -10,7 +10,10 @@ of ``docs/performance.md`` sits between two markers::
 and this script replaces what lies between them with the table of the records whose
 ``benchmark`` is ``NAME``: one row per (variant, size, threads), the median seconds and the
 range over the interleaved rounds, and the ratio to the baseline (median, and range of the
-per-round ratios). Nothing in those regions is typed by hand.
+per-round ratios). A ``<!-- bench:scaling NAME -->`` region gets, from the records of ``NAME``
+that carry a problem size ``n``, each variant's median time per ``n`` with its growth
+exponent against the smallest ``n`` (``log(t / t0) / log(n / n0)``: 1 for linear cost, 2 for
+quadratic). Nothing in those regions is typed by hand.
 
 Usage: ``python benchmarks/make_tables.py [--results FILE] [--docs FILE] [--check]``; by
 default the newest results file (by its ``date``) and ``docs/performance.md``. ``--check``
@@ -21,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import re
 import sys
 from pathlib import Path
@@ -30,7 +34,8 @@ DOCS = HERE.parent / "docs" / "performance.md"
 RESULTS = HERE / "results"
 
 _REGION = re.compile(
-    r"(<!-- bench:table (?P<name>[\w.-]+) -->\n)(?P<body>.*?)(<!-- /bench -->)", re.DOTALL
+    r"(<!-- bench:(?P<kind>table|scaling) (?P<name>[\w.-]+) -->\n)(?P<body>.*?)(<!-- /bench -->)",
+    re.DOTALL,
 )
 
 
@@ -62,12 +67,16 @@ def _threads(r: dict) -> str:
     return f"{torch}/{blas}"
 
 
-def render(name: str, results: dict) -> str:
-    """The Markdown table of benchmark ``name`` (ends with a newline)."""
+def _records(name: str, results: dict) -> list[dict]:
     recs = [r for r in results["records"] if r["benchmark"] == name]
     if not recs:
         raise KeyError(f"table {name!r}: no record with benchmark == {name!r} in the results.")
-    clock = {str(r["clock"]) for r in recs}
+    return recs
+
+
+def render(name: str, results: dict) -> str:
+    """The Markdown table of benchmark ``name`` (ends with a newline)."""
+    recs = _records(name, results)
     lines = [
         "| variant | size | threads (torch/BLAS) | median time | range over rounds | baseline | "
         "baseline ÷ variant (rounds) |",
@@ -83,10 +92,41 @@ def render(name: str, results: dict) -> str:
             f"| {r['variant']} | {r['size'] or '—'} | {_threads(r)} | {_secs(r['median_s'])} | "
             f"{_secs(r['min_s'])}–{_secs(r['max_s'])} | {r['baseline'] or '—'} | {ratio} |"
         )
+    return "\n".join(lines) + "\n" + _meta(recs, results)
+
+
+def render_scaling(name: str, results: dict) -> str:
+    """Each variant's median time per problem size ``n`` of benchmark ``name``, and the
+    growth exponent against the variant's smallest ``n`` (ends with a newline)."""
+    recs = [r for r in _records(name, results) if r.get("n") is not None]
+    if not recs:
+        raise KeyError(f"scaling {name!r}: no record of {name!r} carries a size `n`.")
+    lines = [
+        "| variant | n | median time | ÷ time at the smallest n | growth exponent |",
+        "|---|---|---|---|---|",
+    ]
+    for variant in dict.fromkeys(r["variant"] for r in recs):
+        rows = sorted((r for r in recs if r["variant"] == variant), key=lambda r: r["n"])
+        n0, t0 = rows[0]["n"], rows[0]["median_s"]
+        for r in rows:
+            grows = r["n"] > n0
+            exponent = (
+                f"{math.log(r['median_s'] / t0) / math.log(r['n'] / n0):.2f}" if grows else "—"
+            )
+            lines.append(
+                f"| {variant} | {r['n']} | {_secs(r['median_s'])} | "
+                f"{_ratio(r['median_s'] / t0) if grows else '—'} | {exponent} |"
+            )
+    return "\n".join(lines) + "\n" + _meta(recs, results)
+
+
+def _meta(recs: list[dict], results: dict) -> str:
+    """The line under a table: clock, rounds, host, torch, commit, date, load."""
+    clock = {str(r["clock"]) for r in recs}
     loads = [float(r["loadavg"]) for r in recs if r.get("loadavg") is not None]
     rounds = sorted({int(r["rounds"]) for r in recs})
     notes = {str(r["note"]) for r in recs if r.get("note")}
-    meta = (
+    return (
         f"\n{'/'.join(sorted(clock))} time, {'/'.join(map(str, rounds))} interleaved rounds; "
         f"{recs[0]['host']}, torch {recs[0]['torch']}, commit {recs[0].get('commit', '?')}, "
         f"{str(recs[0]['time'])[:10]}, load average "
@@ -96,12 +136,16 @@ def render(name: str, results: dict) -> str:
         + "".join(f" {n}" for n in sorted(notes))
         + "\n"
     )
-    return "\n".join(lines) + "\n" + meta
 
 
 def rewrite(text: str, results: dict) -> str:
     """``text`` with every table region regenerated from ``results``."""
-    return _REGION.sub(lambda m: m.group(1) + render(m.group("name"), results) + m.group(4), text)
+
+    def table(m: re.Match[str]) -> str:
+        make = render if m.group("kind") == "table" else render_scaling
+        return m.group(1) + make(m.group("name"), results) + m.group(5)
+
+    return _REGION.sub(table, text)
 
 
 def main() -> int:

@@ -99,6 +99,25 @@ def test_rewrite_replaces_only_marked_regions():
     assert make_tables.rewrite(new, results) == new  # idempotent
 
 
+def test_a_scaling_region_gives_each_variants_growth_exponent():
+    results = _results_with(
+        {"benchmark": "s", "variant": "quadratic", "n": 100, "median_s": 1.0},
+        {"benchmark": "s", "variant": "quadratic", "n": 400, "median_s": 16.0},
+        {"benchmark": "s", "variant": "linear", "n": 200, "median_s": 4.0},
+        {"benchmark": "s", "variant": "linear", "n": 100, "median_s": 2.0},
+        {"benchmark": "s", "variant": "no size", "median_s": 5.0},  # left out: no `n`
+    )
+    text = make_tables.rewrite("<!-- bench:scaling s -->\n<!-- /bench -->\n", results)
+    rows = [line for line in text.splitlines() if line.startswith("| ") and "---" not in line]
+    assert rows[1:] == [
+        "| quadratic | 100 | 1.00 s | — | — |",
+        "| quadratic | 400 | 16.00 s | 16× | 2.00 |",
+        "| linear | 100 | 2.00 s | — | — |",  # sorted by n within a variant
+        "| linear | 200 | 4.00 s | 2× | 1.00 |",
+    ]
+    assert "no size" not in text
+
+
 def test_a_table_without_records_is_an_error():
     with pytest.raises(KeyError, match="missing"):
         make_tables.rewrite(

@@ -96,3 +96,16 @@ def test_gram_floors_are_recorded_against_ours_and_the_baseline(bench):
     assert ("passes + Gram floor, trace", "ours trace") in floors
     assert ("passes + Gram floor, full", "ours full") in floors
     assert ("passes + Gram floor, full", "baseline full") in floors
+
+
+def test_scaling_case_records_each_mode_at_every_size(bench, capsys):
+    bench.run_scaling(_args("cpu"))
+    out = capsys.readouterr().out
+    assert "growth exponent" in out
+    recs = [r for r in bench.results() if r["benchmark"] == "ntk-scaling"]
+    assert sorted((r["variant"], r["n"]) for r in recs) == [
+        ("ours full", 25),
+        ("ours full", 50),
+        ("ours trace", 25),
+        ("ours trace", 50),
+    ]
