@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 export OMP_NUM_THREADS ?= 1
 export MPLBACKEND := Agg
 
-.PHONY: venv demo test test-slow test-all doctest bench lint clean claims claims-cpu
+.PHONY: venv demo test test-slow test-gpu test-all doctest bench lint clean claims claims-cpu
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -25,6 +25,10 @@ test: $(STAMP)
 
 test-slow: $(STAMP)
 	$(BIN)/python -m pytest -q -m slow
+
+# The CUDA checks alone (devices, NTK on CUDA); they skip where CUDA is absent.
+test-gpu: $(STAMP)
+	$(BIN)/python -m pytest -q -m gpu
 
 test-all: $(STAMP)
 	$(BIN)/python -m pytest -n 2 -q -m 'slow or not slow'

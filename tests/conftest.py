@@ -9,6 +9,17 @@ import pytest
 import torch
 
 
+def pytest_collection_modifyitems(config, items):
+    """Tests marked ``gpu`` run where CUDA is present and are skipped, with the reason,
+    where it is not (the default suite selects them; ``make test-gpu`` runs only them)."""
+    if torch.cuda.is_available():
+        return
+    skip = pytest.mark.skip(reason="needs CUDA, which this machine does not have")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)
+
+
 @pytest.fixture(autouse=True)
 def _deterministic_torch():
     torch.manual_seed(0)

@@ -30,3 +30,24 @@ def test_a_failing_trial_is_reported_with_its_arguments(workers):
 def test_bad_worker_count_is_rejected():
     with pytest.raises(ValueError, match="`workers` == 0"):
         run_trials(fail_on_three, [1], workers=0)
+
+
+def device_seen_in_worker(_: int) -> str:
+    from ncdynamics.training.devices import chosen_device, current_device
+
+    return f"{chosen_device()}|{current_device()}"
+
+
+def test_the_chosen_device_reaches_every_worker_process():
+    # a spawned worker starts with no chosen device and would fall back to auto's choice
+    # (CUDA where present) unless the parent's choice is handed over
+    from ncdynamics.training import use_device
+
+    with use_device("cpu"):
+        seen = run_trials(device_seen_in_worker, range(4), workers=2)
+    assert seen == ["cpu|cpu"] * 4
+
+
+def test_workers_keep_autos_choice_when_no_device_was_chosen():
+    seen = run_trials(device_seen_in_worker, range(2), workers=2)
+    assert all(s.startswith("None|") for s in seen)

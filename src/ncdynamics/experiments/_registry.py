@@ -124,7 +124,8 @@ def run(
             return run_
         if resume and not spec.resumable:
             run_.drop_records_after(-1)
-        run_._set_status(device=str(dev))
+        # where the experiment computes: a NumPy experiment runs on the CPU whatever was asked
+        run_._set_status(device=str(dev) if spec.uses_device else "cpu")
         try:
             with use_device(dev):
                 spec.run(config, run_, seed=seed, progress=progress)

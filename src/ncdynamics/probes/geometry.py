@@ -347,7 +347,9 @@ def taylor_terms(
         d1, d2 = vmap(both)(m, v)
     first = torch.linalg.vector_norm(d1.flatten(1), dim=1)
     second = 0.5 * torch.linalg.vector_norm(d2.flatten(1), dim=1)
-    return TaylorTerms(first.detach().double().numpy(), second.detach().double().numpy())
+    return TaylorTerms(
+        first.detach().cpu().double().numpy(), second.detach().cpu().double().numpy()
+    )
 
 
 class PairAlignmentProbe:

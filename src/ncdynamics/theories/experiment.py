@@ -116,6 +116,10 @@ class ExperimentSpec:
     resumable : bool
         Whether ``run`` resumes from the run's last checkpoint; otherwise a resumed run
         starts over (its earlier records are replaced).
+    uses_device : bool
+        Whether it trains torch networks on the run's device (``ncdyn run --device``);
+        ``False`` for an experiment that computes in NumPy or in CPU float64 tensors
+        whatever the device, whose run then records ``cpu`` as its device.
     """
 
     name: str
@@ -126,6 +130,7 @@ class ExperimentSpec:
     run: ExperimentFn
     resumable: bool = False
     tags: tuple[str, ...] = field(default=())
+    uses_device: bool = True
 
     def __post_init__(self) -> None:
         if not dataclasses.is_dataclass(self.config):

@@ -16,7 +16,13 @@ from collections.abc import Iterator
 
 import torch
 
-__all__ = ["check_device_spec", "current_device", "resolve_device", "use_device"]
+__all__ = [
+    "check_device_spec",
+    "chosen_device",
+    "current_device",
+    "resolve_device",
+    "use_device",
+]
 
 _CURRENT: contextvars.ContextVar[torch.device | None] = contextvars.ContextVar(
     "ncdynamics_device", default=None
@@ -78,6 +84,19 @@ def current_device() -> torch.device:
     """The device made current by :func:`use_device`, else ``auto``'s choice."""
     dev = _CURRENT.get()
     return dev if dev is not None else resolve_device("auto")
+
+
+def chosen_device() -> torch.device | None:
+    """The device made current by :func:`use_device`, or ``None`` where none was chosen
+    (what a worker process has to be handed so that it trains where its parent does)."""
+    return _CURRENT.get()
+
+
+def adopt_device(device: torch.device | None) -> None:
+    """Make ``device`` current for the rest of this thread (``None`` leaves auto's choice):
+    for a worker process's initializer, which has no ``with`` block to stay in."""
+    if device is not None:
+        _CURRENT.set(device)
 
 
 @contextlib.contextmanager

@@ -13,7 +13,10 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
+import torch
+
 from .._validation import check_int
+from .devices import adopt_device, chosen_device
 
 __all__ = ["TrialError", "default_workers", "run_trials"]
 
@@ -26,10 +29,12 @@ def default_workers() -> int:
     return max(1, min(os.cpu_count() or 1, 8))
 
 
-def _init_worker(threads: int) -> None:
+def _init_worker(threads: int, device: torch.device | None = None) -> None:
+    """Threads of a worker process, and the parent's chosen device made current in it (a
+    spawned process starts with none, and would otherwise fall back to auto's choice)."""
+    adopt_device(device)
     os.environ["OMP_NUM_THREADS"] = str(threads)
     os.environ.setdefault("MPLBACKEND", "Agg")
-    import torch
     from threadpoolctl import threadpool_limits
 
     torch.set_num_threads(threads)
@@ -70,6 +75,9 @@ def run_trials(
     progress : bool, default=False
         Show a progress bar.
 
+    The device chosen with :func:`ncdynamics.training.use_device` (``ncdyn run --device``)
+    is made current in every worker process too.
+
     Raises
     ------
     TrialError
@@ -92,7 +100,7 @@ def run_trials(
         max_workers=min(workers, len(items)),
         mp_context=ctx,
         initializer=_init_worker,
-        initargs=(threads,),
+        initargs=(threads, chosen_device()),
     ) as pool:
         futures = {pool.submit(_call, fn, i, a): i for i, a in enumerate(items)}
         try:

@@ -247,7 +247,7 @@ def _full_kernels(model: torch.nn.Module, x: torch.Tensor) -> dict[str, NDArray[
     """Full logit and feature kernels (N, N, O, O) for Figure 1 panes a-d."""
     out = {}
     for o in ("logits", "features"):
-        K = empirical_ntk(model, x, output=o, mode="full").detach().double().numpy()
+        K = empirical_ntk(model, x, output=o, mode="full").detach().cpu().double().numpy()
         out[f"traced_{o}"] = np.einsum("ijaa->ij", K)
         out[f"block_norms_{o}"] = block_norms(K)
     return out
@@ -343,7 +343,9 @@ def train_one(
     if full_kernels and not diverged:
         kidx = class_ordered_subset(ds.y_train, cfg.kernel_per_class, ds.num_classes)
         model.eval()
-        out["full_kernels"] = _full_kernels(model, torch.as_tensor(ds.x_train[kidx]))
+        device = next(model.parameters()).device  # the run's device, where it trained
+        x_kernel = torch.as_tensor(ds.x_train[kidx], device=device)
+        out["full_kernels"] = _full_kernels(model, x_kernel)
         out["kernel_labels"] = ds.y_train[kidx]
     return out
 

@@ -13,6 +13,7 @@ iterations, the paper's settings where stated).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from ...experiment import ExperimentSpec
@@ -55,7 +56,7 @@ def _random_vs_hadamard(
 
 _SAME: Mapping[str, Mapping[str, Any]] = {"smoke": {}, "cpu": {}, "paper": {}}
 
-EXPERIMENTS = (
+EXPERIMENTS: tuple[ExperimentSpec, ...] = (
     ExperimentSpec(
         name="hadamard.fig1",
         theory="hadamard",
@@ -108,3 +109,7 @@ EXPERIMENTS = (
         run=run_thm8,
     ),
 )
+
+#: Every experiment here computes in NumPy (and CPU float64 tensors): the run's device does
+#: not apply, and the run records ``cpu``.
+EXPERIMENTS = tuple(replace(spec, uses_device=False) for spec in EXPERIMENTS)

@@ -175,6 +175,7 @@ EXPERIMENTS = (
         summary="Theorem 2.1: binary separation iff alpha > beta (Monte Carlo)",
         config=Thm21Config,
         run=run_thm21,
+        uses_device=False,  # Monte Carlo of the SDE in NumPy
         presets={
             "smoke": {"n_reps": 10, "n": 50, "h": 0.05, "alphas": (-0.2, 0.4)},
             "cpu": {},
@@ -187,6 +188,7 @@ EXPERIMENTS = (
         summary="Theorem 3.1: separation iff gamma(t) decays slower than 1/t (Monte Carlo)",
         config=Thm31Config,
         run=run_thm31,
+        uses_device=False,  # Monte Carlo of the SDE in NumPy
         presets={
             "smoke": {"n_reps": 4, "rs": (0.5, 1.5), "n": 30, "h": 0.2, "method": "meandiff"},
             "cpu": {},

@@ -70,6 +70,7 @@ EXPERIMENTS: tuple[ExperimentSpec, ...] = tuple(
         config=TheoryConfig,
         presets=THEORY_PRESETS,
         run=fn,
+        uses_device=False,  # the block flow and its closed forms, in NumPy
     )
     for short, summary, fn in _DEMOS
 ) + (

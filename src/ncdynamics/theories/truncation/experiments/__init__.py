@@ -35,6 +35,8 @@ Presets: ``smoke`` runs in seconds, ``cpu`` in minutes, ``paper`` uses the spec'
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ...experiment import ExperimentSpec
 from .e1_gradient_formulas import GradientCheckConfig, run_gradient_check
 from .e2_truncation_staircase import StaircaseConfig, run_staircase
@@ -57,7 +59,7 @@ __all__ = [
     "UntruncatedConfig",
 ]
 
-EXPERIMENTS = (
+EXPERIMENTS: tuple[ExperimentSpec, ...] = (
     ExperimentSpec(
         name="truncation.e1",
         theory="truncation",
@@ -169,3 +171,7 @@ EXPERIMENTS = (
         run=run_layer_gd,
     ),
 )
+
+#: Every experiment here computes in NumPy (and CPU float64 tensors): the run's device does
+#: not apply, and the run records ``cpu``.
+EXPERIMENTS = tuple(replace(spec, uses_device=False) for spec in EXPERIMENTS)
