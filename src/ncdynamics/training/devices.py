@@ -17,6 +17,7 @@ from collections.abc import Iterator
 import torch
 
 __all__ = [
+    "adopt_device",
     "check_device_spec",
     "chosen_device",
     "current_device",
