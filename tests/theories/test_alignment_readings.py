@@ -278,6 +278,18 @@ def test_claims_fail_when_one_part_fails():
     assert not no_default["held"] and "not measured" in no_default["ours"]
 
 
+def test_a_reading_that_never_left_the_plateau_holds_no_claim():
+    # a perfect fit of a net that did not converge is a fit of the plateau alone
+    stuck = {**_row("stuck", 0.99, 0.1), "converged": False}
+    rows = {"default": [_row("d1", 0.5, 2.0), stuck], "shallow": [_row("s1", 0.5, 3.0)]}
+    fig2, fig11 = readings_claims(rows, threshold=0.9, margin=0.9)
+    assert not fig2["held"] and not fig11["held"]
+    assert fig11["ours"]["not_converged"] == ["stuck"]
+    rows["default"][1] = {**stuck, "converged": True}
+    fig2, fig11 = readings_claims(rows, threshold=0.9, margin=0.9)
+    assert fig11["held"] and fig11["ours"]["not_converged"] == []
+
+
 def test_smoke_preset_runs_and_writes_every_reading(tmp_path):
     out = tmp_path / "readings"
     experiments.run("alignment.readings", "smoke", out, progress=False)

@@ -340,6 +340,11 @@ def _measured(value: float) -> float | None:
     return float(value) if math.isfinite(value) else None
 
 
+def _converged(row: Mapping[str, Any]) -> bool:
+    """Whether the reading's network converged (rows written before the flag count as yes)."""
+    return bool(row.get("converged", True))
+
+
 def _min_r2(row: Mapping[str, Any]) -> float:
     vals = [row["r2_a"], row["r2_b"], row["r2_w"]]
     return min(vals) if all(math.isfinite(v) for v in vals) else -math.inf
@@ -386,10 +391,14 @@ def readings_claims(
     R^2 table. Fig. 11: one part (Default, the network of the paper's figure), held when in
     some reading eq. (7)'s loss (49) is at most ``margin`` times the best alternative's;
     ``ours`` counts such readings and gives the per-reading ratio and rank.
+
+    A reading whose network did not converge (it never left the plateau, e.g. at a small
+    gradient scale) cannot hold either part: the figures are about the whole trajectory,
+    and a fit of the plateau alone says nothing about the escape; ``ours`` lists them.
     """
     fig2 = []
     for arch, rs in rows.items():
-        ok = [r for r in rs if _min_r2(r) >= threshold]
+        ok = [r for r in rs if _min_r2(r) >= threshold and _converged(r)]
         fig2.append(
             Part(
                 f"{arch}: some reading fits a, b and w",
@@ -397,6 +406,7 @@ def readings_claims(
                 {
                     "n_readings_held": len(ok),
                     "n_readings": len(rs),
+                    "not_converged": sorted({r["reading"] for r in rs if not _converged(r)}),
                     **best_rows(rs),
                     "r2_abw": {
                         r["reading"]: [_measured(r[k]) for k in ("r2_a", "r2_b", "r2_w")]
@@ -414,13 +424,14 @@ def readings_claims(
     )
     if "default" in rows:
         rs = rows["default"]
-        first = [r for r in rs if eq7_ratio(r) <= margin]
+        first = [r for r in rs if eq7_ratio(r) <= margin and _converged(r)]
         part11 = Part(
             "default: some reading makes eq. (7) the best fit",
             criterion,
             {
                 "n_readings_held": len(first),
                 "n_readings": len(rs),
+                "not_converged": sorted({r["reading"] for r in rs if not _converged(r)}),
                 **best_rows(rs),
                 "eq7_rank": {r["reading"]: r["eq7_rank"] for r in rs},
                 "eq7_ratio": {r["reading"]: _measured(eq7_ratio(r)) for r in rs},
