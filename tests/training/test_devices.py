@@ -36,10 +36,16 @@ def test_use_device_sets_and_restores_the_current_device():
     assert current_device() == outer
 
 
+#: A quick experiment that trains torch networks on the run's device (a NumPy experiment
+#: records ``cpu`` whatever was asked, so it would show nothing here).
+TORCH_EXPERIMENT = "alignment.xor"
+
+
 def test_a_run_records_its_device(tmp_path):
     from ncdynamics import experiments
 
-    run = experiments.run("truncation.e1", "smoke", tmp_path / "r", device="cpu", progress=False)
+    assert experiments.get(TORCH_EXPERIMENT).uses_device
+    run = experiments.run(TORCH_EXPERIMENT, "smoke", tmp_path / "r", device="cpu", progress=False)
     assert run.status["device"] == "cpu"
     with pytest.raises(ValueError, match="`device` must be"):
         experiments.run("truncation.e1", "smoke", tmp_path / "q", device="gpu", progress=False)
@@ -55,10 +61,13 @@ def test_cuda_device_is_current_inside_a_run():
 def test_a_sweep_passes_its_device_to_every_run_and_checks_the_spelling(tmp_path):
     from ncdynamics import experiments
 
-    res = experiments.sweep(
-        "truncation.e1", "smoke", tmp_path / "s", grid={"n_seeds": [1, 2]}, device="cpu"
+    assert experiments.get(TORCH_EXPERIMENT).uses_device
+    res = experiments.sweep(  # one and two trial workers inside each run
+        TORCH_EXPERIMENT, "smoke", tmp_path / "s", grid={"workers": [1, 2]}, device="cpu"
     )
-    for run_dir in sorted(p for p in res.path.iterdir() if (p / "status.json").is_file()):
+    run_dirs = sorted(p for p in res.path.iterdir() if (p / "status.json").is_file())
+    assert len(run_dirs) == 2
+    for run_dir in run_dirs:
         assert experiments.confront.read_run(run_dir).status["device"] == "cpu"
     with pytest.raises(ValueError, match="`device` must be"):
         experiments.sweep(
