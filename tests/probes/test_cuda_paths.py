@@ -9,6 +9,7 @@ import torch
 
 from ncdynamics.models import MLP
 from ncdynamics.probes import empirical_ntk
+from ncdynamics.probes.elasticity import measure_elasticity
 from ncdynamics.probes.geometry import taylor_terms
 
 pytestmark = pytest.mark.gpu
@@ -38,3 +39,17 @@ def test_taylor_terms_of_a_cuda_network_come_back_as_numpy(method):
     on_cuda = taylor_terms(lambda z: cuda_model(z[None])[0], xi.cuda(), xj.cuda(), method=method)
     np.testing.assert_allclose(on_cuda.first, on_cpu.first, rtol=1e-10)
     np.testing.assert_allclose(on_cuda.second, on_cpu.second, rtol=1e-10, atol=1e-12)
+
+
+def test_elasticity_of_a_cuda_network_equals_the_cpu_measure():
+    # the labels once stayed on the CPU beside CUDA logits (cross-entropy refused them)
+    model = _mlp()
+    g = torch.Generator().manual_seed(3)
+    x = torch.randn(12, 12, generator=g).double()
+    y = torch.arange(12) % 4
+    on_cpu = measure_elasticity(model, x, y, n_sources_per_class=2, num_classes=4)
+    on_cuda = measure_elasticity(
+        _mlp().cuda(), x.cuda(), y.cuda(), n_sources_per_class=2, num_classes=4
+    )
+    np.testing.assert_array_equal(on_cuda.sources, on_cpu.sources)
+    np.testing.assert_allclose(on_cuda.impacts, on_cpu.impacts, rtol=1e-8, atol=1e-10)

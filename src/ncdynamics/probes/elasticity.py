@@ -137,9 +137,9 @@ def measure_elasticity(
     net = copy.deepcopy(model)
     params = [p for p in net.parameters() if p.requires_grad]
     saved = [p.detach().clone() for p in params]
-    y_t = torch.as_tensor(y_np)
     with torch.no_grad():
         base = fn(net, x)[pick].detach()  # (n_probe, d)
+    y_t = torch.as_tensor(y_np, device=base.device)  # beside the logits (the model's device)
     impacts = []
     for j in src:
         net.zero_grad(set_to_none=True)
