@@ -49,6 +49,13 @@ NUMPY_EXPERIMENTS: dict[str, str] = {
 }
 
 
+def _note_devices(seen: set[str], module: torch.nn.Module, inputs: tuple) -> None:
+    """A forward pre-hook's body: add the device types of the module's own parameters and of
+    its tensor inputs to ``seen``."""
+    seen.update(p.device.type for p in module.parameters(recurse=False))
+    seen.update(a.device.type for a in inputs if isinstance(a, torch.Tensor))
+
+
 class _Spy:
     def __init__(self, inner):
         self.inner, self.calls = inner, 0
@@ -95,11 +102,7 @@ def _check(theory, tmp_path, monkeypatch, device):
     _watch_batched_lenets(monkeypatch, current)
 
     def hook(module, args):
-        for p in module.parameters(recurse=False):
-            current[0].add(p.device.type)
-        for a in args:
-            if isinstance(a, torch.Tensor):
-                current[0].add(a.device.type)
+        _note_devices(current[0], module, args)
 
     problems = []
     for spec in _specs(theory):
@@ -156,8 +159,7 @@ def _watched_trial(fn, log_dir, *args):
     seen: set[str] = set()
 
     def hook(module, inputs):
-        seen.update(p.device.type for p in module.parameters(recurse=False))
-        seen.update(a.device.type for a in inputs if isinstance(a, torch.Tensor))
+        _note_devices(seen, module, inputs)
 
     handle = torch.nn.modules.module.register_module_forward_pre_hook(hook)
     try:
