@@ -380,3 +380,20 @@ def test_small_collapse_metrics_run_on_one_blas_thread(rng, monkeypatch):
     h = rng.standard_normal((60, 8))
     collapse.collapse_metrics(h, np.repeat(np.arange(3), 20))
     assert threads and set(threads[0]) == {1}
+
+
+def test_pair_distances_from_the_gram_match_the_differences(rng, monkeypatch):
+    # well-separated means: the Gram route is taken and agrees with the direct differences;
+    # with the guard made impossible to pass, the differences are used (same numbers)
+    from ncdynamics.probes import collapse as collapse_module
+
+    C, d = 7, 30
+    mu = 3.0 * rng.standard_normal((C, d)) + 5.0
+    counts = rng.integers(5, 50, C).astype(float)
+    centred = mu - counts @ mu / counts.sum()
+    gram = centred @ centred.T
+    i, j = np.triu_indices(C, 1)
+    direct = np.square(mu[i] - mu[j]).sum(1)
+    np.testing.assert_allclose(collapse_module._pair_distances(mu, gram, i, j), direct, rtol=1e-12)
+    monkeypatch.setattr(collapse_module, "_PAIR_GRAM_RTOL", np.inf)
+    np.testing.assert_array_equal(collapse_module._pair_distances(mu, gram, i, j), direct)

@@ -35,6 +35,7 @@ class LabelPlan:
     def __init__(self, y: np.ndarray, num_classes: int) -> None:
         self.y = y  # (n,), checked, in [0, num_classes)
         self.count = np.bincount(y, minlength=num_classes).astype(np.float64)  # (C,)
+        self.inverse_count = 1.0 / np.maximum(self.count, 1.0)  # empty classes: zero means
         self._onehot: dict[np.dtype, np.ndarray] = {}
 
     def onehot(self, dtype: np.dtype) -> np.ndarray:
@@ -84,7 +85,7 @@ class DenseStats:
         if r.dtype != np.float64 and not np.isfinite(out).all():
             out = r.astype(np.float64) @ cols
         if self.shift is not None:
-            out -= (self.shift @ cols)[self.labels]
+            out -= (self.shift @ cols).take(self.labels, axis=0)
         return out
 
     def nc4(
@@ -141,7 +142,7 @@ def dense_stats(h: np.ndarray, plan: LabelPlan) -> DenseStats:
 def _pass(h: np.ndarray, plan: LabelPlan) -> DenseStats | None:
     """One pass in ``h``'s dtype; ``None`` if its squares overflow."""
     onehot = plan.onehot(h.dtype)
-    safe = np.maximum(plan.count, 1.0)[:, None]  # (C, 1): empty classes keep zero means
+    inverse = plan.inverse_count[:, None]  # (C, 1)
     with np.errstate(invalid="ignore", over="ignore"):  # checked below
         sums = onehot @ h  # (C, d); NaN or Inf in h (0 * inf is NaN) or an overflow shows here
         if not np.isfinite(sums).all():
@@ -152,13 +153,14 @@ def _pass(h: np.ndarray, plan: LabelPlan) -> DenseStats | None:
                 else "values so large that their class sums overflow"
             )
             raise ValueError(f"`features` must be finite; {where}.")
-        approx = (sums / safe).astype(h.dtype)  # (C, d)
-        residual = h - approx[plan.y]  # (n, d), rounded once
+        approx = (sums * inverse).astype(h.dtype, copy=False)  # (C, d)
+        residual = approx.take(plan.y, axis=0)  # (n, d), then h minus it in place
+        np.subtract(h, residual, out=residual)  # rounded once
         squares = onehot @ np.square(residual)  # (C, d)
-    if not np.isfinite(squares).all():
-        return None
+        if not np.isfinite(squares).all():
+            return None
     if h.dtype == np.float64:
         return DenseStats(plan, approx, squares, residual, None)
-    shift = (onehot @ residual).astype(np.float64) / safe  # (C, d), tiny
+    shift = (onehot @ residual).astype(np.float64) * inverse  # (C, d), tiny
     m2 = squares.astype(np.float64) - plan.count[:, None] * shift**2
     return DenseStats(plan, approx.astype(np.float64) + shift, np.maximum(m2, 0.0), residual, shift)

@@ -43,23 +43,31 @@ def blas_controller() -> ThreadpoolController:
 
 
 _LIMIT_LOCK = threading.Lock()
-_LIMIT: dict[str, Any] = {"depth": 0, "limiter": None}
+_LIMIT: dict[str, Any] = {"depth": 0, "saved": []}
 
 
 @contextmanager
 def one_blas_thread() -> Iterator[None]:
     """Run the block with the BLAS libraries on one thread, restored afterwards.
 
-    ``threadpoolctl``'s limits are process-wide, so two threads that each set and restore
-    them could leave them wrong (the later restore brings back the other's limit). Here the
-    first thread in sets the limit and the last one out restores it. The products inside
-    (the collapse metrics' GEMMs and syrk updates) are small; on 2 cores with another
-    process busy, NC metrics of 300 x 256 features took 2.9-3.2 ms with two BLAS threads and
-    1.2 ms with one.
+    Thread limits are process-wide, so two threads that each set and restore them could
+    leave them wrong (the later restore brings back the other's limit). Here the first thread
+    in sets the limit and the last one out restores it. The products inside (the collapse
+    metrics' GEMMs and syrk updates) are small; on 2 cores with another process busy, NC
+    metrics of 300 x 256 features took 2.9-3.2 ms with two BLAS threads and 1.2 ms with one.
+
+    The limits are read and set through each library's own ``get/set_num_threads`` (the
+    controllers of :func:`blas_controller`), and only the libraries not at one thread
+    already are touched: ``threadpoolctl``'s ``limit`` re-reads every library's full info
+    on each call, which cost about 0.1 ms, a tenth of a Recorder's collapse probe.
     """
     with _LIMIT_LOCK:
         if _LIMIT["depth"] == 0:
-            _LIMIT["limiter"] = blas_controller().limit(limits=1, user_api="blas")
+            libs = [lib for lib in blas_controller().lib_controllers if lib.user_api == "blas"]
+            saved = [(lib, n) for lib in libs if (n := lib.get_num_threads()) != 1]
+            for lib, _ in saved:
+                lib.set_num_threads(1)
+            _LIMIT["saved"] = saved
         _LIMIT["depth"] += 1
     try:
         yield
@@ -67,8 +75,9 @@ def one_blas_thread() -> Iterator[None]:
         with _LIMIT_LOCK:
             _LIMIT["depth"] -= 1
             if _LIMIT["depth"] == 0:
-                _LIMIT["limiter"].restore_original_limits()
-                _LIMIT["limiter"] = None
+                for lib, n in _LIMIT["saved"]:
+                    lib.set_num_threads(n)
+                _LIMIT["saved"] = []
 
 
 def _scipy_update(dtype: np.dtype) -> Update:

@@ -58,6 +58,7 @@ _DENSE_MAX = 1 << 20
 Features = ArrayLike | torch.Tensor
 
 
+@functools.cache
 def _memory_bytes() -> int:
     """Physical memory of this machine in bytes (0 if unknown)."""
     try:
@@ -388,7 +389,9 @@ def _metrics_from_stats(acc: CollapseAccumulator) -> dict[str, float]:
 
 
 def _metrics_from_stats_unchecked(acc: CollapseAccumulator) -> dict[str, float]:
-    # The statistics are small (C x d, C x C): NumPy has less per-call overhead than torch.
+    # The statistics are small (C x d, C x C): NumPy has less per-call overhead than torch,
+    # and at a Recorder's size (C = 10, d = 256) the fixed cost of each call is most of the
+    # time, so the arithmetic is written in few calls.
     C = acc.num_classes
     counts, mu, m2 = acc._statistics()  # (C,), (C, d), (C, d)
     n_total = float(counts.sum())
@@ -396,34 +399,32 @@ def _metrics_from_stats_unchecked(acc: CollapseAccumulator) -> dict[str, float]:
     gram = M.T @ M  # (C, C) Gram of the centred means
     # Tr(Sigma_W Sigma_B^+) with Sigma_B = M M^T / C, through the singular factors of M.
     basis, s = _mean_subspace(M, gram)
+    scaled = basis / s  # (d, k): the projections on it, squared and summed, are the trace
     nc4 = None
     if acc._dense is not None:
-        # X^T X is never formed: |X b_i|^2, and NC4's scores from the same GEMM
+        # X^T X is never formed: |X b_i / s_i|^2, and NC4's scores from the same GEMM
         k = basis.shape[1]
-        cols = basis if acc.weight is None else np.concatenate((basis, acc.weight.T, M), axis=1)
+        cols = scaled if acc.weight is None else np.concatenate((scaled, acc.weight.T, M), axis=1)
         prod = acc._dense.centred_product(cols)  # (n, k [+ 2C])
-        proj = np.square(prod[:, :k]).sum(0)
+        trace = float(np.square(prod[:, :k]).sum())
         if acc.weight is not None:
             nc4 = acc._dense.nc4(prod[:, k:], acc.weight, acc.bias, gram)
     else:
-        proj = np.einsum("ij,ij->j", basis, acc.scatter @ basis)
+        trace = float(np.einsum("ij,ij->", scaled, acc.scatter @ scaled))
         if acc.nc4_count:
             nc4 = acc.nc4_mismatch / acc.nc4_count
-    nc1 = C * float((proj / s**2).sum()) / n_total
     sq_norms = gram.diagonal()
+    between = float(sq_norms.sum())
     out: dict[str, float] = {
-        "nc1": nc1 / C if acc.nc1_divide_by_classes else nc1,
+        "nc1": trace / n_total if acc.nc1_divide_by_classes else C * trace / n_total,
         "within_trace": float(m2.sum()) / n_total,
-        "between_trace": float(sq_norms.sum() / C),
+        "between_trace": between / C,
     }
-    var = np.maximum(m2 / counts[:, None], 0.0)  # (C, d) population variances
-    out["nc1_std"] = float(np.sqrt(var).mean())
+    var = np.maximum(m2 * (1.0 / counts)[:, None], 0.0)  # (C, d) population variances
     v_c = var.sum(1)  # (C,) mean squared distance to the class mean
+    out["nc1_std"] = float(np.sqrt(var, out=var).sum()) / var.size
     i, j, off_diagonal, etf = _class_pair_constants(C)
-    # squared distances of class-mean pairs, from the differences themselves: through the
-    # Gram they would cancel when two means are far closer to each other than to the rest
-    d2_pairs = np.square(mu[i] - mu[j]).sum(1)
-    out["cdnv"] = float(((v_c[i] + v_c[j]) / (2.0 * d2_pairs)).mean())
+    out["cdnv"] = float(((v_c[i] + v_c[j]) / _pair_distances(mu, gram, i, j)).mean()) / 2.0
     norms = np.sqrt(sq_norms)  # (C,)
     out["nc2_equinorm"] = float(norms.std() / norms.mean())
     cos_matrix = gram / np.outer(norms, norms)
@@ -431,15 +432,35 @@ def _metrics_from_stats_unchecked(acc: CollapseAccumulator) -> dict[str, float]:
     out["nc2_equiangular"] = float(cos.std())
     out["nc2_maxangle"] = float(np.abs(cos + 1.0 / (C - 1)).mean())
     base = cos_matrix if acc.etf_normalize_means else gram
-    out["nc2_etf"] = float(np.linalg.norm(base / np.linalg.norm(base) - etf))
+    out["nc2_etf"] = float(np.linalg.norm(base * (1.0 / np.linalg.norm(base)) - etf))
     if acc.weight is not None:
         w = acc.weight
-        dist = float(np.linalg.norm(M / np.sqrt(sq_norms.sum()) - w.T / np.linalg.norm(w)))
-        out["nc3"] = dist
-        out["nc3_papyan"] = dist**2
+        gap = M / np.sqrt(between) - w.T / np.linalg.norm(w)
+        out["nc3_papyan"] = float(np.square(gap).sum())
+        out["nc3"] = float(np.sqrt(out["nc3_papyan"]))
     if nc4 is not None:
         out["nc4"] = nc4
     return out
+
+
+#: Squared distances of class-mean pairs are read off the Gram when its rounding error,
+#: about 1e-16 times (|v_i|^2 + |v_j|^2), is below this fraction of the distance.
+_PAIR_GRAM_RTOL = 1e-7
+
+
+def _pair_distances(mu: np.ndarray, gram: np.ndarray, i: np.ndarray, j: np.ndarray) -> np.ndarray:
+    """Squared distances ``|mu_i - mu_j|^2`` of the class pairs (i, j).
+
+    ``g_ii + g_jj - 2 g_ij`` from the Gram of the centred means costs a few operations on
+    C x C numbers; it cancels when two means are far closer to each other than to the
+    rest, so then the pairs come from the differences themselves (``C(C-1)/2 x d`` work).
+    """
+    diag = gram.diagonal()
+    scale = diag[i] + diag[j]
+    d2 = scale - 2.0 * gram[i, j]
+    if (d2 > _PAIR_GRAM_RTOL * scale).all():
+        return d2
+    return np.square(mu[i] - mu[j]).sum(1)
 
 
 def collapse_metrics(
