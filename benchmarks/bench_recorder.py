@@ -1,26 +1,31 @@
-"""Recorder overhead in the demo configuration: whole trainings, A/B in interleaved rounds.
+"""Recorder overhead in the demo configuration, measured two ways.
 
-Trains the demo MLP on digits without a Recorder, with one (synchronous), and with one in
-background mode (the probes evaluated by a recording thread on a snapshot while the next
-epoch trains), each a complete training of the demo's length, in interleaved rounds (the
-order rotates every round). The Recorder evaluates the collapse and performance probes on the
-demo's probe set (a class-balanced subset of the training set) every epoch, plus the test
-set every ``test_every`` epochs, as the demo does. Every training writes checkpoints the
-same way, so the difference is the Recorder alone. The overhead is the ratio of a recorded
-training's wall time to the plain one's, minus one: the median of the rounds' medians, and
-the range of the per-round ratios. The training thread's own CPU time is reported too:
-what the Recorder costs the training when a core is free for the recording thread (it
-leaves out waiting for a core, which dominates the wall-time spread on a shared machine,
-and the recording thread's work). (A fourth variant, the background mode with the
-training loop's test-set logging made non-waiting, went when ``training/loop.py`` adopted
-that change.)
+**Paired epochs** (``--method paired``): one training records after every other epoch
+(steps 1, 3, 5, ...), so epochs that follow a record and epochs that do not alternate within
+it and a change in the machine's speed hits both alike. The cost of a record is its own time
+(``Recorder.step``), the test-set evaluations spread over the records (the demo evaluates the
+test set at every fifth record), and the after-effect: how much longer the epoch after a
+record takes than the epoch after none (the record leaves cold caches behind; in background
+mode the recording thread competes with that epoch). The overhead is that cost over the
+plain epoch, per training, median and range over trainings. Three kinds: the synchronous
+Recorder, the background mode, and the floor (:class:`ForwardOnly`: the probe set's forward
+pass and nothing else, with the same test-set evaluations), which no synchronous Recorder
+of the demo's probe set can undercut.
 
-An earlier version ran the two trainings in two threads that took turns one epoch at a
-time; it charged each only its own turns, but printed 9.3% where alternating whole
-trainings gave 11-16%: the Recorder's cost is also in what it leaves behind for the next
-epoch (cold caches), which turn-taking hides. Whole trainings are what a user pays.
+**Whole trainings** (``--method whole``): the demo's training without a Recorder, with one
+(synchronous), with one in background mode, and with the floor, each a complete training of
+the demo's length, in interleaved rounds (the order rotates every round). The overhead is a
+recorded training's wall time over the plain one's, minus one. The training thread's own CPU
+time is reported too. On a shared machine whole trainings vary by more than the effect
+(plain trainings from 8.4 s to 14.4 s in one run), so the paired method is the one to read
+there.
+
+An earlier version ran two trainings in two threads that took turns one epoch at a time and
+charged each only its own turns; it printed 9.3% where alternating whole trainings gave
+11-16%, because it left out the after-effect, which the paired method measures.
 
 Usage: python benchmarks/bench_recorder.py [--quick] [--rounds R] [--threads N]
+[--method whole|paired|both]
 
 ``--quick`` trains 20 epochs, where the one-off costs (the epoch-0 record, which also
 evaluates the whole training set) weigh ten times more than in the demo: it checks that the
@@ -32,22 +37,44 @@ from __future__ import annotations
 import argparse
 import tempfile
 import time
+from dataclasses import dataclass
 
 import numpy as np
 import torch
-from _timing import Timing, emit_all, interleaved, print_timings, ratio
+from _timing import Timing, emit, emit_all, interleaved, print_timings, ratio
 from threadpoolctl import threadpool_limits
 
 from ncdynamics import data, runs
 from ncdynamics.experiments.demo import DemoConfig
-from ncdynamics.models import MLP
-from ncdynamics.training import Recorder, train
+from ncdynamics.models import MLP, eval_mode
+from ncdynamics.training import Recorder, Schedule, train
+from ncdynamics.training import loop as training_loop
 
 
-def training(ds, cfg: DemoConfig, epochs: int, recorder: str | None) -> None:
-    """One demo training; ``recorder`` None, "sync" or "background" (a recorded one also
-    evaluates the test set, as the demo does)."""
+class ForwardOnly(Recorder):
+    """The floor of any synchronous Recorder: at each record, the probe set's forward pass
+    (in eval mode, without gradients) and nothing else; the training loop still evaluates
+    the test set at the same epochs as with the real Recorder."""
+
+    def record(self, model, step, **extra):
+        with torch.no_grad(), eval_mode(model):
+            model(self.x)
+        return {}
+
+
+def training(
+    ds,
+    cfg: DemoConfig,
+    epochs: int,
+    recorder: str | None,
+    *,
+    schedule: Schedule | int = 1,
+    checkpoints: bool = True,
+) -> None:
+    """One demo training; ``recorder`` None, "sync", "background" or "forward" (the floor,
+    :class:`ForwardOnly`); a recorded one also evaluates the test set, as the demo does."""
     with_recorder = recorder is not None
+    kind = ForwardOnly if recorder == "forward" else Recorder
     model = MLP(
         64, 10, depth=cfg.depth, width=cfg.width, generator=torch.Generator().manual_seed(0)
     )
@@ -55,12 +82,13 @@ def training(ds, cfg: DemoConfig, epochs: int, recorder: str | None) -> None:
         run = runs.create(f"{tmp}/r")
         probe = data.balanced_subset(ds.y_train, cfg.probe_per_class, np.random.default_rng(0))
         rec = (
-            Recorder(
+            kind(
                 run,
                 ds.x_train[probe],
                 ds.y_train[probe],
                 num_classes=10,
                 background=recorder == "background",
+                schedule=schedule,
             )
             if with_recorder
             else None
@@ -75,7 +103,7 @@ def training(ds, cfg: DemoConfig, epochs: int, recorder: str | None) -> None:
             weight_decay=cfg.weight_decay,
             batch_size=cfg.batch_size,
             recorder=rec,
-            store=run,
+            store=run if checkpoints else None,
             checkpoint_every=cfg.checkpoint_every,
             progress=False,
             evaluate_test=with_recorder,
@@ -85,11 +113,122 @@ def training(ds, cfg: DemoConfig, epochs: int, recorder: str | None) -> None:
             rec.close()
 
 
+class _EpochClock:
+    """Times every training epoch, every scheduled record (``Recorder.step``; the initial
+    record at step 0 is not a step) and every test-set evaluation of the trainings run
+    inside it, by wrapping the training loop's functions for its duration."""
+
+    def __init__(self) -> None:
+        self.epochs: list[float] = []  # in epoch order
+        self.records: dict[int, float] = {}  # step -> seconds of Recorder.step
+        self.tests: list[float] = []
+
+    def __enter__(self) -> _EpochClock:
+        self._saved = (training_loop._train_epoch, training_loop._log_test, Recorder.step)
+        epoch_fn, test_fn, record_fn = self._saved
+
+        def timed(fn, sink):
+            def wrapper(*args, **kwargs):
+                t0 = time.perf_counter()
+                out = fn(*args, **kwargs)
+                sink(time.perf_counter() - t0, args)
+                return out
+
+            return wrapper
+
+        training_loop._train_epoch = timed(epoch_fn, lambda t, a: self.epochs.append(t))
+        training_loop._log_test = timed(test_fn, lambda t, a: self.tests.append(t))
+        Recorder.step = timed(record_fn, lambda t, a: self.records.__setitem__(int(a[2]), t))
+        return self
+
+    def __exit__(self, *exc) -> None:
+        training_loop._train_epoch, training_loop._log_test, Recorder.step = self._saved
+
+
+@dataclass(frozen=True)
+class PairedCost:
+    """Seconds per epoch of one training that recorded after every other epoch."""
+
+    plain: float  # median epoch after an epoch without a record
+    record: float  # median Recorder.step
+    tests: float  # the test-set evaluations, spread over the records
+    after: float  # median epoch after a record, minus ``plain``
+
+    @property
+    def with_record(self) -> float:
+        return self.plain + self.record + self.tests + self.after
+
+
+def paired_cost(ds, cfg: DemoConfig, epochs: int, recorder: str) -> PairedCost:
+    """One training that records after every other epoch (steps 1, 3, 5, ...): the median
+    epoch that follows an epoch without a record (the plain epoch), and what a record costs:
+    its own time, the test-set evaluations spread over the records (the demo's every fifth),
+    and the after-effect, i.e. how much longer the epoch after a record takes than the plain
+    epoch (cold caches; in background mode the recording thread competing with training).
+    Both conditions alternate within one training, so a change in the machine's speed hits
+    them alike."""
+    steps = Schedule(every=None, steps=tuple(range(1, epochs + 1, 2)))
+    with _EpochClock() as clock:
+        training(ds, cfg, epochs, recorder, schedule=steps, checkpoints=False)
+    # epoch e (0-based) ends at step e + 1, so a record follows epochs 0, 2, 4, ...
+    times = np.array(clock.epochs)
+    after_record = times[1::2]  # epochs 1, 3, ...
+    after_plain = times[2::2]  # epochs 2, 4, ... (epoch 0 follows the initial record)
+    records = np.array(list(clock.records.values()))
+    plain = float(np.median(after_plain))
+    return PairedCost(
+        plain=plain,
+        record=float(np.median(records)),
+        tests=sum(clock.tests[1:]) / len(records),  # the first is the initial record's
+        after=float(np.median(after_record)) - plain,
+    )
+
+
+def paired(ds, cfg: DemoConfig, epochs: int, rounds: int) -> None:
+    """:func:`paired_cost` for each recording kind, ``rounds`` trainings each, interleaved."""
+    kinds = {
+        "recorder": "sync",
+        "recorder, background": "background",
+        "forward only (floor)": "forward",
+    }
+    costs: dict[str, list[PairedCost]] = {name: [] for name in kinds}
+    names = list(kinds)
+    for r in range(rounds):
+        for name in names[r % len(names) :] + names[: r % len(names)]:
+            costs[name].append(paired_cost(ds, cfg, epochs, kinds[name]))
+    size = f"MLP {cfg.depth}x{cfg.width}, digits, {epochs} epochs, per epoch"
+    print(f"demo {size}: one record after every other epoch ({rounds} trainings per kind)")
+    print("  overhead = (record + test-set share + after-effect) / plain epoch; ms medians")
+    for name in names:
+        c = costs[name]
+        base = Timing("epoch without a record", tuple(x.plain for x in c), "wall")
+        t = Timing(f"epoch + {name}", tuple(x.with_record for x in c), "wall")
+        pct = 100 * (np.array(t.times) / np.array(base.times) - 1)
+        parts = {
+            k: 1e3 * float(np.median([getattr(x, k) for x in c]))
+            for k in PairedCost.__dataclass_fields__
+        }
+        print(
+            f"  {name:<22} {np.median(pct):5.1f}% (rounds {pct.min():.1f}% to {pct.max():.1f}%; "
+            f"target <= 5%)  plain {parts['plain']:.2f}, record {parts['record']:.2f}, "
+            f"tests {parts['tests']:.2f}, after-effect {parts['after']:.2f}"
+        )
+        emit("recorder_overhead_paired", t, size=size, baseline=base)
+        if name == "recorder":
+            emit("recorder_overhead_paired", base, size=size)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--rounds", type=int, default=None)
     parser.add_argument("--threads", type=int, default=1, help="torch threads (the CLI's default)")
+    parser.add_argument(
+        "--method",
+        choices=("whole", "paired", "both"),
+        default="both",
+        help="whole trainings A/B, records after alternate epochs within trainings, or both",
+    )
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     threadpool_limits(args.threads)
@@ -97,6 +236,14 @@ def main() -> None:
     epochs = 20 if args.quick else cfg.epochs
     rounds = args.rounds or (3 if args.quick else 7)
     ds = data.load("digits")
+    if args.method in ("paired", "both"):
+        paired(ds, cfg, epochs, rounds)
+    if args.method in ("whole", "both"):
+        whole(ds, cfg, epochs, rounds)
+
+
+def whole(ds, cfg: DemoConfig, epochs: int, rounds: int) -> None:
+    """Whole trainings without and with a Recorder, interleaved."""
     thread_cpu: dict[str, list[float]] = {}
 
     def charged(name: str, fn):
@@ -113,6 +260,7 @@ def main() -> None:
         "plain": lambda: training(ds, cfg, epochs, recorder=None),
         "recorder": lambda: training(ds, cfg, epochs, recorder="sync"),
         "recorder, background": lambda: training(ds, cfg, epochs, recorder="background"),
+        "forward only (floor)": lambda: training(ds, cfg, epochs, recorder="forward"),
     }
     timings = interleaved(
         {name: charged(name, fn) for name, fn in variants.items()}, rounds=rounds, warmup=1
@@ -129,7 +277,7 @@ def main() -> None:
         timings,
         baseline="plain",
     )
-    for name in ("recorder", "recorder, background"):
+    for name in ("recorder", "recorder, background", "forward only (floor)"):
         r, lo, hi = ratio(timings["plain"], timings[name])
         print(
             f"  overhead, {name}: {100 * (1 / r - 1):.1f}% of the training time "
@@ -137,7 +285,7 @@ def main() -> None:
         )
     emit_all("recorder_overhead", timings, baseline="plain", size=size)
     print_timings(f"demo {size}, the training thread's CPU time", cpu, baseline="plain")
-    for name in ("recorder", "recorder, background"):
+    for name in ("recorder", "recorder, background", "forward only (floor)"):
         r, lo, hi = ratio(cpu["plain"], cpu[name])
         print(
             f"  training-thread CPU overhead, {name}: {100 * (1 / r - 1):.1f}% "
