@@ -171,3 +171,32 @@ def test_compare_prints_its_verdicts_as_csv_or_latex_and_writes_them(demo_run, c
     assert main(["compare", str(demo_run), "--format", "latex"]) == 0
     tex = (demo_run / "compare" / "verdicts.tex").read_text()
     assert "\\begin{tabular}" in tex and "ntk\\_collapse" in tex
+
+
+def test_compare_prints_what_the_windows_inside_the_regime_gave(capsys):
+    # a stream out of regime as a whole (a learning-rate drop) used to print no more than
+    # its reason, hiding the windows fitted between the drops
+    from ncdynamics.cli import _print_compare
+    from ncdynamics.experiments.confront import CompareEntry
+    from ncdynamics.experiments.windows import WindowFit
+    from ncdynamics.theories.verdict import Verdict
+
+    drop = Verdict("out of regime", "recorded lr changes from 0.05 to 0.005 at step 100")
+    windows = [
+        WindowFit(0.0, 25.0, 26, Verdict("fails", "pair_distance: R² 0.55 < 0.9")),
+        WindowFit(50.0, 100.0, 51, drop),
+        WindowFit(100.0, 149.0, 50, Verdict("holds", "")),
+    ]
+    hadamard = [WindowFit(0.0, 25.0, 26, Verdict("out of regime", "K = 10"))]
+    _print_compare(
+        [
+            CompareEntry("alignment", "mse/", drop, windows=windows),
+            CompareEntry("hadamard", "mse/", Verdict("out of regime", "K = 10"), windows=hadamard),
+            CompareEntry("lesde", "mse/", Verdict("out of regime", "loss 'mse'")),
+        ]
+    )
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1].split() == ["windows", "inside", "the", "regime:", "0-25", "fails,",
+                                "100-149", "holds"]  # fmt: skip
+    assert lines[3].split()[1:] == ["none", "of", "1", "inside", "the", "regime"]
+    assert len(lines) == 5  # no windows: no line

@@ -497,6 +497,7 @@ def _print_compare(entries: Sequence[Any]) -> None:
         stream = e.stream or "-"
         print(f"{e.theory:<14}{stream:<18}{e.verdict.verdict:<19}{e.verdict.reason}")
         if e.fit is None:
+            _print_regime_windows(e.windows)
             continue
         fit = e.fit
         items = []
@@ -519,6 +520,21 @@ def _print_compare(entries: Sequence[Any]) -> None:
         if e.windows:
             spans = ", ".join(f"{w.since:g}-{w.until:g}" for w in holding) or "none"
             print(f"{'':<14}{'windows':<12}{len(e.windows)} fitted; holds on steps: {spans}")
+
+
+def _print_regime_windows(windows: Sequence[Any]) -> None:
+    """For a stream out of the theory's regime as a whole: what its windows inside the
+    regime gave (each window's verdict), or that none of them is inside it."""
+    if not windows:
+        return
+    inside = [w for w in windows if w.verdict.verdict != "out of regime"]
+    if not inside:
+        text = f"none of {len(windows)} inside the regime"
+    else:
+        text = "inside the regime: " + ", ".join(
+            f"{w.since:g}-{w.until:g} {w.verdict.verdict}" for w in inside
+        )
+    print(f"{'':<14}{'windows':<12}{text}")
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
