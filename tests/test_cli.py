@@ -69,3 +69,20 @@ def test_completed_run_is_refused_in_one_line(tmp_path, capsys):
     assert main(["run", "demo", "--out", out, "--set", "epochs=1", "--no-progress"]) == 0
     assert main(["run", "demo", "--out", out, "--set", "epochs=1", "--no-progress"]) == 2
     assert "already holds a completed run" in capsys.readouterr().err
+
+
+def test_run_with_device_cpu_records_cpu_where_auto_would_pick_cuda(tmp_path, monkeypatch):
+    # CUDA faked present, so the default (auto) would choose it: `--device cpu` must reach
+    # the experiment (a torch one, with trial workers) and its records
+    import json
+
+    import torch
+
+    from ncdynamics.training import devices
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert devices.resolve_device("auto").type == "cuda"  # the fake takes effect
+    out = tmp_path / "xor"
+    args = ["run", "alignment.xor", "--preset", "smoke", "--device", "cpu", "--no-progress"]
+    assert main([*args, "--out", str(out)]) == 0
+    assert json.loads((out / "status.json").read_text())["device"] == "cpu"
