@@ -298,6 +298,13 @@ BAD = [
         "memory_budget",
     ),
     (lambda: (nn.Sequential(nn.Tanh()), torch.randn(2, 3), {}), ValueError, "trainable"),
+    # inputs on another device than the model (a "meta" model stands in for a CUDA one here)
+    (lambda: (nn.Linear(3, 2, device="meta"), torch.randn(2, 3), {}), ValueError, "device"),
+    (
+        lambda: (nn.Linear(3, 2), torch.randn(2, 3), {"x2": torch.randn(2, 3, device="meta")}),
+        ValueError,
+        "`x2` must be on the model's device",
+    ),
 ]
 
 

@@ -339,7 +339,7 @@ def _check_inputs(model: object, x: object, x2: object) -> tuple[torch.Tensor, t
             "`model` must have at least one trainable parameter "
             "(requires_grad=True); got none, so its NTK is zero."
         )
-    dtype = params[0].dtype
+    dtype, device = params[0].dtype, params[0].device
     out: list[torch.Tensor | None] = []
     for name, t in (("x", x), ("x2", x2)):
         if t is None:
@@ -353,6 +353,11 @@ def _check_inputs(model: object, x: object, x2: object) -> tuple[torch.Tensor, t
             raise TypeError(
                 f"`{name}` must have the model's dtype {dtype}; got {t.dtype}. "
                 f"Cast with {name}.to({dtype})."
+            )
+        if t.device != device:
+            raise ValueError(
+                f"`{name}` must be on the model's device {device}; got {t.device}. "
+                f"Move it with {name}.to({str(device)!r})."
             )
         if t.dim() < 1 or t.shape[0] < 1:
             raise ValueError(
