@@ -97,3 +97,21 @@ def test_root_and_download_reach_the_data_loader(monkeypatch):
     assert seen == {"mnist": {"root": "/data", "download": True}}
     _load(TrainConfig(dataset="mnist", root="/data", **opts))
     assert seen == {"mnist": {"root": "/data"}}
+
+
+@pytest.mark.gpu
+def test_full_kernels_of_a_cuda_training_match_the_cpu_ones():
+    # Fig. 1's full kernels once took CPU inputs into a CUDA model and called .numpy() on
+    # CUDA tensors; the same smoke training on CUDA must give the CPU's kernels (float32
+    # training: the two devices' sums differ in rounding, so a loose tolerance)
+    from ncdynamics.training.devices import use_device
+
+    cfg = TrainConfig(**{**TRAIN_PRESETS["smoke"], "epochs": 2})
+    with use_device("cpu"):
+        on_cpu = train_one(cfg.__dict__, cfg.init, cfg.lr, seed=0, full_kernels=True)
+    with use_device("cuda"):
+        on_cuda = train_one(cfg.__dict__, cfg.init, cfg.lr, seed=0, full_kernels=True)
+    assert not on_cpu["diverged"] and not on_cuda["diverged"]
+    for name, kernel in on_cpu["full_kernels"].items():
+        np.testing.assert_allclose(on_cuda["full_kernels"][name], kernel, rtol=1e-3, atol=1e-5)
+    np.testing.assert_array_equal(on_cuda["kernel_labels"], on_cpu["kernel_labels"])
