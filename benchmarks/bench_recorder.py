@@ -56,9 +56,11 @@ class ForwardOnly(Recorder):
     (in eval mode, without gradients) and nothing else; the training loop still evaluates
     the test set at the same epochs as with the real Recorder."""
 
-    def record(self, model, step, **extra):
+    def record(self, model, step, *, evaluate=None, **extra):
         with torch.no_grad(), eval_mode(model):
             model(self.x)
+        if evaluate is not None:
+            evaluate(model)
         return {}
 
 
@@ -114,18 +116,17 @@ def training(
 
 
 class _EpochClock:
-    """Times every training epoch, every scheduled record (``Recorder.step``; the initial
-    record at step 0 is not a step) and every test-set evaluation of the trainings run
-    inside it, by wrapping the training loop's functions for its duration."""
+    """Times every training epoch and every scheduled record (``Recorder.step``, which also
+    evaluates the test set when it is due; the initial record at step 0 is not a step) of
+    the trainings run inside it, by wrapping those two functions for its duration."""
 
     def __init__(self) -> None:
         self.epochs: list[float] = []  # in epoch order
         self.records: dict[int, float] = {}  # step -> seconds of Recorder.step
-        self.tests: list[float] = []
 
     def __enter__(self) -> _EpochClock:
-        self._saved = (training_loop._train_epoch, training_loop._log_test, Recorder.step)
-        epoch_fn, test_fn, record_fn = self._saved
+        self._saved = (training_loop._train_epoch, Recorder.step)
+        epoch_fn, record_fn = self._saved
 
         def timed(fn, sink):
             def wrapper(*args, **kwargs):
@@ -137,12 +138,11 @@ class _EpochClock:
             return wrapper
 
         training_loop._train_epoch = timed(epoch_fn, lambda t, a: self.epochs.append(t))
-        training_loop._log_test = timed(test_fn, lambda t, a: self.tests.append(t))
         Recorder.step = timed(record_fn, lambda t, a: self.records.__setitem__(int(a[2]), t))
         return self
 
     def __exit__(self, *exc) -> None:
-        training_loop._train_epoch, training_loop._log_test, Recorder.step = self._saved
+        training_loop._train_epoch, Recorder.step = self._saved
 
 
 @dataclass(frozen=True)
@@ -150,8 +150,8 @@ class PairedCost:
     """Seconds per epoch of one training that recorded after every other epoch."""
 
     plain: float  # median epoch after an epoch without a record
-    record: float  # median Recorder.step
-    tests: float  # the test-set evaluations, spread over the records
+    record: float  # median Recorder.step without the test set
+    tests: float  # what the test-set evaluations add, spread over the records
     after: float  # median epoch after a record, minus ``plain``
 
     @property
@@ -162,11 +162,12 @@ class PairedCost:
 def paired_cost(ds, cfg: DemoConfig, epochs: int, recorder: str) -> PairedCost:
     """One training that records after every other epoch (steps 1, 3, 5, ...): the median
     epoch that follows an epoch without a record (the plain epoch), and what a record costs:
-    its own time, the test-set evaluations spread over the records (the demo's every fifth),
-    and the after-effect, i.e. how much longer the epoch after a record takes than the plain
-    epoch (cold caches; in background mode the recording thread competing with training).
-    Both conditions alternate within one training, so a change in the machine's speed hits
-    them alike."""
+    its own time, what the test-set evaluations add to the records that make them (the
+    demo's every fifth epoch; in background mode they run in the recording thread too),
+    spread over all records, and the after-effect, i.e. how much longer the epoch after a
+    record takes than the plain epoch (cold caches; in background mode the recording thread
+    competing with training). Both conditions alternate within one training, so a change in
+    the machine's speed hits them alike."""
     steps = Schedule(every=None, steps=tuple(range(1, epochs + 1, 2)))
     with _EpochClock() as clock:
         training(ds, cfg, epochs, recorder, schedule=steps, checkpoints=False)
@@ -174,12 +175,14 @@ def paired_cost(ds, cfg: DemoConfig, epochs: int, recorder: str) -> PairedCost:
     times = np.array(clock.epochs)
     after_record = times[1::2]  # epochs 1, 3, ...
     after_plain = times[2::2]  # epochs 2, 4, ... (epoch 0 follows the initial record)
-    records = np.array(list(clock.records.values()))
+    tested = [t for s, t in clock.records.items() if s % cfg.test_every == 0 or s == epochs]
+    untested = [t for s, t in clock.records.items() if not (s % cfg.test_every == 0 or s == epochs)]
+    record = float(np.median(untested))
     plain = float(np.median(after_plain))
     return PairedCost(
         plain=plain,
-        record=float(np.median(records)),
-        tests=sum(clock.tests[1:]) / len(records),  # the first is the initial record's
+        record=record,
+        tests=(float(np.median(tested)) - record) * len(tested) / len(clock.records),
         after=float(np.median(after_record)) - plain,
     )
 

@@ -190,3 +190,35 @@ def test_log_and_keep_merges_into_last_in_order_without_waiting():
     assert _same(tuple(out[False][0]), tuple(out[True][0]))
     assert out[True][1] == out[False][1] == out[True][2]
     assert out[True][1]["test/loss"] == 2.0 and "probe/loss" in out[True][1]
+
+
+def test_evaluate_runs_on_the_recorded_state_in_the_recording_thread():
+    # the model changes right after record(): `evaluate` (the training loop's test set) must
+    # still see the recorded weights, run in the recording thread, and land in `last`
+    x, y = np.random.default_rng(0).normal(size=(12, 4)).astype(np.float32), np.arange(12) % 3
+    model = torch.nn.Sequential(torch.nn.Linear(4, 3))
+    threads: list[str] = []
+
+    def evaluate(m):
+        threads.append(threading.current_thread().name)
+        return {"test/norm": float(m[0].weight.detach().norm())}
+
+    out = {}
+    for background in (False, True):
+        sink = MemorySink()
+        with torch.no_grad():
+            model[0].weight.copy_(torch.eye(3, 4))
+        with Recorder(sink, x, y, probes=["performance"], background=background) as rec:
+            for step in range(4):
+                rec.record(model, step, evaluate=evaluate)
+                with torch.no_grad():
+                    model[0].weight.mul_(2.0)
+        out[background] = (sink.calls, rec.last)
+    assert _same(tuple(out[False][0]), tuple(out[True][0]))
+    norms = [c[2]["test/norm"] for c in out[True][0] if c[0] == "log" and "test/norm" in c[2]]
+    assert norms == pytest.approx([np.sqrt(3) * 2.0**s for s in range(4)])
+    assert out[True][1]["test/norm"] == pytest.approx(np.sqrt(3) * 8.0)
+    assert "probe/loss" in out[True][1]
+    main = threading.current_thread().name
+    assert threads[:5] == [main] * 5  # synchronous: 4 records; background: the first record
+    assert all(t != main for t in threads[5:]) and len(threads) == 8

@@ -24,7 +24,7 @@ from ..models.modes import eval_mode
 from ..probes.performance import LOSSES, classification_loss, loss_and_accuracy
 from .devices import current_device
 from .inputs import LabelledData, as_dataset
-from .recorder import Recorder
+from .recorder import Evaluation, Recorder
 
 __all__ = [
     "CheckpointStore",
@@ -98,7 +98,7 @@ def _evaluate(
     model: nn.Module, x: torch.Tensor, y: torch.Tensor, loss: str, batch_size: int = 2048
 ) -> tuple[float, float]:
     """Mean loss and accuracy of the model on (x, y), in eval mode, in batches."""
-    with eval_mode(model):
+    with eval_mode(model), torch.no_grad():
         if x.shape[0] <= batch_size:
             return loss_and_accuracy(model(x), y, loss)
         total_loss, correct = 0.0, 0.0
@@ -369,11 +369,11 @@ def _record_epoch(
     """Log the epoch's training scalars and run the probes if the schedule says so;
     whether they ran."""
     recorder.log(done, **{"train/loss": train_loss, "train/accuracy": train_acc, "lr": lr})
-    scalars = recorder.step(model, done) if done in recorder.schedule else None
-    if scalars is None:
+    if done not in recorder.schedule:
         return False
-    if config.evaluate_test and (done % config.test_every == 0 or done == config.epochs):
-        _log_test(recorder, model, done, config.loss, split.x_test, split.y_test)
+    due = config.evaluate_test and (done % config.test_every == 0 or done == config.epochs)
+    test = _test_evaluation(config.loss, split) if due else None
+    recorder.step(model, done, evaluate=test)
     return True
 
 
@@ -461,18 +461,22 @@ def _record(
     """The record of the initialisation (step 0): training-set loss, probes, test set."""
     tl, ta = _evaluate(model, split.x_train, split.y_train, loss)
     rec.log(step, **{"train/loss": tl, "train/accuracy": ta})
-    rec.record(model, step)
-    if test:
-        _log_test(rec, model, step, loss, split.x_test, split.y_test)
+    rec.record(model, step, evaluate=_test_evaluation(loss, split) if test else None)
 
 
-def _log_test(
-    rec: Recorder, model: nn.Module, step: int, loss: str, x_te: torch.Tensor, y_te: torch.Tensor
-) -> None:
+def _test_evaluation(loss: str, split: _Split) -> Evaluation | None:
+    """The test-set loss and accuracy of a model, for :meth:`Recorder.record` to compute on
+    the recorded model state (on the snapshot, in background mode); ``None`` without a test
+    set."""
+    x_te, y_te = split.x_test, split.y_test
     if x_te.shape[0] == 0:
-        return
-    tl, ta = _evaluate(model, x_te, y_te, loss)
-    rec.log_and_keep(step, **{"test/loss": tl, "test/accuracy": ta})
+        return None
+
+    def evaluate(model: nn.Module) -> dict[str, float]:
+        tl, ta = _evaluate(model, x_te, y_te, loss)
+        return {"test/loss": tl, "test/accuracy": ta}
+
+    return evaluate
 
 
 def _postfix(last: dict[str, float]) -> dict[str, str]:

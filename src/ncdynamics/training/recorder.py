@@ -43,7 +43,10 @@ from ..probes import Probe, ProbeInput, make_probe
 from .background import BackgroundWorker
 from .inputs import LabelledData, labelled_arrays
 
-__all__ = ["Recorder", "Schedule", "Sink"]
+__all__ = ["Evaluation", "Recorder", "Schedule", "Sink"]
+
+#: A further evaluation of the recorded model state: model -> scalars (e.g. the test-set loss).
+Evaluation = Callable[[nn.Module], Mapping[str, float]]
 
 
 class Sink(Protocol):
@@ -166,6 +169,7 @@ class Recorder:
         self.background = bool(background)
         self._worker: BackgroundWorker | None = None
         self._spare: list[nn.Module] = []  # snapshots not in use by a queued record
+        self._snapshot_tensors: dict[int, list[torch.Tensor]] = {}  # id(snapshot) -> tensors
 
     @property
     def last(self) -> dict[str, float]:
@@ -211,20 +215,30 @@ class Recorder:
         self._worker.submit(job)
 
     def _snapshot(self, model: nn.Module) -> nn.Module:
-        """A copy of ``model`` with its current parameters and buffers (reused copies)."""
+        """A copy of ``model`` with its current parameters and buffers (reused copies).
+
+        A reused copy gets the values only: its own tensors are listed once (it is private to
+        the Recorder), the model's are listed at every call (a layer the user replaced is
+        seen), and the training modes are left as they are, since the probes run the copy in
+        eval mode anyway.
+        """
         snap = self._spare.pop() if self._spare else None
         if snap is not None:
+            own = self._snapshot_tensors[id(snap)]
             with torch.no_grad():
-                for p_dst, p_src in zip(snap.parameters(), model.parameters(), strict=True):
-                    p_dst.copy_(p_src)
-                for b_dst, b_src in zip(snap.buffers(), model.buffers(), strict=True):
-                    b_dst.copy_(b_src)
-            snap.train(model.training)
+                current = [*model.parameters(), *model.buffers()]
+                if len(current) != len(own):
+                    raise ValueError(
+                        f"`model` has {len(current)} parameters and buffers, but {len(own)} "
+                        "when the Recorder first copied it; record one model per Recorder."
+                    )
+                torch._foreach_copy_(own, current)
             return snap
         with torch.no_grad():
             snap = copy.deepcopy(model)
         for q in snap.parameters():
             q.grad = None  # probes that differentiate (kernels) start from no gradient
+        self._snapshot_tensors[id(snap)] = [*snap.parameters(), *snap.buffers()]
         return snap
 
     def _forward(self, model: nn.Module) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -243,28 +257,50 @@ class Recorder:
                 logits.append(out)
             return xs, torch.cat(feats), torch.cat(logits)
 
-    def record(self, model: nn.Module, step: int, **extra: float) -> dict[str, float]:
+    def record(
+        self,
+        model: nn.Module,
+        step: int,
+        *,
+        evaluate: Evaluation | None = None,
+        **extra: float,
+    ) -> dict[str, float]:
         """Evaluate every probe (model in eval mode) and store the results.
 
-        ``extra`` scalars (e.g. the training loss) are stored with them. Returns the
-        scalars; in background mode the probes run later, on a snapshot taken now, and this
-        returns an empty dict (read :attr:`last`, which waits for them).
+        ``extra`` scalars (e.g. the training loss) are stored with them. ``evaluate``, if
+        given, is called on the same model state after the probes and its scalars are stored
+        at the same step and merged into :attr:`last` (the training loop passes the test-set
+        loss and accuracy this way, so that in background mode they too are computed on the
+        snapshot, by the recording thread). Returns the probes' scalars; in background mode
+        the probes run later, on a snapshot taken now, and this returns an empty dict (read
+        :attr:`last`, which waits for them).
         """
         if not self.background or not self._checked_head:
             # the first record runs here: its warning about the head points at the caller
             if self._worker is not None:
                 self._worker.wait()
-            return self._record(model, step, extra)
+            scalars = self._record(model, step, extra)
+            self._evaluate(evaluate, model, step)
+            return scalars
         snap = self._snapshot(model)
 
         def job() -> None:
             try:
                 self._record(snap, step, extra)
+                self._evaluate(evaluate, snap, step)
             finally:
                 self._spare.append(snap)
 
         self._submit(job)
         return {}
+
+    def _evaluate(self, evaluate: Evaluation | None, model: nn.Module, step: int) -> None:
+        """Store ``evaluate(model)``'s scalars at ``step`` and merge them into ``last``."""
+        if evaluate is None:
+            return
+        values = {f"{self.prefix}{k}": float(v) for k, v in evaluate(model).items()}
+        self.run.log(step, values)
+        self._last.update(values)
 
     def _record(self, model: nn.Module, step: int, extra: Mapping[str, float]) -> dict[str, float]:
         """The probes on ``model`` and the writes to the sink (the calling thread)."""
@@ -316,10 +352,18 @@ class Recorder:
             stacklevel=4,  # the caller of record() (record -> _record -> this helper)
         )
 
-    def step(self, model: nn.Module, step: int, **extra: float) -> dict[str, float] | None:
-        """Record if ``step`` is in the schedule; returns the scalars or ``None``."""
+    def step(
+        self,
+        model: nn.Module,
+        step: int,
+        *,
+        evaluate: Evaluation | None = None,
+        **extra: float,
+    ) -> dict[str, float] | None:
+        """Record if ``step`` is in the schedule (see :meth:`record`); returns the scalars or
+        ``None``."""
         if step in self.schedule:
-            return self.record(model, step, **extra)
+            return self.record(model, step, evaluate=evaluate, **extra)
         return None
 
     def log(self, step: int, **scalars: float) -> None:

@@ -274,7 +274,8 @@ def lightning_callback(
             self.recorder.step(pl_module, 0)
 
         def on_train_epoch_end(self, trainer: Any, pl_module: nn.Module) -> None:
-            self.recorder.step(pl_module, trainer.current_epoch + 1, **self._extra(trainer))
+            step = trainer.current_epoch + 1
+            self.recorder.step(pl_module, step, evaluate=None, **self._extra(trainer))
 
         def on_train_end(self, trainer: Any, pl_module: nn.Module) -> None:
             self.recorder.close()
