@@ -196,11 +196,12 @@ def test_evaluate_runs_on_the_recorded_state_in_the_recording_thread():
     # the model changes right after record(): `evaluate` (the training loop's test set) must
     # still see the recorded weights, run in the recording thread, and land in `last`
     x, y = np.random.default_rng(0).normal(size=(12, 4)).astype(np.float32), np.arange(12) % 3
-    model = torch.nn.Sequential(torch.nn.Linear(4, 3))
+    model = torch.nn.Sequential(torch.nn.Linear(4, 3)).train()
     threads: list[str] = []
 
     def evaluate(m):
         threads.append(threading.current_thread().name)
+        assert not m.training  # evaluated in eval mode, as the probes
         return {"test/norm": float(m[0].weight.detach().norm())}
 
     out = {}

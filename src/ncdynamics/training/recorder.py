@@ -268,12 +268,12 @@ class Recorder:
         """Evaluate every probe (model in eval mode) and store the results.
 
         ``extra`` scalars (e.g. the training loss) are stored with them. ``evaluate``, if
-        given, is called on the same model state after the probes and its scalars are stored
-        at the same step and merged into :attr:`last` (the training loop passes the test-set
-        loss and accuracy this way, so that in background mode they too are computed on the
-        snapshot, by the recording thread). Returns the probes' scalars; in background mode
-        the probes run later, on a snapshot taken now, and this returns an empty dict (read
-        :attr:`last`, which waits for them).
+        given, is called (in eval mode) on the same model state after the probes; its
+        scalars are stored at the same step and merged into :attr:`last`. The training loop
+        passes the test-set loss and accuracy this way, so that in background mode they too
+        are computed on the snapshot, by the recording thread. Returns the probes' scalars;
+        in background mode the probes run later, on a snapshot taken now, and this returns
+        an empty dict (read :attr:`last`, which waits for them).
         """
         if not self.background or not self._checked_head:
             # the first record runs here: its warning about the head points at the caller
@@ -298,7 +298,8 @@ class Recorder:
         """Store ``evaluate(model)``'s scalars at ``step`` and merge them into ``last``."""
         if evaluate is None:
             return
-        values = {f"{self.prefix}{k}": float(v) for k, v in evaluate(model).items()}
+        with eval_mode(model):  # as the probes: the snapshot's own modes must not matter
+            values = {f"{self.prefix}{k}": float(v) for k, v in evaluate(model).items()}
         self.run.log(step, values)
         self._last.update(values)
 
