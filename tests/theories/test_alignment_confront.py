@@ -15,7 +15,7 @@ from ncdynamics.theories.alignment.confront import CONFRONTATION
 from ncdynamics.theories.alignment.estimate import simulate
 from ncdynamics.theories.alignment.model import AlignmentParams
 from ncdynamics.theories.confrontation import Stream
-from ncdynamics.theories.verdict import judge
+from ncdynamics.theories.verdict import assess
 
 TRUE = AlignmentParams(0.05, 0.02, X=2.0, Y=2.0)
 START = np.array([1.0, 0.01, 0.0])  # (a, b, w) at step 0, before the first record
@@ -103,7 +103,8 @@ def test_noisy_late_uneven_stream_recovers_rates_inside_their_intervals(noisy_st
             "pair_alignment",
         }
     )
-    assert judge(fit, observed, n_records=NOISY_STEPS.size).verdict == "holds"
+    verdict, _ = assess(CONFRONTATION.fit, noisy_stream, observed, fit, n_records=NOISY_STEPS.size)
+    assert verdict.verdict == "holds", verdict.reason
 
 
 def test_band_is_centred_on_the_prediction_and_holds_the_truth(noisy_stream):

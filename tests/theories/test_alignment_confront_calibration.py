@@ -23,7 +23,7 @@ from ncdynamics.probes import PairAlignmentProbe
 from ncdynamics.theories.alignment.confront import CONFRONTATION
 from ncdynamics.theories.alignment.training import NetConfig, train_recording
 from ncdynamics.theories.confrontation import Stream
-from ncdynamics.theories.verdict import judge
+from ncdynamics.theories.verdict import assess
 from ncdynamics.training import Recorder, train
 
 #: The in-regime network (see the module docstring).
@@ -33,7 +33,9 @@ IN_REGIME = NetConfig(gain=0.5, lr=0.02, epochs=1200, width=32, depth=2)
 def _verdict(stream):
     fit = CONFRONTATION.fit(stream)
     observed = CONFRONTATION.observe(stream)
-    return fit, judge(fit, observed, n_records=observed["pair_distance"][0].size)
+    return fit, assess(
+        CONFRONTATION.fit, stream, observed, fit, n_records=observed["pair_distance"][0].size
+    )[0]
 
 
 @pytest.fixture(scope="module")

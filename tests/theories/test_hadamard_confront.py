@@ -21,14 +21,14 @@ from ncdynamics.theories.hadamard.confront import (
 )
 from ncdynamics.theories.hadamard.metrics import reduced_basis
 from ncdynamics.theories.hadamard.model import solve_reduced
-from ncdynamics.theories.verdict import judge
+from ncdynamics.theories.verdict import assess
 
 
 def _verdict(stream):
     fit = CONFRONTATION.fit(stream)
     observed = CONFRONTATION.observe(stream)
     n = observed["logit_scale"][0].size
-    return fit, judge(fit, observed, n_records=n)
+    return fit, assess(CONFRONTATION.fit, stream, observed, fit, n_records=n)[0]
 
 
 def _ode_run(path, steps, c, *, noise=0.0, config=None, lr=None, seed=0):

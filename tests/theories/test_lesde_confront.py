@@ -27,7 +27,7 @@ from ncdynamics.theories.lesde.estimate import (
     fit_margin_rates,
     integrated_power_rate,
 )
-from ncdynamics.theories.verdict import judge
+from ncdynamics.theories.verdict import assess
 
 CUT = 800.0  # the rates fall by another 30% after it
 
@@ -35,7 +35,9 @@ CUT = 800.0  # the rates fall by another 30% after it
 def _judge(stream):
     fit = CONFRONTATION.fit(stream)
     observed = CONFRONTATION.observe(stream)
-    return fit, judge(fit, observed, n_records=observed["mean_margin"][0].size)
+    return fit, assess(
+        CONFRONTATION.fit, stream, observed, fit, n_records=observed["mean_margin"][0].size
+    )[0]
 
 
 def _decaying_stream(path, seed):

@@ -19,7 +19,7 @@ from ncdynamics.theories.lesde.confront import CONFRONTATION
 from ncdynamics.theories.lesde.experiments import EXPERIMENTS
 from ncdynamics.theories.lesde.experiments.geomnist_trials import record_class_means
 from ncdynamics.theories.lesde.trials import TrialRecords
-from ncdynamics.theories.verdict import judge
+from ncdynamics.theories.verdict import assess
 from ncdynamics.training import Recorder, Schedule, train
 
 K = 3
@@ -50,7 +50,9 @@ def _trained(path, loss):
 def _verdict(stream):
     fit = CONFRONTATION.fit(stream)
     observed = CONFRONTATION.observe(stream)
-    return fit, judge(fit, observed, n_records=observed["mean_margin"][0].size)
+    return fit, assess(
+        CONFRONTATION.fit, stream, observed, fit, n_records=observed["mean_margin"][0].size
+    )[0]
 
 
 def test_cross_entropy_training_holds(tmp_path):

@@ -20,7 +20,7 @@ from ncdynamics.models.mlp import MLP
 from ncdynamics.probes.invariant import InvariantProbe
 from ncdynamics.theories.confrontation import Stream
 from ncdynamics.theories.ntk_collapse.confront import CONFRONTATION, TAU_BOUNDS, lr_segments
-from ncdynamics.theories.verdict import judge
+from ncdynamics.theories.verdict import assess
 from ncdynamics.training import Recorder, train
 
 N_FEAT, M, C, MU_S = 6, 4, 3, 0.8
@@ -29,7 +29,9 @@ N_FEAT, M, C, MU_S = 6, 4, 3, 0.8
 def _verdict(stream):
     fit = CONFRONTATION.fit(stream)
     observed = CONFRONTATION.observe(stream)
-    return fit, judge(fit, observed, n_records=observed["within_scatter"][0].size)
+    return fit, assess(
+        CONFRONTATION.fit, stream, observed, fit, n_records=observed["within_scatter"][0].size
+    )[0]
 
 
 def _flow(seed=0):

@@ -53,12 +53,11 @@ from ..runs._outputs import write_output_marker as write_output_marker
 from ..theories.confrontation import (
     Assumption,
     Confrontation,
-    NotApplicable,
     Series,
     Stream,
     TheoryFit,
 )
-from ..theories.verdict import Verdict, judge, observable_scale
+from ..theories.verdict import Verdict, assess, failed_fit_verdict, observable_scale
 from .forecast_scoring import decades_off as decades_off
 from .forecast_scoring import (
     last_value_baseline,
@@ -163,6 +162,7 @@ class CompareEntry:
     windows: list[WindowFit] = field(default_factory=list)
     forced: bool = False
     n_records: int = 0
+    unrecorded: list[str] = field(default_factory=list)
 
     @property
     def status(self) -> str:
@@ -187,7 +187,9 @@ class CompareEntry:
             "message": self.message,
         }
         for a, reason in self.regime:
-            row[f"regime.{a.name}"] = reason or ""
+            row[f"regime.{a.name}"] = reason or (
+                "not recorded" if a.name in self.unrecorded else ""
+            )
         if self.fit is not None:
             fit = self.fit
             for k, v in fit.params.items():
@@ -280,6 +282,25 @@ def check_regime(conf: Confrontation, stream: Stream) -> list[RegimeCheck]:
     return out
 
 
+def unrecorded_settings(
+    conf: Confrontation, stream: Stream, regime: Iterable[RegimeCheck]
+) -> list[str]:
+    """Names of the assumptions that passed only because the run records none of the
+    settings they read (:meth:`Assumption.unrecorded`): not checked, not inside."""
+    return [a.name for a, reason in regime if reason is None and a.unrecorded(stream)]
+
+
+def not_recorded_note(conf: Confrontation, names: Sequence[str]) -> str:
+    """One line: which assumptions could not be checked, which settings they read, and how
+    to record them."""
+    keys = sorted({k for a in conf.assumptions if a.name in names for k in a.settings})
+    return (
+        f"regime not checked for {', '.join(names)}: the run records none of "
+        f"{', '.join(keys)} (record them with Recorder(..., optimizer=opt, loss=...) or in "
+        "the run's config)"
+    )
+
+
 def out_of_regime_reasons(regime: Iterable[RegimeCheck]) -> list[str]:
     """The reasons of the failed assumptions (checks that could not run excluded)."""
     return [r for _, r in regime if r and not r.startswith("could not check")]
@@ -303,8 +324,9 @@ def _fit_entry(
         if best is not None:  # e.g. a constant-rate theory between two learning-rate drops
             verdict = Verdict(
                 "holds in a window",
-                f"holds on steps {best.since:g} to {best.until:g} ({best.n_records} records), "
-                f"inside its regime; the whole stream is out of regime: {why}",
+                f"holds on steps {best.since:g} to {best.until:g} ({best.n_records} records; "
+                f"{_tried(inside)}), inside its regime; the whole stream is out of regime: "
+                f"{why}",
                 (best.since, best.until),
             )
         return CompareEntry(
@@ -312,29 +334,25 @@ def _fit_entry(
         )
     try:
         fit = conf.fit(stream)
-    except NotApplicable as exc:
-        return CompareEntry(
-            conf.theory,
-            label,
-            Verdict("out of regime", str(exc)),
-            observed=observed,
-            regime=regime,
-        )
     except Exception as exc:  # one theory failing on one stream must not stop the others
         return CompareEntry(
-            conf.theory,
-            label,
-            Verdict("error", one_line_reason(exc)),
-            observed=observed,
-            regime=regime,
+            conf.theory, label, failed_fit_verdict(exc), observed=observed, regime=regime
         )
     n = n_records_of(fit, observed)
-    verdict = judge(fit, observed, n_records=n)
+    verdict, _ = assess(conf.fit, stream, observed, fit, n_records=n)
+    unrecorded = unrecorded_settings(conf, stream, regime)
     found: list[WindowFit] = []
     if windows and verdict.verdict not in ("error",):
         plan = _plan_steps(fit, observed)
         found = fit_windows(conf, stream, observed, n_free=fit.n_free, plan_steps=plan)
     verdict = _with_windows(verdict, found)
+    if unrecorded:
+        verdict = Verdict(
+            verdict.verdict,
+            f"{verdict.reason}; {not_recorded_note(conf, unrecorded)}",
+            verdict.window,
+            verdict.skill,
+        )
     if reasons:  # forced
         verdict = Verdict(
             "out of regime",
@@ -353,6 +371,7 @@ def _fit_entry(
         found,
         forced=bool(reasons),
         n_records=n,
+        unrecorded=unrecorded,
     )
 
 
@@ -379,16 +398,24 @@ def _plan_steps(fit: TheoryFit, observed: dict[str, Series]) -> Any:
     return next(iter(observed.values()))[0] if observed else np.empty(0)
 
 
+def _tried(windows: list[WindowFit]) -> str:
+    held = sum(w.verdict.verdict == "holds" for w in windows)
+    return (
+        f"{held} of {len(windows)} windows tried hold, each confirmed on records its fits "
+        "did not see"
+    )
+
+
 def _with_windows(verdict: Verdict, found: list[WindowFit]) -> Verdict:
-    if verdict.verdict not in ("fails", "degenerate"):
+    if verdict.verdict not in ("fails", "degenerate", "not distinguished"):
         return verdict
     best = best_window(found)
     if best is None:
         return verdict
     return Verdict(
         "holds in a window",
-        f"holds on steps {best.since:g} to {best.until:g} ({best.n_records} records); "
-        f"on the whole stream {verdict.verdict}: {verdict.reason}",
+        f"holds on steps {best.since:g} to {best.until:g} ({best.n_records} records; "
+        f"{_tried(found)}); on the whole stream {verdict.verdict}: {verdict.reason}",
         (best.since, best.until),
         verdict.skill,
     )
@@ -556,6 +583,10 @@ def _score_origin(fit: TheoryFit, observed: dict[str, Series], cut: float) -> li
     return rows
 
 
+#: Origin verdicts whose forecasts are scored but never count as a win.
+_NO_WIN = ("degenerate", "error", "out of regime")
+
+
 def _skill(rmse: float, base: float) -> float:
     if not math.isfinite(rmse):
         return -math.inf
@@ -605,13 +636,10 @@ def _forecast_entry(
         seen = {n: (s[s <= cut], v[s <= cut]) for n, (s, v) in observed.items()}
         try:
             fit = conf.fit(part)
-        except NotApplicable as exc:
-            origins.append(Origin(cut, how, Verdict("out of regime", str(exc))))
-            continue
         except Exception as exc:
-            origins.append(Origin(cut, how, Verdict("error", one_line_reason(exc))))
+            origins.append(Origin(cut, how, failed_fit_verdict(exc)))
             continue
-        verdict = judge(fit, seen, n_records=n_records_of(fit, seen))
+        verdict, _ = assess(conf.fit, part, seen, fit, n_records=n_records_of(fit, seen))
         origins.append(Origin(cut, how, verdict, fit, _score_origin(fit, observed, cut)))
     scored = [o for o in origins if o.scores]
     if not origins:
@@ -620,7 +648,8 @@ def _forecast_entry(
         first = origins[0].verdict
         v = Verdict(first.verdict, f"no origin could be fitted: {first.reason}")
     else:
-        wins = sum(_beats(o.scores) for o in scored)
+        # an origin whose fit the records could not determine is never a win
+        wins = sum(_beats(o.scores) and o.verdict.verdict not in _NO_WIN for o in scored)
         v = Verdict(
             "holds" if 2 * wins >= len(scored) else "fails",
             f"beats both baselines on every observable at {wins} of {len(scored)} origins "

@@ -17,7 +17,17 @@ of the stream, the windows are, in fractions of ``t1 - t0``:
 - the first half, ``[0, 1/2]``, only when fewer than three octaves hold enough records (a
   short run, whose early octaves are too small to judge);
 - each stretch of records at one recorded learning rate (the stream's ``lr`` metric), when
-  the rate changes: a theory that assumes a constant rate can hold between two drops.
+  the rate changes: a theory that assumes a constant rate can hold between two drops;
+- from the regime's start to the end: the first record from which every assumption of the
+  theory holds over the rest of the stream (:func:`regime_start`), when that is not the first
+  record (a theory whose regime starts late, e.g. once the logits reach the Hadamard subspace).
+
+A window's verdict is reached by the same rules as the whole stream, including the
+out-of-sample test (:func:`ncdynamics.theories.verdict.assess`): a window ``holds`` only when
+the theory, refitted on the window's earlier records, predicts its later ones better than the
+generic curves. So every window's ``holds`` is confirmed on records its fits did not see, and
+the windows are not an uncorrected search for a lucky fit; the verdict ``holds in a window``
+says how many windows were tried.
 
 Every window is checked against the theory's regime on its own records (a window between two
 learning-rate drops is inside a constant-rate assumption that the whole stream breaks) and is
@@ -39,9 +49,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import NDArray
 
-from .._reasons import one_line_reason
-from ..theories.confrontation import Confrontation, NotApplicable, Series, Stream, TheoryFit
-from ..theories.verdict import Verdict, judge
+from ..theories.confrontation import Confrontation, Series, Stream, TheoryFit
+from ..theories.verdict import Verdict, assess, failed_fit_verdict
 
 __all__ = [
     "FALLBACK_FRACTION",
@@ -52,6 +61,7 @@ __all__ = [
     "fit_windows",
     "lr_segments",
     "n_records_of",
+    "regime_start",
     "span_of",
     "window_plan",
 ]
@@ -160,6 +170,9 @@ def fit_windows(
     min_records = max(MIN_WINDOW_RECORDS, n_free + 3)
     plan = window_plan(plan_steps, min_records)
     plan += [w for w in lr_segments(stream, plan_steps, min_records) if w not in plan]
+    start = regime_start(conf, stream, plan_steps, min_records)
+    if start is not None and start not in plan:
+        plan.append(start)
     out = [_fit_one(conf, stream, observed, since, until) for since, until in sorted(plan)]
     steps = np.unique(np.asarray(plan_steps, dtype=np.float64))
     done = {(w.since, w.until) for w in out}
@@ -169,6 +182,25 @@ def fit_windows(
         if (since, until) not in done:
             out.append(_fit_one(conf, stream, observed, since, until))
     return out
+
+
+def regime_start(
+    conf: Confrontation, stream: Stream, steps: NDArray[np.float64], min_records: int
+) -> tuple[float, float] | None:
+    """``(first, last)``: the window from the first record from which every assumption of
+    ``conf`` holds over the rest of ``stream`` to its last record; ``None`` when that is the
+    first record (the whole stream), or when no such window keeps ``min_records`` records."""
+    s = np.unique(np.asarray(steps, dtype=np.float64))
+    if not conf.assumptions or s.size <= min_records:
+        return None
+    for i in range(s.size - min_records + 1):
+        try:
+            outside = conf.out_of_regime(stream.window(float(s[i]), float(s[-1])))
+        except Exception:  # a check that cannot run does not decide where the regime starts
+            return None
+        if not outside:
+            return None if i == 0 else (float(s[i]), float(s[-1]))
+    return None
 
 
 def _fit_one(
@@ -185,11 +217,9 @@ def _fit_one(
         return WindowFit(since, until, n, Verdict("out of regime", "; ".join(outside)))
     try:
         fit = conf.fit(window)
-    except NotApplicable as exc:
-        return WindowFit(since, until, n, Verdict("out of regime", str(exc)))
     except Exception as exc:  # one window failing must not stop the others
-        return WindowFit(since, until, n, Verdict("error", one_line_reason(exc)))
-    verdict = judge(fit, seen, n_records=n_records_of(fit, seen))
+        return WindowFit(since, until, n, failed_fit_verdict(exc))
+    verdict, _ = assess(conf.fit, window, seen, fit, n_records=n_records_of(fit, seen))
     return WindowFit(since, until, n, verdict, dict(fit.params), dict(fit.intervals))
 
 

@@ -42,6 +42,7 @@ __all__ = [
     "Series",
     "Stream",
     "TheoryFit",
+    "Undetermined",
     "r_squared",
 ]
 
@@ -51,6 +52,12 @@ Series = tuple[NDArray[np.float64], NDArray[np.float64]]
 
 class NotApplicable(ValueError):
     """The run has the recorded names but not what the theory assumes (e.g. K not 2^k)."""
+
+
+class Undetermined(ValueError):
+    """These records cannot determine the fit (too few of them, a projection that is exactly
+    zero, nothing left after the theory's own selection of records): the verdict is
+    ``degenerate``, not ``error``."""
 
 
 @dataclass(frozen=True)
@@ -260,12 +267,23 @@ class Assumption:
     check : callable
         ``check(stream) -> str | None``: the reason the stream is outside the regime (one
         line, naming what was recorded), or ``None`` when it is inside or the run does not
-        record the setting (then the report says the assumption was not checked).
+        record the setting.
+    settings : tuple of str, default=()
+        The run settings the check reads (``"loss"``, ``"momentum"``). When none of them is
+        recorded for the stream, the engine reports the assumption as ``not recorded`` rather
+        than inside the regime. Empty for a check on the records themselves (a class count,
+        a kernel's structure), which is always decided.
     """
 
     name: str
     statement: str
     check: Callable[[Stream], str | None]
+    settings: tuple[str, ...] = ()
+
+    def unrecorded(self, stream: Stream) -> bool:
+        """Whether the run records none of :attr:`settings` for ``stream`` (so a check that
+        passed did not see what it is about)."""
+        return bool(self.settings) and all(stream.setting(k) is None for k in self.settings)
 
 
 @dataclass(frozen=True)
@@ -283,7 +301,10 @@ class Confrontation:
         ``observe(stream) -> {observable: (steps, values)}``.
     fit : callable
         ``fit(stream) -> TheoryFit``; raises :class:`NotApplicable` when the records exist
-        but the theory's assumptions do not hold, ``ValueError`` when too few records.
+        but the theory's assumptions do not hold, :class:`Undetermined` when the records
+        cannot determine the fit (too few). The engine calls it on the whole stream, on the
+        stream without its latest records (the out-of-sample test of
+        :mod:`ncdynamics.theories.verdict`), on windows of it and at forecast cuts.
     assumptions : tuple of Assumption
         The regime the theory assumes; a stream outside it is not fitted unless forced.
     """

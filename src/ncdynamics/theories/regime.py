@@ -1,20 +1,147 @@
-"""Regime checks that several theories share: is the learning rate constant over a stream?
+"""The regime vocabulary every theory shares: loss names, optimiser settings, schedules.
 
-Each theory that assumes a constant step size (the alignment rates of eq. (6), the LE-SDE
-rates per iteration, the Hadamard time scale ``c = 2 eta``) states its own reason; this
-module finds the fact the reason is about, from the run's records first and its settings
-second, so every theory reads a learning-rate schedule the same way.
+A theory states the regime it assumes as :class:`~ncdynamics.theories.confrontation.
+Assumption` s; the facts those are about (which loss, which optimiser, whether the rate is
+constant) are read here, once, so that every theory reads the same settings under the same
+names and accepts the same spellings:
+
+- **loss**: :func:`canonical_loss` maps what a user typed (``"CE"``, ``"cross_entropy"``,
+  ``"MSELoss"``, ``"half_mse"``) to one of :data:`LOSSES`; runs record the canonical name.
+  :func:`loss_is` builds the check.
+- **optimiser**: :func:`plain_gradient_descent` builds the check that the run used gradient
+  descent without momentum, Nesterov, an adaptive method (Adam, RMSprop, ...) or weight decay
+  (each theory says which of these it needs and why), read from the settings ``optimizer``,
+  ``momentum``, ``nesterov``, ``weight_decay``.
+- **learning rate**: :func:`constant_learning_rate`, from the recorded ``lr`` metric first and
+  the schedule settings (``milestones``/``lr_drops`` with ``gamma``) second.
+
+Each check returns ``None`` both when the stream is inside the regime and when the run does not
+record the setting; every assumption built here names the settings it reads
+(``Assumption.settings``), so the engine can tell the two apart and say ``not recorded``.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
-from .confrontation import Stream
+from .confrontation import Assumption, Stream
 
-__all__ = ["constant_learning_rate", "learning_rate_change"]
+__all__ = [
+    "ADAPTIVE",
+    "LOSSES",
+    "canonical_loss",
+    "LR_SETTINGS",
+    "constant_learning_rate",
+    "constant_learning_rate_assumption",
+    "learning_rate_change",
+    "loss_is",
+    "plain_gradient_descent",
+    "recorded",
+]
+
+#: Canonical loss names: mean squared error, half of it (the ``1/2 |y - f|^2`` of many
+#: papers), and softmax cross-entropy.
+LOSSES = ("mse", "half-mse", "cross-entropy")
+_LOSS_SPELLINGS = {
+    "mse": "mse",
+    "mseloss": "mse",
+    "l2": "mse",
+    "squared": "mse",
+    "squared-error": "mse",
+    "mean-squared-error": "mse",
+    "half-mse": "half-mse",
+    "halfmse": "half-mse",
+    "half-squared-error": "half-mse",
+    "cross-entropy": "cross-entropy",
+    "crossentropy": "cross-entropy",
+    "crossentropyloss": "cross-entropy",
+    "ce": "cross-entropy",
+    "softmax-cross-entropy": "cross-entropy",
+    "nll": "cross-entropy",
+}
+#: Optimisers that rescale the gradient per coordinate: never plain gradient descent.
+ADAPTIVE = ("adam", "adamw", "adagrad", "adadelta", "adamax", "nadam", "radam", "rmsprop")
+_GRADIENT_DESCENT = ("sgd", "gd", "gradient-descent")
+
+
+def _spelling(value: Any) -> str:
+    return str(value).strip().lower().replace("_", "-").replace(" ", "-")
+
+
+def canonical_loss(name: Any) -> str | None:
+    """The canonical name (one of :data:`LOSSES`) of a loss as a user may spell it, or
+    ``None`` when it is none of them (a loss the vocabulary does not know).
+
+    >>> canonical_loss("CE"), canonical_loss("MSELoss"), canonical_loss("half_mse")
+    ('cross-entropy', 'mse', 'half-mse')
+    """
+    return _LOSS_SPELLINGS.get(_spelling(name))
+
+
+def recorded(stream: Stream, *keys: str) -> bool:
+    """Whether the run records any of the settings ``keys`` for ``stream``."""
+    return any(stream.setting(k) is not None for k in keys)
+
+
+def loss_is(allowed: tuple[str, ...], statement: str, why: str) -> Assumption:
+    """An assumption that the stream's ``loss`` setting is one of ``allowed`` (canonical
+    names); the reason it fails quotes the recorded name and ``why``."""
+    unknown = [a for a in allowed if a not in LOSSES]
+    if unknown:
+        raise ValueError(f"`allowed` must hold names from {LOSSES}; got {unknown}.")
+
+    def check(stream: Stream) -> str | None:
+        loss = stream.setting("loss")
+        if loss is None or canonical_loss(loss) in allowed:
+            return None
+        return f"loss {loss!r}; {why}"
+
+    return Assumption("loss", statement, check, settings=("loss",))
+
+
+def _number(value: Any) -> float | None:
+    try:
+        out = float(value)
+    except (TypeError, ValueError):
+        return None
+    return out if math.isfinite(out) else None
+
+
+def plain_gradient_descent(
+    why: str,
+    *,
+    momentum: bool = True,
+    weight_decay: bool = True,
+    statement: str = "plain gradient descent: no momentum, no Nesterov, no Adam",
+) -> Assumption:
+    """An assumption that the stream was trained by plain gradient descent: not an adaptive
+    optimiser (:data:`ADAPTIVE`), and, unless switched off, no momentum or Nesterov
+    (``momentum``) and no weight decay (``weight_decay``). ``why`` is the theory's reason
+    (with its equation), added to every failure."""
+
+    def check(stream: Stream) -> str | None:
+        name = stream.setting("optimizer")
+        if name is not None and _spelling(name) in ADAPTIVE:
+            return f"optimizer {name!r}; {why}"
+        if name is not None and _spelling(name) not in _GRADIENT_DESCENT:
+            return f"optimizer {name!r} is not gradient descent; {why}"
+        if momentum:
+            mu = _number(stream.setting("momentum"))
+            if mu:
+                return f"momentum {mu:g}; {why}"
+            if stream.setting("nesterov") is True:
+                return f"Nesterov momentum; {why}"
+        decay = _number(stream.setting("weight_decay"))
+        if weight_decay and decay:
+            return f"weight decay {decay:g}; {why}"
+        return None
+
+    keys = ("optimizer", "momentum", "nesterov") + (("weight_decay",) if weight_decay else ())
+    return Assumption("optimizer", statement, check, settings=keys)
 
 
 def learning_rate_change(stream: Stream) -> str | None:
@@ -53,3 +180,12 @@ def constant_learning_rate(why: str) -> Callable[[Stream], str | None]:
         return None if change is None else f"{change}; {why}"
 
     return check
+
+
+#: Settings a learning-rate check reads (beside the recorded ``lr`` metric).
+LR_SETTINGS = ("lr", "milestones", "lr_drops", "scheduler")
+
+
+def constant_learning_rate_assumption(statement: str, why: str) -> Assumption:
+    """:func:`constant_learning_rate` as an assumption named ``"learning rate"``."""
+    return Assumption("learning rate", statement, constant_learning_rate(why), LR_SETTINGS)

@@ -1,61 +1,85 @@
 """The verdict on one theory fitted to one stream: the rules, in one place.
 
-A verdict is one of :data:`VERDICTS`, with a one-line reason. This module decides the three
-that depend on the fit alone, in this order:
+A verdict is one of :data:`VERDICTS`, with a one-line reason. A verdict is only worth
+something if it can come out the other way, so ``holds`` is earned against alternatives, on
+records the fits did not see. :func:`assess` fits the theory to the whole stream and, a second
+time, to all but its latest records (the *held-out* records: the last
+``max(MIN_HELDOUT, HOLDOUT_FRACTION * n)``), and :func:`judge` applies these rules in order:
 
 1. ``degenerate`` (:func:`degeneracy`): a parameter or its interval is not finite, a
    parameter sits at a bound of its search (the data wanted it further), a parameter the
    theory requires to have a sign has the other one (unphysical), or its 95% interval holds
    zero (a rate indistinguishable from zero) or spans more than ``SPAN_MAX`` (a rate fitted in
    log that the records do not determine), or there are fewer than
-   ``max(MIN_RECORDS, n_free + 2)`` records (too few to tell a fit from a coincidence: with
-   four records, three one-record-ahead steps decide the skill).
-2. ``fails`` (:func:`judge`): for some observable, the theory's curve explains less than
-   ``R2_MIN`` of the variance on the observable's scale, or it predicts the next record worse
-   than carrying the last one forward (persistence), or a power law in training time beats
-   it both in-sample and one record ahead.
-3. ``holds`` otherwise.
+   ``max(MIN_RECORDS, n_free + 2)`` records (too few to tell a fit from a coincidence). The
+   fit raising :class:`~ncdynamics.theories.confrontation.Undetermined` is degenerate too.
+2. ``fails``: for some observable, the theory's curve explains less than ``R2_MIN`` of the
+   variance on the observable's scale, or it predicts the next record worse than carrying the
+   last one forward (persistence); or a generic curve of the panel
+   (:data:`ncdynamics.theories.alternatives.PANEL`) beats it *both* in-sample by AICc (by more
+   than ``AICC_MARGIN``) *and* on the held-out records.
+3. ``degenerate`` again when there is no out-of-sample test: the stream is too short to hold
+   records out and still fit the rest, or the fit on the earlier records raised.
+4. ``not distinguished``: a generic curve with as many free parameters as the theory or fewer
+   predicts the held-out records as well as the theory (held-out error ratio, below, at least
+   1) or explains the records as well in-sample (AICc no higher than the theory's). The
+   theory fits, but so does that curve: these records cannot tell them apart.
+5. ``holds`` otherwise: the theory fits, beats persistence one record ahead, and beats every
+   generic curve with as many parameters or fewer both on the held-out records and by AICc.
+
+The *held-out error ratio* against an alternative is the geometric mean, over the fitted
+observables, of ``SSE_theory / SSE_alternative`` on the held-out records, each on the
+observable's scale (``log|v|`` for positive observables spanning decades, see
+:func:`observable_scale`); both curves were fitted to the same earlier records. AICc is
+``sum_o n_o log(SSE_o / n_o) + 2k + 2k(k+1)/(N-k-1)`` over the fitted observables ``o``
+(``N`` records in all), with ``k`` the theory's free parameters, or an alternative's times the
+number of observables (it is fitted to each separately); a lower value is better.
 
 Where the theory predicts a parameter from the run's settings (``fit.expected``, e.g. the
-Hadamard time scale ``c = 2 eta``), the reason of a ``holds`` or ``fails`` verdict also says
-whether that value lies inside the fitted parameter's 95% interval (:func:`expected_notes`):
-the parameter-free check is reported, not folded into the verdict, since a theory can
-describe the shape of a run with a rescaled time.
+Hadamard time scale ``c = 2 eta``), the reason of the verdict also says whether that value lies
+inside the fitted parameter's 95% interval (:func:`expected_notes`).
 
 The others come from the engine that runs the fits (``ncdynamics.experiments.confront``):
 ``missing`` (no stream has the records), ``out of regime`` (an
 :class:`~ncdynamics.theories.confrontation.Assumption` fails), ``error`` (the fit raised) and
-``holds in a window`` (the whole stream fails but a window of it holds).
+``holds in a window`` (the whole stream does not hold but a window of it does).
 
-Skill against a baseline is ``1 - SSE_theory / SSE_baseline`` on the observable's scale
-(``log|v|`` for positive observables spanning decades, see :func:`observable_scale`): positive
-when the theory is better. One record ahead, the theory predicts ``v[i+1]`` as ``v[i]`` plus its
-own curve's increment from ``t[i]`` to ``t[i+1]`` (or its ``ahead`` predictions when it gives
-them), persistence as ``v[i]``, and the power law as ``v[i]`` plus the power law's increment.
-The power law ``|v| = c (t + 1)^p`` is fitted in training time ``t`` (steps from 0), not record
-index, so it does not depend on how the records are spaced.
+Skill against a baseline is ``1 - SSE_theory / SSE_baseline`` on the observable's scale:
+positive when the theory is better. One record ahead, the theory predicts ``v[i+1]`` as
+``v[i]`` plus its own curve's increment from ``t[i]`` to ``t[i+1]`` (or its ``ahead``
+predictions when it gives them), persistence as ``v[i]``, and the power law as ``v[i]`` plus
+the power law's increment. The power law ``|v| = c (t + 1)^p`` is fitted in training time
+``t`` (steps from 0), not record index, so it does not depend on how the records are spaced.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
 import numpy as np
 from numpy.typing import NDArray
 
-from .confrontation import Series, TheoryFit
+from .confrontation import NotApplicable, Series, Stream, TheoryFit, Undetermined
 
 __all__ = [
+    "AICC_MARGIN",
     "BOUND_TOL",
+    "HOLDOUT_ORIGINS",
+    "MIN_HELDOUT",
+    "Holdout",
+    "assess",
+    "holdout_splits",
     "MIN_RECORDS",
     "R2_MIN",
     "SPAN_MAX",
     "VERDICTS",
     "Verdict",
+    "alternatives_scores",
     "degeneracy",
+    "failed_fit_verdict",
     "expected_notes",
     "judge",
     "observable_scale",
@@ -64,12 +88,20 @@ __all__ = [
 ]
 
 VerdictName = Literal[
-    "holds", "holds in a window", "fails", "degenerate", "out of regime", "missing", "error"
+    "holds",
+    "holds in a window",
+    "not distinguished",
+    "fails",
+    "degenerate",
+    "out of regime",
+    "missing",
+    "error",
 ]
 #: Every verdict, best first.
 VERDICTS: tuple[VerdictName, ...] = (
     "holds",
     "holds in a window",
+    "not distinguished",
     "fails",
     "degenerate",
     "out of regime",
@@ -86,6 +118,17 @@ SPAN_MAX = 100.0
 #: A parameter within this relative distance of a search bound (in log for positive bounds)
 #: is at the bound.
 BOUND_TOL = 1e-3
+#: Origins of the out-of-sample test, as fractions of a stream's records: the theory and
+#: every generic curve are refitted on the records before each and scored on all after it.
+#: Several origins, so that the score does not hang on the noise of one record.
+HOLDOUT_ORIGINS = (0.5, 0.625, 0.75)
+#: Fewest records after an origin.
+MIN_HELDOUT = 2
+#: AICc difference above which a generic curve is preferred in-sample: the level at which the
+#: worse model has essentially no support. Not the usual 2, because the curves' nonlinear
+#: parameters are searched over a grid, which a nominal parameter count does not charge for
+#: (a true two-parameter stream lost to the two-exponential curve at 2).
+AICC_MARGIN = 10.0
 
 
 @dataclass(frozen=True)
@@ -287,23 +330,160 @@ def expected_notes(fit: TheoryFit) -> list[str]:
     return notes
 
 
+@dataclass(frozen=True)
+class Holdout:
+    """The theory refitted at each origin of the out-of-sample test: ``folds`` holds
+    ``(split, fit)``, the fit seeing only the records up to ``split``; ``reason`` says why
+    there are none (one line)."""
+
+    folds: tuple[tuple[float, TheoryFit], ...]
+    reason: str = ""
+
+    @property
+    def split(self) -> float:
+        """The earliest origin (NaN without folds)."""
+        return self.folds[0][0] if self.folds else math.nan
+
+
+def holdout_splits(steps: NDArray[np.float64], n_free: int) -> list[float]:
+    """The origins of the out-of-sample test: for each fraction of :data:`HOLDOUT_ORIGINS`,
+    the last step of the first ``fraction * n`` records, kept when those are at least
+    ``max(MIN_RECORDS, n_free + 2)`` and at least ``MIN_HELDOUT`` records come after."""
+    s = np.unique(np.asarray(steps, dtype=np.float64))
+    need = max(MIN_RECORDS, n_free + 2)
+    out = []
+    for fraction in HOLDOUT_ORIGINS:
+        seen = min(int(math.floor(fraction * s.size)), s.size - MIN_HELDOUT)
+        if seen >= need and float(s[seen - 1]) not in out:
+            out.append(float(s[seen - 1]))
+    return out
+
+
+def _aicc(sse: list[float], counts: list[int], k: int) -> float:
+    n = sum(counts)
+    if n - k - 1 <= 0:
+        return math.inf
+    tiny = 1e-300  # an exact fit: the likelihood is bounded by the records' precision
+    total = sum(c * math.log(max(e, tiny) / c) for e, c in zip(sse, counts, strict=True))
+    return total + 2 * k + 2 * k * (k + 1) / (n - k - 1)
+
+
+def _sse(y: NDArray[np.float64], f: NDArray[np.float64]) -> float:
+    with np.errstate(all="ignore"):
+        r = np.asarray(y - f, np.float64)
+    return float(r @ r) if r.size and np.all(np.isfinite(r)) else math.inf
+
+
+def _predict(fit: TheoryFit, name: str, at: NDArray[np.float64]) -> NDArray[np.float64]:
+    try:
+        with np.errstate(all="ignore"):
+            return np.asarray(fit.predict(at)[name], dtype=np.float64)
+    except Exception:  # a theory that cannot predict this far is scored as infinitely wrong
+        return np.full(at.shape, np.nan)
+
+
+@dataclass
+class _Score:
+    """Per alternative: in-sample SSE and record count per observable, held-out SSE ratios
+    (theory over alternative) per observable."""
+
+    n_params: int
+    sse: list[float] = field(default_factory=list)
+    counts: list[int] = field(default_factory=list)
+    log_ratios: list[float] = field(default_factory=list)
+
+
+def alternatives_scores(
+    fit: TheoryFit, observed: Mapping[str, Series], holdout: Holdout | None
+) -> dict[str, float]:
+    """AICc of the theory and of each generic curve, and the held-out error ratio of the
+    theory against each (module docstring), keyed ``aicc.theory``, ``aicc.<curve>`` and
+    ``heldout_ratio.<curve>``; a curve that cannot be fitted to some observable is left out."""
+    from .alternatives import PANEL, fit_alternatives, in_sample_residuals
+
+    names = [n for n in fit.fitted if n in observed]
+    theory_sse, counts = [], []
+    scores = {a.name: _Score(a.n_params) for a in PANEL}
+    for name in names:
+        steps, obs, fitted = _matched(observed[name], fit.fitted[name])
+        scale = observable_scale(fit, name, obs)
+        y, f = _transform(obs, scale), _transform(fitted, scale)
+        theory_sse.append(_sse(y, f))
+        counts.append(int(steps.size))
+        curves = fit_alternatives(steps, y, on_log=scale == "log")
+        for alt in PANEL:
+            curve = curves[alt.name]
+            res = in_sample_residuals(alt, steps, y, curve) if curve is not None else None
+            scores[alt.name].sse.append(_sse(res, 0.0 * res) if res is not None else math.nan)
+            scores[alt.name].counts.append(res.size if res is not None else 0)
+        if holdout is None or not holdout.folds:
+            continue
+        theirs_total, alt_total = 0.0, dict.fromkeys(scores, 0.0)
+        all_steps, values = observed[name]
+        y_all = _transform(values, scale)
+        for split, early_fit in holdout.folds:
+            later = all_steps > split
+            if not np.any(later) or not np.any(~later):
+                continue
+            at, target = all_steps[later], y_all[later]
+            theirs_total += _sse(target, _transform(_predict(early_fit, name, at), scale))
+            early = fit_alternatives(all_steps[~later], y_all[~later], on_log=scale == "log")
+            for key, curve in early.items():
+                alt_total[key] += _sse(target, curve(at)) if curve is not None else math.nan
+        for key in scores:
+            scores[key].log_ratios.append(_log_ratio(theirs_total, alt_total[key]))
+    out = {"aicc.theory": _aicc(theory_sse, counts, max(fit.n_free, 0))}
+    for key, sc in scores.items():
+        if len(sc.sse) == len(names) and not any(math.isnan(e) for e in sc.sse):
+            out[f"aicc.{key}"] = _aicc(sc.sse, sc.counts, sc.n_params * len(names))
+        if sc.log_ratios and len(sc.log_ratios) == len(names):
+            if not any(math.isnan(r) for r in sc.log_ratios):
+                out[f"heldout_ratio.{key}"] = math.exp(min(np.mean(sc.log_ratios), 700.0))
+    return out
+
+
+def _log_ratio(theirs: float, alt: float) -> float:
+    """``log(theirs / alt)``: NaN when the alternative has no prediction, 0 when both are
+    exact, ``+inf`` when only the theory's prediction is not finite."""
+    if math.isnan(alt):
+        return math.nan
+    if not math.isfinite(theirs):
+        return math.inf if math.isfinite(alt) else 0.0
+    if not math.isfinite(alt):
+        return -math.inf
+    if theirs == 0 and alt == 0:
+        return 0.0
+    if alt == 0:
+        return math.inf
+    if theirs == 0:
+        return -math.inf
+    return math.log(theirs / alt)
+
+
 def judge(
-    fit: TheoryFit, observed: Mapping[str, Series], *, n_records: int | None = None
+    fit: TheoryFit,
+    observed: Mapping[str, Series],
+    *,
+    n_records: int | None = None,
+    holdout: Holdout | None = None,
 ) -> Verdict:
-    """``degenerate``, ``fails`` or ``holds`` for ``fit`` against ``observed`` (module
-    docstring, rules 1-3)."""
+    """The verdict on ``fit`` against ``observed`` (module docstring, rules 1-5).
+
+    ``holdout`` is the theory refitted at the origins of the out-of-sample test (see
+    :func:`assess`, which builds it); without it the verdict is never ``holds``.
+    """
     why = degeneracy(fit, n_records)
     if why is not None:
         return Verdict("degenerate", why)
-    verdict = _judge_skill(fit, observed)
-    notes = expected_notes(fit) if verdict.verdict in ("holds", "fails") else []
+    verdict = _judge(fit, observed, holdout)
+    notes = expected_notes(fit) if verdict.verdict not in ("degenerate", "error") else []
     if notes:
         reason = f"{verdict.reason}; {'; '.join(notes)}"
         return Verdict(verdict.verdict, reason, verdict.window, verdict.skill)
     return verdict
 
 
-def _judge_skill(fit: TheoryFit, observed: Mapping[str, Series]) -> Verdict:
+def _judge(fit: TheoryFit, observed: Mapping[str, Series], holdout: Holdout | None) -> Verdict:
     numbers = skill(fit, observed)
     if not numbers:
         return Verdict("error", "no fitted observable matches a recorded one", skill=numbers)
@@ -319,18 +499,110 @@ def _judge_skill(fit: TheoryFit, observed: Mapping[str, Series]) -> Verdict:
                 f"(skill {vs_persist:.3g})",
                 skill=numbers,
             )
-        in_law = numbers.get(f"{name}.skill_vs_power_law", math.nan)
-        ahead_law = numbers.get(f"{name}.ahead_skill_vs_power_law", math.nan)
-        if in_law < 0 and ahead_law < 0:
+    numbers.update(alternatives_scores(fit, observed, holdout))
+    worst = min(numbers[f"{n}.r2"] for n in fit.fitted if f"{n}.r2" in numbers)
+    return _against_alternatives(fit, numbers, holdout, worst)
+
+
+def _against_alternatives(
+    fit: TheoryFit, numbers: dict[str, float], holdout: Holdout | None, worst: float
+) -> Verdict:
+    from .alternatives import PANEL
+
+    mine = numbers["aicc.theory"]
+    for alt in PANEL:
+        aicc = numbers.get(f"aicc.{alt.name}", math.nan)
+        ratio = numbers.get(f"heldout_ratio.{alt.name}", math.nan)
+        if aicc < mine - AICC_MARGIN and ratio > 1:
             return Verdict(
                 "fails",
-                f"{name}: a power law in time does better in-sample (skill {in_law:.3g}) and "
-                f"one record ahead (skill {ahead_law:.3g})",
+                f"{alt.describe} ({alt.n_params} parameters per observable) explains these "
+                f"records better in-sample (AICc {aicc:.4g} against {mine:.4g}) and on the "
+                f"held-out records (error ratio {ratio:.3g})",
                 skill=numbers,
             )
-    worst = min(numbers[f"{n}.r2"] for n in fit.fitted if f"{n}.r2" in numbers)
+    if holdout is None or not holdout.folds:
+        why = holdout.reason if holdout is not None else "no records were held out"
+        return Verdict("degenerate", f"cannot be tested out of sample: {why}", skill=numbers)
+    held = f"after each of {len(holdout.folds)} origins from step {holdout.split:g}"
+    for alt in PANEL:
+        if alt.n_params > fit.n_free:
+            continue
+        ratio = numbers.get(f"heldout_ratio.{alt.name}", math.nan)
+        aicc = numbers.get(f"aicc.{alt.name}", math.nan)
+        if ratio >= 1 or aicc <= mine:
+            how = (
+                f"held-out error ratio {ratio:.3g} on the records {held}"
+                if ratio >= 1
+                else f"in-sample AICc {aicc:.4g} against the theory's {mine:.4g}"
+            )
+            return Verdict(
+                "not distinguished",
+                f"fits (R² ≥ {worst:.3f}), but so does {alt.describe} with {alt.n_params} "
+                f"parameter{'s' if alt.n_params > 1 else ''} ({how}); these records cannot "
+                "tell them apart",
+                skill=numbers,
+            )
+    rivals = [a.name for a in PANEL if a.n_params <= fit.n_free]
+    ratios = [numbers[f"heldout_ratio.{r}"] for r in rivals if f"heldout_ratio.{r}" in numbers]
+    beaten = f"; predicts the records {held} better than {len(ratios)} generic curves with " + (
+        f"≤ {fit.n_free} parameters (worst error ratio {max(ratios):.3g})"
+        if ratios
+        else f"≤ {fit.n_free} parameters (none could be fitted)"
+    )
     return Verdict(
         "holds",
-        f"R² ≥ {worst:.3f} on every observable; beats persistence one record ahead",
+        f"R² ≥ {worst:.3f} on every observable; beats persistence one record ahead{beaten}",
         skill=numbers,
     )
+
+
+def assess(
+    fit_stream: Callable[[Stream], TheoryFit],
+    stream: Stream,
+    observed: Mapping[str, Series],
+    fit: TheoryFit,
+    *,
+    n_records: int | None = None,
+    plan_steps: NDArray[np.float64] | None = None,
+) -> tuple[Verdict, Holdout]:
+    """Judge ``fit`` (``fit_stream`` on ``stream``) with its out-of-sample test: the theory
+    refitted on ``stream`` cut before its latest records (:func:`holdout_split` over
+    ``plan_steps``, by default the first fitted observable's steps)."""
+    steps = plan_steps
+    if steps is None:
+        steps = next((observed[n][0] for n in fit.fitted if n in observed), np.empty(0))
+    splits = holdout_splits(np.asarray(steps, np.float64), fit.n_free)
+    if not splits:
+        need = max(MIN_RECORDS, fit.n_free + 2) + MIN_HELDOUT
+        holdout = Holdout((), f"{np.unique(steps).size} records; need at least {need}")
+    else:
+        holdout = _refit(fit_stream, stream, splits)
+    return judge(fit, observed, n_records=n_records, holdout=holdout), holdout
+
+
+def failed_fit_verdict(exc: BaseException) -> Verdict:
+    """The verdict of a fit that raised: ``out of regime`` for
+    :class:`~ncdynamics.theories.confrontation.NotApplicable`, ``degenerate`` for
+    :class:`~ncdynamics.theories.confrontation.Undetermined`, else ``error``."""
+    from .._reasons import one_line_reason
+
+    if isinstance(exc, NotApplicable):
+        return Verdict("out of regime", str(exc))
+    if isinstance(exc, Undetermined):
+        return Verdict("degenerate", one_line_reason(exc))
+    return Verdict("error", one_line_reason(exc))
+
+
+def _refit(
+    fit_stream: Callable[[Stream], TheoryFit], stream: Stream, splits: list[float]
+) -> Holdout:
+    from .._reasons import one_line_reason
+
+    folds, why = [], ""
+    for split in splits:
+        try:
+            folds.append((split, fit_stream(stream.cut(split))))
+        except Exception as exc:  # the earlier records alone do not determine the theory
+            why = f"fitted to the records up to step {split:g}, {one_line_reason(exc)}"
+    return Holdout(tuple(folds), "" if folds else why)

@@ -58,9 +58,18 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ..confrontation import Assumption, Confrontation, Need, Series, Stream, TheoryFit, r_squared
+from ..confrontation import (
+    Assumption,
+    Confrontation,
+    Need,
+    Series,
+    Stream,
+    TheoryFit,
+    Undetermined,
+    r_squared,
+)
 from ..integrate import ConvergenceWarning
-from ..regime import constant_learning_rate
+from ..regime import constant_learning_rate_assumption, loss_is, plain_gradient_descent
 from ..uncertainty import delta_band, intervals_from_covariance, numeric_jacobian
 from .closed_form import final_distance
 from .estimate import fit_rates, simulate
@@ -72,10 +81,6 @@ _VARIABLES = ("pair_a", "pair_b", "pair_w")
 _NEEDS = tuple(Need("scalar", v, "pair_alignment") for v in (*_VARIABLES, "pair_X", "pair_Y"))
 _OBSERVABLES = {"pair_distance": 0, "pair_output_distance": 1, "pair_alignment": 2}
 _RATES = ("inv_tau_h", "inv_tau_y")
-#: Losses that are the squared error of eq. (1) (up to a constant factor, absorbed in the rates).
-_SQUARED = ("mse", "half-mse", "squared", "squared-error", "l2", "mean-squared-error")
-#: Plain gradient descent, eq. (3).
-_GRADIENT_DESCENT = ("sgd", "gd", "gradient-descent")
 #: log-rates are kept within +-_LOG_CAP (the estimator's own search limit is 40).
 _LOG_CAP = 35.0
 
@@ -89,30 +94,20 @@ def _observe(stream: Stream) -> dict[str, Series]:
 
 
 # ---------------------------------------------------------------------------- assumptions
-def _name(value: Any) -> str:
-    return str(value).lower().replace("_", "-").replace(" ", "-")
-
-
-def _check_loss(stream: Stream) -> str | None:
-    loss = stream.setting("loss")
-    if loss is None or _name(loss) in _SQUARED:
-        return None
-    return (
-        f"loss {loss!r}: the system (7) is gradient descent on the squared error of eq. (1) of [1]"
-    )
-
-
 def _check_optimizer(stream: Stream) -> str | None:
-    optimizer = stream.setting("optimizer")
     name = stream.prefix.rstrip("/.")
-    if optimizer is None and _own_experiment(stream) and name in ("sgd", "adam"):
-        optimizer = name  # this theory's experiments name a stream by its optimiser (Fig. 15)
-    if optimizer is None or _name(optimizer) in _GRADIENT_DESCENT:
-        return None
-    return (
-        f"optimizer {optimizer!r}: the rates of (7) are those of plain gradient descent "
-        "(eq. (3) of [1]); with Adam the theory fits poorly (Fig. 15)"
-    )
+    if stream.setting("optimizer") is None and _own_experiment(stream) and name == "adam":
+        # this theory's experiments name a stream by its optimiser (Fig. 15)
+        return f"optimizer 'adam' (stream {name!r}); {_GD_WHY}"
+    return _PLAIN_GD.check(stream)
+
+
+_GD_WHY = (
+    "the rates of (7) are those of plain gradient descent (eq. (3) of [1]): momentum adds "
+    "dynamics of its own, weight decay a term of its own, and with Adam the theory fits "
+    "poorly (Fig. 15)"
+)
+_PLAIN_GD = plain_gradient_descent(_GD_WHY)
 
 
 def _own_experiment(stream: Stream) -> bool:
@@ -120,16 +115,21 @@ def _own_experiment(stream: Stream) -> bool:
     return str(stream.config.get("experiment")).startswith("alignment.")
 
 
-_check_learning_rate = constant_learning_rate(
-    "the rates 1/tau_h, 1/tau_y of eq. (6) of [1] are constants"
-)
-
-
 ASSUMPTIONS = (
-    Assumption("loss", "squared-error loss (eq. (1))", _check_loss),
-    Assumption("optimizer", "plain gradient descent (eq. (3)), not Adam", _check_optimizer),
+    loss_is(
+        ("mse", "half-mse"),
+        "squared-error loss (eq. (1))",
+        "the system (7) is gradient descent on the squared error of eq. (1) of [1]",
+    ),
     Assumption(
-        "learning rate", "constant learning rate (constant rates, eq. (6))", _check_learning_rate
+        "optimizer",
+        "plain gradient descent (eq. (3)): no momentum, no weight decay, not Adam",
+        _check_optimizer,
+        _PLAIN_GD.settings,
+    ),
+    constant_learning_rate_assumption(
+        "constant learning rate (constant rates, eq. (6))",
+        "the rates 1/tau_h, 1/tau_y of eq. (6) of [1] are constants",
     ),
 )
 
@@ -170,7 +170,7 @@ def rate_bounds(
 def _fit(stream: Stream) -> TheoryFit:
     steps, state = _state(stream)
     if steps.size < 3:
-        raise ValueError(f"the fit needs at least 3 records; the stream has {steps.size}.")
+        raise Undetermined(f"the fit needs at least 3 records; the stream has {steps.size}.")
     X, Y = float(stream.scalar("pair_X")[1][0]), float(stream.scalar("pair_Y")[1][0])
     low, high = rate_bounds(steps, state, X, Y)
     search = (math.log(low), math.log(high))  # the same for both log-rates

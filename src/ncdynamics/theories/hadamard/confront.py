@@ -56,9 +56,10 @@ from ..confrontation import (
     Series,
     Stream,
     TheoryFit,
+    Undetermined,
 )
 from ..integrate import ConvergenceWarning
-from ..regime import constant_learning_rate
+from ..regime import constant_learning_rate_assumption, loss_is, plain_gradient_descent
 from ..uncertainty import covariance_from_jacobian, delta_band, intervals_from_covariance
 from .estimate import ReducedFit, fit_reduced
 from .metrics import reduced_basis
@@ -80,7 +81,6 @@ _START_SCALES = (1e-3, 1e-2, 1e-1, 1.0)
 #: loss drops, 0.02 later; from the first record below this, the ODE fits with R^2 > 0.99 and
 #: c within its interval of 2 eta (the calibration tests).
 OFFDIAGONAL_MAX = 0.25
-_CE_NAMES = {"cross-entropy", "cross_entropy", "crossentropy", "ce"}
 _OBSERVABLES = ("logit_scale", "logit_anisotropy")
 
 
@@ -191,23 +191,14 @@ def expected_time_scale(stream: Stream) -> tuple[float | None, str]:
 
 
 # ---------------------------------------------------------------------------- assumptions
-def _check_loss(stream: Stream) -> str | None:
-    loss = stream.setting("loss")
-    if loss is None or str(loss).lower() in _CE_NAMES:
-        return None
-    return f"the run's loss is {loss!r}; the reduced ODE (9) is derived for cross-entropy"
-
-
-_check_lr = constant_learning_rate("the flow's time scale c = 2 eta assumes a constant rate")
+_GD_WHY = "the reduced ODE (9) is gradient descent on the unregularised loss (1), without momentum"
+_PLAIN_GD = plain_gradient_descent(_GD_WHY)
 
 
 def _check_optimiser(stream: Stream) -> str | None:
-    momentum = _number(stream.setting("momentum"))
-    if momentum:
-        return f"momentum {momentum:g}; the theory is gradient descent without momentum"
-    decay = _number(stream.setting("weight_decay"))
-    if decay:
-        return f"weight decay {decay:g}; the theory's loss (1) is unregularised"
+    why = _PLAIN_GD.check(stream)
+    if why is not None:
+        return why
     batch = _number(stream.setting("batch_size"))
     n = _number(stream.setting("samples_per_class")) or _number(stream.setting("train_per_class"))
     if batch is not None and n is not None:
@@ -246,12 +237,20 @@ def _check_subspace(stream: Stream) -> str | None:
 #: The regime of the reduced ODE (module docstring).
 ASSUMPTIONS = (
     Assumption("classes", "K a power of two (the Hadamard basis, Sec. 3)", _check_classes),
-    Assumption("loss", "cross-entropy loss (1)", _check_loss),
-    Assumption("learning rate", "a constant learning rate over the records", _check_lr),
+    loss_is(
+        ("cross-entropy",),
+        "cross-entropy loss (1)",
+        "the reduced ODE (9) is derived for cross-entropy",
+    ),
+    constant_learning_rate_assumption(
+        "a constant learning rate over the records",
+        "the flow's time scale c = 2 eta assumes a constant rate",
+    ),
     Assumption(
-        "optimiser",
-        "full-batch gradient descent on the unregularised loss, no momentum",
+        "optimizer",
+        "full-batch gradient descent on the unregularised loss: no momentum, no weight decay",
         _check_optimiser,
+        (*_PLAIN_GD.settings, "batch_size"),
     ),
     Assumption(
         "Hadamard subspace",
@@ -278,10 +277,10 @@ def _fit(stream: Stream) -> TheoryFit:
     if k & (k - 1):
         raise NotApplicable(f"the Hadamard theory needs K a power of two; the run has K = {k}.")
     if steps.size < 3:
-        raise ValueError(f"the fit needs at least 3 records; the stream has {steps.size}.")
+        raise Undetermined(f"the fit needs at least 3 records; the stream has {steps.size}.")
     sigma = centred_singular_values(means)
     if np.any(sigma <= 0):
-        raise ValueError("a centred class-mean logit singular value is zero; log undefined.")
+        raise Undetermined("a centred class-mean logit singular value is zero; log undefined.")
     c_expected, how = expected_time_scale(stream)
     starts = _START_SCALES + ((c_expected,) if c_expected else ())
     with warnings.catch_warnings():

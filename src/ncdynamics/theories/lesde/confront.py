@@ -61,9 +61,10 @@ from ..confrontation import (
     Series,
     Stream,
     TheoryFit,
+    Undetermined,
     r_squared,
 )
-from ..regime import constant_learning_rate
+from ..regime import constant_learning_rate_assumption, loss_is, plain_gradient_descent
 from ..uncertainty import LEVEL, intervals_from_covariance, numeric_jacobian
 from .estimate import RATE_LAWS, TAIL_INDEX_BOUNDS, MarginRateFit, RateLaw, fit_margin_rates
 from .model import d_vectors
@@ -132,28 +133,25 @@ def _check_classes(stream: Stream) -> str | None:
     return None
 
 
-def _check_loss(stream: Stream) -> str | None:
-    loss = stream.setting("loss")
-    if loss is None:
-        return None
-    if loss != "cross-entropy":  # the name ncdynamics.training.train gives it
-        return (
-            f"loss {loss!r}: the L-model linearises softmax cross-entropy logit dynamics "
-            "((B.1)-(B.6) of [1])"
-        )
-    return None
-
-
-_check_learning_rate = constant_learning_rate(
-    "the LE-SDE rates are per iteration at a fixed step size (eq. (1))"
-)
-
-
 ASSUMPTIONS = (
     Assumption("features", "class means of the K logits (eq. (8))", _check_logits),
     Assumption("classes", "K >= 2 classes", _check_classes),
-    Assumption("loss", "softmax cross-entropy (App. B)", _check_loss),
-    Assumption("learning rate", "constant step size (eq. (1))", _check_learning_rate),
+    loss_is(
+        ("cross-entropy",),
+        "softmax cross-entropy (App. B)",
+        "the L-model linearises softmax cross-entropy logit dynamics ((B.1)-(B.6) of [1])",
+    ),
+    constant_learning_rate_assumption(
+        "constant step size (eq. (1))",
+        "the LE-SDE rates are per iteration at a fixed step size (eq. (1))",
+    ),
+    plain_gradient_descent(
+        "the LE-SDE drift is the SGD step of eq. (1) of [1]: an adaptive method rescales each "
+        "coordinate and weight decay adds a drift of its own (heavy-ball momentum at a constant "
+        "rate only rescales the fitted rates, so it is allowed)",
+        momentum=False,
+        statement="SGD (eq. (1)): not an adaptive method, no weight decay",
+    ),
 )
 
 
@@ -246,10 +244,10 @@ def _fit(stream: Stream) -> TheoryFit:
         )
     k = int(means.shape[1])
     if steps.size < 3:
-        raise ValueError(f"the fit needs at least 3 records; the stream has {steps.size}.")
+        raise Undetermined(f"the fit needs at least 3 records; the stream has {steps.size}.")
     obs = _observe(stream)
     if any(np.any(v == 0) for _, v in obs.values()):
-        raise ValueError("a margin projection is exactly zero at some record; log undefined.")
+        raise Undetermined("a margin projection is exactly zero at some record; log undefined.")
     ys, yb = (np.log(np.abs(obs[n][1])) for n in _OBSERVABLES)
     fits: dict[str, MarginRateFit | None] = {}
     for name in RATE_LAWS:

@@ -55,8 +55,10 @@ from ..confrontation import (
     Series,
     Stream,
     TheoryFit,
+    Undetermined,
     r_squared,
 )
+from ..regime import LR_SETTINGS, loss_is, plain_gradient_descent
 from ..uncertainty import covariance_from_jacobian, delta_band, intervals_from_covariance
 from .estimate import predict_collapse
 
@@ -243,13 +245,6 @@ def _fit_segment(stream: Stream, steps: NDArray[np.float64]) -> tuple[int, int] 
 
 
 # ---------------------------------------------------------------------------- assumptions
-def _check_loss(stream: Stream) -> str | None:
-    loss = stream.setting("loss")
-    if loss is None or str(loss).lower() in ("mse", "squared-error", "squared_error"):
-        return None
-    return f"the run's loss is {loss!r}; the flows (19)-(44) are derived for the squared error"
-
-
 def _check_lr(stream: Stream) -> str | None:
     steps = stream.array("invariant_gram_w")[0]
     if steps.size >= 3 and _fit_segment(stream, steps) is None:
@@ -305,12 +300,25 @@ def _check_kernel(stream: Stream) -> str | None:
 
 #: The regime of the end-of-training flow (module docstring).
 ASSUMPTIONS = (
-    Assumption("loss", "squared-error loss", _check_loss),
+    loss_is(
+        ("mse", "half-mse"),
+        "squared-error loss",
+        "the flows (19)-(44) are derived for the squared error",
+    ),
+    plain_gradient_descent(
+        "the flow (44) is gradient flow on the unregularised squared error: an adaptive method "
+        "is not a gradient flow and weight decay adds a term of its own (heavy-ball momentum at "
+        "a constant rate is the same flow on a rescaled clock, which the fitted tau absorbs)",
+        momentum=False,
+        statement="gradient descent on the unregularised loss: not an adaptive method, no "
+        "weight decay",
+    ),
     Assumption(
         "learning rate",
         "piecewise-constant learning rate; the fit uses the latest stretch of >= 3 kernel "
         "records at one rate",
         _check_lr,
+        LR_SETTINGS,
     ),
     Assumption(
         "terminal phase",
@@ -332,10 +340,10 @@ def _fit(stream: Stream) -> TheoryFit:
     rec = _records(stream)
     steps, m = rec["steps"], rec["m"]
     if steps.size < 3:
-        raise ValueError(f"the fit needs at least 3 records; the stream has {steps.size}.")
+        raise Undetermined(f"the fit needs at least 3 records; the stream has {steps.size}.")
     trace = np.trace(rec["within_scatter"], axis1=1, axis2=2)
     if np.any(trace <= 0):
-        raise ValueError("the within-class scatter is zero at some record; log undefined.")
+        raise Undetermined("the within-class scatter is zero at some record; log undefined.")
     seg = _fit_segment(stream, steps)
     if seg is None:
         raise NotApplicable(_check_lr(stream) or "no learning-rate segment of 3 records")

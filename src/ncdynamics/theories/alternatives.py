@@ -1,0 +1,248 @@
+"""The generic curves a theory must beat before its verdict can be ``holds``.
+
+A theory that fits a training curve well has shown little: most training curves are smooth
+and monotone, and a handful of generic shapes fit them too. :mod:`ncdynamics.theories.verdict`
+therefore fits, beside the theory, every curve of :data:`PANEL` to each observable, on the
+same records and on the observable's scale (``log|v|`` for positive observables spanning
+decades), and compares them out of sample and by AICc. The panel, with each curve's number of
+free parameters ``k`` (``t`` is training time in steps, ``t0`` the first record, ``y`` the
+observable on its scale):
+
+========================  ===  ====================================================
+name                      k    curve
+========================  ===  ====================================================
+``drift``                 1    random walk with drift: from the last record ``y_n``,
+                               ``y_n + mu (t - t_n)``, ``mu`` the mean increment per step
+``power law``             2    ``log|v| = a + p log(t + 1)`` (in training time from 0)
+``exponential``           3    relaxation to an asymptote, ``a + b exp(-r (t - t0))``
+``logistic``              4    ``a + b / (1 + exp(-(t - m) / s))``
+``two exponentials``      5    ``a + b1 exp(-r1 (t - t0)) + b2 exp(-r2 (t - t0))``
+========================  ===  ====================================================
+
+Rates may have either sign (growth or decay). The curves linear in some of their parameters
+are fitted by variable projection: for each value of the nonlinear ones (rates, a logistic's
+centre and width) on a grid over the records' time span, the linear ones are a least-squares
+solve, and the best grid point is refined by a bounded least-squares search. That makes the
+fit deterministic and free of starting values.
+
+Every curve predicts beyond its records (:meth:`Alternative.fit` returns a callable), so the
+same code scores the theory and its alternatives on records held out from both fits.
+
+In-sample, a curve's residuals are the records minus the curve, except for the random walk:
+its likelihood is that of its increments, so its residuals are the increments less the drift,
+each scaled by ``sqrt(gap / mean gap)`` (a walk's step variance grows with the time between
+records), :func:`in_sample_residuals`. That is what lets AICc tell a smooth curve with
+independent noise (increments twice as noisy as the residuals) from a walk (residuals about
+any smooth curve that grow with the length of the stream).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+__all__ = ["PANEL", "Alternative", "fit_alternatives", "in_sample_residuals"]
+
+Curve = Callable[[NDArray[np.float64]], NDArray[np.float64]]
+_Array = NDArray[np.float64]
+
+#: Rates (times the records' span) searched by the exponential curves: decay and growth.
+_RATE_GRID = np.concatenate([-np.geomspace(0.05, 8.0, 14)[::-1], np.geomspace(0.05, 40.0, 22)])
+
+
+@dataclass(frozen=True)
+class Alternative:
+    """One generic curve: its name, free parameters, and how it is fitted.
+
+    ``fit(t, y, on_log)`` (``t`` training steps, ``y`` the observable on its scale, both
+    float64 of one length; ``on_log`` true when ``y`` is already ``log|v|``) returns a curve
+    ``f(t) -> y`` on the same scale that extrapolates, or ``None`` when the records cannot
+    determine it (too few, or not on the curve's domain).
+    """
+
+    name: str
+    n_params: int
+    describe: str
+    fit: Callable[[_Array, _Array, bool], Curve | None]
+    walk: bool = False
+
+
+def _linear(basis: _Array, y: _Array) -> tuple[_Array, float]:
+    """Least-squares coefficients of ``y`` on the columns of ``basis`` and the residual SSE."""
+    coef, *_ = np.linalg.lstsq(basis, y, rcond=None)
+    r = y - basis @ coef
+    return coef, float(r @ r)
+
+
+def _fit_drift(t: _Array, y: _Array, on_log: bool) -> Curve | None:
+    if t.size < 2 or t[-1] <= t[0]:
+        return None
+    mu = (y[-1] - y[0]) / (t[-1] - t[0])  # sum of increments over sum of gaps
+    t_n, y_n = float(t[-1]), float(y[-1])
+
+    def curve(at: _Array) -> _Array:
+        return np.asarray(y_n + mu * (np.asarray(at, np.float64) - t_n), np.float64)
+
+    return curve
+
+
+def _fit_power_law(t: _Array, y: _Array, on_log: bool) -> Curve | None:
+    if t.size < 3 or np.any(t <= -1) or np.unique(t).size < 2:
+        return None
+    sign = 1.0
+    if not on_log:  # |v| = c (t + 1)^p needs values of one sign, none zero
+        if np.any(y == 0) or np.any(np.sign(y) != np.sign(y[-1])):
+            return None
+        sign, y = float(np.sign(y[-1])), np.log(np.abs(y))
+    x = np.log(t + 1.0)
+    coef, _ = _linear(np.stack([np.ones_like(x), x], axis=1), y)
+
+    def curve(at: _Array) -> _Array:
+        a = np.asarray(at, np.float64)
+        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+            log_v = coef[0] + coef[1] * np.log(a + 1.0)
+            return np.asarray(log_v if on_log else sign * np.exp(log_v), np.float64)
+
+    return curve
+
+
+def _exp_basis(t: _Array, t0: float, rates: _Array) -> _Array:
+    with np.errstate(over="ignore"):
+        return np.exp(-np.multiply.outer(t - t0, rates))
+
+
+def _best_on_grid(
+    t: _Array, y: _Array, grid: list[_Array], basis_of: Callable[[_Array, _Array], _Array]
+) -> tuple[_Array, float]:
+    """The grid point (a row of nonlinear parameters) whose projected fit has least SSE."""
+    best, best_sse = grid[0], math.inf
+    for theta in grid:
+        b = basis_of(t, theta)
+        if not np.all(np.isfinite(b)):
+            continue
+        _, sse = _linear(b, y)
+        if sse < best_sse:
+            best, best_sse = theta, sse
+    return best, best_sse
+
+
+def _refine(
+    t: _Array, y: _Array, theta: _Array, basis_of: Callable[[_Array, _Array], _Array]
+) -> _Array:
+    """``theta`` refined by a bounded least-squares search on the projected residuals."""
+    from scipy.optimize import least_squares  # here: scipy.optimize is slow to import
+
+    def residuals(th: _Array) -> _Array:
+        b = basis_of(t, th)
+        if not np.all(np.isfinite(b)):
+            return np.full(t.size, 1e6)
+        coef, *_ = np.linalg.lstsq(b, y, rcond=None)
+        return np.asarray(y - b @ coef, np.float64)
+
+    try:
+        out = least_squares(residuals, theta, method="trf", max_nfev=60, x_scale="jac")
+    except (ValueError, np.linalg.LinAlgError):
+        return theta
+    base = residuals(theta)
+    return out.x if float(out.fun @ out.fun) <= float(base @ base) else theta
+
+
+def _projected(
+    t: _Array,
+    y: _Array,
+    grid: list[_Array],
+    basis_of: Callable[[_Array, _Array], _Array],
+    n_params: int,
+) -> Curve | None:
+    if t.size < n_params + 1 or t[-1] <= t[0]:
+        return None
+    theta, sse = _best_on_grid(t, y, grid, basis_of)
+    if not math.isfinite(sse):
+        return None
+    theta = _refine(t, y, theta, basis_of)
+    coef, _ = _linear(basis_of(t, theta), y)
+
+    def curve(at: _Array) -> _Array:
+        with np.errstate(over="ignore", invalid="ignore"):
+            return np.asarray(basis_of(np.asarray(at, np.float64), theta) @ coef, np.float64)
+
+    return curve
+
+
+def _fit_exponential(t: _Array, y: _Array, on_log: bool) -> Curve | None:
+    t0, span = float(t[0]), float(t[-1] - t[0])
+    if span <= 0:
+        return None
+
+    def basis(at: _Array, th: _Array) -> _Array:
+        return np.column_stack([np.ones_like(at), _exp_basis(at, t0, th[:1] / span)])
+
+    grid = [np.array([r]) for r in _RATE_GRID]
+    return _projected(t, y, grid, basis, 3)
+
+
+def _fit_two_exponentials(t: _Array, y: _Array, on_log: bool) -> Curve | None:
+    t0, span = float(t[0]), float(t[-1] - t[0])
+    if span <= 0:
+        return None
+
+    def basis(at: _Array, th: _Array) -> _Array:
+        return np.column_stack([np.ones_like(at), _exp_basis(at, t0, th / span)])
+
+    rates = _RATE_GRID[::2]
+    grid = [np.array([a, b]) for i, a in enumerate(rates) for b in rates[i + 1 :]]
+    return _projected(t, y, grid, basis, 5)
+
+
+def _fit_logistic(t: _Array, y: _Array, on_log: bool) -> Curve | None:
+    t0, span = float(t[0]), float(t[-1] - t[0])
+    if span <= 0:
+        return None
+
+    def basis(at: _Array, th: _Array) -> _Array:
+        centre, width = t0 + th[0] * span, max(abs(th[1]), 1e-6) * span
+        z = np.clip((at - centre) / width, -700.0, 700.0)
+        return np.column_stack([np.ones_like(at), 1.0 / (1.0 + np.exp(-z))])
+
+    centres = np.linspace(-0.25, 1.25, 13)
+    widths = np.geomspace(0.02, 1.0, 9)
+    grid = [np.array([c, w]) for c in centres for w in widths]
+    return _projected(t, y, grid, basis, 4)
+
+
+#: The generic curves, fewest parameters first (module docstring).
+PANEL: tuple[Alternative, ...] = (
+    Alternative("drift", 1, "a random walk with drift", _fit_drift, walk=True),
+    Alternative("power law", 2, "a power law in training time", _fit_power_law),
+    Alternative("exponential", 3, "an exponential relaxation to an asymptote", _fit_exponential),
+    Alternative("logistic", 4, "a logistic (saturating) curve", _fit_logistic),
+    Alternative("two exponentials", 5, "a sum of two exponentials", _fit_two_exponentials),
+)
+
+
+def fit_alternatives(t: _Array, y: _Array, *, on_log: bool) -> dict[str, Curve | None]:
+    """Every curve of :data:`PANEL` fitted to ``(t, y)`` (finite values only), by name;
+    ``on_log`` says that ``y`` is ``log|v|`` (see :class:`Alternative`)."""
+    t_ = np.asarray(t, np.float64)
+    y_ = np.asarray(y, np.float64)
+    ok = np.isfinite(t_) & np.isfinite(y_)
+    return {a.name: a.fit(t_[ok], y_[ok], on_log) for a in PANEL}
+
+
+def in_sample_residuals(alt: Alternative, t: _Array, y: _Array, curve: Curve) -> _Array:
+    """The residuals that ``alt``'s in-sample likelihood is built on (module docstring):
+    ``y - curve(t)``, or a random walk's scaled increments less its drift (one fewer)."""
+    t_ = np.asarray(t, np.float64)
+    y_ = np.asarray(y, np.float64)
+    if not alt.walk:
+        with np.errstate(all="ignore"):
+            return np.asarray(y_ - curve(t_), np.float64)
+    gaps = np.diff(t_)
+    if gaps.size == 0 or np.any(gaps <= 0):
+        return np.full(max(gaps.size, 1), np.nan)
+    mu = (y_[-1] - y_[0]) / (t_[-1] - t_[0])
+    return np.asarray((np.diff(y_) - mu * gaps) / np.sqrt(gaps / gaps.mean()), np.float64)
