@@ -28,12 +28,17 @@ fit deterministic and free of starting values.
 Every curve predicts beyond its records (:meth:`Alternative.fit` returns a callable), so the
 same code scores the theory and its alternatives on records held out from both fits.
 
-In-sample, a curve's residuals are the records minus the curve, except for the random walk:
-its likelihood is that of its increments, so its residuals are the increments less the drift,
-each scaled by ``sqrt(gap / mean gap)`` (a walk's step variance grows with the time between
-records), :func:`in_sample_residuals`. That is what lets AICc tell a smooth curve with
-independent noise (increments twice as noisy as the residuals) from a walk (residuals about
-any smooth curve that grow with the length of the stream).
+In-sample, every curve -- the theory's too -- is read with AR(1) residuals, as training
+curves have: its likelihood is that of the innovations ``r_i - rho r_(i-1)`` of its residuals
+``r = y - curve(t)``, with ``rho`` in ``[0, 1]`` fitted (one more parameter per observable),
+:func:`innovations`. The random walk is the case ``rho = 1`` about a straight line: its
+innovations are its increments less the drift, each scaled by ``sqrt(gap / mean gap)`` (a
+walk's step variance grows with the time between records), :func:`in_sample_residuals`. So
+AICc compares like with like: a smooth curve with independent noise keeps ``rho`` near 0 and
+beats the walk (whose increments are twice as noisy); a walk leaves any smooth curve with
+``rho`` near 1 and no gain for its extra parameters; and a smooth real run whose residuals
+are systematic is judged by whether the curve's increments follow the records' increments
+better than a constant drift does.
 """
 
 from __future__ import annotations
@@ -45,7 +50,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["PANEL", "Alternative", "fit_alternatives", "in_sample_residuals"]
+__all__ = ["PANEL", "Alternative", "fit_alternatives", "in_sample_residuals", "innovations"]
 
 Curve = Callable[[NDArray[np.float64]], NDArray[np.float64]]
 _Array = NDArray[np.float64]
@@ -233,14 +238,26 @@ def fit_alternatives(t: _Array, y: _Array, *, on_log: bool) -> dict[str, Curve |
     return {a.name: a.fit(t_[ok], y_[ok], on_log) for a in PANEL}
 
 
+def innovations(residuals: _Array) -> _Array:
+    """``r_i - rho r_(i-1)`` (one fewer than ``residuals``), ``rho`` the least-squares AR(1)
+    coefficient clipped to ``[0, 1]``: the residuals that an AR(1) likelihood is built on."""
+    r = np.asarray(residuals, np.float64)
+    if r.size < 2 or not np.all(np.isfinite(r)):
+        return np.full(max(r.size - 1, 1), np.nan)
+    denom = float(r[:-1] @ r[:-1])
+    rho = min(max(float(r[1:] @ r[:-1]) / denom, 0.0), 1.0) if denom > 0 else 0.0
+    return np.asarray(r[1:] - rho * r[:-1], np.float64)
+
+
 def in_sample_residuals(alt: Alternative, t: _Array, y: _Array, curve: Curve) -> _Array:
-    """The residuals that ``alt``'s in-sample likelihood is built on (module docstring):
-    ``y - curve(t)``, or a random walk's scaled increments less its drift (one fewer)."""
+    """The residuals that ``alt``'s in-sample likelihood is built on (module docstring): the
+    AR(1) innovations of ``y - curve(t)``, or a random walk's scaled increments less its
+    drift (both one fewer than the records)."""
     t_ = np.asarray(t, np.float64)
     y_ = np.asarray(y, np.float64)
     if not alt.walk:
         with np.errstate(all="ignore"):
-            return np.asarray(y_ - curve(t_), np.float64)
+            return innovations(np.asarray(y_ - curve(t_), np.float64))
     gaps = np.diff(t_)
     if gaps.size == 0 or np.any(gaps <= 0):
         return np.full(max(gaps.size, 1), np.nan)
