@@ -156,8 +156,14 @@ def test_cross_entropy_early_training_and_a_flat_kernel_are_out_of_regime(tmp_pa
     assert CONFRONTATION.out_of_regime(Stream(early).window(4, 40)) == []
 
 
-def test_full_batch_gd_on_the_squared_error_holds_in_the_terminal_phase(tmp_path):
-    """A small MLP, 4 Gaussian classes of 8, full-batch GD (no momentum) on the MSE loss."""
+def test_full_batch_gd_on_the_squared_error_fits_but_its_kernel_is_not_borne_out(tmp_path):
+    """A small MLP, 4 Gaussian classes of 8, full-batch GD (no momentum) on the MSE loss.
+
+    In the terminal phase the flow fits one record ahead (R^2 0.999) and, driven by the
+    recorded kernel, predicts the later records within 1%; but the scatter falls only 15% over
+    the fitted stretch, too little for the kernel's anisotropy to matter, and the same flow
+    under an isotropic kernel predicts them as well. So the verdict is ``not distinguished``:
+    what only the theory predicts is not tested by these records."""
     n_cls, per, d = 4, 8, 16
     rng = np.random.default_rng(0)
     y = np.repeat(np.arange(n_cls), per)
@@ -177,7 +183,9 @@ def test_full_batch_gd_on_the_squared_error_holds_in_the_terminal_phase(tmp_path
     stream = whole.window(100, np.inf)
     assert CONFRONTATION.out_of_regime(stream) == []
     fit, verdict = _verdict(stream)
-    assert verdict.verdict == "holds", verdict.reason
+    assert verdict.verdict == "not distinguished", verdict.reason
+    assert "isotropic kernel" in verdict.reason
+    assert verdict.skill["heldout_ratio.drift"] < 1  # it beats the generic curves
     assert fit.goodness["r2_log_within_scatter_ahead"] > 0.99
     assert verdict.skill["within_scatter.ahead_skill_vs_persistence"] > 0.5
     assert fit.units["flow_time_per_step"] == "flow time/epoch"

@@ -144,6 +144,19 @@ class Stream:
             _arrays=self._arrays,
         )
 
+    def uncut(self) -> Stream:
+        """The same stream without its ``until`` limit, for the *inputs* of a prediction that
+        is conditional on what the run recorded (the NTK collapse flow is driven by the
+        recorded kernel). A fit may read its inputs from it beyond its cut, never the
+        observables it predicts."""
+        return Stream(
+            self.run,
+            self.prefix,
+            since=self.since,
+            wide=self._wide,
+            _arrays=self._arrays,
+        )
+
     def _visible(self, steps: Any) -> Any:
         return (steps >= self.since) & (steps <= self.until)
 
@@ -226,6 +239,11 @@ class TheoryFit:
     alternatives : dict
         Variant name -> numbers (``aic``, ``heldout_rmse``, ``chosen``...) where the theory
         compared readings of itself (constant vs decaying rates) and kept one.
+    rivals : dict
+        Name -> ``predict``-like callable: readings that keep the theory's form but drop what
+        only the theory predicts (the NTK flow driven by a frozen or shuffled kernel instead
+        of the recorded one). The out-of-sample test scores them like the generic curves, and
+        the theory must beat each to hold (:mod:`ncdynamics.theories.verdict`).
     """
 
     theory: str
@@ -247,6 +265,9 @@ class TheoryFit:
     band: Callable[[NDArray[np.float64]], dict[str, tuple[Any, Any]]] | None = None
     ahead: dict[str, Series] = field(default_factory=dict)
     alternatives: dict[str, dict[str, float]] = field(default_factory=dict)
+    rivals: dict[str, Callable[[NDArray[np.float64]], dict[str, NDArray[np.float64]]]] = field(
+        default_factory=dict
+    )
 
     @property
     def n_free(self) -> int:

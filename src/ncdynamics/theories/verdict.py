@@ -25,8 +25,12 @@ time, to all but its latest records (the *held-out* records: the last
    1) or explains the records nearly as well in-sample (AICc not above the theory's by more
    than ``AICC_MARGIN``). The theory fits, but so does that curve: these records cannot tell
    them apart.
+   The same when one of the theory's own *rivals* (``TheoryFit.rivals``: its form without
+   what only it predicts, e.g. the NTK flow under a frozen or shuffled kernel instead of the
+   recorded one) predicts the held-out records as well.
 5. ``holds`` otherwise: the theory fits, beats persistence one record ahead, and beats every
-   generic curve with as many parameters or fewer both on the held-out records and by AICc.
+   generic curve with as many parameters or fewer both on the held-out records and by AICc,
+   and every rival on the held-out records.
 
 The *held-out error ratio* against an alternative is the geometric mean, over the fitted
 observables, of ``SSE_theory / SSE_alternative`` on the held-out records, each on the
@@ -61,7 +65,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import NDArray
@@ -71,6 +75,7 @@ from .confrontation import NotApplicable, Series, Stream, TheoryFit, Undetermine
 __all__ = [
     "AICC_MARGIN",
     "BOUND_TOL",
+    "EXACT",
     "HOLDOUT_ORIGINS",
     "MIN_HELDOUT",
     "Holdout",
@@ -374,16 +379,37 @@ def _aicc(sse: list[float], counts: list[int], k: int) -> float:
     return total + 2 * k + 2 * k * (k + 1) / (n - k - 1)
 
 
-def _sse(y: NDArray[np.float64], f: NDArray[np.float64]) -> float:
+#: Residuals below this fraction of an observable's magnitude are rounding, not misfit: an
+#: exact fit and a generic curve that is exact too (an exponential is a line in log) tie.
+EXACT = 1e-9
+
+
+def _sse(y: NDArray[np.float64], f: Any, floor: float = 0.0) -> float:
+    """Sum of squares of ``y - f``, at least ``floor`` per term (``inf`` if not finite)."""
     with np.errstate(all="ignore"):
         r = np.asarray(y - f, np.float64)
-    return float(r @ r) if r.size and np.all(np.isfinite(r)) else math.inf
+    if not (r.size and np.all(np.isfinite(r))):
+        return math.inf
+    return float(np.sum(np.maximum(r * r, floor)))
+
+
+def _floor(y: NDArray[np.float64]) -> float:
+    finite = np.abs(y[np.isfinite(y)])
+    return (EXACT * max(1.0, float(finite.max()) if finite.size else 1.0)) ** 2
 
 
 def _predict(fit: TheoryFit, name: str, at: NDArray[np.float64]) -> NDArray[np.float64]:
+    return _predict_with(fit.predict, name, at)
+
+
+def _predict_with(
+    predict: Callable[[NDArray[np.float64]], Mapping[str, Any]],
+    name: str,
+    at: NDArray[np.float64],
+) -> NDArray[np.float64]:
     try:
         with np.errstate(all="ignore"):
-            return np.asarray(fit.predict(at)[name], dtype=np.float64)
+            return np.asarray(predict(at)[name], dtype=np.float64)
     except Exception:  # a theory that cannot predict this far is scored as infinitely wrong
         return np.full(at.shape, np.nan)
 
@@ -409,6 +435,7 @@ def alternatives_scores(
 
     names = [n for n in fit.fitted if n in observed]
     theory_sse, counts = [], []
+    rivals: dict[str, list[float]] = {}
     scores = {a.name: _Score(a.n_params) for a in PANEL}
     for name in names:
         steps, obs, fitted = _matched(observed[name], fit.fitted[name])
@@ -416,17 +443,20 @@ def alternatives_scores(
         y, f = _transform(obs, scale), _transform(fitted, scale)
         with np.errstate(all="ignore"):
             mine = innovations(np.asarray(y - f, np.float64))
-        theory_sse.append(_sse(mine, 0.0 * mine))
+        floor = _floor(y)
+        theory_sse.append(_sse(mine, 0.0, floor))
         counts.append(int(mine.size))
         curves = fit_alternatives(steps, y, on_log=scale == "log")
         for alt in PANEL:
             curve = curves[alt.name]
             res = in_sample_residuals(alt, steps, y, curve) if curve is not None else None
-            scores[alt.name].sse.append(_sse(res, 0.0 * res) if res is not None else math.nan)
+            sse = _sse(res, 0.0, floor) if res is not None else math.nan
+            scores[alt.name].sse.append(sse)
             scores[alt.name].counts.append(res.size if res is not None else 0)
         if holdout is None or not holdout.folds:
             continue
         theirs_total, alt_total = 0.0, dict.fromkeys(scores, 0.0)
+        rival_total: dict[str, float] = {}
         all_steps, values = observed[name]
         y_all = _transform(values, scale)
         for split, early_fit in holdout.folds:
@@ -434,12 +464,17 @@ def alternatives_scores(
             if not np.any(later) or not np.any(~later):
                 continue
             at, target = all_steps[later], y_all[later]
-            theirs_total += _sse(target, _transform(_predict(early_fit, name, at), scale))
+            theirs_total += _sse(target, _transform(_predict(early_fit, name, at), scale), floor)
+            for key, rival in early_fit.rivals.items():
+                pred = _transform(_predict_with(rival, name, at), scale)
+                rival_total[key] = rival_total.get(key, 0.0) + _sse(target, pred, floor)
             early = fit_alternatives(all_steps[~later], y_all[~later], on_log=scale == "log")
             for key, curve in early.items():
-                alt_total[key] += _sse(target, curve(at)) if curve is not None else math.nan
+                alt_total[key] += _sse(target, curve(at), floor) if curve is not None else math.nan
         for key in scores:
             scores[key].log_ratios.append(_log_ratio(theirs_total, alt_total[key]))
+        for key, total in rival_total.items():
+            rivals.setdefault(key, []).append(_log_ratio(theirs_total, total))
     # every curve but the walk has one AR(1) coefficient per observable besides its own
     out = {"aicc.theory": _aicc(theory_sse, counts, max(fit.n_free, 0) + len(names))}
     walks = {a.name for a in PANEL if a.walk}
@@ -450,6 +485,9 @@ def alternatives_scores(
         if sc.log_ratios and len(sc.log_ratios) == len(names):
             if not any(math.isnan(r) for r in sc.log_ratios):
                 out[f"heldout_ratio.{key}"] = math.exp(min(np.mean(sc.log_ratios), 700.0))
+    for key, logs in rivals.items():
+        if len(logs) == len(names) and not any(math.isnan(r) for r in logs):
+            out[f"rival_ratio.{key}"] = math.exp(min(np.mean(logs), 700.0))
     return out
 
 
@@ -541,7 +579,7 @@ def _against_alternatives(
             continue
         ratio = numbers.get(f"heldout_ratio.{alt.name}", math.nan)
         aicc = numbers.get(f"aicc.{alt.name}", math.nan)
-        if ratio >= 1 or not aicc > mine + AICC_MARGIN:
+        if ratio >= 1 or aicc <= mine + AICC_MARGIN:
             how = (
                 f"held-out error ratio {ratio:.3g} on the records {held}"
                 if ratio >= 1
@@ -552,6 +590,15 @@ def _against_alternatives(
                 f"fits (R² ≥ {worst:.3f}), but so does {alt.describe} with {alt.n_params} "
                 f"parameter{'s' if alt.n_params > 1 else ''} ({how}); these records cannot "
                 "tell them apart",
+                skill=numbers,
+            )
+    for key in sorted(k[len("rival_ratio.") :] for k in numbers if k.startswith("rival_ratio.")):
+        ratio = numbers[f"rival_ratio.{key}"]
+        if ratio >= 1:
+            return Verdict(
+                "not distinguished",
+                f"fits (R² ≥ {worst:.3f}), but {key} predicts the records {held} as well "
+                f"(error ratio {ratio:.3g}): what only the theory predicts is not borne out",
                 skill=numbers,
             )
     rivals = [a.name for a in PANEL if a.n_params <= fit.n_free]

@@ -27,7 +27,14 @@ The fit uses the records it is given (the engine slides windows over a run with
 learning rate, so the fit uses the latest stretch of at least three records between which
 the learning rate stayed the same (:func:`lr_segments`, from the recorded ``lr`` metric or the
 run's schedule settings); a gap across an LR drop is never fitted. Beyond the last fitted
-record the prediction starts from that record.
+record the prediction starts from that record and is carried by the flow under the kernel the
+run *recorded* at each later record (:func:`kernel_driven_trace`: ``E~ = K(t) - m S`` with
+``K = (kappa_d - kappa_c) W^T W`` recorded and ``S`` the prediction so far): a forecast
+conditional on the kernel, never on the recorded scatter. That is what only this theory
+predicts, so its rival (:attr:`TheoryFit.rivals`) is the same flow under an isotropic kernel
+with the same mean eigenvalue at each record and its own fitted flow time: a decay that the
+kernel's structure does not shape. The verdict requires the theory to predict the held-out
+records better than that rival.
 
 **Regime** (:data:`ASSUMPTIONS`, unchecked where the run does not record the setting):
 squared-error loss; a piecewise-constant learning rate with such a stretch; the terminal phase
@@ -40,6 +47,7 @@ Observable: ``within_scatter`` = ``tr S_W`` on the probe's class-ordered NTK sam
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -69,6 +77,7 @@ __all__ = [
     "TERMINAL_ACCURACY",
     "RiccatiState",
     "lr_segments",
+    "kernel_driven_trace",
     "riccati_trace",
 ]
 
@@ -151,12 +160,124 @@ def riccati_trace(
     return out
 
 
+def _carry(
+    e_tilde: NDArray[np.float64], s: NDArray[np.float64], m: int, du: float
+) -> NDArray[np.float64]:
+    """The within-class Gram ``S`` after flow time ``du`` of (44) under ``E~``, as a matrix
+    (NaN when the flow would need more than ``_MAX_STEPS`` closed-form steps)."""
+    state = RiccatiState.from_record(e_tilde, s, m)
+    _, v = np.linalg.eigh((e_tilde + e_tilde.T) / 2)
+    wmax = float(np.max(np.abs(state.w), initial=0.0))
+    n_steps = max(1, int(np.ceil(du * wmax / _MAX_WDU))) if du > 0 and wmax > 0 else 1
+    if n_steps > _MAX_STEPS:
+        return np.full_like(s, np.nan)
+    h = state.h
+    for _ in range(n_steps if du > 0 else 0):
+        h = _propagate(state.w, h, m, du / n_steps)
+    hv = v @ h
+    return np.asarray(hv @ hv.T, np.float64)
+
+
+def kernel_driven_trace(
+    tau: float,
+    start: tuple[float, NDArray[np.float64]],
+    kernels: tuple[NDArray[np.float64], NDArray[np.float64]],
+    m: int,
+    at: ArrayLike,
+) -> NDArray[np.float64]:
+    """``tr S_W`` at steps ``at`` (after ``start[0]``), carried by the flow (44) from the
+    within-class Gram ``start[1]`` (``S``), under the *recorded* kernel: over each gap
+    between recorded kernels, ``E~ = K(t) - m S`` with ``K = (kappa_d - kappa_c) W^T W`` the
+    record at the gap's start and ``S`` the prediction so far (never the recorded scatter).
+
+    ``kernels`` is ``(steps, K)``; the kernel at ``start[0]`` must be among them.
+    """
+    t0, s = start
+    k_steps, k_values = kernels
+    out = np.full(np.shape(np.atleast_1d(at)), np.nan)
+    order = np.argsort(np.atleast_1d(at), kind="stable")
+    now, here = float(t0), int(np.searchsorted(k_steps, t0, side="right")) - 1
+    for i in order:
+        a = float(np.atleast_1d(at)[i])
+        while np.all(np.isfinite(s)) and now < a:
+            nxt = k_steps[here + 1] if here + 1 < k_steps.size else np.inf
+            end = min(a, float(nxt))
+            s = _carry(k_values[here] - m * s, s, m, tau * (end - now))
+            now = end
+            if end == nxt:
+                here += 1
+        out[i] = m * float(np.trace(s)) if np.all(np.isfinite(s)) else np.nan
+    return out
+
+
 def _records(stream: Stream) -> dict[str, Any]:
     arrays = {g: stream.array(f"invariant_{g}") for g in _GRAMS}
     steps = arrays["gram_w"][0]
     labels = stream.array("ntk_labels")[1]
     m = int(np.bincount(labels[-1].astype(np.int64)).min()) if labels.size else 0
     return {"steps": steps, "m": m, **{g: a[1] for g, a in arrays.items()}}
+
+
+def _ahead_fit(
+    states: list[RiccatiState], gaps: NDArray[np.float64], target: NDArray[np.float64], m: int
+) -> tuple[Callable[[float], NDArray[np.float64]], Callable[[float], float]]:
+    """``(ahead, loss)``: each record carried over the gap to the next at flow time
+    ``exp(log_tau)`` per step, in ``log tr S_W``, and the mean squared error of that against
+    ``target`` (the later records)."""
+
+    def ahead(log_tau: float) -> NDArray[np.float64]:
+        tau = np.exp(log_tau)
+        pred = [
+            m * riccati_trace(states[i], tau * gaps[i], max_steps=_FIT_STEPS)[0]
+            for i in range(gaps.size)
+        ]
+        return np.log(np.maximum(pred, 1e-300))  # NaN where the flow was too long
+
+    def loss(log_tau: float) -> float:
+        err = float(np.mean((ahead(log_tau) - target) ** 2))
+        return err if np.isfinite(err) else np.inf
+
+    return ahead, loss
+
+
+def _search_tau(loss: Callable[[float], float]) -> Any:
+    """The flow time per step minimising ``loss``: a log grid over :data:`TAU_BOUNDS`, then a
+    bounded refinement around the best grid point."""
+    lo, hi = np.log(TAU_BOUNDS[0]), np.log(TAU_BOUNDS[1])
+    grid = np.linspace(lo, hi, 45)
+    start = grid[int(np.argmin([loss(g) for g in grid]))]
+    return minimize_scalar(
+        loss, bounds=(max(lo, start - 0.6), min(hi, start + 0.6)), method="bounded"
+    )
+
+
+def _isotropic_rival(
+    states: list[RiccatiState],
+    gaps: NDArray[np.float64],
+    target: NDArray[np.float64],
+    m: int,
+    end: float,
+) -> Callable[[NDArray[np.float64]], dict[str, NDArray[np.float64]]]:
+    """The same flow with each record's ``E~`` replaced by the mean of its eigenvalues times
+    the identity (its own flow time fitted the same way): a decay that the recorded kernel's
+    structure does not shape. The theory must predict better than it (the verdict's rivals)."""
+    iso = [RiccatiState(np.full_like(st.w, st.w.mean()), st.h, st.m) for st in states]
+    _, loss = _ahead_fit(iso, gaps, target, m)
+    tau = float(np.exp(_search_tau(loss).x))
+
+    def predict(at: NDArray[np.float64]) -> dict[str, NDArray[np.float64]]:
+        u = tau * np.maximum(np.asarray(at, dtype=np.float64) - end, 0.0)
+        return {"within_scatter": m * riccati_trace(iso[-1], u)}
+
+    return predict
+
+
+def _kernel_path(stream: Stream, m: int) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """``(steps, K)``: the kernel part ``(kappa_d - kappa_c) W^T W`` of ``E~`` at every record
+    of the stream, beyond its cut too (an input of the prediction, :meth:`Stream.uncut`)."""
+    rec = _records(stream.uncut())
+    kd, kc = rec["kappas"][:, 0], rec["kappas"][:, 1]
+    return rec["steps"], (kd - kc)[:, None, None] * rec["gram_w"]
 
 
 def _observe(stream: Stream) -> dict[str, Series]:
@@ -359,27 +480,10 @@ def _fit(stream: Stream) -> TheoryFit:
     gaps = np.diff(steps)
     target = np.log(trace[1:])
 
-    def ahead(log_tau: float) -> NDArray[np.float64]:
-        tau = np.exp(log_tau)
-        pred = [
-            m * riccati_trace(states[i], tau * gaps[i], max_steps=_FIT_STEPS)[0]
-            for i in range(gaps.size)
-        ]
-        return np.log(np.maximum(pred, 1e-300))  # NaN where the flow was too long
-
-    def loss(log_tau: float) -> float:
-        err = float(np.mean((ahead(log_tau) - target) ** 2))
-        return err if np.isfinite(err) else np.inf
-
-    lo, hi = np.log(TAU_BOUNDS[0]), np.log(TAU_BOUNDS[1])
-    grid = np.linspace(lo, hi, 45)
-    start = grid[int(np.argmin([loss(g) for g in grid]))]
-    res = minimize_scalar(
-        loss, bounds=(max(lo, start - 0.6), min(hi, start + 0.6)), method="bounded"
-    )
+    ahead, loss = _ahead_fit(states, gaps, target, m)
+    res = _search_tau(loss)
     log_tau = float(res.x)
     tau = float(np.exp(log_tau))
-    last = states[-1]
     verdict = predict_collapse(
         rec["gram_w"][last_i],
         rec["class_means"][last_i],
@@ -399,9 +503,12 @@ def _fit(stream: Stream) -> TheoryFit:
     scatter = float(np.sqrt(np.mean(residuals**2))) if np.all(np.isfinite(residuals)) else np.inf
     end = float(steps[-1])
 
+    kernels = _kernel_path(stream, rec["m"])
+    start = (end, rec["within_scatter"][last_i] / m)
+
     def predict_with(th: NDArray[np.float64], at: NDArray[np.float64]) -> dict[str, Any]:
-        u = np.exp(th[0]) * np.maximum(np.asarray(at, dtype=np.float64) - end, 0.0)
-        return {"within_scatter": m * riccati_trace(last, u)}
+        tau_ = float(np.exp(th[0]))
+        return {"within_scatter": kernel_driven_trace(tau_, start, kernels, m, at)}
 
     def predict(at: NDArray[np.float64]) -> dict[str, NDArray[np.float64]]:
         return {"within_scatter": predict_with(np.array([log_tau]), at)["within_scatter"]}
@@ -448,6 +555,11 @@ def _fit(stream: Stream) -> TheoryFit:
         n_fitted=1,
         band=band,
         ahead={"within_scatter": curve},
+        rivals={
+            "the same flow under an isotropic kernel": _isotropic_rival(
+                states, gaps, target, m, end
+            ),
+        },
     )
 
 
