@@ -257,3 +257,20 @@ def test_a_calibration_reference_is_checked_like_the_others():
     for name in CONFRONTING:
         assert isinstance(theories.get(name).load_calibration(), Calibration)
     assert theories.get("truncation").load_calibration() is None
+
+
+def test_the_toy_theory_of_the_docs_meets_the_invariants_and_its_true_positives(monkeypatch):
+    from pathlib import Path
+
+    monkeypatch.syspath_prepend(str(Path(__file__).parents[1] / "plugins"))
+    try:
+        from toy_theory import THEORY
+
+        report = check_theory(THEORY, seed=0, quick=True)
+    finally:  # the registry tests install their own copy of the package
+        for name in [m for m in sys.modules if m.startswith("toy_theory")]:
+            del sys.modules[name]
+    assert report.invariant_failures == [] and report.smoke_failures == []
+    assert [r.verdict for r in report.results if r.kind == "smoke"] == ["holds"]
+    assert report.tp_rate == 1.0
+    assert report.coverage("independent") == {"rate": 1.0}
