@@ -543,6 +543,12 @@ def check_theory(
     -------
     CalibrationReport
         Call :meth:`CalibrationReport.check` to assert the targets.
+
+    Notes
+    -----
+    While it runs, the theory registry holds ``theory`` alone (so that an unregistered
+    theory is confronted and the engine fits no other theory to the streams); it is restored
+    afterwards. Do not run it concurrently with other uses of the registry in one process.
     """
     from .. import theories
 
