@@ -85,6 +85,10 @@ class Theory:
         speak about recorded network runs.
     docs : str, default=""
         The theory's documentation page (a path inside the repository or a URL).
+    calibration : str, optional
+        ``"module:attribute"`` of a :class:`~ncdynamics.theories.testing.Calibration`: the
+        true and generic streams :func:`~ncdynamics.theories.testing.check_theory` judges
+        the theory on; ``None`` when the theory declares none.
 
     Raises
     ------
@@ -110,6 +114,7 @@ class Theory:
     experiments: str | None = None
     confrontation: str | None = None
     docs: str = ""
+    calibration: str | None = None
     _loaded: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -131,6 +136,7 @@ class Theory:
             raise TheoryDeclarationError(f"{where}: `docs` must be a string; got {self.docs!r}.")
         _check_reference(self.experiments, "experiments", where)
         _check_reference(self.confrontation, "confrontation", where)
+        _check_reference(self.calibration, "calibration", where)
 
     @property
     def where(self) -> str:
@@ -150,6 +156,17 @@ class Theory:
             self._loaded["confrontation"] = self._load_confrontation()
         conf: Confrontation | None = self._loaded["confrontation"]
         return conf
+
+    def load_calibration(self) -> Any:
+        """The theory's calibration streams (imported on first use), or ``None``; the type is
+        checked by :func:`~ncdynamics.theories.testing.check_theory`, which uses it."""
+        if "calibration" not in self._loaded:
+            self._loaded["calibration"] = (
+                None
+                if self.calibration is None
+                else _resolve(self.calibration, "calibration", self.where)
+            )
+        return self._loaded["calibration"]
 
     def _load_experiments(self) -> tuple[ExperimentSpec, ...]:
         if self.experiments is None:

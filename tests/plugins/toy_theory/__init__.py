@@ -14,5 +14,6 @@ THEORY = Theory(
     package=__name__,
     experiments="toy_theory.experiments:EXPERIMENTS",
     confrontation="toy_theory.confront:CONFRONTATION",
+    calibration="toy_theory.calibration:CALIBRATION",
     docs="https://example.invalid/toy",
 )

@@ -15,7 +15,10 @@ def _fit(stream: Stream) -> TheoryFit:
     steps, loss = stream.scalar("loss")
     if steps.size < 3 or np.any(loss <= 0):
         raise ValueError("the toy theory needs at least 3 positive loss records.")
-    slope, intercept = np.polyfit(steps, np.log(loss), 1)
+    (slope, intercept), cov = np.polyfit(steps, np.log(loss), 1, cov="unscaled")
+    resid = np.log(loss) - (intercept + slope * steps)
+    se = np.sqrt(np.diag(cov) * np.sum(resid**2) / max(steps.size - 2, 1))
+    half = 1.96 * se  # 95%, normal approximation; loss0 by exp of its log interval
 
     def predict(at: NDArray[np.float64]) -> dict[str, NDArray[np.float64]]:
         return {"loss": np.exp(intercept + slope * np.asarray(at, np.float64))}
@@ -29,6 +32,12 @@ def _fit(stream: Stream) -> TheoryFit:
         fitted={"loss": (steps, curve)},
         predict=predict,
         fit_until=float(steps[-1]),
+        intervals={
+            "rate": (float(-slope - half[0]), float(-slope + half[0])),
+            "loss0": (float(np.exp(intercept - half[1])), float(np.exp(intercept + half[1]))),
+        },
+        interval_method="least squares in log L, normal approximation",
+        n_fitted=2,
     )
 
 

@@ -98,5 +98,6 @@ THEORY = _Theory(
     package=__name__,
     experiments="ncdynamics.theories.alignment.experiments:EXPERIMENTS",
     confrontation="ncdynamics.theories.alignment.confront:CONFRONTATION",
+    calibration="ncdynamics.theories.alignment.calibration:CALIBRATION",
     docs="docs/theories/alignment.md",
 )

@@ -239,5 +239,6 @@ THEORY = _Theory(
     package=__name__,
     experiments="ncdynamics.theories.hadamard.experiments:EXPERIMENTS",
     confrontation="ncdynamics.theories.hadamard.confront:CONFRONTATION",
+    calibration="ncdynamics.theories.hadamard.calibration:CALIBRATION",
     docs="docs/theories/hadamard.md",
 )

@@ -145,5 +145,6 @@ THEORY = _Theory(
     package=__name__,
     experiments="ncdynamics.theories.lesde.experiments:EXPERIMENTS",
     confrontation="ncdynamics.theories.lesde.confront:CONFRONTATION",
+    calibration="ncdynamics.theories.lesde.calibration:CALIBRATION",
     docs="docs/theories/lesde.md",
 )

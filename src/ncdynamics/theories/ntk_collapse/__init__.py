@@ -97,5 +97,6 @@ THEORY = _Theory(
     package=__name__,
     experiments="ncdynamics.theories.ntk_collapse.experiments:EXPERIMENTS",
     confrontation="ncdynamics.theories.ntk_collapse.confront:CONFRONTATION",
+    calibration="ncdynamics.theories.ntk_collapse.calibration:CALIBRATION",
     docs="docs/theories/ntk_collapse.md",
 )

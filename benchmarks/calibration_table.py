@@ -1,0 +1,217 @@
+"""Run the calibration kit on every theory and table it in docs/confront.md.
+
+:func:`ncdynamics.theories.testing.check_theory` is run, seeded, on every registered theory
+that declares a calibration, with more streams than the test suite uses; the verdict and the
+fitted parameters of every stream are written to
+``benchmarks/results/calibration/<host>-<date>.json``. The region of ``docs/confront.md``
+between the markers::
+
+    <!-- calibration:table -->
+    ...generated...
+    <!-- /calibration -->
+
+is then replaced by two tables made from that file (nothing in it is typed by hand): true
+positives under each noise and false positives per generic family, and, per parameter, the
+coverage of the 95% intervals and the spread over seeds / reported standard error, under
+independent and AR(1) noise.
+
+Usage::
+
+    python benchmarks/calibration_table.py [--n-true 10] [--n-generic 5] [--seed 0]
+    python benchmarks/calibration_table.py --render [--results FILE] [--check]
+
+``--render`` makes the tables from the newest results file without running anything;
+``--check`` changes nothing and exits 1 when the docs differ from what the results give.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import math
+import platform
+import re
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).parent
+DOCS = HERE.parent / "docs" / "confront.md"
+RESULTS = HERE / "results" / "calibration"
+
+_REGION = re.compile(r"(<!-- calibration:table -->\n)(?P<body>.*?)(<!-- /calibration -->)", re.S)
+
+_FAMILY_LABELS = {
+    "exponential": "exp. relaxation",
+    "power_law": "power law",
+    "two_exponentials": "two exp.",
+    "logistic": "logistic",
+    "random_walk": "random walk",
+    "ar1_noise": "AR(1) noise",
+}
+
+
+def run(n_true: int, n_generic: int, seed: int) -> dict[str, Any]:
+    """Every calibrated theory through ``check_theory``; the raw results, JSON-ready."""
+    from ncdynamics import theories
+    from ncdynamics.theories.testing import check_theory
+
+    out: dict[str, Any] = {
+        "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "host": platform.node(),
+        "seed": seed,
+        "n_true": n_true,
+        "n_generic": n_generic,
+        "theories": {},
+    }
+    for name in theories.available():
+        if theories.get(name).calibration is None:
+            continue
+        start = time.perf_counter()
+        report = check_theory(name, seed=seed, n_true=n_true, n_generic=n_generic, smoke=False)
+        seconds = time.perf_counter() - start
+        print(f"{name}: {len(report.results)} streams in {seconds:.0f} s", file=sys.stderr)
+        out["theories"][name] = {
+            "seconds": seconds,
+            "true_params": report.true_params,
+            "results": [
+                {
+                    "kind": r.kind,
+                    "family": r.family,
+                    "seed": r.seed,
+                    "verdict": r.verdict,
+                    "params": r.params,
+                    "intervals": {k: list(v) for k, v in r.intervals.items()},
+                }
+                for r in report.results
+            ],
+        }
+    return out
+
+
+def _report(name: str, data: dict[str, Any]) -> Any:
+    from ncdynamics.theories.testing import CalibrationReport, StreamResult
+
+    report = CalibrationReport(name, true_params=dict(data["true_params"]))
+    for r in data["results"]:
+        intervals = {k: (float(v[0]), float(v[1])) for k, v in r["intervals"].items()}
+        report.results.append(
+            StreamResult(
+                r["kind"], r["family"], r["seed"], r["verdict"], "", r["params"], intervals
+            )
+        )
+    return report
+
+
+def _rate(x: float, n: int) -> str:
+    return "–" if math.isnan(x) else f"{round(x * n)}/{n}"
+
+
+def _num(x: float) -> str:
+    return "–" if not math.isfinite(x) else f"{x:.2f}"
+
+
+def render(results: dict[str, Any]) -> str:
+    """The two markdown tables of the results (module docstring)."""
+    from ncdynamics.theories.testing import GENERIC_FAMILIES
+
+    fams = list(GENERIC_FAMILIES)
+    head = ["theory", "TP indep.", "TP AR(1)", "FP all", *(_FAMILY_LABELS[f] for f in fams)]
+    lines = [
+        f"Seed {results['seed']}, {results['n_true']} true streams per noise and "
+        f"{results['n_generic']} per generic family and theory; made "
+        f"{results['date'][:10]} by `benchmarks/calibration_table.py`. TP: true streams judged "
+        "`holds` or `holds in a window`; FP: generic streams judged so (target: TP ≥ 90%, "
+        "FP ≤ 5% overall and ≤ 20% per family).",
+        "",
+        "| " + " | ".join(head) + " |",
+        "|" + "|".join(["---"] + ["---:"] * (len(head) - 1)) + "|",
+    ]
+    cover = [
+        "| theory | parameter | true | coverage indep. | coverage AR(1) | spread/SE indep. "
+        "| spread/SE AR(1) |",
+        "|---|---|---:|---:|---:|---:|---:|",
+    ]
+    for name, data in sorted(results["theories"].items()):
+        rep = _report(name, data)
+        by = rep.fp_by_family
+        n_of = {f: sum(r.kind == "generic" and r.family == f for r in rep.results) for f in fams}
+        n_true = {
+            k: sum(r.kind == "true" and r.family == k for r in rep.results)
+            for k in ("independent", "ar1")
+        }
+        n_gen = sum(n_of.values())
+        row = [
+            name,
+            _rate(rep.tp_rate_of("independent"), n_true["independent"]),
+            _rate(rep.tp_rate_of("ar1"), n_true["ar1"]),
+            _rate(rep.fp_rate, n_gen),
+            *(_rate(by.get(f, math.nan), n_of[f]) for f in fams),
+        ]
+        lines.append("| " + " | ".join(row) + " |")
+        cov = {k: rep.coverage(k) for k in ("independent", "ar1")}
+        ratio = {k: rep.spread_over_se(k) for k in ("independent", "ar1")}
+        for p, true in rep.true_params.items():
+            cover.append(
+                f"| {name} | `{p}` | {true:g} | {_num(cov['independent'].get(p, math.nan))} | "
+                f"{_num(cov['ar1'].get(p, math.nan))} | {_num(ratio['independent'][p])} | "
+                f"{_num(ratio['ar1'][p])} |"
+            )
+    cover_note = (
+        "Coverage: the share of true-stream fits whose 95% interval holds the true value "
+        "(target ≥ 0.90); spread/SE: the standard deviation of the fitted value over seeds "
+        "divided by the median reported standard error (half-width / 1.96; target 0.7–1.4)."
+    )
+    return "\n".join([*lines, "", cover_note, "", *cover]) + "\n"
+
+
+def rewrite(text: str, results: dict[str, Any]) -> str:
+    """``text`` with its calibration region regenerated from ``results``."""
+    if not _REGION.search(text):
+        raise ValueError("the docs have no `<!-- calibration:table -->` region.")
+    return _REGION.sub(lambda m: m.group(1) + render(results) + m.group(3), text)
+
+
+def newest_results(folder: Path = RESULTS) -> Path:
+    """The calibration results file of ``folder`` with the latest ``date``."""
+    files = sorted(folder.glob("*.json"))
+    if not files:
+        raise FileNotFoundError(f"no results file (*.json) in {folder}; run this script first.")
+    return max(files, key=lambda f: (json.loads(f.read_text(encoding="utf-8"))["date"], f.name))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--n-true", type=int, default=10)
+    parser.add_argument("--n-generic", type=int, default=5)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--render", action="store_true", help="only regenerate the tables")
+    parser.add_argument("--results", type=Path, help="results file (default: the newest)")
+    parser.add_argument("--docs", type=Path, default=DOCS)
+    parser.add_argument("--check", action="store_true", help="exit 1 if the docs are stale")
+    args = parser.parse_args()
+    if args.render or args.check:
+        results = json.loads((args.results or newest_results()).read_text(encoding="utf-8"))
+    else:
+        results = run(args.n_true, args.n_generic, args.seed)
+        RESULTS.mkdir(parents=True, exist_ok=True)
+        stamp = results["date"].replace(":", "")
+        path = RESULTS / f"{results['host'] or 'host'}-{stamp}.json"
+        path.write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
+        print(f"wrote {path}", file=sys.stderr)
+    text = args.docs.read_text(encoding="utf-8")
+    new = rewrite(text, results)
+    if args.check:
+        if new != text:
+            print(f"{args.docs} is stale; run {Path(__file__).name} --render", file=sys.stderr)
+            return 1
+        return 0
+    args.docs.write_text(new, encoding="utf-8")
+    print(render(results))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
