@@ -164,10 +164,10 @@ def _build_parser() -> argparse.ArgumentParser:
         help="confront every applicable theory with recorded runs: a verdict per stream",
         description="Check each theory's assumptions against the run, fit it to every stream "
         "that recorded what it needs (and to windows of training time), and print and report "
-        "a verdict per theory and stream (holds, holds in a window, fails, degenerate, out of "
-        "regime, missing, error) with its reason, the parameters with 95% intervals and the "
-        "skill behind it. Several run directories, or a sweep directory, give one summary "
-        "table (summary.csv, summary.tex, summary.html).",
+        "a verdict per theory and stream (holds, holds in a window, not distinguished, fails, "
+        "degenerate, out of regime, missing, error) with its reason, the parameters with 95% "
+        "intervals and the skill behind it. Several run directories, or a sweep directory, "
+        "give one summary table (summary.csv, summary.tex, summary.html).",
     )
     cmp_.add_argument("run_dir", type=Path, nargs="+", help="run directory, or several, or a sweep")
     _format_flag(cmp_, "OUT/verdicts.csv or OUT/verdicts.tex (summary.csv/.tex for many runs)")

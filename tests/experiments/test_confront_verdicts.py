@@ -51,6 +51,9 @@ def _fit(stream):
         units={"rate": "1/step"},
         signs={"rate": 1},
         bounds={"rate": (-np.inf, np.inf)},
+        # judged where the decay is curved: in log it is a line, which a random walk with
+        # drift extrapolates as well (tests/theories/test_verdict_rules.py)
+        scales={"loss": "linear"},
     )
 
 
@@ -99,7 +102,11 @@ def test_an_exponential_decay_holds_with_intervals_and_windows(tmp_path, only_to
     lo, hi = e.fit.intervals["rate"]
     assert lo < 0.05 < hi
     assert e.n_records == 80 and e.status == "fitted"
-    assert len(e.windows) >= 3 and all(w.verdict.verdict == "holds" for w in e.windows)
+    assert len(e.windows) >= 3
+    # the ten-record octaves cannot tell a two-parameter decay from a random walk with drift;
+    # the longer ones can
+    assert all(w.verdict.verdict in ("holds", "not distinguished") for w in e.windows)
+    assert sum(w.verdict.verdict == "holds" for w in e.windows) >= 2
     row = e.row()
     assert row["params.rate.low"] == lo and row["params.rate.unit"] == "1/step"
     assert row["verdict"] == "holds" and math.isnan(row["window_start"])
@@ -210,9 +217,14 @@ def test_windows_are_fitted_on_the_window_only(tmp_path, only_toy):
     only_toy(Confrontation("toy", "s", TOY.needs, _observe, spy))
     (e,) = confront.compare(_run(tmp_path / "r", _decay(np.arange(0, 41.0))))
     assert seen[0] == (-math.inf, math.inf)
-    assert sorted(seen[1:]) == sorted((w.since, w.until) for w in e.windows)
-    # the holding octaves touch: their union is the whole stream, not fitted twice
-    assert seen.count((-math.inf, math.inf)) == 1 and (0.0, 40.0) not in seen
+    windows = {(w.since, w.until) for w in e.windows}
+    # every window is fitted on its records, and refitted on its earlier records only at the
+    # origins of its out-of-sample test (the whole stream's too, from -inf)
+    assert windows <= set(seen)
+    for since, until in seen[1:]:
+        whole = (since, until) in windows or since == -math.inf
+        inside = any(since == a and until < b for a, b in windows | {(-math.inf, 40.0)})
+        assert whole or inside, (since, until)
     for w in e.windows:
         assert w.n_records == int(w.until - w.since + 1)
 

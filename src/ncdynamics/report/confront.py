@@ -53,6 +53,7 @@ __all__ = ["write_compare_report", "write_forecast_report", "write_summary_repor
 VERDICT_COLOURS = {
     "holds": "#1a7f37",
     "holds in a window": "#2f6fb5",
+    "not distinguished": "#8c6d1f",
     "fails": "#b42318",
     "degenerate": "#9a6700",
     "out of regime": "#6e40c9",
@@ -73,16 +74,8 @@ h2.theory{margin-top:1.8em} p.stream{font-weight:600;font-size:1.02em;margin:1.2
 img{max-width:100%;height:auto}
 """
     + "".join(
-        f".v-{_slug}{{background:{_colour}}}"
-        for _slug, _colour in (
-            ("holds", "#1a7f37"),
-            ("holds-in-a-window", "#2f6fb5"),
-            ("fails", "#b42318"),
-            ("degenerate", "#9a6700"),
-            ("out-of-regime", "#6e40c9"),
-            ("missing", "#666666"),
-            ("error", "#444444"),
-        )
+        f".v-{_verdict.replace(' ', '-')}{{background:{_colour}}}"
+        for _verdict, _colour in VERDICT_COLOURS.items()
     )
     + "\n"
 )
