@@ -4,6 +4,7 @@ the paths it wrote. Bad input is reported in one line on stderr with exit code 2
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -492,10 +493,53 @@ def _fractions(text: str, name: str) -> tuple[float, ...]:
         ) from None
 
 
+#: Column widths of the terminal verdict table: theory, stream, verdict.
+_COLUMNS = (14, 16, 19)
+
+
+def _reason_lines(reason: str, indent: int, width: int) -> list[str]:
+    """``reason`` wrapped to the terminal's width (whole: its end often says what to do)."""
+    import textwrap
+
+    return textwrap.wrap(reason, max(40, width - indent)) or [""]
+
+
+def _print_verdicts_head() -> None:
+    a, b, c = _COLUMNS
+    print(f"{'theory':<{a}}{'stream':<{b}}{'verdict':<{c}}reason")
+
+
+def _print_verdict(theory: str, stream: str, verdict: Any) -> None:
+    """One verdict row: the stream named as the engine names it, the reason wrapped."""
+    import shutil
+
+    a, b, c = _COLUMNS
+    width = shutil.get_terminal_size((110, 24)).columns
+    lines = _reason_lines(verdict.reason, a + b + c, width)
+    print(f"{theory:<{a}}{stream or '(no prefix)':<{b}}{verdict.verdict:<{c}}{lines[0]}")
+    for line in lines[1:]:
+        print(" " * (a + b + c) + line)
+
+
+def _interval_text(low: float, high: float) -> str:
+    """``[low, high]``, or ``[not determined]`` when the interval is unbounded or spans more
+    than the verdict's SPAN_MAX (printing 5e-96 ... 7e+100 says nothing)."""
+    from .theories.verdict import SPAN_MAX
+
+    finite = math.isfinite(low) and math.isfinite(high)
+    wide = (
+        finite and low * high > 0 and max(abs(low), abs(high)) > SPAN_MAX * min(abs(low), abs(high))
+    )
+    if not finite or wide:
+        return " [not determined]"
+    return f" [{_cell(low)}, {_cell(high)}]"
+
+
 def _print_compare(entries: Sequence[Any]) -> None:
+    _print_verdicts_head()
+    pad = _COLUMNS[0]
     for e in entries:
-        stream = e.stream or "-"
-        print(f"{e.theory:<14}{stream:<18}{e.verdict.verdict:<19}{e.verdict.reason}")
+        _print_verdict(e.theory, e.stream, e.verdict)
         if e.fit is None:
             _print_regime_windows(e.windows)
             continue
@@ -504,22 +548,21 @@ def _print_compare(entries: Sequence[Any]) -> None:
         for k, v in fit.params.items():
             text = f"{k}={_cell(v)}"
             if k in fit.intervals:
-                lo, hi = fit.intervals[k]
-                text += f" [{_cell(lo)}, {_cell(hi)}]"
+                text += _interval_text(*fit.intervals[k])
             if fit.units.get(k):
                 text += f" {fit.units[k]}"
             if k in fit.expected:
                 text += f" (settings: {_cell(fit.expected[k])})"
             items.append(text)
-        print(f"{'':<14}{'params':<12}{', '.join(items)}")
+        print(f"{'':<{pad}}{'params':<12}{', '.join(items)}")
         for group in ("goodness", "predictions"):
             values = ", ".join(f"{k}={_cell(v)}" for k, v in getattr(fit, group).items())
             if values:
-                print(f"{'':<14}{group:<12}{values}")
+                print(f"{'':<{pad}}{group:<12}{values}")
         holding = [w for w in e.windows if w.verdict.verdict == "holds"]
         if e.windows:
             spans = ", ".join(f"{w.since:g}-{w.until:g}" for w in holding) or "none"
-            print(f"{'':<14}{'windows':<12}{len(e.windows)} fitted; holds on steps: {spans}")
+            print(f"{'':<{pad}}{'windows':<12}{len(e.windows)} tried; holds on steps: {spans}")
 
 
 def _print_regime_windows(windows: Sequence[Any]) -> None:
@@ -532,9 +575,9 @@ def _print_regime_windows(windows: Sequence[Any]) -> None:
         text = f"none of {len(windows)} inside the regime"
     else:
         text = "inside the regime: " + ", ".join(
-            f"{w.since:g}-{w.until:g} {w.verdict.verdict}" for w in inside
+            f"steps {w.since:g}-{w.until:g} {w.verdict.verdict}" for w in inside
         )
-    print(f"{'':<14}{'windows':<12}{text}")
+    print(f"{'':<{_COLUMNS[0]}}{'windows':<12}{text}")
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
@@ -657,8 +700,9 @@ def _cmd_forecast(args: argparse.Namespace) -> int:
     scored = table.dropna(subset=["method"]) if "method" in table else table.iloc[:0]
     if not scored.empty:
         _print_frame(scored, cols)
+    _print_verdicts_head()
     for e in entries:
-        print(f"{e.theory:<14}{e.stream or '-':<18}{e.verdict.verdict:<19}{e.verdict.reason}")
+        _print_verdict(e.theory, e.stream, e.verdict)
     path = report.write_forecast_report(entries, run.path, out, at)
     print(f"report: {path}")
     return 0

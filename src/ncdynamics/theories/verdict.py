@@ -603,8 +603,9 @@ def _against_alternatives(
             )
     rivals = [a.name for a in PANEL if a.n_params <= fit.n_free]
     ratios = [numbers[f"heldout_ratio.{r}"] for r in rivals if f"heldout_ratio.{r}" in numbers]
-    beaten = f"; predicts the records {held} better than {len(ratios)} generic curves with " + (
-        f"≤ {fit.n_free} parameters (worst error ratio {max(ratios):.3g})"
+    curves = "generic curve" if len(ratios) == 1 else "generic curves"
+    beaten = f"; predicts the records {held} better than {len(ratios)} {curves} with " + (
+        f"≤ {fit.n_free} parameters (largest held-out error ratio {max(ratios):.3g})"
         if ratios
         else f"≤ {fit.n_free} parameters (none could be fitted)"
     )
