@@ -63,7 +63,9 @@ def test_in_regime_two_point_run_holds(in_regime):
     assert fit.units["inv_tau_h"] == fit.units["inv_tau_y"] == "1/epoch"
     for name in ("inv_tau_h", "inv_tau_y"):
         low, high = fit.intervals[name]
-        assert 0 < low < fit.params[name] < high < 2 * low  # a tight, positive interval
+        # a positive interval, within a factor 3: the residuals of a real run are serially
+        # correlated, which the AR(1) sandwich widens it for
+        assert 0 < low < fit.params[name] < high < 3 * low
 
 
 def test_in_regime_final_distance_matches_the_measured_one(in_regime):

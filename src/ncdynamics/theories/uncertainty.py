@@ -33,6 +33,9 @@ from numpy.typing import ArrayLike, NDArray
 
 __all__ = [
     "LEVEL",
+    "MIN_EFFECTIVE_DOF",
+    "ar1_meat",
+    "effective_dof",
     "covariance_from_jacobian",
     "delta_band",
     "intervals_from_covariance",
@@ -57,17 +60,68 @@ def residual_autocorrelation(residuals: ArrayLike) -> float:
     return min(max(rho, 0.0), 0.98)
 
 
+#: Fewest degrees of freedom the effective-count correction leaves (``t_0.975`` at most 2.78).
+MIN_EFFECTIVE_DOF = 4
+
+
+def effective_dof(n: int, p: int, rho: float, dof: int) -> int:
+    """Degrees of freedom of ``n`` AR(1)-correlated residuals and ``p`` parameters: those of
+    the effective count ``n (1 - rho) / (1 + rho)``, never more than ``dof`` and never fewer
+    than :data:`MIN_EFFECTIVE_DOF` (or ``dof`` when that is fewer). Below that floor the
+    quantile would say more about ``rho``'s estimate than the data: residuals of a smooth real
+    run often have ``rho`` near 1 from misfit, not noise, and the sandwich has counted it."""
+    eff = int(n * (1 - rho) / (1 + rho)) - p
+    return max(min(dof, MIN_EFFECTIVE_DOF), min(dof, eff))
+
+
+def ar1_meat(rows: ArrayLike, residuals: ArrayLike, s2: float) -> NDArray[np.float64]:
+    """``J^T Sigma J`` for one series of residuals in record order, ``Sigma_ij = s2
+    rho^|i - j|`` with ``rho`` from :func:`residual_autocorrelation` (``s2 J^T J`` when it is
+    0): the middle of the AR(1) sandwich. ``rows`` is the series' Jacobian, one row per
+    residual."""
+    jac = np.atleast_2d(np.asarray(rows, dtype=np.float64))
+    rho = residual_autocorrelation(residuals)
+    if rho <= 0:
+        return np.asarray(s2 * jac.T @ jac, np.float64)
+    n = jac.shape[0]
+    lags = np.abs(np.subtract.outer(np.arange(n), np.arange(n)))
+    return np.asarray(jac.T @ (s2 * rho**lags) @ jac, np.float64)
+
+
+def _series_index(n: int, series: int, layout: str) -> list[NDArray[np.intp]]:
+    idx = np.arange(n)
+    if series <= 1:
+        return [idx]
+    if n % series:
+        raise ValueError(f"`series` must divide the {n} residuals; got {series}.")
+    if layout == "concatenated":
+        return list(idx.reshape(series, n // series))
+    if layout == "interleaved":
+        return list(idx.reshape(n // series, series).T)
+    raise ValueError(f"`layout` must be 'concatenated' or 'interleaved'; got {layout!r}.")
+
+
 def covariance_from_jacobian(
-    jacobian: ArrayLike, residuals: ArrayLike, *, correlated: bool = True
+    jacobian: ArrayLike,
+    residuals: ArrayLike,
+    *,
+    correlated: bool = True,
+    series: int = 1,
+    layout: str = "concatenated",
 ) -> tuple[NDArray[np.float64], float, int]:
     """``(cov, s2, dof)``: Gauss-Newton covariance of least-squares parameters.
 
-    With ``correlated`` (the default) the residuals, in record order, are modelled as AR(1)
-    with the lag-one autocorrelation ``rho`` of :func:`residual_autocorrelation`, and ``cov``
-    is the sandwich ``B J^T Sigma J B`` with ``B = (J^T J)^+`` and ``Sigma_ij = s2
-    rho^|i - j|``; ``rho = 0`` gives the textbook ``s2 B``. Training curves have serially
-    correlated residuals, and intervals that assume independence are too narrow by up to
-    ``sqrt((1 + rho) / (1 - rho))``.
+    With ``correlated`` (the default) the residuals of each series, in record order, are
+    modelled as AR(1) with their own lag-one autocorrelation ``rho``
+    (:func:`residual_autocorrelation`), and ``cov`` is the sandwich ``B (sum_s J_s^T Sigma_s
+    J_s) B`` with ``B = (J^T J)^+`` and ``Sigma_ij = s2 rho_s^|i - j|`` (:func:`ar1_meat`);
+    ``rho = 0`` gives the textbook ``s2 B``. Training curves have serially correlated
+    residuals, and intervals that assume independence are too narrow by up to ``sqrt((1 +
+    rho) / (1 - rho))``. ``series`` residual series are stacked in ``residuals``, either one
+    after the other (``"concatenated"``) or record by record (``"interleaved"``, the ravel of a
+    records x series array); correlation is never assumed across series. ``dof`` is then that
+    of the effective number of records (:func:`effective_dof`), so that the Student-t quantile
+    widens with the correlation too.
 
     ``cov`` is all-``inf`` when there are no degrees of freedom left (``n <= p``); a direction
     the residuals do not depend on (a column of zeros) gets an infinite variance instead of
@@ -85,11 +139,14 @@ def covariance_from_jacobian(
         return np.full((p, p), np.inf), float("nan"), dof
     s2 = float(res @ res) / dof
     bread = np.linalg.pinv(jac.T @ jac)
-    rho = residual_autocorrelation(res) if correlated else 0.0
-    if rho > 0:
-        lags = np.abs(np.subtract.outer(np.arange(n), np.arange(n)))
-        meat = jac.T @ (s2 * rho**lags) @ jac
+    if correlated:
+        parts = _series_index(n, series, layout)
+        meat = sum(ar1_meat(jac[i], res[i], s2) for i in parts)
         cov = bread @ meat @ bread
+        # correlated records carry less information than their number: the t quantile uses
+        # the effective count n (1 - rho) / (1 + rho) (rho averaged over the series)
+        rho = float(np.mean([residual_autocorrelation(res[i]) for i in parts]))
+        dof = effective_dof(n, p, rho, dof)
     else:
         cov = s2 * bread
     flat = ~np.any(np.abs(jac) > 0, axis=0)

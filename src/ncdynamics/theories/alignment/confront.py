@@ -70,7 +70,14 @@ from ..confrontation import (
 )
 from ..integrate import ConvergenceWarning
 from ..regime import constant_learning_rate_assumption, loss_is, plain_gradient_descent
-from ..uncertainty import delta_band, intervals_from_covariance, numeric_jacobian
+from ..uncertainty import (
+    ar1_meat,
+    delta_band,
+    effective_dof,
+    intervals_from_covariance,
+    numeric_jacobian,
+    residual_autocorrelation,
+)
 from .closed_form import final_distance
 from .estimate import fit_rates, simulate
 from .model import VARIANTS, AlignmentParams
@@ -310,9 +317,10 @@ def _rate_covariance(
     Gauss--Newton on the (49) residuals after the first record (``J`` their Jacobian in
     ``theta``, ``A = (J^T J)^+``), in two parts:
 
-    * the records' scatter, ``A (sum_k s_k^2 J_k^T J_k) A`` with ``s_k^2`` the residual
-      variance of variable ``k`` of ``(a, b, w)`` (they differ by orders of magnitude, so one
-      pooled variance would misstate both);
+    * the records' scatter, ``A (sum_k J_k^T Sigma_k J_k) A`` with ``Sigma_k`` the AR(1)
+      covariance of the residuals of variable ``k`` of ``(a, b, w)``
+      (:func:`~ncdynamics.theories.uncertainty.ar1_meat`: its own variance ``s_k^2``, since
+      they differ by orders of magnitude, and its own lag-one autocorrelation);
     * the first record's own scatter, which the fit takes as the exact initial state:
       ``G diag(v_k) G^T`` with ``G = -A J^T J_0`` (``J_0`` the Jacobian of the residuals in the
       initial state) and ``v_k`` the unweighted residual variance of variable ``k``.
@@ -338,7 +346,8 @@ def _rate_covariance(
     v0 = np.mean((resid / sqw) ** 2, axis=0) * inflate  # per variable, unweighted
     A = np.linalg.pinv(jac.T @ jac)
     rows = jac.reshape(resid.shape[0], 3, p)  # residual (record, variable) x parameter
-    meat = sum(s2[k] * rows[:, k].T @ rows[:, k] for k in range(3))
+    # each variable's residuals are serially correlated: the AR(1) middle of the sandwich
+    meat = sum(ar1_meat(rows[:, k], resid[:, k], s2[k]) for k in range(3))
     j0 = np.empty((n, 3))
     for k in range(3):
         scale = max(abs(y0[k]), 1e-3 * float(np.max(np.abs(state[:, k]))), 1e-300)
@@ -349,6 +358,8 @@ def _rate_covariance(
         j0[:, k] = (weighted(theta, up) - weighted(theta, down)).ravel() / (2 * h)
     G = -A @ jac.T @ j0  # d theta / d y0
     cov = A @ meat @ A + G @ np.diag(v0) @ G.T
+    rho = float(np.mean([residual_autocorrelation(resid[:, k]) for k in range(3)]))
+    dof = effective_dof(n, p, rho, dof)  # effective records
     if not np.all(np.isfinite(cov)):
         return np.full((p, p), np.inf), dof
     flat = ~np.any(np.abs(jac) > 0, axis=0)

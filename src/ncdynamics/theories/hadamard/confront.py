@@ -295,7 +295,11 @@ def _fit(stream: Stream) -> TheoryFit:
 
     names = [*(f"a0_{i}" for i in range(k - 1)), "time_scale"]
     theta = np.log(np.append(reduced.a0, reduced.time_scale))
-    cov, _, dof = covariance_from_jacobian(best.extra["jacobian"], best.extra["residuals"])
+    residuals = best.extra["residuals"]
+    series = residuals.size // steps.size if residuals.size % steps.size == 0 else 1
+    cov, _, dof = covariance_from_jacobian(
+        best.extra["jacobian"], residuals, series=series, layout="interleaved"
+    )
     with np.errstate(over="ignore"):  # an unidentified parameter: exp of a huge log bound
         intervals = intervals_from_covariance(names, theta, cov, dof, log_scale=[True] * len(names))
     fitted = _summaries(pred_sigma)

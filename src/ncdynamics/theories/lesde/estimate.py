@@ -628,7 +628,9 @@ def fit_margin_rates(
         f1, f2 = _log_curves(law, th, t, k)
         return np.concatenate([w[0] * (ys - f1), w[1] * (yb - f2)])
 
-    cov, _, dof = covariance_from_jacobian(numeric_jacobian(weighted, theta), weighted(theta))
+    cov, _, dof = covariance_from_jacobian(
+        numeric_jacobian(weighted, theta), weighted(theta), series=2
+    )
     n_res, n_par = 2 * t.size, n_params + 2  # the two variances are parameters too
     loglik = -0.5 * t.size * float(np.sum(np.log(2 * np.pi * scatter**2) + 1.0))
     aic = 2 * n_par - 2 * loglik
