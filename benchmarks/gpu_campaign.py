@@ -155,6 +155,9 @@ class Step:
     group: str
     run: RunItem | None = None
     env: dict[str, str] = field(default_factory=dict)
+    #: Seconds the step may take in one call; past them it is killed and marked failed (a
+    #: benchmark that would eat the whole budget), where the deadline marks it unfinished.
+    cap: float | None = None
 
 
 class Campaign:
@@ -260,15 +263,22 @@ class Campaign:
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
             )
+            capped = step.cap is not None and step.cap < left
             try:
-                rc: int | None = self.current.wait(timeout=max(1.0, left))
+                rc: int | None = self.current.wait(
+                    timeout=max(1.0, step.cap if capped and step.cap is not None else left)
+                )
             except subprocess.TimeoutExpired:
                 rc = None
                 self._kill(self.current)
             self.current = None
         secs = time.monotonic() - t
         st["seconds"] = round(st["seconds"] + secs, 1)
-        if rc is None or self.stopping:
+        if rc is None and capped and not self.stopping:
+            st["status"] = "failed"
+            how = f"killed at its cap of {step.cap:.0f} s, failed"
+            rc = -1  # the call goes on with the next step
+        elif rc is None or self.stopping:
             st["status"] = "unfinished"
             how = "killed at the deadline, unfinished"
         elif rc == 0 or (step.group == "tests" and rc == 5):  # 5: pytest selected nothing
@@ -471,37 +481,17 @@ def build_steps(args: argparse.Namespace, py: str) -> list[Step]:
         )
     if "bench" not in args.skip:
         run_all = [py, str(HERE / "run_all.py"), "--out", bench_out]
-        steps += [
-            Step(
-                "bench-ntk",
-                [*run_all, "--only", "bench_ntk", "--device", dev, *bench_args],
-                "bench",
-            ),
-            # NumPy metrics: no device to choose
-            Step("bench-collapse", [*run_all, "--only", "bench_collapse", *bench_args], "bench"),
-            Step(
-                "bench-lesde",
-                [*run_all, "--only", "bench_lesde", "--device", dev, *bench_args],
-                "bench",
-            ),
+        benches = [
+            ("bench-ntk", ["bench_ntk", "--device", dev]),
+            ("bench-collapse", ["bench_collapse"]),  # NumPy metrics: no device to choose
+            ("bench-lesde", ["bench_lesde", "--device", dev]),  # LeNet trials and the SDE
         ]
-        if args.peer:
-            steps.append(
-                Step(
-                    "bench-ntk-peer",
-                    [
-                        *run_all,
-                        "--only",
-                        "bench_ntk",
-                        "--cases",
-                        "peer",
-                        "--device",
-                        "cpu",
-                        *bench_args,
-                    ],
-                    "bench",
-                )
-            )
+        if args.peer:  # neural-tangents runs on the CPU only
+            benches.append(("bench-ntk-peer", ["bench_ntk", "--cases", "peer", "--device", "cpu"]))
+        steps += [
+            Step(sid, [*run_all, "--only", *rest, *bench_args], "bench", cap=args.bench_cap)
+            for sid, rest in benches
+        ]
     if "runs" not in args.skip:
         for text in args.queue:
             item = parse_item(text)
@@ -549,7 +539,17 @@ def _parser() -> argparse.ArgumentParser:
         "--skip", default="", help=f"comma-separated groups to skip: {', '.join(GROUPS)}"
     )
     ap.add_argument("--work", default=None, help="where runs write (default runs/gpu-campaign)")
-    ap.add_argument("--bench-args", default="", help="passed to every benchmark, e.g. --quick")
+    ap.add_argument(
+        "--bench-args",
+        default="--quick",
+        help="passed to every benchmark (default --quick: the small sizes; '' for the full ones)",
+    )
+    ap.add_argument(
+        "--bench-cap",
+        type=float,
+        default=150.0,
+        help="seconds each benchmark may take; past them it is killed and marked failed",
+    )
     ap.add_argument(
         "--wheels",
         default=str(REPO / ".whl"),

@@ -63,6 +63,7 @@ def test_default_queue_runs_declared_gpu_presets_with_valid_overrides(gc):
 
 def test_steps_run_tests_then_benchmarks_then_runs_on_the_device(gc, tmp_path):
     args = _args(tmp_path / "o", tmp_path / "w", device="cuda", skip=set(), bench_args="--quick")
+    args.bench_cap = 150.0
     args.queue, args.peer = ["ntk_collapse.fig1:gpu"], False
     steps = gc.build_steps(args, PY)
     assert [s.id for s in steps] == [
@@ -77,6 +78,7 @@ def test_steps_run_tests_then_benchmarks_then_runs_on_the_device(gc, tmp_path):
     for sid in ("bench-ntk", "bench-lesde"):
         assert by_id[sid][-3:] == ["--device", "cuda", "--quick"]
     assert "--device" not in by_id["bench-collapse"]  # NumPy: no device to choose
+    assert {s.cap for s in steps if s.group == "bench"} == {150.0}
     run = by_id["run:ntk_collapse.fig1-gpu-s0"]
     assert {"--resume", "--no-progress"} <= set(run)
     assert run[run.index("--device") + 1] == "cuda" and run[run.index("--preset") + 1] == "gpu"
@@ -201,3 +203,18 @@ def test_campaign_runs_real_presets_stops_and_resumes_on_the_cpu(tmp_path):
     run = "runs/ntk_collapse.phases-smoke-s0"
     assert {f"{run}/summary.json", f"{run}/metrics.parquet", f"{run}/status.json"} <= names
     assert any(n.startswith("runs/demo-smoke-s0-epochs_100000/checkpoints/") for n in names)
+
+
+def test_a_step_past_its_cap_is_failed_and_the_call_goes_on(gc, tmp_path):
+    c = gc.Campaign(_args(tmp_path / "out", tmp_path / "w", budget=30.0))
+    c.start()
+    capped = gc.Step("bench-x", [PY, "-c", "import time; time.sleep(60)"], "bench", cap=1.0)
+    t = time.monotonic()
+    assert c.run_step(capped) is True  # not the deadline: the call goes on
+    assert time.monotonic() - t < 1.0 + gc.GRACE + 3.0
+    assert c.state["steps"]["bench-x"]["status"] == "failed"
+    assert c.run_step(gc.Step("bench-y", [PY, "-c", "pass"], "bench", cap=1.0)) is True
+    assert c.state["steps"]["bench-y"]["status"] == "finished"
+    assert (
+        "bench-x: killed at its cap of 1 s, failed" in (tmp_path / "out/campaign.log").read_text()
+    )
