@@ -477,6 +477,7 @@ def build_steps(args: argparse.Namespace, py: str) -> list[Step]:
                 "tests-gpu",
                 [py, "-m", "pytest", "-q", "-m", "gpu", "-p", "no:cacheprovider"],
                 "tests",
+                cap=args.tests_cap,
             )
         )
     if "bench" not in args.skip:
@@ -560,7 +561,13 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--max-out-mb", type=float, default=14.0, help="cap of the artefacts archive")
     ap.add_argument("--max-file-mb", type=float, default=4.0, help="larger run files stay behind")
     ap.add_argument("--max-log-kb", type=int, default=256, help="each step log's kept tail")
+    ap.add_argument(
+        "--tests-cap", type=float, default=240.0, help="seconds the CUDA tests may take"
+    )
     ap.add_argument("--retry-failed", action="store_true", help="run failed steps again")
+    ap.add_argument(
+        "--plan", action="store_true", help="print the steps and their commands; run nothing"
+    )
     return ap
 
 
@@ -583,6 +590,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if len({i.slug for i in items}) != len(items):
         ap.error("--queue names the same run twice")
     args.work = args.work or str(REPO / "runs" / "gpu-campaign")
+    if args.plan:  # what a call would run, in order (finished steps are skipped then)
+        args.peer = False
+        for step in build_steps(args, sys.executable):
+            print(f"{step.id}: {_show(step.argv)}")
+        return 0
     args.site = None
     py = sys.executable
     campaign = Campaign(args)

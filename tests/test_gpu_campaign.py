@@ -36,7 +36,7 @@ def _args(out, work, **kw):
     base = dict(
         out=str(out), work=str(work), budget=6.0, reserve=1.0, min_step=0.5, device="cpu",
         source=None, site=None, max_out_mb=14.0, max_file_mb=4.0, max_log_kb=64,
-        retry_failed=False,
+        retry_failed=False, tests_cap=240.0, bench_cap=150.0,
     )  # fmt: skip
     return argparse.Namespace(**{**base, **kw})
 
@@ -63,7 +63,6 @@ def test_default_queue_runs_declared_gpu_presets_with_valid_overrides(gc):
 
 def test_steps_run_tests_then_benchmarks_then_runs_on_the_device(gc, tmp_path):
     args = _args(tmp_path / "o", tmp_path / "w", device="cuda", skip=set(), bench_args="--quick")
-    args.bench_cap = 150.0
     args.queue, args.peer = ["ntk_collapse.fig1:gpu"], False
     steps = gc.build_steps(args, PY)
     assert [s.id for s in steps] == [
@@ -79,6 +78,7 @@ def test_steps_run_tests_then_benchmarks_then_runs_on_the_device(gc, tmp_path):
         assert by_id[sid][-3:] == ["--device", "cuda", "--quick"]
     assert "--device" not in by_id["bench-collapse"]  # NumPy: no device to choose
     assert {s.cap for s in steps if s.group == "bench"} == {150.0}
+    assert steps[0].cap == 240.0 and steps[-1].cap is None  # a run stops at the deadline only
     run = by_id["run:ntk_collapse.fig1-gpu-s0"]
     assert {"--resume", "--no-progress"} <= set(run)
     assert run[run.index("--device") + 1] == "cuda" and run[run.index("--preset") + 1] == "gpu"
@@ -218,3 +218,16 @@ def test_a_step_past_its_cap_is_failed_and_the_call_goes_on(gc, tmp_path):
     assert (
         "bench-x: killed at its cap of 1 s, failed" in (tmp_path / "out/campaign.log").read_text()
     )
+
+
+def test_plan_prints_the_steps_and_writes_nothing(tmp_path):
+    out = tmp_path / "out"
+    proc = subprocess.run(
+        [PY, str(SCRIPT), "--out", str(out), "--plan", "--skip", "bench"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0] == "tests-gpu: python -m pytest -q -m gpu -p no:cacheprovider"
+    assert lines[1].startswith("run:ntk_collapse.fig1-gpu-s0: ncdyn run ntk_collapse.fig1 ")
+    assert len(lines) == 1 + 14 and not out.exists()
