@@ -33,7 +33,8 @@ most 8, 16 MiB each, at most two folders down, so ``--out`` holds exactly these 
     the archive stays under ``--max-out-mb``) and each step's output log.
 
 A second call given a folder the first wrote (``--from DIR``; by default ``--out`` itself
-when it holds a state file) skips the finished and failed steps, restores the copied run
+when it holds a state file, else the copy of the last call's output that the work folder
+keeps, which a still-warm machine has) skips the finished and failed steps, restores the copied run
 folders of unfinished runs so that ``--resume`` continues them, and carries the log, the
 benchmark records and the artefacts over.
 
@@ -203,6 +204,8 @@ class Campaign:
         self.keep.mkdir(parents=True, exist_ok=True)
         self.runs.mkdir(parents=True, exist_ok=True)
         src = Path(self.args.source).resolve() if self.args.source else self.out
+        if not (src / STATE).is_file() and not self.args.source:
+            src = self.work / "last-out"  # what the last call on this machine wrote, if any
         if (src / STATE).is_file():
             self.state = json.loads((src / STATE).read_text(encoding="utf-8"))
             if src != self.out:
@@ -372,6 +375,13 @@ class Campaign:
         tmp.write_bytes(buf.getvalue())
         tmp.replace(self.out / ARCHIVE)
         self.save_state()
+        # a copy beside the runs: a later call on the same (still warm) machine resumes from
+        # it when it is given no folder back (its --out starts empty)
+        mirror = self.work / "last-out"
+        mirror.mkdir(parents=True, exist_ok=True)
+        for p in self.out.iterdir():
+            if p.is_file() and not p.name.endswith(".tmp"):
+                shutil.copyfile(p, mirror / p.name)
 
     def claims(self, py: str) -> None:
         """Tabulate the claims of every finished run (fast; every call redoes it)."""

@@ -109,7 +109,7 @@ def test_steps_stop_at_the_budget_and_resume_from_the_copied_folder(gc, tmp_path
             """),
     ]  # fmt: skip
 
-    def call(work, budget):
+    def call(work, budget, out=out):
         c = gc.Campaign(_args(out, work, budget=budget, max_file_mb=1.0))
         c.start()
         results = []
@@ -155,6 +155,12 @@ def test_steps_stop_at_the_budget_and_resume_from_the_copied_folder(gc, tmp_path
     assert "run:done-smoke-s0: skipped (finished in an earlier call)" in log
     assert "run:slow-smoke-s0: restored its unfinished run from the copy" in log
     assert len(c2.state["calls"]) == 2
+
+    # the same machine again, given nothing back (an empty out): it resumes from its own copy
+    c3, results = call(tmp_path / "w2", budget=20.0, out=tmp_path / "out2")
+    assert results == [True, True, True] and len(c3.state["calls"]) == 3
+    log = (tmp_path / "out2" / "campaign.log").read_text()  # the log carried over, too
+    assert log.split("] call 3:")[1].count("skipped (finished in an earlier call)") == 3
 
 
 def test_campaign_runs_real_presets_stops_and_resumes_on_the_cpu(tmp_path):
