@@ -299,17 +299,21 @@ class Campaign:
         return rc is not None and not self.stopping
 
     def _kill(self, proc: subprocess.Popen) -> None:
-        """SIGTERM to the step's process group, SIGKILL after :data:`GRACE` seconds."""
-        for sig, wait in ((signal.SIGTERM, GRACE), (signal.SIGKILL, 30.0)):
-            try:
-                os.killpg(proc.pid, sig)
-            except ProcessLookupError:
-                return
-            try:
-                proc.wait(timeout=wait)
-                return
-            except subprocess.TimeoutExpired:
-                continue
+        """SIGTERM to the step's process group (the step and its workers), then, after at
+        most :data:`GRACE` seconds, SIGKILL to whatever of the group is left."""
+        try:
+            os.killpg(proc.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            return
+        try:
+            proc.wait(timeout=GRACE)
+        except subprocess.TimeoutExpired:
+            pass
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)  # workers outliving their parent too
+        except ProcessLookupError:
+            pass
+        proc.wait()
 
     def on_signal(self, signum: int, _frame: object) -> None:
         """Killed from outside: end the current step and let the call pack up."""

@@ -214,11 +214,23 @@ def test_campaign_runs_real_presets_stops_and_resumes_on_the_cpu(tmp_path):
 def test_a_step_past_its_cap_is_failed_and_the_call_goes_on(gc, tmp_path):
     c = gc.Campaign(_args(tmp_path / "out", tmp_path / "w", budget=30.0))
     c.start()
-    capped = gc.Step("bench-x", [PY, "-c", "import time; time.sleep(60)"], "bench", cap=1.0)
+    pidfile = tmp_path / "worker.pid"
+    # the step starts a worker that ignores SIGTERM: the group's SIGKILL must end it too
+    worker = (
+        "import os, signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+        f"open({str(pidfile)!r}, 'w').write(str(os.getpid())); time.sleep(60)"
+    )
+    code = f"import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', {worker!r}]); "
+    code += "time.sleep(60)"
+    capped = gc.Step("bench-x", [PY, "-c", code], "bench", cap=1.0)
     t = time.monotonic()
     assert c.run_step(capped) is True  # not the deadline: the call goes on
     assert time.monotonic() - t < 1.0 + gc.GRACE + 3.0
     assert c.state["steps"]["bench-x"]["status"] == "failed"
+    pid = int(pidfile.read_text())
+    time.sleep(0.5)
+    status = Path(f"/proc/{pid}/status")
+    assert not status.exists() or "\nState:\tZ" in status.read_text()  # gone (or a zombie)
     assert c.run_step(gc.Step("bench-y", [PY, "-c", "pass"], "bench", cap=1.0)) is True
     assert c.state["steps"]["bench-y"]["status"] == "finished"
     assert (
