@@ -6,7 +6,8 @@ STAMP  := $(VENV)/.installed
 export OMP_NUM_THREADS ?= 1
 export MPLBACKEND := Agg
 
-.PHONY: venv demo test test-slow test-gpu test-all doctest bench lint clean claims claims-cpu
+.PHONY: venv demo test test-slow test-gpu test-all doctest bench gpu-campaign lint clean claims \
+	claims-cpu
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -36,6 +37,21 @@ test-all: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/pip install -q -c constraints.txt -e '.[bench]'
 	$(BIN)/python benchmarks/run_all.py $(BENCH_ARGS)
+
+# The GPU campaign (docs/performance.md, "The GPU campaign"): the CUDA tests, the NTK,
+# collapse, LeNet and SDE benchmarks and the gpu-preset runs, stopping before BUDGET seconds,
+# with what must come back written into OUT; FROM=DIR resumes from what an earlier call wrote
+# there. It needs no venv (a bare device machine cannot build one): without .venv it runs
+# $(PYTHON) with src/ on the path. CAMPAIGN_ARGS passes more options (--queue, --skip, ...).
+BUDGET ?= 480
+DEVICE ?= cuda
+CAMPAIGN_PY = $(if $(wildcard $(BIN)/python),$(BIN)/python,$(PYTHON))
+
+gpu-campaign:
+	@test -n "$(OUT)" || { echo "make gpu-campaign: give OUT=DIR (the folder that comes back)"; exit 2; }
+	PYTHONPATH=src$(if $(PYTHONPATH),:$(PYTHONPATH)) $(CAMPAIGN_PY) benchmarks/gpu_campaign.py \
+		--out $(OUT) --budget $(BUDGET) --device $(DEVICE) $(if $(FROM),--from $(FROM)) \
+		$(CAMPAIGN_ARGS)
 
 # The >>> examples in docstrings and in docs/*.md.
 doctest: $(STAMP)

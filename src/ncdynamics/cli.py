@@ -14,6 +14,9 @@ __all__ = ["main"]
 
 EXIT_USAGE = 2
 EXIT_FAILED = 1
+#: The preset names of `run`, `sweep` and `claims --run` (ncdynamics.theories.experiment.PRESETS,
+#: spelled out so that building the parser imports nothing heavy; a test keeps them equal).
+_PRESETS = ("smoke", "cpu", "paper", "gpu")
 SEED_MAX = 2**32 - 1  # seeds offset per trial (seed + 10_000 + i) stay far inside int64
 
 
@@ -106,8 +109,9 @@ def _build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--preset",
         default="smoke",
-        choices=("smoke", "cpu", "paper"),
-        help="smoke (seconds), cpu (minutes), paper (the paper's settings)",
+        choices=_PRESETS,
+        help="smoke (seconds), cpu (minutes), paper (the paper's settings), gpu (the "
+        "paper's compute scale on data a device machine holds; experiments that need a GPU)",
     )
     run.add_argument(
         "--set",
@@ -238,7 +242,7 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     clm.add_argument(
         "--run",
-        choices=("smoke", "cpu", "paper"),
+        choices=_PRESETS,
         default=None,
         metavar="PRESET",
         help="first run this preset of the experiments (--only) for every seed (--seeds) "
@@ -278,9 +282,7 @@ def _build_parser() -> argparse.ArgumentParser:
         "completed runs and resumes the others.",
     )
     swp.add_argument("experiment", help="experiment name (see `ncdyn list`)")
-    swp.add_argument(
-        "--preset", default="smoke", choices=("smoke", "cpu", "paper"), help="preset of every run"
-    )
+    swp.add_argument("--preset", default="smoke", choices=_PRESETS, help="preset of every run")
     swp.add_argument(
         "--grid",
         action="extend",
@@ -621,13 +623,21 @@ def _cmd_claims(args: argparse.Namespace) -> int:
 
     if not args.runs and not args.smoke and args.run is None:
         raise ValueError("`runs` must name at least one run directory (or pass --smoke or --run).")
-    names = [s.name for s in list_experiments() if "." in s.name]  # theories' own
+    specs = {s.name: s for s in list_experiments() if "." in s.name}  # theories' own
+    names = list(specs)
     made: list[Path] = []
     if args.run is not None:
-        only = names if args.only is None else _comma_list(args.only, "--only")
+        # by default, every experiment that declares the preset (`gpu` is optional)
+        having = [n for n in names if args.run in specs[n].presets]
+        only = having if args.only is None else _comma_list(args.only, "--only")
         unknown = sorted(set(only) - set(names))
         if unknown:
             raise ValueError(f"`--only` must name registered experiments; got {unknown}.")
+        lacking = sorted(set(only) - set(having))
+        if lacking:
+            raise ValueError(
+                f"`--only` must name experiments with a {args.run!r} preset; got {lacking}."
+            )
         try:
             seed_list = [_seed(v) for v in _comma_list(args.seeds, "--seeds")]
         except argparse.ArgumentTypeError as exc:
@@ -794,7 +804,7 @@ def _cmd_list(args: argparse.Namespace) -> int:
     width = max((len(s.name) for s in specs), default=10) + 2
     print(f"{'experiment':<{width}}{'theory':<14}{'presets':<20}summary")
     for s in specs:
-        print(f"{s.name:<{width}}{s.theory:<14}{'smoke cpu paper':<20}{s.summary}")
+        print(f"{s.name:<{width}}{s.theory:<14}{' '.join(s.preset_names):<20}{s.summary}")
     return 0
 
 

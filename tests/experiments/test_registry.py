@@ -3,7 +3,7 @@ import dataclasses
 import pytest
 
 from ncdynamics import experiments, report, runs
-from ncdynamics.theories.experiment import PRESETS, ExperimentSpec
+from ncdynamics.theories.experiment import PRESETS, REQUIRED_PRESETS, ExperimentSpec
 
 NAMES = [s.name for s in experiments.list_experiments()]
 
@@ -14,9 +14,10 @@ def test_registry_lists_the_demo_first_and_every_theory():
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_every_experiment_resolves_all_three_presets(name):
+def test_every_experiment_resolves_all_its_presets(name):
     spec = experiments.get(name)
-    for preset in PRESETS:
+    assert set(REQUIRED_PRESETS) <= set(spec.preset_names) <= set(PRESETS)
+    for preset in spec.preset_names:
         config = spec.make_config(preset)
         assert dataclasses.is_dataclass(config)
 
@@ -39,7 +40,7 @@ def test_unknown_names_options_and_presets_are_rejected(tmp_path):
         experiments.run("demo", preset="huge", out=tmp_path / "b")
 
 
-def test_spec_requires_exactly_the_three_presets():
+def test_spec_requires_the_three_presets_and_allows_only_gpu_beside_them():
     @dataclasses.dataclass(frozen=True)
     class Cfg:
         a: int = 1
@@ -50,6 +51,21 @@ def test_spec_requires_exactly_the_three_presets():
         ExperimentSpec(
             "x", "core", "", Cfg, {"smoke": {"b": 1}, "cpu": {}, "paper": {}}, lambda *a, **k: None
         )
+    with pytest.raises(ValueError, match="unknown \\['tpu'\\]"):
+        ExperimentSpec(
+            "x", "core", "", Cfg, {"smoke": {}, "cpu": {}, "paper": {}, "tpu": {}}, print
+        )
+    spec = ExperimentSpec(
+        "x", "core", "", Cfg, {"smoke": {}, "cpu": {}, "paper": {}, "gpu": {"a": 7}}, print
+    )
+    assert spec.preset_names == ("smoke", "cpu", "paper", "gpu")
+    assert spec.make_config("gpu").a == 7
+
+
+def test_a_preset_the_experiment_lacks_is_refused_before_the_run_directory_exists(tmp_path):
+    with pytest.raises(ValueError, match="`preset` of experiment 'demo' must be one of smoke, "):
+        experiments.run("demo", preset="gpu", out=tmp_path / "r", progress=False)
+    assert not (tmp_path / "r").exists()
 
 
 def test_failed_experiment_marks_the_run_failed(tmp_path):

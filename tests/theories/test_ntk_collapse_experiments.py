@@ -10,10 +10,11 @@ THEORY = ("phases", "invariant", "zero-invariant", "negative-invariant", "equal-
 TRAINING = ("fig1", "fig2", "fig12")
 
 
-def test_all_experiments_are_registered_with_three_presets():
-    for short in THEORY + TRAINING:
-        spec = get(f"ntk_collapse.{short}")
-        assert set(spec.presets) == {"smoke", "cpu", "paper"}
+def test_all_experiments_are_registered_with_their_presets():
+    for short in THEORY:
+        assert set(get(f"ntk_collapse.{short}").presets) == {"smoke", "cpu", "paper"}
+    for short in TRAINING:  # the trainings also run at the paper's scale on a GPU
+        assert set(get(f"ntk_collapse.{short}").presets) == {"smoke", "cpu", "paper", "gpu"}
     assert get("ntk_collapse.fig12").make_config("cpu").loss == "cross-entropy"
     assert get("ntk_collapse.fig2").make_config("paper").epochs == 400
 
@@ -43,3 +44,35 @@ def test_training_smoke_writes_summary_and_figures(short, tmp_path):
     assert np.all(pred["residual_fraction"] >= 0)
     # class means of the logits are recorded, so the logit theories can be confronted too
     assert f"{prefix.replace('/', '.')}class_means_logits" in r.array_names()
+
+
+def test_sweep_resumes_from_its_finished_trainings(tmp_path, monkeypatch):
+    """A killed Fig. 2 sweep keeps each finished training (a checkpoint per trial), so
+    `--resume` trains only the others and the result is the uninterrupted one."""
+    from ncdynamics.theories.ntk_collapse.experiments import fig2_invariant_vs_collapse as f2
+
+    opts = {"epochs": 1, "record_every": 1, "kernel_every": 1}
+    whole = run("ntk_collapse.fig2", preset="smoke", out=tmp_path / "whole", progress=False, **opts)
+    real, calls = f2.train_one, []
+
+    def dies_on_the_second(cfg, init, lr, seed, *a):
+        calls.append(lr)
+        if len(calls) == 2:
+            raise KeyboardInterrupt  # the process killed in the middle of the sweep
+        return real(cfg, init, lr, seed, *a)
+
+    monkeypatch.setattr(f2, "train_one", dies_on_the_second)
+    with pytest.raises(KeyboardInterrupt):
+        run("ntk_collapse.fig2", preset="smoke", out=tmp_path / "cut", progress=False, **opts)
+    calls.clear()
+    monkeypatch.setattr(f2, "train_one", lambda *a: (calls.append(a[2]), real(*a))[1])
+    resumed = run(
+        "ntk_collapse.fig2", preset="smoke", out=tmp_path / "cut", resume=True,
+        progress=False, **opts,
+    )  # fmt: skip
+    lrs = get("ntk_collapse.fig2").make_config("smoke").lrs
+    assert calls == [lrs[1]]  # only the training that had not finished
+    assert resumed.state == "completed"
+    assert [r["lr"] for r in resumed.summary["runs"]] == list(lrs)
+    for a, b in zip(whole.summary["runs"], resumed.summary["runs"], strict=True):
+        assert a["nc/nc3"] == b["nc/nc3"] and a["train/accuracy"] == b["train/accuracy"]

@@ -53,3 +53,10 @@ def test_workers_keep_autos_choice_when_no_device_was_chosen():
 
     seen = run_trials(device_seen_in_worker, range(2), workers=2)
     assert seen == [f"None|{resolve_device('auto')}"] * 2
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_each_result_is_handed_over_as_its_trial_ends(workers):
+    seen = {}
+    got = run_trials(fail_on_three, [0, 1, 2], workers=workers, on_result=seen.__setitem__)
+    assert seen == {0: 0, 1: 1, 2: 2} and got == [0, 1, 2]

@@ -76,7 +76,8 @@ def run(
     ----------
     name : str
         A registered experiment (``ncdyn list``).
-    preset : {"smoke", "cpu", "paper"}
+    preset : {"smoke", "cpu", "paper", "gpu"}
+        ``gpu`` only for the experiments that declare it.
     out : path-like, optional
         Run directory; defaults to ``runs/<name>-<preset>``.
     seed : int, default=0

@@ -150,7 +150,8 @@ def expand_grid(
     ----------
     name : str
         A registered experiment.
-    preset : {"smoke", "cpu", "paper"}
+    preset : {"smoke", "cpu", "paper", "gpu"}
+        ``gpu`` only for the experiments that declare it.
     grid : mapping of str to value or sequence of values
         Config fields and the values to sweep (strings are parsed as on the command line).
     seeds : int or sequence of int, default=1

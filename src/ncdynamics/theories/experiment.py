@@ -1,12 +1,12 @@
-"""Experiment declarations: a typed config, three presets and a function that fills a run.
+"""Experiment declarations: a typed config, its presets and a function that fills a run.
 
 Part of the theory contract (``ncdynamics.theories``): every theory subpackage declares its
 experiments with it, without importing the ``experiments`` layer that collects and runs them.
 An experiment is plain data:
 
 - ``config``: a frozen dataclass type whose defaults are the experiment's settings;
-- ``presets``: for each of ``smoke``, ``cpu`` and ``paper``, the fields that differ from the
-  defaults;
+- ``presets``: for each of ``smoke``, ``cpu`` and ``paper`` (and, for an experiment whose
+  ``paper`` preset needs a GPU, ``gpu``), the fields that differ from the defaults;
 - ``run``: ``run(config, run, *, seed, progress) -> None``, which writes metrics, arrays,
   figures and a summary into ``run``, a :class:`RunWriter` (in practice a
   ``ncdynamics.runs.Run``).
@@ -29,7 +29,9 @@ if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = [
+    "OPTIONAL_PRESETS",
     "PRESETS",
+    "REQUIRED_PRESETS",
     "ExperimentFn",
     "ExperimentSpec",
     "RunWriter",
@@ -38,7 +40,14 @@ __all__ = [
     "parse_value",
 ]
 
-PRESETS = ("smoke", "cpu", "paper")
+#: The presets every experiment declares.
+REQUIRED_PRESETS = ("smoke", "cpu", "paper")
+#: Presets an experiment may declare: ``gpu``, the paper's compute scale on the data that a
+#: device machine holds (``mnist-5k`` for MNIST), for the experiments whose ``paper`` preset
+#: needs a GPU.
+OPTIONAL_PRESETS = ("gpu",)
+#: Every preset name, in the order ``ncdyn list`` shows them.
+PRESETS = REQUIRED_PRESETS + OPTIONAL_PRESETS
 
 
 class RunWriter(Protocol):
@@ -109,8 +118,8 @@ class ExperimentSpec:
     config : type
         Frozen dataclass type of settings.
     presets : mapping of str to mapping
-        Overrides of ``config`` fields per preset; must have exactly ``smoke``, ``cpu``,
-        ``paper``.
+        Overrides of ``config`` fields per preset; must have ``smoke``, ``cpu`` and
+        ``paper``, and may have ``gpu`` (:data:`OPTIONAL_PRESETS`), nothing else.
     run : ExperimentFn
         ``run(config, run, *, seed, progress) -> None``.
     resumable : bool
@@ -135,20 +144,30 @@ class ExperimentSpec:
     def __post_init__(self) -> None:
         if not dataclasses.is_dataclass(self.config):
             raise TypeError(f"`config` of experiment {self.name!r} must be a dataclass type.")
-        missing = [p for p in PRESETS if p not in self.presets]
+        missing = [p for p in REQUIRED_PRESETS if p not in self.presets]
         extra = [p for p in self.presets if p not in PRESETS]
         if missing or extra:
             raise ValueError(
-                f"`presets` of experiment {self.name!r} must have exactly {PRESETS}; "
-                f"missing {missing}, unknown {extra}."
+                f"`presets` of experiment {self.name!r} must have {REQUIRED_PRESETS} and "
+                f"may have {OPTIONAL_PRESETS}; missing {missing}, unknown {extra}."
             )
         for preset, overrides in self.presets.items():
             build_config(self.config, overrides, where=f"preset {preset!r} of {self.name!r}")
+
+    @property
+    def preset_names(self) -> tuple[str, ...]:
+        """The presets this experiment declares, in the order of :data:`PRESETS`."""
+        return tuple(p for p in PRESETS if p in self.presets)
 
     def make_config(self, preset: str, overrides: Mapping[str, Any] | None = None) -> Any:
         """Resolve ``preset`` and then ``overrides`` into a config instance."""
         if preset not in PRESETS:
             raise ValueError(f"`preset` must be one of {', '.join(PRESETS)}; got {preset!r}.")
+        if preset not in self.presets:
+            raise ValueError(
+                f"`preset` of experiment {self.name!r} must be one of "
+                f"{', '.join(self.preset_names)}; got {preset!r}."
+            )
         merged = dict(self.presets[preset])
         merged.update(overrides or {})
         return build_config(self.config, merged, where=f"experiment {self.name!r}")

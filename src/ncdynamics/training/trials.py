@@ -58,6 +58,7 @@ def run_trials(
     threads_per_worker: int = 1,
     progress: bool = False,
     desc: str = "trials",
+    on_result: Callable[[int, Any], None] | None = None,
 ) -> list[Any]:
     """Run ``fn(*args)`` for every entry of ``trial_args`` and return results in order.
 
@@ -74,6 +75,9 @@ def run_trials(
         Intra-op threads in each worker (torch and OpenMP).
     progress : bool, default=False
         Show a progress bar.
+    on_result : callable, optional
+        ``on_result(index, result)``, called in this process as each trial ends (in the
+        order they end), e.g. to keep finished trials of a sweep that may be killed.
 
     The device chosen with :func:`ncdynamics.training.use_device` (``ncdyn run --device``)
     is made current in every worker process too.
@@ -91,6 +95,8 @@ def run_trials(
         out = []
         for i, a in enumerate(items):
             out.append(_call(fn, i, a))
+            if on_result is not None:
+                on_result(i, out[-1])
             bar.update(1)
         bar.close()
         return out
@@ -108,6 +114,8 @@ def run_trials(
 
             for fut in as_completed(futures):
                 results[futures[fut]] = fut.result()
+                if on_result is not None:
+                    on_result(futures[fut], results[futures[fut]])
                 bar.update(1)
         except BaseException:
             for f in futures:

@@ -19,7 +19,9 @@ recipe of Figs. 2, 3, 5, 10, 11, 15) and :mod:`.plotting` (figures drawn by seve
 experiments).
 
 Presets: ``smoke`` (a few seconds, tiny nets), ``cpu`` (the paper's networks where they fit
-the budget, fewer seeds), ``paper`` (the paper's settings). Trials run in parallel
+the budget, fewer seeds), ``paper`` (the paper's settings) and, for Figs. 2/12, 4/9, 10 and
+the readings, ``gpu`` (the ``paper`` settings on a device machine: ``mnist-5k`` for MNIST,
+8 trial processes). Trials run in parallel
 processes through :func:`ncdynamics.training.run_trials` (1 thread each).
 """
 
@@ -53,7 +55,12 @@ EXPERIMENTS: tuple[ExperimentSpec, ...] = (
         "alignment",
         "Fig. 2/12: the fitted two-point theory across the Table 1 architectures",
         UniversalityConfig,
-        {"smoke": {**_SMALL_TWO_POINT, "archs": ("shallow",)}, "cpu": {}, "paper": {}},
+        {
+            "smoke": {**_SMALL_TWO_POINT, "archs": ("shallow",)},
+            "cpu": {},
+            "paper": {},
+            "gpu": {"workers": 8},
+        },
         run_universality,
     ),
     ExperimentSpec(
@@ -110,6 +117,7 @@ EXPERIMENTS: tuple[ExperimentSpec, ...] = (
             # 13 min on two cores per seed, 7 trainings per architecture).
             "cpu": {},
             "paper": {},
+            "gpu": {"workers": 8},
         },
         run_readings,
     ),
@@ -118,7 +126,12 @@ EXPERIMENTS: tuple[ExperimentSpec, ...] = (
         "alignment",
         "Fig. 10: fit quality and rates per hidden layer",
         DepthConfig,
-        {"smoke": {"width": 16, "depth": 4, "epochs": 300}, "cpu": {}, "paper": {}},
+        {
+            "smoke": {"width": 16, "depth": 4, "epochs": 300},
+            "cpu": {},
+            "paper": {},
+            "gpu": {},
+        },
         run_depth,
     ),
     ExperimentSpec(
@@ -187,6 +200,8 @@ EXPERIMENTS: tuple[ExperimentSpec, ...] = (
             "cpu": {"n_seeds": 5},
             # the paper's data: all of MNIST from `root` (no quiet fall-back to mnist-5k)
             "paper": {"dataset": "mnist"},
+            # the paper's nets, seeds and epochs on the MNIST images a device machine holds
+            "gpu": {"dataset": "mnist-5k", "workers": 8},
         },
         run_digits,
     ),

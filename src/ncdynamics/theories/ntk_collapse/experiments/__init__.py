@@ -90,6 +90,7 @@ EXPERIMENTS: tuple[ExperimentSpec, ...] = tuple(
         config=TrainConfig,
         presets=TRAIN_PRESETS,
         run=run_fig2,
+        resumable=True,  # each finished training of the sweep is kept
     ),
     ExperimentSpec(
         name="ntk_collapse.fig12",
@@ -98,5 +99,6 @@ EXPERIMENTS: tuple[ExperimentSpec, ...] = tuple(
         config=TrainConfig,
         presets=FIG12_PRESETS,
         run=run_fig12,
+        resumable=True,
     ),
 )

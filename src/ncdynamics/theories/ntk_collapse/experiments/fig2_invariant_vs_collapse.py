@@ -19,6 +19,7 @@ from typing import Any
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+import torch
 from numpy.typing import NDArray
 
 from ....training import run_trials
@@ -28,7 +29,7 @@ from ..estimate import predict_collapse
 from ..measure import first_epoch_reaching, select_nc_models
 from ..training_recipe import TrainConfig, final_values, train_one, write_records
 
-__all__ = ["NC3_COLLAPSED", "fig2_claims", "run_fig2"]
+__all__ = ["NC3_COLLAPSED", "fig2_claims", "run_fig2", "trained_runs"]
 
 
 def _prediction(result: dict[str, Any], m: int) -> dict[str, float]:
@@ -51,17 +52,81 @@ def _prediction(result: dict[str, Any], m: int) -> dict[str, float]:
     }
 
 
+def _torch_tree(obj: Any) -> Any:
+    """``obj`` with its NumPy arrays and scalars as tensors and Python numbers (what a
+    checkpoint may hold)."""
+    if isinstance(obj, np.ndarray):
+        return torch.from_numpy(obj.copy())
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, dict):
+        return {k: _torch_tree(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(_torch_tree(v) for v in obj)
+    return obj
+
+
+def _numpy_tree(obj: Any) -> Any:
+    """The inverse of :func:`_torch_tree`: tensors back to NumPy arrays."""
+    if isinstance(obj, torch.Tensor):
+        return obj.numpy()
+    if isinstance(obj, dict):
+        return {k: _numpy_tree(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(_numpy_tree(v) for v in obj)
+    return obj
+
+
+def _trial_tag(k: int) -> str:
+    return f"trial{k:03d}"
+
+
+def trained_runs(
+    run: RunWriter, args: list[tuple[Any, ...]], *, workers: int, progress: bool
+) -> list[dict[str, Any]]:
+    """:func:`train_one` for every entry of ``args``, keeping each finished training.
+
+    Each result is saved as the run's checkpoint ``trial<k>`` when its training ends, and a
+    result already saved for the same init, learning rate and seed is read back instead of
+    trained again, so a sweep killed part-way (or stopped by a time budget) resumes with the
+    trainings it had not finished.
+    """
+    results: dict[int, dict[str, Any]] = {}
+    for k, (_, init, lr, trial_seed) in enumerate(args):
+        saved = run.load_checkpoint(_trial_tag(k))
+        if saved is not None:
+            res = _numpy_tree(saved["result"])
+            if (res["init"], res["lr"], res["seed"]) == (init, lr, trial_seed):
+                results[k] = res
+    todo = [k for k in range(len(args)) if k not in results]
+
+    def keep(i: int, res: dict[str, Any]) -> None:
+        run.save_checkpoint(0, {"result": _torch_tree(res)}, tag=_trial_tag(todo[i]), keep=1)
+
+    fresh = run_trials(
+        train_one,
+        [args[k] for k in todo],
+        workers=workers,
+        progress=progress,
+        desc="ntk_collapse runs",
+        on_result=keep,
+    )
+    results.update(zip(todo, fresh, strict=True))
+    return [results[k] for k in range(len(args))]
+
+
 def run_fig2(config: TrainConfig, run: RunWriter, *, seed: int, progress: bool) -> None:
-    """Figure 2 (and 12 with cross-entropy): NC and non-NC models per init, the LR sweep."""
+    """Figure 2 (and 12 with cross-entropy): NC and non-NC models per init, the LR sweep.
+
+    Resumable: each finished training is kept in the run (:func:`trained_runs`).
+    """
     cfg_d = dataclasses.asdict(config)
     args = [
         (cfg_d, init, lr, seed + 1000 * i + j)
         for i, init in enumerate(config.inits)
         for j, lr in enumerate(config.lrs)
     ]
-    results = run_trials(
-        train_one, args, workers=config.workers, progress=progress, desc="ntk_collapse runs"
-    )
+    results = trained_runs(run, args, workers=config.workers, progress=progress)
     table, frames = [], []
     for k, res in enumerate(results):
         frame = write_records(run, res, f"run{k:02d}/")
