@@ -32,7 +32,7 @@ def test_lie_euler_btilde_update_is_exact_contraction(design, variant):
 
 
 def test_btilde_norm_derivative_identity(design):
-    """d_s |btilde|^2 = -2 btilde^T J0perp btilde for any antisymmetric Omega (spec §1.7)."""
+    """d_s |btilde|^2 = -2 btilde^T J0perp btilde for any antisymmetric Omega."""
     eta = 1e-7
     r = tr.separated_rates(design.params, design.data)
     nxt = tr.separated_flow(design.params, design.data, eta=eta, n_steps=1).final

@@ -6,13 +6,13 @@ the last one, the tracked pair's ``a`` (at the chosen hidden layer, or at every 
 ``epochs + 1`` (float64). When the net has no dropout the record reuses the training
 forward pass (train and eval modes agree); otherwise an eval-mode pass is added.
 
-Training loss (spec §7.1): ``"mse"`` is PyTorch's ``MSELoss`` (mean over all entries, no
+Training loss: ``"mse"`` is PyTorch's ``MSELoss`` (mean over all entries, no
 1/2), which the pilot found to reproduce the paper's convergence within 6000 epochs;
 ``"half-mse"`` is eq. (1) exactly; ``"sum-mse"`` sums the squared errors over points and
 outputs (``n * d_out`` times the ``"mse"`` objective, so for plain SGD the same as ``"mse"`` at
 ``n * d_out`` times the learning rate). The recorded ``loss`` is always eq. (1).
 
-Readings the paper leaves open (spec §7.4-5), as keyword options with defaults that keep the
+Readings the paper leaves open, as keyword options with defaults that keep the
 behaviour above: ``representation`` reads ``a`` from the post-activation layer output (the
 default), from the affine pre-activation ``W_l h_{l-1} + b_l``, or records both
 (``PairHistory.a_pre``); ``negative_slope`` sets the leaky-ReLU slope (PyTorch's 0.01 by

@@ -275,7 +275,7 @@ def simulate_discrete(
     X_i^k(m) = X_i^k(m-1) + h E_{k,L_m}(m) H_{k,L_m} X_{J_m}^{L_m}(m-1) + sqrt(h) sigma zeta,
     with L_m drawn from ``class_probs`` and J_m uniform over the n samples, independently in
     each trial. The paper's binary expansion writes zeta^{L_m} and fixes alpha for class 1;
-    the coefficient used here is E_{k,L_m}, the noise zeta_i^k (spec §1.2). E(m) is
+    the coefficient used here is E_{k,L_m}, the noise zeta_i^k. E(m) is
     evaluated at t = (m-1) h.
 
     Parameters

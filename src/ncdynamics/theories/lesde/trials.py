@@ -277,7 +277,7 @@ def train_trials(
         ``callback(trainer, iteration)`` after each validation (e.g. an elasticity probe).
     threads : int, default=1
         Intra-op threads while training (restored afterwards). Batch-1 work on a CPU is
-        much slower with more than one thread (spec §6); parallelise across processes.
+        much slower with more than one thread; parallelise across processes.
     device : str or torch.device, optional
         Where the nets train (``"cpu"``, ``"cuda"``...); by default the run's device
         (:func:`ncdynamics.training.current_device`). Records come back as NumPy either way.

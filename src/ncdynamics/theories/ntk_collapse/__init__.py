@@ -31,7 +31,7 @@ relaxed
 initial
     Initial states: random, E = 0, E negative definite, equal biases with E = 0.
 measure
-    Invariant metrics of a real network (spec §2.5) from recorded Gram matrices, the code
+    Invariant metrics of a real network from recorded Gram matrices, the code
     estimator of the block values and the 99.9 % train-accuracy epoch.
 estimate
     From a recorded run: block values over time and the theory's prediction of NC from the
