@@ -3,6 +3,7 @@
 import json
 import subprocess
 import sys
+import warnings
 
 import numpy as np
 import pytest
@@ -79,3 +80,20 @@ def test_an_experiment_whose_flow_cannot_start_fails_cleanly(tmp_path):
     assert len(lines) == 1 and lines[0].startswith("ncdyn: failed: SolveError: solve_ode"), lines
     status = json.loads((out / "status.json").read_text())
     assert status["state"] == "failed" and "steps left time at t=0" in status["error"]
+
+
+@pytest.mark.parametrize("method", ["DOP853", "RK45", "LSODA"])
+def test_an_explicit_or_implicit_solve_warns_nothing(method):
+    # no keyword an explicit method ignores (such as jac) reaches scipy, so its callers need
+    # no warning filter
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        traj = solve_ode(
+            lambda t, y, p: -y,
+            np.ones(2),
+            np.linspace(0.0, 1.0, 4),
+            None,
+            method=method,
+            jac=lambda t, y, p: -np.eye(2),
+        )
+    assert traj.success
