@@ -19,7 +19,8 @@ from _timing import emit_all, interleaved, print_timings
 from scipy.integrate import solve_ivp
 from scipy.optimize import minimize
 
-from ncdynamics.theories.alignment import AlignmentParams, drift, fit_rates, simulate
+from ncdynamics.theories.alignment import AlignmentParams, drift
+from ncdynamics.theories.alignment.estimate import fit_rates, simulate
 
 
 def naive_fit(ts, obs, X, Y, *, grid, rtol, atol):

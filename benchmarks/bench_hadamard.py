@@ -25,17 +25,19 @@ from scipy.integrate import solve_ivp
 from threadpoolctl import threadpool_limits
 
 from ncdynamics.theories import hadamard as hd
+from ncdynamics.theories.hadamard.counterexamples import COUNTEREXAMPLES
 from ncdynamics.theories.hadamard.fast_batched_gd import run_gd
-from ncdynamics.theories.hadamard.ufm import run_gd_reference
+from ncdynamics.theories.hadamard.model import payoffs
+from ncdynamics.theories.hadamard.ufm import ce_descent, run_gd_reference, state_matrices
 
 
 def bench_ode(t_max: float, rounds: int) -> None:
-    a0 = hd.COUNTEREXAMPLES["fig1"]
+    a0 = COUNTEREXAMPLES["fig1"]
     ts = np.concatenate([[0.0], np.geomspace(1e-3, t_max, 200)])
     p = hd.ReducedParams(8)
 
     def naive_rhs(t, a):
-        b, D = hd.payoffs(a, p)
+        b, D = payoffs(a, p)
         return a * b / D
 
     def ours():
@@ -86,7 +88,7 @@ def bench_gd(n_iter: int, rounds: int, ref_iter: int = 2000) -> None:
         for r in range(R):
             w, h = W[r], H[r]
             for _ in range(ref_iter):
-                dw, dh = hd.ce_descent(w, h)
+                dw, dh = ce_descent(w, h)
                 w, h = w + eta * dw, h + eta * dh
 
     size = f"K={K}, d={d}, R={R}, {n_iter:.0e} iterations"
@@ -112,11 +114,9 @@ def bench_gd(n_iter: int, rounds: int, ref_iter: int = 2000) -> None:
     for base in ("loop", "reference", "ce_descent loop"):
         emit("hadamard_gd", timings["ours"], size=size, baseline=timings[base])
     emit_all("hadamard_gd", timings, size=size, skip=("ours",))
-    z_ours = hd.state_matrices(ours().ys[:, -1], K)[0]  # (R, K, K)
+    z_ours = state_matrices(ours().ys[:, -1], K)[0]  # (R, K, K)
     looped = loop()
-    same = max(
-        np.abs(z_ours[r] - hd.state_matrices(looped[r].ys[-1], K)[0]).max() for r in range(R)
-    )
+    same = max(np.abs(z_ours[r] - state_matrices(looped[r].ys[-1], K)[0]).max() for r in range(R))
     print(f"  max |ΔZ| batched vs looped {same:.1e}")
     bench_gd_ceiling(K, d, R)
 

@@ -98,7 +98,7 @@ def test_probe_recovers_linear_feature_kernel_and_invariant():
     y_np = inp.y.numpy()
     idx = np.concatenate([np.flatnonzero(y_np == c)[:3] for c in range(C)])
     x = inp.x.numpy()[idx]
-    K = x @ x.T + 1.0  # Theta^h_pp of a linear layer with bias (spec O11)
+    K = x @ x.T + 1.0  # Theta^h_pp of a linear layer with bias
     y = y_np[idx]
     same = (y[:, None] == y[None, :]) & ~np.eye(len(y), dtype=bool)
     diff = y[:, None] != y[None, :]

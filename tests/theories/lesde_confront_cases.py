@@ -1,7 +1,7 @@
 """Streams for the lesde confrontation tests: margins of the L-model with known rates.
 
 ``margin_means`` builds class-mean logits whose margin projections (``S`` and ``|b|``) follow
-the exact L-model reduction (spec §1.7) for the integrated rates ``A``, ``B``, with optional
+the exact L-model reduction for the integrated rates ``A``, ``B``, with optional
 multiplicative noise on each: ``X^k = s_k d_k`` so that ``d_k . X^k / |d_k|^2 = s_k``.
 """
 

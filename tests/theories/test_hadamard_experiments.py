@@ -52,7 +52,7 @@ def test_comparison_smoke_writes_figure_and_holds_structural_claims(tmp_path):
     # 300 iterations never leave the burn-in: that part is reported, and not held
     assert not parts["burn-in lasts about 1000 iterations"]["held"]
     assert "hadamard_kl" in set(r.metrics["name"])
-    steps, arr = r.array_stack("hadamard_sigma")
+    arr = np.stack(list(r.arrays("hadamard_sigma").values()))
     assert arr.shape[-1] == 3
 
 

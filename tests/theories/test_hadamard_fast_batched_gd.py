@@ -3,9 +3,13 @@
 import numpy as np
 import pytest
 
-from ncdynamics.theories import hadamard as hd
 from ncdynamics.theories.hadamard.fast_batched_gd import run_gd
-from ncdynamics.theories.hadamard.ufm import run_gd_reference
+from ncdynamics.theories.hadamard.ufm import (
+    pack_state,
+    run_gd_reference,
+    state_matrices,
+    unpack_state,
+)
 from ncdynamics.theories.labels import label_matrix
 
 # float64 throughout: both paths take the same steps in a different operation order, so they
@@ -49,11 +53,11 @@ def test_fast_batched_gd_matches_reference_on_random_inputs(loss, K, n, d, scale
         size = np.abs(ref.ys).max()
         np.testing.assert_allclose(fast.ys[r], ref.ys, rtol=RTOL, atol=ATOL * size)
         W_ind, H_ind = independent_gd(W[r], H[r], steps[-1], eta, n, loss)
-        W_end, H_end = hd.unpack_state(fast.ys[r, -1], K)
+        W_end, H_end = unpack_state(fast.ys[r, -1], K)
         np.testing.assert_allclose(W_end, W_ind, rtol=RTOL, atol=ATOL * scale)
         np.testing.assert_allclose(H_end, H_ind, rtol=RTOL, atol=ATOL * scale)
     # the records are the states at the requested iterations, iteration 0 exactly the start
-    np.testing.assert_array_equal(fast.ys[:, 0], hd.pack_state(W, H))
+    np.testing.assert_array_equal(fast.ys[:, 0], pack_state(W, H))
     assert not np.allclose(fast.ys[:, 1], fast.ys[:, 0])
 
 
@@ -71,17 +75,17 @@ def test_fast_batched_gd_on_one_realisation_drops_the_batch_axis(rng):
 def test_state_packing_round_trips_and_gives_the_nc_matrices(rng):
     K, n, d = 4, 3, 5
     W, H = rng.normal(size=(2, K, d)), rng.normal(size=(2, d, K * n))
-    state = hd.pack_state(W, H)
+    state = pack_state(W, H)
     assert state.shape == (2, K + K * n, d)
-    W2, H2 = hd.unpack_state(state, K)
+    W2, H2 = unpack_state(state, K)
     np.testing.assert_array_equal(W2, W)
     np.testing.assert_array_equal(H2, H)
-    Z, WWt, HtH = hd.state_matrices(state, K)
+    Z, WWt, HtH = state_matrices(state, K)
     np.testing.assert_allclose(Z, W @ H, rtol=1e-14)
     np.testing.assert_allclose(WWt, W @ W.transpose(0, 2, 1), rtol=1e-14)
     np.testing.assert_allclose(HtH, H.transpose(0, 2, 1) @ H, rtol=1e-14)
     with pytest.raises(ValueError, match="n_classes"):
-        hd.unpack_state(state, 5)
+        unpack_state(state, 5)
 
 
 def test_fast_batched_gd_reports_divergence():

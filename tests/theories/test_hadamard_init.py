@@ -4,11 +4,14 @@ import numpy as np
 import pytest
 
 from ncdynamics.theories import hadamard as hd
+from ncdynamics.theories.hadamard.init import haar_orthogonal, matched_hadamard_init
+from ncdynamics.theories.hadamard.metrics import mode_values, top_singular_values
+from ncdynamics.theories.hadamard.structure import hadamard_basis
 
 
 def hadamard_pair(rng, K, d, n, scale=1.0, R=1):
     alpha = scale * rng.uniform(0.2, 1.0, size=(R, K - 1))
-    rot = hd.haar_orthogonal(d, rng=rng, size=R)
+    rot = haar_orthogonal(d, rng=rng, size=R)
     W, H = hd.hadamard_init(alpha, alpha, d=d, n=n, rotation=rot)
     return W, H, alpha, rot
 
@@ -19,21 +22,21 @@ def test_hadamard_construction_has_prescribed_singular_values(K, d, n, rng):
     W, H, alpha, _ = hadamard_pair(rng, K, d, n)
     Z = (W @ H)[0]
     a = alpha[0] ** 2
-    U = hd.hadamard_basis(K)
+    U = hadamard_basis(K)
     expected = np.kron(U @ np.diag(np.r_[0.0, a / np.sqrt(n)]) @ U.T, np.ones((1, n)))
     np.testing.assert_allclose(Z, expected, atol=1e-12)
     sv = np.linalg.svd(Z, compute_uv=False)[: K - 1]
     np.testing.assert_allclose(sv, np.sort(a)[::-1], rtol=1e-12)
-    np.testing.assert_allclose(hd.mode_values(Z, n=n), a, rtol=1e-12)
+    np.testing.assert_allclose(mode_values(Z, n=n), a, rtol=1e-12)
 
 
 def test_matched_hadamard_init_copies_random_singular_values(rng):
     W, H = hd.random_init(8, 16, delta=2.0, n_realizations=3, rng=rng)
-    init = hd.matched_hadamard_init(W, H, rng=rng)
+    init = matched_hadamard_init(W, H, rng=rng)
     np.testing.assert_allclose(
-        hd.top_singular_values(init.W @ init.H), hd.top_singular_values(W @ H), rtol=1e-12
+        top_singular_values(init.W @ init.H), top_singular_values(W @ H), rtol=1e-12
     )
-    np.testing.assert_allclose(hd.mode_values(init.W @ init.H), init.sigma0, rtol=1e-12)
+    np.testing.assert_allclose(mode_values(init.W @ init.H), init.sigma0, rtol=1e-12)
 
 
 def test_random_init_scale_and_reproducibility():

@@ -6,6 +6,14 @@ import scipy.linalg
 
 from ncdynamics.theories import hadamard as hd
 from ncdynamics.theories.hadamard import structure
+from ncdynamics.theories.hadamard.structure import (
+    hadamard_basis,
+    psi_matrix,
+    softmax_columns,
+    softmax_eigenvalues,
+    sylvester,
+    xor_permutation,
+)
 
 POWERS = [2, 4, 8, 16, 32, 64]
 
@@ -28,7 +36,7 @@ def paley_12() -> np.ndarray:
 
 @pytest.mark.parametrize("K", POWERS)
 def test_sylvester_is_symmetric_orthogonal_and_matches_scipy(K):
-    phi = hd.sylvester(K)
+    phi = sylvester(K)
     np.testing.assert_array_equal(phi, phi.T)
     np.testing.assert_array_equal(phi @ phi.T, K * np.eye(K))
     np.testing.assert_array_equal(phi[0], np.ones(K))
@@ -41,17 +49,17 @@ def test_sylvester_is_symmetric_orthogonal_and_matches_scipy(K):
 
 @pytest.mark.parametrize("K", [4, 8, 16])
 def test_rows_form_xor_group_and_diag_is_permutation(K):
-    phi = hd.sylvester(K)
+    phi = sylvester(K)
     for i in range(K):
         for j in range(K):
             np.testing.assert_array_equal(phi[i] * phi[j], phi[i ^ j])
-        np.testing.assert_array_equal(phi @ np.diag(phi[i]), hd.xor_permutation(i, K) @ phi)
+        np.testing.assert_array_equal(phi @ np.diag(phi[i]), xor_permutation(i, K) @ phi)
 
 
 @pytest.mark.parametrize("K", POWERS)
 def test_psi_identities_hold_exactly(K):
-    psi = hd.psi_matrix(K)
-    X = hd.sylvester(K)[1:, 1:]
+    psi = psi_matrix(K)
+    X = sylvester(K)[1:, 1:]
     one = np.ones(K - 1)
     np.testing.assert_array_equal(psi, psi.T)
     assert set(np.unique(psi)) <= {0.0, 2.0}
@@ -64,47 +72,47 @@ def test_psi_identities_hold_exactly(K):
 
 
 def test_psi_examples_match_paper():
-    np.testing.assert_array_equal(hd.psi_matrix(4), [[2, 0, 2], [0, 2, 2], [2, 2, 0]])
-    assert hd.psi_matrix(8)[3].tolist() == [0, 0, 0, 2, 2, 2, 2]
+    np.testing.assert_array_equal(psi_matrix(4), [[2, 0, 2], [0, 2, 2], [2, 2, 0]])
+    assert psi_matrix(8)[3].tolist() == [0, 0, 0, 2, 2, 2, 2]
 
 
 def test_softmax_is_permutation_equivariant(rng):
     v = rng.normal(size=16) * 5
     for i in range(16):
-        P = hd.xor_permutation(i, 16)
+        P = xor_permutation(i, 16)
         np.testing.assert_allclose(
-            hd.softmax_columns(P @ v), P @ hd.softmax_columns(v), rtol=0, atol=1e-15
+            softmax_columns(P @ v), P @ softmax_columns(v), rtol=0, atol=1e-15
         )
 
 
 @pytest.mark.parametrize("K", [2, 4, 8, 16, 32])
 def test_theorem1_softmax_is_diagonal_with_corrected_eigenvalues(K, rng):
-    U = hd.hadamard_basis(K)
+    U = hadamard_basis(K)
     for _ in range(5):
         a = rng.uniform(-50, 50, size=K)
-        P = hd.softmax_columns(U @ np.diag(a) @ U.T)
+        P = softmax_columns(U @ np.diag(a) @ U.T)
         D = U.T @ P @ U
         diag = np.diag(D).copy()
         off = np.abs(D - np.diag(diag)).max()
         assert off <= 1e-12 * np.abs(diag).max()
-        np.testing.assert_allclose(diag, hd.softmax_eigenvalues(a), rtol=0, atol=1e-12)
+        np.testing.assert_allclose(diag, softmax_eigenvalues(a), rtol=0, atol=1e-12)
 
 
 @pytest.mark.parametrize("K", [4, 8, 16])
 def test_eq6_as_printed_is_wrong(K, rng):
     """Erratum 1: U diag(U P(U a)) U^T is not the softmax; Φ softmax(Φa/K) is."""
-    U = hd.hadamard_basis(K)
+    U = hadamard_basis(K)
     a = rng.uniform(0, 5, size=K)
-    true = np.diag(U.T @ hd.softmax_columns(U @ np.diag(a) @ U.T) @ U)
-    literal = U @ hd.softmax_columns(U @ a)
+    true = np.diag(U.T @ softmax_columns(U @ np.diag(a) @ U.T) @ U)
+    literal = U @ softmax_columns(U @ a)
     assert np.abs(literal - true).max() > 0.1
-    np.testing.assert_allclose(true, hd.softmax_eigenvalues(a), atol=1e-13)
+    np.testing.assert_allclose(true, softmax_eigenvalues(a), atol=1e-13)
 
 
 def test_negative_control_random_orthogonal_basis_fails(rng):
     Q, _ = np.linalg.qr(rng.normal(size=(8, 8)))
     a = rng.uniform(0, 5, size=8)
-    D = Q.T @ hd.softmax_columns(Q @ np.diag(a) @ Q.T) @ Q
+    D = Q.T @ softmax_columns(Q @ np.diag(a) @ Q.T) @ Q
     assert np.abs(D - np.diag(np.diag(D))).max() > 1e-3
 
 
@@ -113,7 +121,7 @@ def test_negative_control_paley_hadamard_12_fails(rng):
     np.testing.assert_array_equal(H @ H.T, 12 * np.eye(12))
     U = H / np.sqrt(12)
     a = rng.uniform(0, 5, size=12)
-    D = U.T @ hd.softmax_columns(U @ np.diag(a) @ U.T) @ U
+    D = U.T @ softmax_columns(U @ np.diag(a) @ U.T) @ U
     assert np.abs(D - np.diag(np.diag(D))).max() > 1e-3
 
 
@@ -129,14 +137,14 @@ def test_negative_control_paley_hadamard_12_fails(rng):
 )
 def test_non_powers_of_two_are_rejected_with_reason(bad, exc, match):
     with pytest.raises(exc, match=match):
-        hd.sylvester(bad)
+        sylvester(bad)
 
 
 def test_softmax_eigenvalues_reject_bad_length():
     with pytest.raises(ValueError, match="power of 2"):
-        hd.softmax_eigenvalues(np.ones(6))
+        softmax_eigenvalues(np.ones(6))
     with pytest.raises(ValueError, match="finite"):
-        hd.softmax_eigenvalues(np.array([0.0, np.nan]))
+        softmax_eigenvalues(np.array([0.0, np.nan]))
 
 
 def test_is_power_of_two():

@@ -3,18 +3,26 @@
 import numpy as np
 import pytest
 
-from ncdynamics.theories import hadamard as hd
+from ncdynamics.theories.hadamard.fast_batched_gd import run_gd
+from ncdynamics.theories.hadamard.init import theorem8_init
+from ncdynamics.theories.hadamard.theorem8 import (
+    etf_distance,
+    thm8_limit,
+    thm8_prediction,
+    thm8_time,
+)
+from ncdynamics.theories.hadamard.ufm import solve_gradient_flow, state_matrices, unpack_state
 
 
 def thm8_error(eps, rng, K=4, d=4, draws=3):
     errs = []
     for _ in range(draws):
-        init = hd.theorem8_init(K, d, eps=eps, rng=rng)
-        flow = hd.solve_gradient_flow(init.W[0], init.H[0], [0.0, hd.thm8_time(eps)])
+        init = theorem8_init(K, d, eps=eps, rng=rng)
+        flow = solve_gradient_flow(init.W[0], init.H[0], [0.0, thm8_time(eps)])
         assert flow.success
-        W_end, H_end = hd.unpack_state(flow.ys[-1], K)
+        W_end, H_end = unpack_state(flow.ys[-1], K)
         Z = W_end @ H_end
-        pred = hd.thm8_prediction(init.A1[0], init.A0[0], eps)
+        pred = thm8_prediction(init.A1[0], init.A0[0], eps)
         errs.append(np.linalg.norm(Z - pred) / np.linalg.norm(pred))
     return float(np.mean(errs))
 
@@ -28,26 +36,26 @@ def test_theorem8_prediction_error_shrinks_with_eps(rng):
 
 def test_theorem8_etf_distance_shrinks_with_width(rng):
     K, eps, eta = 8, 1e-4, 0.01
-    k = int(round(hd.thm8_time(eps) / eta))
+    k = int(round(thm8_time(eps) / eta))
     dist = []
     for d in (8, 80, 800):
-        init = hd.theorem8_init(K, d, eps=eps, n_realizations=4, rng=rng)
-        res = hd.run_gd(init.W, init.H, steps=[k], learning_rate=eta)
-        Z, _, _ = hd.state_matrices(res.ys[:, -1], K)  # (R, K, K)
-        dist.append(hd.etf_distance(Z).mean())
+        init = theorem8_init(K, d, eps=eps, n_realizations=4, rng=rng)
+        res = run_gd(init.W, init.H, steps=[k], learning_rate=eta)
+        Z, _, _ = state_matrices(res.ys[:, -1], K)  # (R, K, K)
+        dist.append(etf_distance(Z).mean())
     assert dist[0] > dist[1] > dist[2]
     np.testing.assert_allclose(dist[1:], np.sqrt(K / np.array([80, 800])), rtol=0.35)
 
 
 def test_theorem8_large_width_limit_is_simplex_etf(rng):
     K, d, eps = 4, 4000, 1e-4
-    init = hd.theorem8_init(K, d, eps=eps, rng=rng)
-    pred = hd.thm8_prediction(init.A1[0], init.A0[0], eps)
-    limit = hd.thm8_limit(K, eps)
+    init = theorem8_init(K, d, eps=eps, rng=rng)
+    pred = thm8_prediction(init.A1[0], init.A0[0], eps)
+    limit = thm8_limit(K, eps)
     assert np.linalg.norm(pred - limit) / np.linalg.norm(limit) < 0.1
 
 
 def test_theorem8_time_and_bad_eps():
-    assert hd.thm8_time(np.exp(-6.0), n=4) == pytest.approx(6.0 / 4)
+    assert thm8_time(np.exp(-6.0), n=4) == pytest.approx(6.0 / 4)
     with pytest.raises(ValueError, match="eps"):
-        hd.thm8_time(0.0)
+        thm8_time(0.0)

@@ -95,7 +95,8 @@ def test_record_class_means_pools_blocks_of_draws(tmp_path):
     )
     run = runs.create(tmp_path / "r")
     assert record_class_means(run, rec, prefix="p0/") == 4  # width max(60 // 40, 30 / 2) = 15
-    steps, means = run.array_stack("p0.class_means_logits")
+    series = run.arrays("p0.class_means_logits")
+    steps, means = list(series), np.stack(list(series.values()))
     np.testing.assert_array_equal(steps, [7, 22, 37, 52])
     # block [0, 15): class c is drawn at iterations c, c+3, ..., mean iteration c + 6
     expected = (np.arange(K) + 6.0)[:, None] + np.eye(K)

@@ -5,12 +5,22 @@ import pytest
 from scipy.linalg import expm
 
 from ncdynamics.theories import truncation as tr
+from ncdynamics.theories.truncation.design import random_config
+from ncdynamics.theories.truncation.integrators import expm_antisymmetric
+from ncdynamics.theories.truncation.model import (
+    general_gradients,
+    omega_from_moments,
+    pack_clusters,
+    separated_rates,
+    theorem51_rates,
+)
+from ncdynamics.theories.truncation.network import AdaptedParams, euclidean_cost
 
 
 def _config(rng, q=3, counts=(4, 5, 3), wstar=False):
-    data, params = tr.random_config(q, counts, rng=rng)
+    data, params = random_config(q, counts, rng=rng)
     if wstar:
-        params = tr.AdaptedParams(params.R, params.beta, rng.uniform(0.5, 2.0, (q, q)))
+        params = AdaptedParams(params.R, params.beta, rng.uniform(0.5, 2.0, (q, q)))
     return data, params
 
 
@@ -19,7 +29,7 @@ def _fd_gradients(params, data, h=1e-6):
     n_layers, q = params.beta.shape
     g_beta = np.zeros((n_layers, q))
     omega = np.zeros((n_layers, q, q))
-    cost = lambda R, b: tr.euclidean_cost(tr.AdaptedParams(R, b, params.wstar), data)  # noqa: E731
+    cost = lambda R, b: euclidean_cost(AdaptedParams(R, b, params.wstar), data)  # noqa: E731
     for l in range(n_layers):  # noqa: E741
         for a in range(q):
             bp, bm = params.beta.copy(), params.beta.copy()
@@ -39,7 +49,7 @@ def _fd_gradients(params, data, h=1e-6):
 
 def test_general_gradients_match_finite_differences(rng):
     data, params = _config(rng, wstar=True)
-    g = tr.general_gradients(params, data)
+    g = general_gradients(params, data)
     fd_beta, fd_omega = _fd_gradients(params, data)
     np.testing.assert_allclose(g.grad_beta, fd_beta, atol=1e-6 * max(1, np.abs(fd_beta).max()))
     np.testing.assert_allclose(g.omega, fd_omega, atol=1e-6 * max(1, np.abs(fd_omega).max()))
@@ -47,19 +57,19 @@ def test_general_gradients_match_finite_differences(rng):
 
 def test_theorem51_corrected_equals_gradient_flow_and_paper_sign_is_flipped(rng):
     data, params = _config(rng, q=3, counts=(4, 5, 3))
-    g = tr.general_gradients(params, data)
-    dbeta, omega = tr.theorem51_rates(params, data)
+    g = general_gradients(params, data)
+    dbeta, omega = theorem51_rates(params, data)
     np.testing.assert_allclose(dbeta, -g.grad_beta, atol=1e-12)
     np.testing.assert_allclose(omega, g.omega, atol=1e-12)
-    dbeta_paper, _ = tr.theorem51_rates(params, data, variant="paper")
+    dbeta_paper, _ = theorem51_rates(params, data, variant="paper")
     np.testing.assert_allclose(dbeta_paper, g.grad_beta, atol=1e-12)  # ascent, not descent
 
 
 @pytest.mark.parametrize("q", [2, 3, 4])
 def test_separated_flow_equals_general_gradient_on_simplex_design(rng, q):
     design = tr.simplex_design(q, rng=rng)
-    rates = tr.separated_rates(design.params, design.data)
-    g = tr.general_gradients(design.params, design.data)
+    rates = separated_rates(design.params, design.data)
+    g = general_gradients(design.params, design.data)
     np.testing.assert_allclose(rates.dbeta, -g.grad_beta, atol=1e-12)
     np.testing.assert_allclose(rates.omega, g.omega, atol=1e-12)
     assert rates.cost == pytest.approx(g.cost, abs=1e-12)
@@ -70,8 +80,8 @@ def test_paper_omega_misses_exactly_the_second_moment_term(rng):
     """[1] (3.22) is off by (1/2N) sum [H, z z^T]; the corrected form matches FD."""
     design = tr.simplex_design(3, rng=rng)
     params, data = design.params, design.data
-    corrected = tr.separated_rates(params, data)
-    paper = tr.separated_rates(params, data, variant="paper")
+    corrected = separated_rates(params, data)
+    paper = separated_rates(params, data, variant="paper")
     _, fd_omega = _fd_gradients(params, data)
     err_corrected = np.abs(corrected.omega - fd_omega).max()
     err_paper = np.abs(paper.omega - fd_omega).max()
@@ -89,19 +99,19 @@ def test_paper_omega_misses_exactly_the_second_moment_term(rng):
 
 def test_moment_form_equals_per_point_form(rng):
     design = tr.simplex_design(4, rng=rng)
-    corrected = tr.separated_rates(design.params, design.data)
-    moments = tr.separated_rates(design.params, design.data, variant="moments")
+    corrected = separated_rates(design.params, design.data)
+    moments = separated_rates(design.params, design.data, variant="moments")
     np.testing.assert_allclose(moments.omega, corrected.omega, atol=1e-13)
-    paper = tr.separated_rates(design.params, design.data, variant="paper")
+    paper = separated_rates(design.params, design.data, variant="paper")
     for l in range(4):  # noqa: E741
         z = (design.data.cluster(l) + design.params.beta[l]) @ design.params.R[l].T
-        first_only = tr.omega_from_moments(z, corrected.btilde[l], corrected=False)
+        first_only = omega_from_moments(z, corrected.btilde[l], corrected=False)
         np.testing.assert_allclose(first_only, paper.omega[l], atol=1e-13)
 
 
 def test_j0perp_is_exact_fraction_of_truncated_points(rng):
     design = tr.simplex_design(3, n_per=7, rng=rng)
-    rates = tr.separated_rates(design.params, design.data)
+    rates = separated_rates(design.params, design.data)
     for l in range(3):  # noqa: E741
         z = (design.data.cluster(l) + design.params.beta[l]) @ design.params.R[l].T
         counts = np.sum(z <= 0, axis=0)
@@ -110,8 +120,8 @@ def test_j0perp_is_exact_fraction_of_truncated_points(rng):
 
 def test_untruncated_clusters_have_exactly_zero_gradient(rng):
     design = tr.simplex_design(3, rng=rng)
-    far = tr.AdaptedParams(np.stack([np.eye(3)] * 3), np.full((3, 3), 10.0))
-    rates = tr.separated_rates(far, design.data)
+    far = AdaptedParams(np.stack([np.eye(3)] * 3), np.full((3, 3), 10.0))
+    rates = separated_rates(far, design.data)
     assert np.all(rates.dbeta == 0.0) and np.all(rates.omega == 0.0)
     flow = tr.separated_flow(far, design.data, eta=0.1, n_steps=20)
     assert np.array_equal(flow.final.R, far.R) and np.array_equal(flow.final.beta, far.beta)
@@ -120,26 +130,26 @@ def test_untruncated_clusters_have_exactly_zero_gradient(rng):
 def test_rotation_flow_sign_plus_omega_decreases_cost(rng):
     """d_s R = +Omega R ([1] (3.21)) descends; the sign printed in (1.14)/(4.1) ascends."""
     design = tr.simplex_design(3, rng=rng)
-    packed = tr.pack_clusters(design.data)
-    r = tr.separated_rates(design.params, packed)
+    packed = pack_clusters(design.data)
+    r = separated_rates(design.params, packed)
     eps = 1e-6
     costs = {}
     for sign in (+1, -1):
-        R = tr.expm_antisymmetric(sign * eps * r.omega) @ design.params.R
-        costs[sign] = tr.separated_rates(tr.AdaptedParams(R, design.params.beta), packed).cost
+        R = expm_antisymmetric(sign * eps * r.omega) @ design.params.R
+        costs[sign] = separated_rates(AdaptedParams(R, design.params.beta), packed).cost
     assert costs[+1] < r.cost < costs[-1]
 
 
 def test_separated_rates_rejects_wrong_layer_count(rng):
     design = tr.simplex_design(3, rng=rng)
-    params = tr.AdaptedParams(design.params.R[:2], design.params.beta[:2])
+    params = AdaptedParams(design.params.R[:2], design.params.beta[:2])
     with pytest.raises(ValueError, match="`params` must have L = 3"):
-        tr.separated_rates(params, design.data)
+        separated_rates(params, design.data)
 
 
 def test_unknown_variant_is_rejected(rng):
     design = tr.simplex_design(2, rng=rng)
     with pytest.raises(ValueError, match="`variant`"):
-        tr.separated_rates(design.params, design.data, variant="bogus")
+        separated_rates(design.params, design.data, variant="bogus")
     with pytest.raises(ValueError, match="`variant`"):
-        tr.theorem51_rates(design.params, design.data, variant="moments")
+        theorem51_rates(design.params, design.data, variant="moments")

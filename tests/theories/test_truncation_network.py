@@ -3,33 +3,47 @@
 import numpy as np
 import pytest
 
-from ncdynamics.theories import truncation as tr
+from ncdynamics.theories.truncation.design import random_config
+from ncdynamics.theories.truncation.network import (
+    AdaptedParams,
+    ClusterData,
+    cumulative_to_layers,
+    forward_layers,
+    heaviside,
+    layers_to_cumulative,
+    random_orthogonal,
+    sector_codes,
+    sector_masks,
+    truncate,
+    truncate_general,
+    truncation_path,
+)
 
 
 def _config(rng, q=3, counts=(4, 5, 3), wstar=False):
-    data, params = tr.random_config(q, counts, rng=rng)
+    data, params = random_config(q, counts, rng=rng)
     if wstar:
-        params = tr.AdaptedParams(params.R, params.beta, rng.uniform(0.5, 2.0, (q, q)))
+        params = AdaptedParams(params.R, params.beta, rng.uniform(0.5, 2.0, (q, q)))
     return data, params
 
 
 def test_truncation_fixes_cone_and_collapses_negative_sector(rng):
     q = 4
-    R = tr.random_orthogonal(q, rng=rng)
+    R = random_orthogonal(q, rng=rng)
     beta = rng.standard_normal(q)
     inside = rng.uniform(0.1, 2.0, (50, q)) @ R - beta  # R (x + beta) > 0
     below = -rng.uniform(0.0, 2.0, (50, q)) @ R - beta  # R (x + beta) <= 0
-    np.testing.assert_allclose(tr.truncate(inside, R, beta), inside, atol=1e-12)
-    np.testing.assert_allclose(tr.truncate(below, R, beta), np.tile(-beta, (50, 1)), atol=1e-12)
+    np.testing.assert_allclose(truncate(inside, R, beta), inside, atol=1e-12)
+    np.testing.assert_allclose(truncate(below, R, beta), np.tile(-beta, (50, 1)), atol=1e-12)
 
 
 def test_truncation_is_idempotent_nearest_point_projection(rng):
     q = 3
-    R = tr.random_orthogonal(q, rng=rng)
+    R = random_orthogonal(q, rng=rng)
     beta = rng.standard_normal(q)
     x = 2 * rng.standard_normal((200, q))
-    t = tr.truncate(x, R, beta)
-    np.testing.assert_allclose(tr.truncate(t, R, beta), t, atol=1e-12)
+    t = truncate(x, R, beta)
+    np.testing.assert_allclose(truncate(t, R, beta), t, atol=1e-12)
     cone = rng.uniform(0, 3, (200, q)) @ R - beta
     d_tau = np.linalg.norm(x - t, axis=1)
     d_any = np.linalg.norm(x[:, None, :] - cone[None, :, :], axis=2).min(axis=1)
@@ -38,29 +52,29 @@ def test_truncation_is_idempotent_nearest_point_projection(rng):
 
 def test_truncation_is_independent_of_wstar(rng):
     q = 3
-    R = tr.random_orthogonal(q, rng=rng)
+    R = random_orthogonal(q, rng=rng)
     beta = rng.standard_normal(q)
     x = rng.standard_normal((40, q))
     W = np.diag(rng.uniform(0.2, 5.0, q)) @ R
-    np.testing.assert_allclose(tr.truncate_general(x, W, beta), tr.truncate(x, R, beta), atol=1e-12)
+    np.testing.assert_allclose(truncate_general(x, W, beta), truncate(x, R, beta), atol=1e-12)
 
 
 def test_relu_derivative_is_zero_at_kink():
-    assert tr.heaviside(np.array([0.0]))[0] == 0.0
-    pos, neg, mixed = tr.sector_masks(np.array([[1.0, 2.0], [0.0, -1.0], [1.0, 0.0]]))
+    assert heaviside(np.array([0.0]))[0] == 0.0
+    pos, neg, mixed = sector_masks(np.array([[1.0, 2.0], [0.0, -1.0], [1.0, 0.0]]))
     assert pos.tolist() == [True, False, False]
     assert neg.tolist() == [False, True, False]
     assert mixed.tolist() == [False, False, True]
-    assert tr.sector_codes(np.array([[1.0, 0.0, 2.0]]))[0] == 5
+    assert sector_codes(np.array([[1.0, 0.0, 2.0]]))[0] == 5
 
 
 def test_hidden_layers_equal_cumulative_map_of_composition(rng):
     """x^(l) = W^(l)(I^(l)(x) + beta^(l)): the bias-corrected [1] (2.17)."""
     data, params = _config(rng, q=4, counts=(5, 5, 5, 5), wstar=True)
     W_cum = params.cumulative_weights()
-    W_layers, b_layers = tr.cumulative_to_layers(W_cum, params.beta)
-    hidden = tr.forward_layers(data.x, W_layers, b_layers)
-    p, _ = tr.truncation_path(data.x, params)
+    W_layers, b_layers = cumulative_to_layers(W_cum, params.beta)
+    hidden = forward_layers(data.x, W_layers, b_layers)
+    p, _ = truncation_path(data.x, params)
     for l in range(params.n_layers):  # noqa: E741
         expected = (p[l + 1] + params.beta[l]) @ W_cum[l].T
         np.testing.assert_allclose(hidden[l + 1], expected, atol=1e-12)
@@ -72,8 +86,8 @@ def test_cumulative_layer_round_trip(rng):
     q, n_layers = 4, 5
     W_layers = rng.standard_normal((n_layers, q, q)) + 2 * np.eye(q)
     b_layers = rng.standard_normal((n_layers, q))
-    W_cum, beta = tr.layers_to_cumulative(W_layers, b_layers)
-    W2, b2 = tr.cumulative_to_layers(W_cum, beta)
+    W_cum, beta = layers_to_cumulative(W_layers, b_layers)
+    W2, b2 = cumulative_to_layers(W_cum, beta)
     np.testing.assert_allclose(W2, W_layers, atol=1e-12)
     np.testing.assert_allclose(b2, b_layers, atol=1e-12)
 
@@ -90,29 +104,29 @@ def test_point_weights_per_class_and_global(rng):
 @pytest.mark.parametrize(
     ("call", "exc", "match"),
     [
-        (lambda: tr.AdaptedParams(np.eye(3)[None], np.zeros((2, 3))), ValueError, "`beta`"),
+        (lambda: AdaptedParams(np.eye(3)[None], np.zeros((2, 3))), ValueError, "`beta`"),
         (
-            lambda: tr.AdaptedParams(np.eye(3)[None], np.zeros((1, 3)), -np.ones((1, 3))),
+            lambda: AdaptedParams(np.eye(3)[None], np.zeros((1, 3)), -np.ones((1, 3))),
             ValueError,
             "`wstar`",
         ),
         (
-            lambda: tr.AdaptedParams(np.full((1, 2, 2), np.nan), np.zeros((1, 2))),
+            lambda: AdaptedParams(np.full((1, 2, 2), np.nan), np.zeros((1, 2))),
             ValueError,
             "finite",
         ),
         (
-            lambda: tr.ClusterData(np.zeros((3, 2)), np.array([0, 0, 0]), np.zeros((2, 2))),
+            lambda: ClusterData(np.zeros((3, 2)), np.array([0, 0, 0]), np.zeros((2, 2))),
             ValueError,
             "`labels`",
         ),
         (
-            lambda: tr.ClusterData(np.zeros((3, 2)), np.array([0, 1, 1]), np.zeros((2, 3))),
+            lambda: ClusterData(np.zeros((3, 2)), np.array([0, 1, 1]), np.zeros((2, 3))),
             ValueError,
             "`ytilde`",
         ),
         (
-            lambda: tr.ClusterData(
+            lambda: ClusterData(
                 np.zeros((3, 2)), np.array([0, 1, 1]), np.zeros((2, 2))
             ).point_weights("bogus"),
             ValueError,

@@ -176,22 +176,6 @@ def test_worker_runs_jobs_in_order_and_refuses_work_after_close():
         worker.submit(lambda: None)
 
 
-def test_log_and_keep_merges_into_last_in_order_without_waiting():
-    x, y = np.random.default_rng(0).normal(size=(12, 4)).astype(np.float32), np.arange(12) % 3
-    model = torch.nn.Sequential(torch.nn.Linear(4, 3))
-    out = {}
-    for background in (False, True):
-        sink = MemorySink()
-        with Recorder(sink, x, y, probes=["performance"], background=background) as rec:
-            for step in range(3):
-                rec.record(model, step)
-                rec.log_and_keep(step, **{"test/loss": float(step)})
-        out[background] = (sink.calls, rec.last, rec.latest)
-    assert _same(tuple(out[False][0]), tuple(out[True][0]))
-    assert out[True][1] == out[False][1] == out[True][2]
-    assert out[True][1]["test/loss"] == 2.0 and "probe/loss" in out[True][1]
-
-
 def test_evaluate_runs_on_the_recorded_state_in_the_recording_thread():
     # the model changes right after record(): `evaluate` (the training loop's test set) must
     # still see the recorded weights, run in the recording thread, and land in `last`

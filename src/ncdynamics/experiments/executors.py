@@ -179,10 +179,6 @@ class LocalExecutor(Executor):
         self._ctx = mp.get_context("spawn")
         self._pool: list[_Worker] = []
 
-    def worker_pids(self) -> list[int]:
-        """Process ids of the live workers."""
-        return [w.proc.pid for w in self._pool if w.proc.is_alive() and w.proc.pid]
-
     def _spawn(self) -> _Worker:
         w = _Worker(self._ctx, self.threads_per_worker)
         self._pool.append(w)

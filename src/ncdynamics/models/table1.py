@@ -5,7 +5,7 @@ linear), Xavier-normal gain with zero biases, skip connections, dropout and the 
 convolutional variant. Every hidden layer's activations are available through
 ``hidden_layers(x)``, so any layer can play the role of the representation.
 
-Readings of the paper's one-line descriptions (spec §7):
+Readings of the paper's one-line descriptions:
 
 - ``skip="two-back"``: ``h_l = act(W_l h_{l-1} + b_l) + h_{l-2}`` for every ``l >= 3``
   (a skip "jumping over the next two layers" on each layer; overlapping). ``"residual"``

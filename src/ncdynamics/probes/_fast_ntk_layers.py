@@ -402,33 +402,11 @@ def _chain_gradients(
     return grads
 
 
-def plan_layers(
-    model: nn.Module,
-    forward: Forward,
-    x1: torch.Tensor,
-    trainable: list[torch.nn.Parameter],
-    *,
-    structured: bool = True,
-) -> LayerPlan:
-    """Decide which modules are structured, from a pilot pass on ``x1`` (a few samples).
-
-    ``forward(x) -> (n, O)`` calls ``model``. Runs the gradient check described in the
-    module docstring; trainable parameters that the output does not depend on at all are
-    listed in ``unused_ids`` (their NTK contribution is zero). With ``structured=False``
-    only the sizes and the unused parameters are determined.
-    """
-    plan = LayerPlan()
-    owners = _param_owner_counts(model)
-    leaves = [m for m in model.modules() if not list(m.children())]
-    sizes: dict[nn.Module, list[int]] = {}
-    calls: Calls = {}
-
-    def size_hook(mod: nn.Module, args: tuple[torch.Tensor, ...], out: object) -> None:
-        if isinstance(out, torch.Tensor):
-            sizes.setdefault(mod, []).append(out[0].numel())
-
-    cands = []
-    for m in leaves if structured else []:
+def _candidates(leaves: list[nn.Module], owners: dict[int, int]) -> list[nn.Module]:
+    """Leaf modules that may be structured: a Linear, Conv2d or BatchNorm with no parameter
+    but ``weight`` and ``bias``, at least one of them trainable, and none shared."""
+    cands: list[nn.Module] = []
+    for m in leaves:
         ps = [m._parameters.get("weight"), m._parameters.get("bias")]
         others = [
             k for k, p in m._parameters.items() if p is not None and k not in ("weight", "bias")
@@ -440,7 +418,44 @@ def plan_layers(
             and all(p is None or owners[id(p)] == 1 for p in ps)
         ):
             cands.append(m)
+    return cands
+
+
+@dataclass
+class _Pilot:
+    """What the pilot pass saw: the output ``f``, the candidates called once with a known
+    kind (``chosen``), the true gradients of the summed output with respect to their outputs
+    (``g_out``), their parameters (``g_par``) and every trainable parameter (``g_all``),
+    each module's calls and live inputs, and the output sizes of every leaf."""
+
+    f: torch.Tensor
+    chosen: list[tuple[nn.Module, str]]
+    g_out: list[torch.Tensor | None]
+    g_par: list[torch.Tensor | None]
+    g_all: list[torch.Tensor | None]
+    calls: Calls
+    live: dict[nn.Module, list[torch.Tensor]]
+    sizes: dict[nn.Module, list[int]]
+
+
+def _pilot_pass(
+    forward: Forward,
+    x1: torch.Tensor,
+    leaves: list[nn.Module],
+    cands: list[nn.Module],
+    trainable: list[torch.nn.Parameter],
+) -> _Pilot:
+    """One forward pass on ``x1`` with every leaf's output size recorded and the candidates'
+    calls captured, then one backward pass of the summed output to the outputs of the
+    candidates called once, their parameters and every trainable parameter."""
+    sizes: dict[nn.Module, list[int]] = {}
+    calls: Calls = {}
     live: dict[nn.Module, list[torch.Tensor]] = {}
+
+    def size_hook(mod: nn.Module, args: tuple[torch.Tensor, ...], out: object) -> None:
+        if isinstance(out, torch.Tensor):
+            sizes.setdefault(mod, []).append(out[0].numel())
+
     handles = [m.register_forward_hook(size_hook) for m in leaves]
     handles += _capture(cands, calls, live)
     try:
@@ -467,23 +482,63 @@ def plan_layers(
         for h in handles:
             h.remove()
     nt, npar = len(tensors), len(params)
-    g_out, g_par = grads[:nt], list(grads[nt : nt + npar])
-    plan.unused_ids = {
-        id(p) for p, g in zip(trainable, grads[nt + npar :], strict=True) if g is None
-    }
-    for (m, kind), go in zip(chosen, g_out, strict=True):
-        mine = trainable_params(m)
-        true = [g_par.pop(0) for _ in mine]
+    return _Pilot(
+        f,
+        chosen,
+        list(grads[:nt]),
+        list(grads[nt : nt + npar]),
+        list(grads[nt + npar :]),
+        calls,
+        live,
+        sizes,
+    )
+
+
+def _predicted_grads(
+    m: nn.Module, kind: str, u: torch.Tensor, go: torch.Tensor
+) -> list[torch.Tensor]:
+    """The parameter gradients of layer ``m`` rebuilt from its input ``u`` and its output
+    gradient ``go``, in the order of :func:`trainable_params`."""
+    if kind != "factored":
+        return _layer_param_grads(m, kind, u, go)
+    go2 = go.reshape(go.shape[0], -1)
+    return ([go2.T @ u] if _trainable(_weight(m)) else []) + (
+        [go2.sum(0)] if _trainable(_bias(m)) else []
+    )
+
+
+def _add_layer(plan: LayerPlan, m: nn.Module, kind: str, u: torch.Tensor, go: torch.Tensor) -> None:
+    """Enter a verified layer into ``plan`` with its share of the per-sample sizes."""
+    mine = trainable_params(m)
+    if _formed_right_away(m, kind, u):
+        kind = "conv-formed"
+        plan.act_per_sample_extra += _unfold(m, u[:1]).numel()  # kept while passes run
+    plan.modules[m] = kind
+    plan.param_ids.update(id(p) for p in mine)
+    n_out = go[0].numel()
+    plan.out_per_sample += n_out
+    if kind == "factored":
+        plan.d_out_factored += go.shape[-1]
+        plan.d_in_factored += u.shape[-1] if _trainable(_weight(m)) else 0
+        return
+    plan.n_mat += sum(p.numel() for p in mine)
+    plan.n_small += _small_width(m, kind)
+    if _deferred(m, kind):
+        plan.unfold_max = max(plan.unfold_max, _unfold(m, u[:1]).numel())
+        plan.g_deferred += n_out
+        plan.u_deferred += u[0].numel()
+        plan.p_deferred_max = max(plan.p_deferred_max, _layer_weight(m).numel())
+
+
+def _verify_layers(plan: LayerPlan, pilot: _Pilot) -> None:
+    """Keep each chosen layer whose rebuilt parameter gradients match autograd's."""
+    g_par = list(pilot.g_par)
+    for (m, kind), go in zip(pilot.chosen, pilot.g_out, strict=True):
+        true = [g_par.pop(0) for _ in trainable_params(m)]
         if go is None:  # output independent of this layer: its parameters are unused
             continue
-        u = calls[m][0][0]
-        if kind == "factored":
-            go2 = go.reshape(go.shape[0], -1)
-            pred = ([go2.T @ u] if _trainable(_weight(m)) else []) + (
-                [go2.sum(0)] if _trainable(_bias(m)) else []
-            )
-        else:
-            pred = _layer_param_grads(m, kind, u, go)
+        u = pilot.calls[m][0][0]
+        pred = _predicted_grads(m, kind, u, go)
         ok = all(
             t is not None and _close(pr.reshape(t.shape), t)
             for pr, t in zip(pred, true, strict=True)
@@ -492,38 +547,57 @@ def plan_layers(
             continue
         if not all(t is not None and bool(t.any()) for t in true):
             plan.verified = False
-        if _formed_right_away(m, kind, u):
-            kind = "conv-formed"
-            plan.act_per_sample_extra += _unfold(m, u[:1]).numel()  # kept while passes run
-        plan.modules[m] = kind
-        plan.param_ids.update(id(p) for p in mine)
-        n_out = go[0].numel()
-        plan.out_per_sample += n_out
-        if kind == "factored":
-            plan.d_out_factored += go.shape[-1]
-            plan.d_in_factored += u.shape[-1] if _trainable(_weight(m)) else 0
-        else:
-            plan.n_mat += sum(p.numel() for p in mine)
-            plan.n_small += _small_width(m, kind)
-            if _deferred(m, kind):
-                plan.unfold_max = max(plan.unfold_max, _unfold(m, u[:1]).numel())
-                plan.g_deferred += n_out
-                plan.u_deferred += u[0].numel()
-                plan.p_deferred_max = max(plan.p_deferred_max, _layer_weight(m).numel())
-    plan.act_per_sample = sum(sum(v) for v in sizes.values()) + 1
-    order = [m for m in calls if m in plan.modules]  # call order
-    if order and all(plan.modules[m] == "factored" for m in order):
-        g_true: dict[nn.Module, torch.Tensor | None] = {
-            m: go for (m, _), go in zip(chosen, g_out, strict=True)
-        }
-        chain = _chain_gradients(
-            order, [live[m][0] for m in order], [calls[m][0][1] for m in order], f,
-            torch.ones_like(f)[None],
-        )  # fmt: skip
-        plan.chain = chain is not None and all(
-            g_t is not None and _close(g[:, 0], g_t)
-            for g, g_t in zip(chain, (g_true[m] for m in order), strict=True)
-        )
+        _add_layer(plan, m, kind, u, go)
+
+
+def _chain_holds(plan: LayerPlan, pilot: _Pilot) -> bool:
+    """Whether every structured layer is factored and the chain of them gives autograd's
+    output gradients (module docstring)."""
+    order = [m for m in pilot.calls if m in plan.modules]  # call order
+    if not order or not all(plan.modules[m] == "factored" for m in order):
+        return False
+    g_true: dict[nn.Module, torch.Tensor | None] = {
+        m: go for (m, _), go in zip(pilot.chosen, pilot.g_out, strict=True)
+    }
+    chain = _chain_gradients(
+        order, [pilot.live[m][0] for m in order], [pilot.calls[m][0][1] for m in order],
+        pilot.f, torch.ones_like(pilot.f)[None],
+    )  # fmt: skip
+    return chain is not None and all(
+        g_t is not None and _close(g[:, 0], g_t)
+        for g, g_t in zip(chain, (g_true[m] for m in order), strict=True)
+    )
+
+
+def plan_layers(
+    model: nn.Module,
+    forward: Forward,
+    x1: torch.Tensor,
+    trainable: list[torch.nn.Parameter],
+    *,
+    structured: bool = True,
+) -> LayerPlan:
+    """Decide which modules are structured, from a pilot pass on ``x1`` (a few samples).
+
+    ``forward(x) -> (n, O)`` calls ``model``. Runs the gradient check described in the
+    module docstring; trainable parameters that the output does not depend on at all are
+    listed in ``unused_ids`` (their NTK contribution is zero). With ``structured=False``
+    only the sizes and the unused parameters are determined.
+
+    The steps: the candidate layers (:func:`_candidates`), the pilot pass and its true
+    gradients (:func:`_pilot_pass`), the layers whose rebuilt gradients match
+    (:func:`_verify_layers`), and whether their gradients can go through the chain
+    (:func:`_chain_holds`).
+    """
+    plan = LayerPlan()
+    leaves = [m for m in model.modules() if not list(m.children())]
+    cands = _candidates(leaves, _param_owner_counts(model)) if structured else []
+    pilot = _pilot_pass(forward, x1, leaves, cands, trainable)
+    plan.unused_ids = {id(p) for p, g in zip(trainable, pilot.g_all, strict=True) if g is None}
+    _verify_layers(plan, pilot)
+    plan.act_per_sample = sum(sum(v) for v in pilot.sizes.values()) + 1
+    if _chain_holds(plan, pilot):
+        plan.chain = True
     return plan
 
 
@@ -573,6 +647,117 @@ class Chunk:
     factors: list[Factor]
 
 
+def _factor(m: nn.Module, u: torch.Tensor, g: torch.Tensor) -> Factor:
+    """The :class:`Factor` of factored layer ``m`` with input ``u`` and gradients ``g``."""
+    return Factor(u if _trainable(_weight(m)) else None, _trainable(_bias(m)), g)
+
+
+def _chain_chunk(
+    mods: list[nn.Module],
+    store: dict[nn.Module, list],
+    live: dict[nn.Module, list[torch.Tensor]],
+    f: torch.Tensor,
+) -> Chunk | None:
+    """All outputs' gradients at once through the chain of factored layers, or ``None``
+    when this call's shapes do not fit it (then the passes run one output at a time)."""
+    if not all(len(store.get(m, ())) == 1 for m in mods):
+        return None
+    n, o = f.shape
+    order = list(store)  # call order
+    cots = f.new_zeros((o, n, o))
+    cots[torch.arange(o), :, torch.arange(o)] = 1.0  # cotangent a: ones in column a
+    grads = _chain_gradients(
+        order, [live[m][0] for m in order], [store[m][0][1] for m in order], f, cots
+    )
+    if grads is None:
+        return None
+    g_of = dict(zip(order, grads, strict=True))
+    return Chunk(None, [], [_factor(m, store[m][0][0], g_of[m]) for m in mods])
+
+
+class _Passes:
+    """The backward passes of one chunk, one per output, and the stores their gradients go
+    to: ``small`` (n, o, n_small) for the pieces formed right away, ``keep[i]``
+    (n, o, *out_shape) for each deferred or factored layer (``None`` for the others).
+
+    Each layer's gradient is consumed by a tensor hook as soon as the backward pass produces
+    it (while it is in cache) and then dropped: asking autograd.grad for every layer output
+    would hold all of them until the pass ends, which on a ResNet doubled the memory touched
+    per pass.
+    """
+
+    def __init__(
+        self,
+        plan: LayerPlan,
+        mods: list[nn.Module],
+        inputs: list[torch.Tensor],
+        outs: list[torch.Tensor],
+        f: torch.Tensor,
+    ) -> None:
+        n, o = f.shape
+        self.mods = mods
+        self.kinds = [plan.modules[m] for m in mods]
+        self.xhats = [
+            _bn_xhat(m, u)
+            if isinstance(m, _BN)  # kind "bn"
+            else _unfold(m, u)  # (n, S, K), kept while the passes run
+            if k == "conv-formed"
+            else None
+            for m, k, u in zip(mods, self.kinds, inputs, strict=True)
+        ]
+        # f's dtype and device
+        self.small = f.new_empty((n, o, plan.n_small)) if plan.n_small else None
+        self.keep = [
+            f.new_empty((n, o, *t.shape[1:])) if k == "factored" or _deferred(m, k) else None
+            for m, k, t in zip(mods, self.kinds, outs, strict=True)
+        ]
+        self.cols = [0]
+        for m, kind in zip(mods, self.kinds, strict=True):
+            self.cols.append(self.cols[-1] + _small_width(m, kind))
+        self.current = 0  # the output whose backward pass is running
+        self.seen: set[int] = set()
+
+    def consume(self, i: int, g: torch.Tensor) -> None:
+        """Store layer ``i``'s gradient for the current output (once per pass)."""
+        if i in self.seen:
+            return
+        self.seen.add(i)
+        k = self.current
+        kept = self.keep[i]
+        if kept is not None:
+            kept[:, k] = g
+        col = self.cols[i]
+        for piece in small_pieces(self.mods[i], self.kinds[i], self.xhats[i], g):
+            if self.small is None:  # n_small counts every piece, so this cannot happen
+                raise RuntimeError("a small Jacobian piece without a `small` store.")
+            self.small[:, k, col : col + piece.shape[1]] = piece
+            col += piece.shape[1]
+
+    def run(self, f: torch.Tensor, outs: list[torch.Tensor], first: int) -> None:
+        """One backward pass per output (faster than is_grads_batched), driven to the output
+        of layer ``first`` (the first called); layers it does not reach are asked for
+        explicitly (found on the first pass)."""
+        handles = [t.register_hook(lambda g, i=i: self.consume(i, g)) for i, t in enumerate(outs)]
+        ask = [first]
+        try:
+            for k in range(f.shape[1]):
+                self.current = k
+                self.seen.clear()
+                cot = torch.zeros_like(f)
+                cot[:, k] = 1.0
+                _grad(f, [outs[i] for i in ask], cot)
+                missing = [i for i in range(len(outs)) if i not in self.seen]
+                if missing:  # not upstream of the asked outputs: ask for them too
+                    _grad(f, [outs[i] for i in missing], cot)
+                    ask += [i for i in missing if i in self.seen]
+                for i in range(len(outs)):
+                    if i not in self.seen:  # output k does not depend on layer i
+                        self.consume(i, torch.zeros_like(outs[i]))
+        finally:
+            for h in handles:
+                h.remove()
+
+
 def structured_chunk(
     plan: LayerPlan,
     forward: Forward,
@@ -581,11 +766,12 @@ def structured_chunk(
 ) -> Chunk:
     """Structured Jacobian of the samples ``x`` (n, ...) and the outputs ``out_idx`` (o,).
 
-    One forward pass, then one backward pass of the whole chunk per output. Each backward's
-    gradients are consumed before the next: narrow pieces are written into ``small``, the
-    gradients of deferred and factored layers into their (n, o, ...) stores. A plan whose
-    factored layers form a chain (``plan.chain``) instead takes all outputs' gradients
-    through the chain at once (:func:`_chain_gradients`), when this call's shapes fit it.
+    One forward pass, then one backward pass of the whole chunk per output
+    (:class:`_Passes`). Each backward's gradients are consumed before the next: narrow
+    pieces are written into ``small``, the gradients of deferred and factored layers into
+    their (n, o, ...) stores. A plan whose factored layers form a chain (``plan.chain``)
+    instead takes all outputs' gradients through the chain at once (:func:`_chain_chunk`),
+    when this call's shapes fit it.
     """
     store: dict[nn.Module, list] = {}
     live: dict[nn.Module, list[torch.Tensor]] | None = {} if plan.chain else None
@@ -597,98 +783,22 @@ def structured_chunk(
     finally:
         for h in handles:
             h.remove()
-    n, o = f.shape
-    if live is not None and all(len(store.get(m, ())) == 1 for m in mods):
-        order = list(store)  # call order
-        cots = f.new_zeros((o, n, o))
-        cots[torch.arange(o), :, torch.arange(o)] = 1.0  # cotangent a: ones in column a
-        grads = _chain_gradients(
-            order, [live[m][0] for m in order], [store[m][0][1] for m in order], f, cots
-        )
-        if grads is not None:
-            g_of = dict(zip(order, grads, strict=True))
-            return Chunk(
-                None,
-                [],
-                [
-                    Factor(
-                        store[m][0][0] if _trainable(_weight(m)) else None,
-                        _trainable(_bias(m)),
-                        g_of[m],
-                    )
-                    for m in mods
-                ],
-            )
+    if live is not None:
+        chunk = _chain_chunk(mods, store, live, f)
+        if chunk is not None:
+            return chunk
     outs = [store[m][0][1] for m in mods]
     inputs = [store[m][0][0] for m in mods]
-    first = next(iter(store))  # the structured layer called first in the forward pass
+    first = mods.index(next(iter(store)))  # the structured layer called first
     del store
-    kinds = [plan.modules[m] for m in mods]
-    xhats = [
-        _bn_xhat(m, u)
-        if isinstance(m, _BN)  # kind "bn"
-        else _unfold(m, u)  # (n, S, K), kept while the passes run
-        if k == "conv-formed"
-        else None
-        for m, k, u in zip(mods, kinds, inputs, strict=True)
-    ]
-    small = f.new_empty((n, o, plan.n_small)) if plan.n_small else None  # f's dtype, device
-    # (n, o, *out_shape) per deferred or factored layer, None for the others
-    keep = [
-        f.new_empty((n, o, *t.shape[1:])) if k == "factored" or _deferred(m, k) else None
-        for m, k, t in zip(mods, kinds, outs, strict=True)
-    ]
-    cols = [0]
-    for m, kind in zip(mods, kinds, strict=True):
-        cols.append(cols[-1] + _small_width(m, kind))
-    current = [0]  # the output whose backward pass is running
-    seen: set[int] = set()
-
-    def consume(i: int, g: torch.Tensor) -> None:
-        if i in seen:
-            return
-        seen.add(i)
-        k = current[0]
-        kept = keep[i]
-        if kept is not None:
-            kept[:, k] = g
-        col = cols[i]
-        for piece in small_pieces(mods[i], kinds[i], xhats[i], g):
-            if small is None:  # n_small counts every piece, so this cannot happen
-                raise RuntimeError("a small Jacobian piece without a `small` store.")
-            small[:, k, col : col + piece.shape[1]] = piece
-            col += piece.shape[1]
-
-    # Each layer's gradient is consumed by a tensor hook as soon as the backward pass
-    # produces it (while it is in cache) and then dropped: asking autograd.grad for every
-    # layer output would hold all of them until the pass ends, which on a ResNet doubled
-    # the memory touched per pass. The pass is driven to the output of the first layer
-    # called; layers it does not reach are asked for explicitly (found on the first pass).
-    handles = [t.register_hook(lambda g, i=i: consume(i, g)) for i, t in enumerate(outs)]
-    ask = [mods.index(first)]
-    try:
-        for k in range(o):  # one backward pass per output (faster than is_grads_batched)
-            current[0] = k
-            seen.clear()
-            cot = torch.zeros_like(f)
-            cot[:, k] = 1.0
-            _grad(f, [outs[i] for i in ask], cot)
-            missing = [i for i in range(len(outs)) if i not in seen]
-            if missing:  # not upstream of the asked outputs: ask for them too
-                _grad(f, [outs[i] for i in missing], cot)
-                ask += [i for i in missing if i in seen]
-            for i in range(len(outs)):
-                if i not in seen:  # output k does not depend on layer i
-                    consume(i, torch.zeros_like(outs[i]))
-    finally:
-        for h in handles:
-            h.remove()
+    passes = _Passes(plan, mods, inputs, outs, f)
+    passes.run(f, outs, first)
     del f, outs
-    xhats.clear()  # free the normalised BN inputs before the caller contracts
+    passes.xhats.clear()  # free the normalised BN inputs before the caller contracts
     deferred, factors = [], []
-    for m, kind, u, g in zip(mods, kinds, inputs, keep, strict=True):
+    for m, kind, u, g in zip(mods, passes.kinds, inputs, passes.keep, strict=True):
         if kind == "factored" and g is not None:  # every factored layer keeps its gradients
-            factors.append(Factor(u if _trainable(_weight(m)) else None, _trainable(_bias(m)), g))
+            factors.append(_factor(m, u, g))
         elif g is not None:
             deferred.append(Deferred(m, kind, u, g))
-    return Chunk(small, deferred, factors)
+    return Chunk(passes.small, deferred, factors)

@@ -12,11 +12,11 @@ Everything is computed in float64 NumPy.
 - Block values ([1], Def. 3.1): ``diagonal`` = mean over outputs a and samples i of
   ``Theta_aa(x_i, x_i)``; ``same_class`` over pairs i != j of one class; ``different_class``
   over pairs of different classes. ``estimator="half-split"`` uses the subsample of the
-  paper's code instead (spec §2.2).
+  paper's code instead.
 - Alignment ([1], Fig. 1e): ``A(K) = <K, Y^T Y>_F / (||K||_F ||Y^T Y||_F)`` with ``Y^T Y`` the
   same-class indicator; ``centered=True`` centres both matrices with ``H = I - 11^T/n`` first
   (Cortes et al. 2012).
-- Linear-head identity (spec §1.3): ``Theta_ks(x_i, x_j) = sum_pq W_kp W_sq Theta^h_pq(x_i, x_j)
+- Linear-head identity: ``Theta_ks(x_i, x_j) = sum_pq W_kp W_sq Theta^h_pq(x_i, x_j)
   + delta_ks (h_i . h_j + 1)``.
 
 References
@@ -186,7 +186,7 @@ def block_values(
 ) -> BlockValues:
     """Same-sample, same-class and different-class values of a kernel ([1], Def. 3.1).
 
-    ``exact`` takes the mean over all entries of each kind and over outputs (spec §2.2); it is
+    ``exact`` takes the mean over all entries of each kind and over outputs; it is
     also the least-squares fit of ``K`` by ``d I + c (Y^T Y - I) + n (11^T - Y^T Y)``.
     ``half-split`` is the estimator of the paper's code: with ``k = m_c // 2``, same-class
     pairs (i, j) take i among the first k and j among the last k samples of each class;
@@ -237,7 +237,7 @@ def kernel_alignment(
         Centre ``K`` and ``Y^T Y`` with ``H = I - 11^T/n`` first.
     estimator : {"exact", "half-split"}, default="exact"
         ``half-split``: the paper code's estimate from the diagonal and half-split entries
-        (spec §2.3), equal to the exact alignment of a kernel on k = m // 2 samples per class
+       , equal to the exact alignment of a kernel on k = m // 2 samples per class
         when K is block-structured. Not available with ``centered``.
 
     Returns
@@ -331,7 +331,7 @@ def logit_ntk_from_features(
     bias: bool = True,
     mode: Literal["full", "diagonal", "trace"] = "full",
 ) -> np.ndarray:
-    """Logit NTK rebuilt from the full feature kernel through a linear head (spec §1.3).
+    """Logit NTK rebuilt from the full feature kernel through a linear head.
 
     For ``f = W h + b`` with trainable ``W`` and ``b``::
 

@@ -2,7 +2,7 @@
 
 ``empirical_ntk(model, x, x2)`` returns ``Theta[i, j, a, b] = <d f_a(x_i)/dw, d f_b(x2_j)/dw>``,
 the inner product over all trainable parameters ``w`` of the gradients of outputs ``a`` and
-``b`` ([1], eqs. (2)-(3)). Layout (STYLE B.5):
+``b`` ([1], eqs. (2)-(3)). Layout (``docs/axes.md``):
 
 ==========  ============================  ===============================================
 mode        shape                         entries

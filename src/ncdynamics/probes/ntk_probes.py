@@ -75,7 +75,7 @@ class _KernelProbe:
 
 
 class NTKAlignmentProbe(_KernelProbe):
-    """Traced logit and feature kernels and their label alignment (spec §2.2-2.3)."""
+    """Traced logit and feature kernels and their label alignment."""
 
     name = "ntk_alignment"
 
@@ -107,7 +107,7 @@ class NTKAlignmentProbe(_KernelProbe):
 
 
 class NTKBlocksProbe(_KernelProbe):
-    """Block values (gamma, kappa), block norms and block residuals (spec §2.2)."""
+    """Block values (gamma, kappa), block norms and block residuals."""
 
     name = "ntk_blocks"
 

@@ -8,7 +8,7 @@ from ._store import Run as Run
 from ._store import create as create
 from ._store import open_run as open_run
 
-open = open_run  # noqa: A001  (the public name of DESIGN.md: ncdynamics.runs.open)
+open = open_run  # noqa: A001  (the public name, docs/runs.md: ncdynamics.runs.open)
 
 __all__ = [
     "FORMAT_VERSION",

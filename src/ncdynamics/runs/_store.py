@@ -381,12 +381,6 @@ class Run:
             raise KeyError(f"run {self.path} has no arrays named {name!r}; known: {known}.")
         return {int(p.stem): np.load(p) for p in sorted(folder.glob("*.npy"))}
 
-    def array_stack(self, name: str) -> tuple[NDArray[np.int64], NDArray[Any]]:
-        """``(steps, values)`` with the arrays of ``name`` stacked along a first time axis."""
-        series = self.arrays(name)
-        steps = np.array(list(series), dtype=np.int64)
-        return steps, np.stack(list(series.values())) if series else np.empty((0,))
-
     def log_kernel(
         self,
         name: str,

@@ -225,27 +225,46 @@ def parse_value(text: str) -> Any:
 
 
 def _coerce(value: Any, tp: Any, name: str) -> Any:
+    """``value`` (a command-line string is parsed first) as the field type ``tp``: an
+    optional, a tuple, a literal, or a scalar (:func:`_coerce_scalar`)."""
     if isinstance(value, str) and tp is not str:
         value = parse_value(value)
     origin = typing.get_origin(tp)
-    args = typing.get_args(tp)
     if origin in (typing.Union, types.UnionType):
-        if value is None and type(None) in args:
-            return None
-        non_none = [a for a in args if a is not type(None)]
-        return _coerce(value, non_none[0], name) if len(non_none) == 1 else value
+        return _coerce_union(value, typing.get_args(tp), name)
     if origin is tuple:
-        if not isinstance(value, (list, tuple)):
-            value = [value]
-        if len(args) == 2 and args[1] is Ellipsis:
-            return tuple(_coerce(v, args[0], name) for v in value)
-        return tuple(value)
+        return _coerce_tuple(value, typing.get_args(tp), name)
     if origin is typing.Literal:
+        args = typing.get_args(tp)
         if value not in args:
             raise ValueError(
                 f"option `{name}` must be one of {', '.join(map(repr, args))}; got {value!r}."
             )
         return value
+    return _coerce_scalar(value, tp, name)
+
+
+def _coerce_union(value: Any, args: tuple[Any, ...], name: str) -> Any:
+    """``X | None``: ``None`` stays, anything else is coerced to ``X``; a union of several
+    types is left as given."""
+    if value is None and type(None) in args:
+        return None
+    non_none = [a for a in args if a is not type(None)]
+    return _coerce(value, non_none[0], name) if len(non_none) == 1 else value
+
+
+def _coerce_tuple(value: Any, args: tuple[Any, ...], name: str) -> tuple[Any, ...]:
+    """A tuple from a list, a tuple or one value; ``tuple[X, ...]`` coerces each item."""
+    if not isinstance(value, (list, tuple)):
+        value = [value]
+    if len(args) == 2 and args[1] is Ellipsis:
+        return tuple(_coerce(v, args[0], name) for v in value)
+    return tuple(value)
+
+
+def _coerce_scalar(value: Any, tp: Any, name: str) -> Any:
+    """``int``, ``float``, ``str`` and ``bool`` checked (a whole float becomes an int, a
+    YAML boolean is no number); any other type passes unchanged."""
     if tp in (int, float) and isinstance(value, bool):  # YAML's yes/no/true/false
         raise TypeError(f"option `{name}` must be {tp.__name__}; got {value!r}.")
     if tp is float and isinstance(value, (int, float)):

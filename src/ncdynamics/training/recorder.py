@@ -372,17 +372,6 @@ class Recorder:
         values = {f"{self.prefix}{k}": v for k, v in scalars.items()}
         self._submit(lambda: self.run.log(step, values))
 
-    def log_and_keep(self, step: int, **scalars: float) -> None:
-        """:meth:`log`, and merge the scalars into :attr:`last` (in order with the records,
-        without waiting for them: e.g. the test-set loss logged after a record)."""
-        values = {f"{self.prefix}{k}": v for k, v in scalars.items()}
-
-        def job() -> None:
-            self.run.log(step, values)
-            self._last.update(values)
-
-        self._submit(job)
-
     def wait(self) -> None:
         """Block until the pending records are written (background mode); raises their error."""
         if self._worker is not None:

@@ -6,13 +6,13 @@ the last one, the tracked pair's ``a`` (at the chosen hidden layer, or at every 
 ``epochs + 1`` (float64). When the net has no dropout the record reuses the training
 forward pass (train and eval modes agree); otherwise an eval-mode pass is added.
 
-Training loss (spec §7.1): ``"mse"`` is PyTorch's ``MSELoss`` (mean over all entries, no
+Training loss: ``"mse"`` is PyTorch's ``MSELoss`` (mean over all entries, no
 1/2), which the pilot found to reproduce the paper's convergence within 6000 epochs;
 ``"half-mse"`` is eq. (1) exactly; ``"sum-mse"`` sums the squared errors over points and
 outputs (``n * d_out`` times the ``"mse"`` objective, so for plain SGD the same as ``"mse"`` at
 ``n * d_out`` times the learning rate). The recorded ``loss`` is always eq. (1).
 
-Readings the paper leaves open (spec §7.4-5), as keyword options with defaults that keep the
+Readings the paper leaves open, as keyword options with defaults that keep the
 behaviour above: ``representation`` reads ``a`` from the post-activation layer output (the
 default), from the affine pre-activation ``W_l h_{l-1} + b_l``, or records both
 (``PairHistory.a_pre``); ``negative_slope`` sets the leaky-ReLU slope (PyTorch's 0.01 by
@@ -310,71 +310,28 @@ def train_recording(
         check_int(pair[0], "pair[0]", low=0, high=x.shape[0] - 1),
         check_int(pair[1], "pair[1]", low=0, high=x.shape[0] - 1),
     ]
-    if layer == "all":
-        lay = 0
-    else:
-        lay = (
-            middle_layer(cfg.depth)
-            if layer is None
-            else check_int(layer, "layer", low=1, high=cfg.depth)
-        )
+    lay = _resolve_layer(layer, cfg.depth)
     n = x.shape[0]
     bs = n if batch_size is None else check_int(batch_size, "batch_size", low=1)
     device = current_device()  # the run's device (ncdyn run --device); weights drawn on the CPU
     net = build_net(cfg, x.shape[1], t_np.shape[1], seed=seed, negative_slope=negative_slope).to(
         device
     )
-    # The affine pre-activations of the last forward pass, captured by hooks on the layers.
-    pres: list[torch.Tensor | None] = [None] * cfg.depth
-    hooks = (
-        [m.register_forward_hook(_keep_output(pres, k)) for k, m in enumerate(net.layers)]
-        if representation != "post-activation"
-        else []
-    )
+    recording = _Recording(net, representation, p, lay, cfg.depth)
     xt, tt = torch.from_numpy(x).to(device), torch.from_numpy(t_np).to(device)
     opt = (
         torch.optim.SGD(net.parameters(), lr=cfg.lr)
         if optimizer == "sgd"
         else torch.optim.Adam(net.parameters(), lr=cfg.lr, betas=adam_betas)
     )
-    reduction = "sum" if loss == "sum-mse" else "mean"
-    scale = 0.5 * t_np.shape[1] if loss == "half-mse" else 1.0
     # Dropout and shuffling draw from this local generator; dropout masks come from torch's
     # global generator, so each step runs inside fork_rng with a seed drawn from it.
     gen = torch.Generator().manual_seed(seed + 1)
+    step = _Step(net, opt, loss, t_np.shape[1], gen)
     reuse_forward = bs >= n and cfg.dropout == 0
-    show = lay if lay else middle_layer(cfg.depth)
-    rec: list[torch.Tensor] = []
-    rec_pre: list[torch.Tensor] = []
-    init: tuple[torch.Tensor, torch.Tensor] | None = None
-
-    def step(xb: torch.Tensor, tb: torch.Tensor, out: torch.Tensor | None = None) -> None:
-        if out is None:
-            with torch.random.fork_rng(devices=[]):
-                torch.manual_seed(int(torch.randint(0, 2**31 - 1, (1,), generator=gen)))
-                out = net.hidden_layers(xb)[1]
-        obj = scale * torch.nn.functional.mse_loss(out, tb, reduction=reduction)
-        opt.zero_grad(set_to_none=True)
-        obj.backward()
-        opt.step()
-
     for epoch in range(cfg.epochs + 1):
         last = epoch == cfg.epochs
-        if reuse_forward and not last:
-            hidden, out = net.hidden_layers(xt)  # train mode == eval mode here
-        else:
-            net.eval()
-            with torch.no_grad():
-                hidden, out = net.hidden_layers(xt)
-            net.train()
-        with torch.no_grad():
-            if representation == "pre-activation":
-                hidden = _captured(pres)
-            rec.append(_record(hidden, out, tt, p, lay))
-            if representation == "both":
-                rec_pre.append(_pair_distances(_captured(pres), p, lay))
-            if init is None:
-                init = (hidden[show - 1].detach().clone(), out.detach().clone())
+        out = recording.take(xt, tt, train_mode_forward=reuse_forward and not last)
         if last:
             break
         if reuse_forward:
@@ -384,29 +341,123 @@ def train_recording(
         for k in range(0, n, bs):
             idx = order[k : k + bs].to(device)
             step(xt[idx], tt[idx])
-    for handle in hooks:  # the returned model carries no recording hooks
-        handle.remove()
-    assert init is not None  # the loop records at least once (epoch 0)
-    R = torch.stack(rec).cpu().numpy()  # (n_rec, n_a + 4 + d_out)
-    n_a = cfg.depth if lay == 0 else 1
-    a = R[:, :n_a] if lay == 0 else R[:, 0]
-    if not np.all(np.isfinite(R)):
-        raise FloatingPointError(f"training diverged (non-finite record) for {cfg} at lr {cfg.lr}.")
-    return PairHistory(
-        np.arange(cfg.epochs + 1, dtype=np.float64),
-        a,
-        R[:, n_a],
-        R[:, n_a + 1],
-        R[:, n_a + 4 :],
-        R[:, n_a + 2],
-        R[:, n_a + 3],
-        float(np.sum((x[p[1]] - x[p[0]]).astype(np.float64) ** 2)),
-        float(np.sum((t_np[p[1]] - t_np[p[0]]).astype(np.float64) ** 2)),
-        lay,
-        init[0].cpu().numpy(),
-        hidden[show - 1].detach().cpu().numpy(),
-        init[1].cpu().numpy(),
-        out.detach().cpu().numpy(),
-        net.eval() if keep_model else None,
-        _stacked_a(rec_pre, lay),
-    )
+    recording.close()
+    return recording.history(
+        cfg, float(np.sum((x[p[1]] - x[p[0]]).astype(np.float64) ** 2)),
+        float(np.sum((t_np[p[1]] - t_np[p[0]]).astype(np.float64) ** 2)), keep_model,
+    )  # fmt: skip
+
+
+def _resolve_layer(layer: int | Literal["all"] | None, depth: int) -> int:
+    """The recorded hidden layer, 1-indexed; 0 for ``"all"``, the middle one for None."""
+    if layer == "all":
+        return 0
+    return middle_layer(depth) if layer is None else check_int(layer, "layer", low=1, high=depth)
+
+
+class _Step:
+    """One optimiser step on a batch; the forward pass (with its dropout mask, drawn from
+    torch's global generator inside ``fork_rng``, seeded from ``gen``) unless ``out`` is
+    given."""
+
+    def __init__(
+        self,
+        net: Table1Net,
+        opt: torch.optim.Optimizer,
+        loss: str,
+        d_out: int,
+        gen: torch.Generator,
+    ) -> None:
+        self.net, self.opt, self.gen = net, opt, gen
+        self.reduction = "sum" if loss == "sum-mse" else "mean"
+        self.scale = 0.5 * d_out if loss == "half-mse" else 1.0
+
+    def __call__(self, xb: torch.Tensor, tb: torch.Tensor, out: torch.Tensor | None = None) -> None:
+        if out is None:
+            with torch.random.fork_rng(devices=[]):
+                torch.manual_seed(int(torch.randint(0, 2**31 - 1, (1,), generator=self.gen)))
+                out = self.net.hidden_layers(xb)[1]
+        obj = self.scale * torch.nn.functional.mse_loss(out, tb, reduction=self.reduction)
+        self.opt.zero_grad(set_to_none=True)
+        obj.backward()
+        self.opt.step()
+
+
+class _Recording:
+    """The records of one training: a row per epoch (:func:`_record`), the pre-activation
+    pair distances when asked for, and the first and last representations and outputs.
+    Pre-activations are captured by forward hooks on the layers (removed by :meth:`close`).
+    """
+
+    def __init__(
+        self, net: Table1Net, representation: str, pair: list[int], lay: int, depth: int
+    ) -> None:
+        self.net, self.representation, self.pair, self.lay = net, representation, pair, lay
+        self.show = lay if lay else middle_layer(depth)
+        self.pres: list[torch.Tensor | None] = [None] * depth
+        self.hooks = (
+            [m.register_forward_hook(_keep_output(self.pres, k)) for k, m in enumerate(net.layers)]
+            if representation != "post-activation"
+            else []
+        )
+        self.rows: list[torch.Tensor] = []
+        self.rows_pre: list[torch.Tensor] = []
+        self.init: tuple[torch.Tensor, torch.Tensor] | None = None
+        self.hidden: list[torch.Tensor] = []
+        self.out: torch.Tensor | None = None
+
+    def take(self, xt: torch.Tensor, tt: torch.Tensor, *, train_mode_forward: bool) -> torch.Tensor:
+        """Record the network on ``xt``; return its output (attached to the graph when the
+        forward pass ran in train mode, for the step to reuse)."""
+        net = self.net
+        if train_mode_forward:
+            hidden, out = net.hidden_layers(xt)  # train mode == eval mode here
+        else:
+            net.eval()
+            with torch.no_grad():
+                hidden, out = net.hidden_layers(xt)
+            net.train()
+        with torch.no_grad():
+            if self.representation == "pre-activation":
+                hidden = _captured(self.pres)
+            self.rows.append(_record(hidden, out, tt, self.pair, self.lay))
+            if self.representation == "both":
+                self.rows_pre.append(_pair_distances(_captured(self.pres), self.pair, self.lay))
+            if self.init is None:
+                self.init = (hidden[self.show - 1].detach().clone(), out.detach().clone())
+        self.hidden, self.out = hidden, out
+        return out
+
+    def close(self) -> None:
+        for handle in self.hooks:  # the returned model carries no recording hooks
+            handle.remove()
+
+    def history(self, cfg: NetConfig, X: float, Y: float, keep_model: bool) -> PairHistory:
+        """The :class:`PairHistory` of the records, for input and target distances X, Y."""
+        assert self.init is not None and self.out is not None  # epoch 0 is always recorded
+        lay = self.lay
+        R = torch.stack(self.rows).cpu().numpy()  # (n_rec, n_a + 4 + d_out)
+        n_a = cfg.depth if lay == 0 else 1
+        a = R[:, :n_a] if lay == 0 else R[:, 0]
+        if not np.all(np.isfinite(R)):
+            raise FloatingPointError(
+                f"training diverged (non-finite record) for {cfg} at lr {cfg.lr}."
+            )
+        return PairHistory(
+            np.arange(cfg.epochs + 1, dtype=np.float64),
+            a,
+            R[:, n_a],
+            R[:, n_a + 1],
+            R[:, n_a + 4 :],
+            R[:, n_a + 2],
+            R[:, n_a + 3],
+            X,
+            Y,
+            lay,
+            self.init[0].cpu().numpy(),
+            self.hidden[self.show - 1].detach().cpu().numpy(),
+            self.init[1].cpu().numpy(),
+            self.out.detach().cpu().numpy(),
+            self.net.eval() if keep_model else None,
+            _stacked_a(self.rows_pre, lay),
+        )

@@ -23,7 +23,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..._validation import check_array, check_int, check_scalar
-from ..integrate import FitResult
+from ..integrate import FitResult, SolveError
 from .metrics import mode_values, residual_energy
 from .model import iterations_to_time, solve_reduced, to_reduced
 from .structure import check_power_of_two
@@ -179,7 +179,10 @@ def fit_reduced(
     def residuals(x: NDArray[np.float64], rtol: float = 1e-8) -> NDArray[np.float64]:
         a0, c = unpack(x)
         ts = c * (steps - k0)
-        traj = solve_reduced(a0, ts, n_classes=K, rtol=rtol, atol=rtol * 1e-2)
+        try:  # a trial start that explodes is a failed solve, as one scipy reports
+            traj = solve_reduced(a0, ts, n_classes=K, rtol=rtol, atol=rtol * 1e-2)
+        except SolveError:
+            return np.full(target.size, 1e3)
         if not traj.success:
             return np.full(target.size, 1e3)
         pred = np.log(-np.sort(-traj.ys * K * np.sqrt(n), axis=1))

@@ -24,7 +24,6 @@ one-realisation loop; the batched fast path that the experiments use is
 
 from __future__ import annotations
 
-import warnings
 from typing import Any, Literal
 
 import numpy as np
@@ -312,9 +311,7 @@ def solve_gradient_flow(
         return np.concatenate([dW.ravel(), dH.ravel()])
 
     y0 = np.concatenate([W0.ravel(), H0.ravel()])
-    with warnings.catch_warnings():  # solve_ode forwards jac=None, which DOP853 reports
-        warnings.filterwarnings("ignore", message=".*no effect.*", category=UserWarning)
-        traj = solve_ode(rhs, y0, ts, None, method="DOP853", rtol=rtol, atol=atol)
+    traj = solve_ode(rhs, y0, ts, None, method="DOP853", rtol=rtol, atol=atol)
     W = traj.ys[:, :nw].reshape(-1, K, d)
     H = traj.ys[:, nw:].reshape(-1, d, K * n)
     return Trajectory(traj.ts, pack_state(W, H), traj.success, traj.message, traj.n_evals)

@@ -39,98 +39,18 @@ experiments
 Conventions (see ``docs/theories/lesde.md``): K (``n_classes`` in signatures) classes; a
 stack of K per-class p-vectors has shape ``(..., K, p)`` (class-major when flattened); time
 is the SGD iteration index in estimators.
+
+The package exports ``THEORY`` (its declaration) and the few names a user calls first:
+:class:`LEParams`, :func:`simulate_sde`, :func:`solve_leode`. Everything else is reached by
+module (``from ncdynamics.theories.lesde.<module> import name``), so that importing the
+theory, as ``ncdyn list`` does, imports no estimation code.
 """
 
-from .estimate import ABEstimate as ABEstimate
-from .estimate import DirectEstimate as DirectEstimate
-from .estimate import LEODEImitation as LEODEImitation
-from .estimate import class_means_from_records as class_means_from_records
-from .estimate import drift_from_impacts as drift_from_impacts
-from .estimate import estimate_ab_L as estimate_ab_L
-from .estimate import estimate_ab_l as estimate_ab_l
-from .estimate import estimate_ab_projection as estimate_ab_projection
-from .estimate import leode_imitation as leode_imitation
-from .estimate import norm_adjust as norm_adjust
-from .estimate import rates_savgol as rates_savgol
-from .estimate import relative_distance as relative_distance
-from .estimate import rescale_to_real as rescale_to_real
-from .estimate import tail_index as tail_index
-from .model import L_model_means as L_model_means
-from .model import L_model_s as L_model_s
 from .model import LEParams as LEParams
-from .model import Rate as Rate
-from .model import as_rate as as_rate
-from .model import binary_means as binary_means
-from .model import d_vectors as d_vectors
-from .model import drift as drift
-from .model import drift_matrix as drift_matrix
-from .model import h_isotropic as h_isotropic
-from .model import h_logits as h_logits
-from .model import hbar as hbar
-from .model import l_model_decompose as l_model_decompose
-from .model import l_model_means as l_model_means
-from .model import le_matrix as le_matrix
-from .model import v1_v2_k3 as v1_v2_k3
-from .separation import SeparationEstimate as SeparationEstimate
-from .separation import binary_separable as binary_separable
-from .separation import etf_gram_error as etf_gram_error
-from .separation import linearly_separable as linearly_separable
-from .separation import pairwise_separable as pairwise_separable
-from .separation import projection_direction as projection_direction
-from .separation import separated_fraction as separated_fraction
-from .separation import theorem21_probability as theorem21_probability
-from .separation import theorem31_probability as theorem31_probability
-from .separation import threshold_fraction as threshold_fraction
-from .simulate import simulate_discrete as simulate_discrete
 from .simulate import simulate_sde as simulate_sde
 from .simulate import solve_leode as solve_leode
 
-__all__ = [
-    "THEORY",
-    "simulate_discrete",
-    "simulate_sde",
-    "solve_leode",
-    "SeparationEstimate",
-    "binary_separable",
-    "etf_gram_error",
-    "linearly_separable",
-    "pairwise_separable",
-    "projection_direction",
-    "separated_fraction",
-    "theorem21_probability",
-    "theorem31_probability",
-    "threshold_fraction",
-    "ABEstimate",
-    "DirectEstimate",
-    "LEODEImitation",
-    "class_means_from_records",
-    "drift_from_impacts",
-    "estimate_ab_L",
-    "estimate_ab_l",
-    "estimate_ab_projection",
-    "leode_imitation",
-    "norm_adjust",
-    "rates_savgol",
-    "relative_distance",
-    "rescale_to_real",
-    "tail_index",
-    "LEParams",
-    "L_model_means",
-    "L_model_s",
-    "Rate",
-    "as_rate",
-    "binary_means",
-    "d_vectors",
-    "drift",
-    "drift_matrix",
-    "h_isotropic",
-    "h_logits",
-    "hbar",
-    "l_model_decompose",
-    "l_model_means",
-    "le_matrix",
-    "v1_v2_k3",
-]
+__all__ = ["LEParams", "THEORY", "simulate_sde", "solve_leode"]
 
 from ..theory import Theory as _Theory
 

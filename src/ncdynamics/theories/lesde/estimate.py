@@ -65,7 +65,7 @@ class ABEstimate:
 def class_means_from_records(
     logits: Any, labels: Any, n_classes: int, *, fill: Literal["none", "ffill"] = "none"
 ) -> Array:
-    """Xbar^k(m): mean over trials r with label_{r,m} = k of logits_{r,m} (spec §2.1).
+    """Xbar^k(m): mean over trials r with label_{r,m} = k of logits_{r,m}.
 
     Parameters
     ----------
@@ -220,7 +220,7 @@ def tail_index(a: Any, *, tail: int = 1000) -> float:
 
     t is the 0-based iteration index. If more than half of the tail is negative the series
     is negated first (as for B-hat); logs of non-positive values are skipped. The estimate
-    is < 1 exactly when the geometric mean of A over the tail exceeds 1 (spec §2.5).
+    is < 1 exactly when the geometric mean of A over the tail exceeds 1.
 
     Returns
     -------

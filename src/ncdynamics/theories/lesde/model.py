@@ -368,7 +368,7 @@ def l_model_means(t: Any, x0: Any, alpha: Any, beta: Any) -> Array:
 
 
 def L_model_s(t: Any, s0: Any, alpha: Any, beta: Any) -> Array:
-    """Exact reduced coordinates s_k = d_k^T Xbar^k / |d_k|^2 of the L-model (spec §1.7).
+    """Exact reduced coordinates s_k = d_k^T Xbar^k / |d_k|^2 of the L-model.
 
     s' = (1/K) G s with G = (alpha + beta/(K-1)) I - beta/(K-1) 1 1^T, so
     s(t) = sbar(0) 1 e^{(A-B)/K} + (s(0) - sbar(0) 1) e^{(A + B/(K-1))/K}.

@@ -23,6 +23,7 @@ Two Euler--Maruyama representations of the same scheme are offered:
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
@@ -135,25 +136,13 @@ def simulate_sde(
             f"options of scheme='particles'); got dtype={dtype!r}, device={device!r}."
         )
     keep_particles = record == "particles"
-    r, k, n, p = x0.shape
     m_a, m_b = _mode_matrices(params)
     t_grid = np.arange(n_steps) * h
     alphas = np.broadcast_to(np.asarray(params.alpha(t_grid), dtype=np.float64), (n_steps,))
     betas = np.broadcast_to(np.asarray(params.beta(t_grid), dtype=np.float64), (n_steps,))
     rec_steps = np.arange(0, n_steps + 1, record_every)
     ts = rec_steps * h
-    x0_mean = x0.mean(axis=2)  # (R, K, p)
-    if drift_mode == "mean-field":
-        c = (
-            x0_mean
-            if mean_field_init is None
-            else np.broadcast_to(
-                check_array(mean_field_init, "mean_field_init", shape=(k, p), dtype=np.float64),
-                (r, k, p),
-            )
-        )
-        field = c.reshape(r, k * p).copy()
-    sigma = params.sigma
+    field = _mean_field_start(x0, mean_field_init) if drift_mode == "mean-field" else None
     if scheme == "particles":
         import torch  # the fast path only: the class-mean scheme stays NumPy
 
@@ -166,53 +155,113 @@ def simulate_sde(
             np.ascontiguousarray(alphas),
             np.ascontiguousarray(betas),
             h=h,
-            sigma=sigma,
+            sigma=params.sigma,
             rec_steps=rec_steps,
             keep_particles=keep_particles,
-            field0=field if drift_mode == "mean-field" else None,
+            field0=field,
             rng=rng,
             dtype=torch.float64 if dtype == "float64" else torch.float32,
             device=torch.device(device) if device is not None else None,
         )
         return Trajectory(ts.astype(np.float64), ys, n_evals=int(rec_steps[-1]))
-    # (R, n_times, K, n, p) particles or (R, n_times, K, p) class means
-    out = np.empty((r, rec_steps.size, k, n, p) if keep_particles else (r, rec_steps.size, k, p))
+    steps = _EMSteps(m_a, m_b, alphas, betas, h, params.sigma, rec_steps, keep_particles)
     if scheme == "particles-reference":
-        x = x0.copy()
+        out = steps.run_particles(x0, field, rng)
     else:
+        out = steps.run_class_means(x0, field, rng)
+    return Trajectory(ts.astype(np.float64), out, n_evals=int(rec_steps[-1]))
+
+
+def _mean_field_start(x0: Array, mean_field_init: Any) -> Array:
+    """The start of the mean-field path, (R, K p): each trial's empirical initial class
+    means, or ``mean_field_init`` (K, p) for every trial."""
+    r, k, _, p = x0.shape
+    c = (
+        x0.mean(axis=2)
+        if mean_field_init is None
+        else np.broadcast_to(
+            check_array(mean_field_init, "mean_field_init", shape=(k, p), dtype=np.float64),
+            (r, k, p),
+        )
+    )
+    return c.reshape(r, k * p).copy()
+
+
+@dataclass(frozen=True)
+class _EMSteps:
+    """The NumPy Euler--Maruyama loops of :func:`simulate_sde` (float64): the drift matrix
+    at step m is ``alphas[m] m_a + betas[m] m_b``; the records are taken at ``rec_steps``.
+    A mean-field path ``field`` (R, K p) drives the drift instead of the empirical means
+    when given, and moves by the same matrices."""
+
+    m_a: Array
+    m_b: Array
+    alphas: Array
+    betas: Array
+    h: float
+    sigma: float
+    rec_steps: NDArray[np.int64]
+    keep_particles: bool
+
+    def _buffer(self, x0: Array) -> Array:
+        """(R, n_times, K, n, p) particles or (R, n_times, K, p) class means."""
+        r, k, n, p = x0.shape
+        n_rec = self.rec_steps.size
+        return np.empty((r, n_rec, k, n, p) if self.keep_particles else (r, n_rec, k, p))
+
+    def run_particles(self, x0: Array, field: Array | None, rng: np.random.Generator) -> Array:
+        """``scheme="particles-reference"``: every particle moves, with its own noise."""
+        r, k, n, p = x0.shape
+        out = self._buffer(x0)
+        x = x0.copy()
+        j = 0
+        for step in range(self.alphas.size + 1):
+            if step == self.rec_steps[j]:
+                out[:, j] = x if self.keep_particles else x.mean(axis=2)
+                j += 1
+                if j == self.rec_steps.size:
+                    break
+            mt = self.alphas[step] * self.m_a + self.betas[step] * self.m_b  # (Kp, Kp)
+            src = x.mean(axis=2).reshape(r, k * p) if field is None else field
+            x += (self.h * (src @ mt.T)).reshape(r, k, 1, p)
+            if self.sigma > 0:
+                x += self.sigma * np.sqrt(self.h) * rng.standard_normal(x.shape)
+            if field is not None:
+                field = field + self.h * (field @ mt.T)
+        return out
+
+    def run_class_means(self, x0: Array, field: Array | None, rng: np.random.Generator) -> Array:
+        """``scheme="class-means"``: the class means move; the centred deviations of the
+        particles are drawn only at the records, exact in law."""
+        r, k, n, p = x0.shape
+        out = self._buffer(x0)
+        x0_mean = x0.mean(axis=2)  # (R, K, p)
         ybar = x0_mean.reshape(r, k * p).copy()
         dev = x0 - x0_mean[:, :, None, :]  # (R, K, n, p)
-    j = 0
-    for step in range(n_steps + 1):
-        if step == rec_steps[j]:
-            if scheme == "particles-reference":
-                out[:, j] = x if keep_particles else x.mean(axis=2)
-            elif keep_particles:
-                out[:, j] = ybar.reshape(r, k, 1, p) + dev
-            else:
-                out[:, j] = ybar.reshape(r, k, p) + dev.mean(axis=2)
-            j += 1
-            if j == rec_steps.size:
-                break
-        mt = alphas[step] * m_a + betas[step] * m_b  # (Kp, Kp)
-        if scheme == "particles-reference":
-            src = x.mean(axis=2).reshape(r, k * p) if drift_mode == "empirical" else field
-            x += (h * (src @ mt.T)).reshape(r, k, 1, p)
-            if sigma > 0:
-                x += sigma * np.sqrt(h) * rng.standard_normal(x.shape)
-        else:
-            src = ybar if drift_mode == "empirical" else field
+        sigma, h = self.sigma, self.h
+        j = 0
+        for step in range(self.alphas.size + 1):
+            if step == self.rec_steps[j]:
+                if self.keep_particles:
+                    out[:, j] = ybar.reshape(r, k, 1, p) + dev
+                else:
+                    out[:, j] = ybar.reshape(r, k, p) + dev.mean(axis=2)
+                j += 1
+                if j == self.rec_steps.size:
+                    break
+            mt = self.alphas[step] * self.m_a + self.betas[step] * self.m_b  # (Kp, Kp)
+            src = ybar if field is None else field
             ybar = ybar + h * (src @ mt.T)
             if sigma > 0:
                 ybar += sigma * np.sqrt(h / n) * rng.standard_normal(ybar.shape)
-            if sigma > 0 and (step + 1) in rec_steps:
+            if sigma > 0 and (step + 1) in self.rec_steps:
                 # centred Brownian deviations since the last record, exact in law
-                span = (step + 1 - rec_steps[j - 1]) * h
+                span = (step + 1 - self.rec_steps[j - 1]) * h
                 dw = rng.standard_normal(dev.shape) * (sigma * np.sqrt(span))
                 dev = dev + dw - dw.mean(axis=2, keepdims=True)
-        if drift_mode == "mean-field":
-            field = field + h * (field @ mt.T)
-    return Trajectory(ts.astype(np.float64), out, n_evals=int(rec_steps[-1]))
+            if field is not None:
+                field = field + h * (field @ mt.T)
+        return out
 
 
 def solve_leode(
@@ -275,7 +324,7 @@ def simulate_discrete(
     X_i^k(m) = X_i^k(m-1) + h E_{k,L_m}(m) H_{k,L_m} X_{J_m}^{L_m}(m-1) + sqrt(h) sigma zeta,
     with L_m drawn from ``class_probs`` and J_m uniform over the n samples, independently in
     each trial. The paper's binary expansion writes zeta^{L_m} and fixes alpha for class 1;
-    the coefficient used here is E_{k,L_m}, the noise zeta_i^k (spec §1.2). E(m) is
+    the coefficient used here is E_{k,L_m}, the noise zeta_i^k. E(m) is
     evaluated at t = (m-1) h.
 
     Parameters

@@ -20,7 +20,7 @@ Two batched implementations of the same step (both checked against a loop over
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
@@ -247,11 +247,7 @@ def train_trials(
     eval_every: int = 500,
     val_subset: int | None = 150,
     n_classes: int | None = None,
-    method: Literal["fused", "vmap"] = "fused",
-    dtype: torch.dtype = torch.float32,
     callback: TrialCallback | None = None,
-    progress: bool = False,
-    threads: int = 1,
     device: str | torch.device | None = None,
 ) -> TrialRecords:
     """Train ``n_trials`` LeNets at batch size 1 and record what the estimators need.
@@ -271,23 +267,22 @@ def train_trials(
         Validation period in iterations.
     n_classes : int, optional
         K in [1]; default one more than the largest training label.
-    method : {"fused", "vmap"}
-        The fast hand-written step or the autograd reference (:class:`BatchedTrainer`).
     callback : callable, optional
         ``callback(trainer, iteration)`` after each validation (e.g. an elasticity probe).
-    threads : int, default=1
-        Intra-op threads while training (restored afterwards). Batch-1 work on a CPU is
-        much slower with more than one thread (spec §6); parallelise across processes.
     device : str or torch.device, optional
         Where the nets train (``"cpu"``, ``"cuda"``...); by default the run's device
         (:func:`ncdynamics.training.current_device`). Records come back as NumPy either way.
+
+    The nets train in float32 with the fused step of :class:`BatchedTrainer`, on one
+    intra-op thread (restored afterwards): batch-1 work on a CPU is much slower with more;
+    parallelise across processes.
 
     Returns
     -------
     TrialRecords
     """
     old_threads = torch.get_num_threads()
-    torch.set_num_threads(check_int(threads, "threads", low=1))
+    torch.set_num_threads(1)
     try:
         return _train_trials(
             x_train,
@@ -301,10 +296,7 @@ def train_trials(
             eval_every=eval_every,
             val_subset=val_subset,
             n_classes=n_classes,
-            method=method,
-            dtype=dtype,
             callback=callback,
-            progress=progress,
             device=current_device() if device is None else resolve_device(device),
         )
     finally:
@@ -324,10 +316,7 @@ def _train_trials(
     eval_every: int,
     val_subset: int | None,
     n_classes: int | None,
-    method: Literal["fused", "vmap"],
-    dtype: torch.dtype,
     callback: TrialCallback | None,
-    progress: bool,
     device: torch.device,
 ) -> TrialRecords:
     x_tr = check_array(x_train, "x_train", ndim=4, dtype=np.float32)
@@ -350,8 +339,6 @@ def _train_trials(
         input_size=x_tr.shape[-1],
         lr=lr,
         generator=gen,
-        method=method,
-        dtype=dtype,
         device=device,
     )
     xt, yt = torch.from_numpy(x_tr).to(device), torch.from_numpy(y_tr).to(device)
@@ -368,12 +355,7 @@ def _train_trials(
     if callback is not None:
         callback(trainer, 0)
     e = 1
-    it: Iterable[int] = range(n_iter)
-    if progress:
-        from tqdm import tqdm
-
-        it = tqdm(it, desc="trials", leave=False)
-    for m in it:
+    for m in range(n_iter):
         ii = torch.from_numpy(idx[m]).to(device)
         out, loss = trainer.step(xt[ii], yt[ii])
         logits[m], losses[m] = out.float().cpu().numpy(), loss.float().cpu().numpy()

@@ -31,7 +31,7 @@ relaxed
 initial
     Initial states: random, E = 0, E negative definite, equal biases with E = 0.
 measure
-    Invariant metrics of a real network (spec §2.5) from recorded Gram matrices, the code
+    Invariant metrics of a real network from recorded Gram matrices, the code
     estimator of the block values and the 99.9 % train-accuracy epoch.
 estimate
     From a recorded run: block values over time and the theory's prediction of NC from the
@@ -49,40 +49,18 @@ class-major, ``W`` of shape (C, n)); measured features are ``(n_samples, n_featu
 transposed at the boundary. Public signatures name the class count ``n_classes`` (the
 paper's C) and the samples per class ``n_per_class`` (m). Simulations return the shared
 :class:`~ncdynamics.theories.Trajectory`. Errata are listed in ``docs/theories/ntk_collapse.md``.
+
+The package exports ``THEORY`` (its declaration) and the few names a user calls first:
+:class:`BlockParams`, :class:`State`, :func:`simulate_flow`. Everything else is reached by
+module (``from ncdynamics.theories.ntk_collapse.<module> import name``), so that importing
+the theory, as ``ncdyn list`` does, imports no estimation code.
 """
 
-from .blocks import block_eigenvalues as block_eigenvalues
-from .blocks import block_kernel as block_kernel
-from .blocks import eigenspace_bases as eigenspace_bases
-from .decomposition import decompose_features as decompose_features
-from .estimate import predict_collapse as predict_collapse
-from .invariants import invariant as invariant
-from .limits import equal_bias_coefficients as equal_bias_coefficients
-from .limits import predict_limits as predict_limits
 from .model import BlockParams as BlockParams
-from .model import DecomposedState as DecomposedState
 from .model import State as State
-from .relaxed import RelaxedParams as RelaxedParams
 from .simulate import simulate_flow as simulate_flow
-from .simulate import simulate_gd as simulate_gd
 
-__all__ = [
-    "THEORY",
-    "BlockParams",
-    "DecomposedState",
-    "RelaxedParams",
-    "State",
-    "block_eigenvalues",
-    "block_kernel",
-    "decompose_features",
-    "eigenspace_bases",
-    "equal_bias_coefficients",
-    "invariant",
-    "predict_collapse",
-    "predict_limits",
-    "simulate_flow",
-    "simulate_gd",
-]
+__all__ = ["BlockParams", "State", "THEORY", "simulate_flow"]
 
 from ..theory import Theory as _Theory
 

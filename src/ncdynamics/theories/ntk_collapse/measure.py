@@ -1,6 +1,6 @@
-"""Measurements specific to the experiments of [1] on recorded runs (spec §2.6, §3.5, §7).
+"""Measurements specific to the experiments of [1] on recorded runs.
 
-The invariant metrics themselves (spec §2.5) are computed during training by the Recorder
+The invariant metrics themselves are computed during training by the Recorder
 probe ``ntk_invariant`` (:mod:`ncdynamics.probes.invariant`); this module holds what the
 figures need on top: the learning-rate grid, the 99.9 % train-accuracy epoch, the smoothing
 of curves and the automatic choice of an NC and a non-NC model.
@@ -26,7 +26,7 @@ __all__ = [
 
 
 def lr_grid(k: ArrayLike) -> NDArray[np.float64]:
-    """The grid of [1] (spec §3.5): ``eta_k = 10^(-4 + 4.25 k / 30)``, k = 0..29.
+    """The grid of [1]: ``eta_k = 10^(-4 + 4.25 k / 30)``, k = 0..29.
 
     This is ``np.logspace(-4, 0.25, 30, endpoint=False)``; k = 19..22 give the captions'
     0.049, 0.068, 0.094 and 0.131.
@@ -40,14 +40,14 @@ def first_epoch_reaching(train_accuracy: ArrayLike, threshold: float = 0.999) ->
     """First epoch (1-based) whose train accuracy reaches ``threshold``; NaN if none.
 
     ``train_accuracy[e]`` is the accuracy during epoch ``e + 1`` (train mode, averaged over
-    the epoch's batches). The paper uses the last 10 batches instead (spec §2.6).
+    the epoch's batches). The paper uses the last 10 batches instead.
     """
     hits = np.flatnonzero(np.asarray(train_accuracy, dtype=np.float64) >= threshold)
     return float(hits[0] + 1) if hits.size else float("nan")
 
 
 def smooth(values: ArrayLike, window: int = 10) -> NDArray[np.float64]:
-    """Savitzky-Golay smoothing with polyorder 1, as the paper's figures (spec §2.6).
+    """Savitzky-Golay smoothing with polyorder 1, as the paper's figures.
 
     Series shorter than 3 points, or with NaN, are returned unchanged.
     """

@@ -96,7 +96,7 @@ def simplex_rotation(n_classes: int, l: int) -> NDArray[np.float64]:  # noqa: E7
 
 
 def separation_margin(params: AdaptedParams, data: ClusterData) -> float:
-    """Cluster-separation margin along the composition (spec §1.6, §7.7).
+    """Cluster-separation margin along the composition.
 
     ``min_{l, j != l, i, r} (R_l (I^(l-1)(x_{j,i}) + beta^(l)))_r``: positive iff every
     truncation map acts as the identity on the images of every foreign cluster (strictly).

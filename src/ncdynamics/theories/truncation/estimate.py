@@ -2,7 +2,7 @@
 
 The reference is the network of [1] (1.1) built from the cumulative parameters
 (``W_l = W^(l) (W^(l-1))^{-1}``, ``b_l = W^(l)(beta^(l) - beta^(l-1))``), its cost read off the
-last hidden layer through ``I^(L)(x) = (W^(L))^{-1} x^(L) - beta^(L)`` (spec §1.3), and its
+last hidden layer through ``I^(L)(x) = (W^(L))^{-1} x^(L) - beta^(L)``, and its
 gradients taken by torch float64 autograd. The Riemannian generator is then
 ``Omega = -pi_-(G R^T)`` and the update the same Lie-Euler step as the effective flow, so the
 two trajectories can be compared step by step. Also here: decay-rate fits and trajectory gaps.

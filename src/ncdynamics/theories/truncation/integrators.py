@@ -5,7 +5,7 @@ right-hand side that jumps whenever a point crosses a ReLU kink, its rotation pa
 the group ``O(Q)`` (an ODE solver in the embedding drifts off it), and the paper's statements
 are about gradient descent as much as about the flow. So:
 
-- Lie-Euler (spec §3): both updates use the old values,
+- Lie-Euler: both updates use the old values,
   ``beta_{k+1} = beta_k + eta d_s beta``, ``R_{k+1} = exp(eta Omega_k) R_k`` (or the Cayley
   map), so ``R`` stays orthogonal to rounding; time is ``s = k eta``. It is at the same time
   the discretisation of the flow and gradient descent on ``(beta, R)`` with a retraction.
@@ -173,7 +173,7 @@ def lie_euler(
         Record every this many steps (the first and last state are always recorded).
     check_every : int, default=100
         Steps between orthogonality checks; a polar step restores ``R`` if the error
-        exceeds 1e-11 (spec §4.15).
+        exceeds 1e-11.
 
     Returns
     -------
@@ -341,7 +341,7 @@ def staircase(
         s_{n+1} = s_n + (N/n) log((y - x_n) / (y - x_{n+1})),
 
     and after the last event ``y - b`` decays at rate ``1`` if every point is truncated
-    ([1] (4.50)). The general rules (spec §1.8): nothing moves if no point is truncated;
+    ([1] (4.50)). The general rules: nothing moves if no point is truncated;
     if ``y`` lies between ``x_m`` and ``x_{m+1}`` the final rate is ``m/N``; if ``b(0) > y``,
     ``b`` decreases, points un-truncate one by one and, if ``y < x_1``, the motion stops at
     ``b = x_1``.

@@ -8,7 +8,7 @@ the embedded Frobenius metric on ``O(Q)`` ([1] Lemma 6.1)::
 The sign ``+Omega R`` is the one of [1] (3.21), (4.23); (1.14) and (4.1) print ``-Omega R``
 (spec §7.1). Three forms of ``Omega`` exist for cluster-separated truncations:
 
-- ``"corrected"`` (default): the true Riemannian gradient (spec §1.7)::
+- ``"corrected"`` (default): the true Riemannian gradient::
 
       Omega = 1/N sum_i [H(z_i), M(z_i) - 1/2 z_i z_i^T],  M(z) = 1/2 (z bt^T + bt z^T);
 
@@ -324,7 +324,7 @@ def theorem51_rates(
         v = I^(l-1)(x) + beta^(l).
 
     ``variant="paper"`` returns the bias flow with the overall sign printed in [1] (5.4),
-    which is the negative of the gradient flow (spec §1.9).
+    which is the negative of the gradient flow.
 
     Returns
     -------

@@ -124,7 +124,7 @@ def bilinear_propagator_drift(
 
         d_s U_L = -W W^T U_L,   d_s U_R = -U_R B^T B,   U(0) = 1,
 
-    so that ``E(s) = U_L(s) E(0) U_R(s)`` (spec §1.10). ``y`` has shape (4, Q, Q):
+    so that ``E(s) = U_L(s) E(0) U_R(s)``. ``y`` has shape (4, Q, Q):
     ``W, B, U_L, U_R``.
     """
     W, B, UL, UR = y
@@ -175,7 +175,7 @@ def linreg_limit(params: LinearRegressionParams) -> NDArray[np.float64]:
 def linreg_closed_form(
     W0: NDArray[np.float64], s: NDArray[np.float64], params: LinearRegressionParams
 ) -> NDArray[np.float64]:
-    """Closed form of [1] Thm. 9.1 with ``Y_ext`` and weights (spec §7.10)::
+    """Closed form of [1] Thm. 9.1 with ``Y_ext`` and weights::
 
         W(s) = W(0) e^{-s A} + W(inf) (1 - e^{-s A}),   A = X D X^T.
 

@@ -159,7 +159,7 @@ def plot_predicted_vs_actual(
 def final_distance_claims(
     measured: Mapping[str, tuple[float, float]],
 ) -> list[dict[str, Any]]:
-    """The claim record of Fig. 5 of [1]: two parts per architecture (spec O17).
+    """The claim record of Fig. 5 of [1]: two parts per architecture.
 
     Parameters
     ----------

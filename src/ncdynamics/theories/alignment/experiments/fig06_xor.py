@@ -30,7 +30,7 @@ from .trials import Optimizer, dataset_trial, net_config, two_point_trial
 __all__ = ["MATCH_R", "MERGED", "XorConfig", "run_xor", "xor_claims"]
 
 #: A same-output pair has merged when its final distance is below this fraction of the
-#: smallest different-output distance (spec O17).
+#: smallest different-output distance.
 MERGED = 0.1
 #: The network "matches the theory" when the Pearson r of its six final pairwise distances
 #: and those of eq. (10) is at least this.

@@ -41,7 +41,7 @@ __all__ = [
 ]
 
 #: A context's task-irrelevant direction has collapsed when its collapse index is below this
-#: (spec O17), and is kept when it is above.
+#:, and is kept when it is above.
 COLLAPSED = 0.2
 
 

@@ -33,7 +33,7 @@ from .plotting import Figure, plt
 __all__ = ["P_STAR", "Fig4Config", "fig4_claim", "plot_fig4", "run_fig4"]
 
 P_STAR = 2.0 / 3.0
-"""The critical label-noise rate p* = (K - 1)/K for K = 3 (spec §3.5): beyond it the
+"""The critical label-noise rate p* = (K - 1)/K for K = 3: beyond it the
 corrupted labels are anti-correlated with the class."""
 
 

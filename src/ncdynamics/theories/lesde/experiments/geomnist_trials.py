@@ -1,4 +1,4 @@
-"""The training recipe that Figures 1, 3, 4 and 5 of [1] share (spec §3).
+"""The training recipe that Figures 1, 3, 4 and 5 of [1] share.
 
 R LeNets are trained at once on GEOMNIST (three shape classes) or on the first three
 CIFAR-10 classes (airplane, automobile, bird: [1], Sec. 4 and App. D, K = 3) at batch size 1
@@ -49,7 +49,7 @@ DATASETS = ("geomnist", "cifar10")
 
 @dataclass(frozen=True)
 class TrialsConfig:
-    """Trials shared by the training experiments (spec §3).
+    """Trials shared by the training experiments.
 
     ``dataset`` is ``"geomnist"`` (generated, offline) or ``"cifar10"`` (its classes 0, 1, 2
     from the python batches under ``root``, fetched and checksummed there when ``download``

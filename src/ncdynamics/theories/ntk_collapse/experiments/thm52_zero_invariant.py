@@ -2,7 +2,7 @@
 ``ntk_collapse.zero-invariant``.
 
 The flow (25) from a state with E = 0 and ``<h> = 0`` reaches NC2, NC3 and NC4, with NC1
-algebraic, ``||H2 H2^T|| ~ 1/(2 m t)`` (spec §1.10); a random start is shown beside it.
+algebraic, ``||H2 H2^T|| ~ 1/(2 m t)``; a random start is shown beside it.
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ def run_zero_invariant(config: TheoryConfig, run: RunWriter, *, seed: int, progr
 def zero_invariant_claims(
     start: dict[str, float], end: dict[str, float], h2_times_2mt: float
 ) -> list[dict[str, Any]]:
-    """Theorem 5.2 of [1] and the algebraic NC1 rate (spec §1.10) from the metrics of
+    """Theorem 5.2 of [1] and the algebraic NC1 rate from the metrics of
     :func:`~._theory_demos.collapse_series` at the start and the end of the E = 0 flow."""
     theorem = claim(
         "If the invariant E of eq. (26) is zero and the global feature mean <h> is zero, the "

@@ -200,7 +200,7 @@ def gradient_claims(random: dict[str, float], separated: dict[str, float]) -> li
             ],
         ),
         claim(
-            "Corrected gradients (spec §1.7, §1.9): reverse accumulation through the layers "
+            "Corrected gradients: reverse accumulation through the layers "
             "is the gradient of the Euclidean cost on random non-separated configurations "
             "and equals autograd through the real layered network; on separated designs "
             "the corrected Omega is the Riemannian gradient, (3.22) misses it by exactly "

@@ -199,7 +199,7 @@ def _prop42_constants(flow: FlowResult, d: Design, p0: AdaptedParams, l: int) ->
     eta0 = float(1 - flow.j0perp[upto, l].min()) if upto.sum() > 1 else 0.0
     znorm = np.linalg.norm(z, axis=2)  # (T, N)
     eta1 = float(np.max(np.sum(mixed * znorm, axis=1) / x.shape[0]))
-    # extra hypothesis the corrected Omega needs (spec §1.8): off-diagonal second moment
+    # extra hypothesis the corrected Omega needs: off-diagonal second moment
     eta1_second = float(np.max(np.sum(mixed * znorm**2, axis=1) / x.shape[0]))
     bt0 = flow.btilde_norm[0, l]
     eta1p = 1.1 * bt0 * eta1
