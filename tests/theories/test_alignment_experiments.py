@@ -226,3 +226,25 @@ def test_digits_smoke_needs_no_optional_package(tmp_path):
 
     s = experiments.run("alignment.digits", "smoke", out=tmp_path / "r", progress=False).summary
     assert s["dataset"] == "digits"
+
+
+def test_two_point_settings_follow_the_authors_code_and_the_text():
+    import math
+
+    from ncdynamics.theories.alignment.experiments.two_point import (
+        TWO_POINT_SETTINGS,
+        setting_job,
+        two_point_setting,
+    )
+    from ncdynamics.theories.alignment.training import TABLE1
+
+    code = two_point_setting("authors-code")
+    # "2 points.txt": dx2 = 1, dy2 = 0.5; 2_points.ipynb: 0.5 * mse_loss
+    assert (code.dx**2, code.dy**2, code.loss) == (1.0, pytest.approx(0.5), "half-mse")
+    assert code.layer_of(TABLE1["default"]) == 11 and code.layer_of(TABLE1["shallow"]) == 2
+    text = TWO_POINT_SETTINGS["paper-text"]
+    assert (text.dx, text.dy, text.layer_of(TABLE1["default"])) == (0.5, 1.0, 10)
+    job = setting_job(TABLE1["shallow"], 4, code)
+    assert job[1:] == (4, 1.0, math.sqrt(0.5), "sgd", None, 2, "half-mse")
+    with pytest.raises(ValueError, match="setting"):
+        two_point_setting("text")

@@ -23,17 +23,18 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import torch
 from numpy.typing import NDArray
 
 from ..._validation import check_array, check_int, check_option, check_scalar
-from ...models.table1 import Table1Net, middle_layer
+from ...models.table1 import Table1Net, authors_layer
 from ...training.devices import current_device
 
 __all__ = [
+    "AUTHORS_CODE_ROWS",
     "LOSSES",
     "REPRESENTATIONS",
     "TABLE1",
@@ -63,6 +64,15 @@ class NetConfig:
     skip: str = "none"
     dropout: float = 0.0
     conv: bool = False
+    #: The authors' unpadded convolutions (``Table1Net`` ``conv_layout``); rows with conv only.
+    conv_layout: str = "authors"
+    #: Dropout on the input too, as the authors' ``Dropout`` net; rows with dropout only.
+    dropout_input: bool = True
+
+    @property
+    def authors_layer(self) -> int:
+        """The hidden layer the authors' code reads (1-indexed; ``models.table1.authors_layer``)."""
+        return authors_layer(self.depth, dropout=self.dropout > 0)
 
 
 #: Table 1 of [1]: the two-point architectures.
@@ -100,6 +110,20 @@ TABLE2: dict[str, NetConfig] = {
 }
 
 
+#: Rows whose settings in the authors' code (loekvanrossem/universality at c4f4956) differ
+#: from Table 2 of [1]; applied by the experiments' ``setting="authors-code"``.
+#: ``experiments/model_settings/XOR.txt`` lines 3 and 7 give the "rich" net gain 0.85 and
+#: 3000 epochs and the one-hidden-layer net 2000 epochs; ``experiments/XOR.ipynb`` cell 4
+#: builds every XOR net with ``non_linearity=relu`` although the file says leaky ReLU, and
+#: trains with ``nn.MSELoss()`` at the file's rate (cell 6; our ``"mse"``, the default).
+AUTHORS_CODE_ROWS: dict[str, dict[str, Any]] = {
+    "xor-low": {"gain": 0.85, "epochs": 3000, "activation": "relu"},
+    "xor-intermediate": {"activation": "relu"},
+    "xor-high": {"activation": "relu"},
+    "xor-2-layers": {"epochs": 2000, "activation": "relu"},
+}
+
+
 def build_net(
     cfg: NetConfig,
     in_features: int,
@@ -131,6 +155,8 @@ def build_net(
         skip=cfg.skip,  # type: ignore[arg-type]
         dropout=cfg.dropout,
         conv=cfg.conv,
+        conv_layout=cfg.conv_layout,  # type: ignore[arg-type]
+        dropout_input=cfg.dropout_input,
         generator=gen,
     )
     if negative_slope is not None:
@@ -154,7 +180,7 @@ class PairHistory:
     X, Y : float
         Squared input and target distance of the pair.
     layer : int
-        The chosen hidden layer (1-indexed; 0 for all layers).
+        The chosen hidden layer (1-indexed into ``Table1Net.hidden_layers``; 0 for all).
     hidden_init, hidden_final : ndarray of shape (n, width)
         The chosen layer's representation of every training point, at the start and end.
     out_init, out_final : ndarray of shape (n, n_outputs)
@@ -261,6 +287,7 @@ def train_recording(
     keep_model: bool = False,
     representation: Literal["post-activation", "pre-activation", "both"] = "post-activation",
     negative_slope: float | None = None,
+    stop_below: float | None = None,
 ) -> PairHistory:
     """Train ``cfg``'s network full-batch on ``(x, targets)`` and record the pair.
 
@@ -274,7 +301,9 @@ def train_recording(
     pair : (int, int)
         Indices of the tracked points.
     layer : int, "all" or None
-        Hidden layer for ``a`` (1-indexed); None is the middle one; "all" records every one.
+        Hidden layer for ``a`` (1-indexed into ``Table1Net.hidden_layers``); None is the one
+        the authors' code reads (``NetConfig.authors_layer``: 11 of 20, 2 of 2, 3 of 4);
+        "all" records every one.
     optimizer : {"sgd", "adam"}
         Plain SGD (no momentum) or Adam with ``adam_betas``.
     loss : {"mse", "half-mse", "sum-mse"}
@@ -295,12 +324,17 @@ def train_recording(
         records the pre-activation one in ``PairHistory.a_pre``.
     negative_slope : float, optional
         Leaky-ReLU slope (:func:`build_net`); PyTorch's 0.01 by default.
+    stop_below : float, optional
+        Stop once the recorded eq. (1) loss of the training set is below this (the authors'
+        ``conv_thresh``, Fig. 5's grid trials); the history then ends at that record.
     """
     x = check_array(x, "x", ndim=2, dtype=np.float32)
     t_np = check_array(targets, "targets", shape=(x.shape[0], None), dtype=np.float32)
     check_option(optimizer, "optimizer", ("sgd", "adam"))
     check_option(loss, "loss", LOSSES)
     check_option(representation, "representation", REPRESENTATIONS)
+    if stop_below is not None:
+        stop_below = check_scalar(stop_below, "stop_below", low=0.0, closed="neither")
     cfg = replace(
         cfg,
         epochs=cfg.epochs if epochs is None else check_int(epochs, "epochs", low=0),
@@ -310,22 +344,22 @@ def train_recording(
         check_int(pair[0], "pair[0]", low=0, high=x.shape[0] - 1),
         check_int(pair[1], "pair[1]", low=0, high=x.shape[0] - 1),
     ]
-    if layer == "all":
-        lay = 0
-    else:
-        lay = (
-            middle_layer(cfg.depth)
-            if layer is None
-            else check_int(layer, "layer", low=1, high=cfg.depth)
-        )
     n = x.shape[0]
     bs = n if batch_size is None else check_int(batch_size, "batch_size", low=1)
     device = current_device()  # the run's device (ncdyn run --device); weights drawn on the CPU
     net = build_net(cfg, x.shape[1], t_np.shape[1], seed=seed, negative_slope=negative_slope).to(
         device
     )
+    if layer == "all":
+        lay = 0
+    else:
+        lay = (
+            cfg.authors_layer
+            if layer is None
+            else check_int(layer, "layer", low=1, high=net.n_hidden)
+        )
     # The affine pre-activations of the last forward pass, captured by hooks on the layers.
-    pres: list[torch.Tensor | None] = [None] * cfg.depth
+    pres: list[torch.Tensor | None] = [None] * net.n_hidden
     hooks = (
         [m.register_forward_hook(_keep_output(pres, k)) for k, m in enumerate(net.layers)]
         if representation != "post-activation"
@@ -343,7 +377,7 @@ def train_recording(
     # global generator, so each step runs inside fork_rng with a seed drawn from it.
     gen = torch.Generator().manual_seed(seed + 1)
     reuse_forward = bs >= n and cfg.dropout == 0
-    show = lay if lay else middle_layer(cfg.depth)
+    show = lay if lay else cfg.authors_layer
     rec: list[torch.Tensor] = []
     rec_pre: list[torch.Tensor] = []
     init: tuple[torch.Tensor, torch.Tensor] | None = None
@@ -358,6 +392,7 @@ def train_recording(
         obj.backward()
         opt.step()
 
+    n_a = net.n_hidden if lay == 0 else 1
     for epoch in range(cfg.epochs + 1):
         last = epoch == cfg.epochs
         if reuse_forward and not last:
@@ -375,6 +410,8 @@ def train_recording(
                 rec_pre.append(_pair_distances(_captured(pres), p, lay))
             if init is None:
                 init = (hidden[show - 1].detach().clone(), out.detach().clone())
+            if stop_below is not None and float(rec[-1][n_a + 3]) < stop_below:
+                last = True
         if last:
             break
         if reuse_forward:
@@ -388,12 +425,11 @@ def train_recording(
         handle.remove()
     assert init is not None  # the loop records at least once (epoch 0)
     R = torch.stack(rec).cpu().numpy()  # (n_rec, n_a + 4 + d_out)
-    n_a = cfg.depth if lay == 0 else 1
     a = R[:, :n_a] if lay == 0 else R[:, 0]
     if not np.all(np.isfinite(R)):
         raise FloatingPointError(f"training diverged (non-finite record) for {cfg} at lr {cfg.lr}.")
     return PairHistory(
-        np.arange(cfg.epochs + 1, dtype=np.float64),
+        np.arange(R.shape[0], dtype=np.float64),
         a,
         R[:, n_a],
         R[:, n_a + 1],
