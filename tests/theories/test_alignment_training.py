@@ -111,3 +111,14 @@ def test_xor_rows_follow_the_authors_code_when_asked():
     assert (low.gain, low.epochs, low.activation) == (0.85, 3000, "relu")
     assert net_config("xor-2-layers", authors_code=True).epochs == 2000
     assert net_config("xor-low").gain == 0.7  # the paper's Table 2 otherwise
+
+
+def test_half_mean_is_half_of_mse_for_vector_outputs():
+    # the authors' 0.5 * mse_loss: at twice the rate it retraces "mse"
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(6, 3)).astype(np.float32)
+    t = np.eye(3, dtype=np.float32)[[0, 1, 2, 0, 1, 2]]
+    cfg = net_config("default", width=16, depth=2, epochs=20)
+    h1 = train_recording(cfg, x, t, seed=0, loss="mse", lr=0.01)
+    h2 = train_recording(cfg, x, t, seed=0, loss="half-mean", lr=0.02)
+    np.testing.assert_allclose(h1.state, h2.state, rtol=1e-4, atol=1e-9)

@@ -8,7 +8,9 @@ forward pass (train and eval modes agree); otherwise an eval-mode pass is added.
 
 Training loss (spec §7.1): ``"mse"`` is PyTorch's ``MSELoss`` (mean over all entries, no
 1/2), which the pilot found to reproduce the paper's convergence within 6000 epochs;
-``"half-mse"`` is eq. (1) exactly; ``"sum-mse"`` sums the squared errors over points and
+``"half-mse"`` is eq. (1) exactly; ``"half-mean"`` is the authors' ``0.5 * mse_loss`` (half
+the ``"mse"`` objective: the same as ``"half-mse"`` for one output, ``1/d_out`` of it for
+more, as the authors' 10-output MNIST nets); ``"sum-mse"`` sums the squared errors over points and
 outputs (``n * d_out`` times the ``"mse"`` objective, so for plain SGD the same as ``"mse"`` at
 ``n * d_out`` times the learning rate). The recorded ``loss`` is always eq. (1).
 
@@ -46,7 +48,7 @@ __all__ = [
 ]
 
 #: Training objectives of :func:`train_recording` (module docstring).
-LOSSES = ("mse", "half-mse", "sum-mse")
+LOSSES = ("mse", "half-mse", "half-mean", "sum-mse")
 #: Which tensor of a hidden layer ``a`` is read from.
 REPRESENTATIONS = ("post-activation", "pre-activation", "both")
 
@@ -279,7 +281,7 @@ def train_recording(
     pair: tuple[int, int] = (0, 1),
     layer: int | Literal["all"] | None = None,
     optimizer: Literal["sgd", "adam"] = "sgd",
-    loss: Literal["mse", "half-mse", "sum-mse"] = "mse",
+    loss: Literal["mse", "half-mse", "half-mean", "sum-mse"] = "mse",
     epochs: int | None = None,
     lr: float | None = None,
     adam_betas: tuple[float, float] = (0.9, 0.999),
@@ -306,7 +308,7 @@ def train_recording(
         "all" records every one.
     optimizer : {"sgd", "adam"}
         Plain SGD (no momentum) or Adam with ``adam_betas``.
-    loss : {"mse", "half-mse", "sum-mse"}
+    loss : {"mse", "half-mse", "half-mean", "sum-mse"}
         ``mean``, ``1/2 mean_i |f(x_i) - y_i|^2`` (eq. (1)) or the sum of squared errors
         (module docstring).
     epochs, lr : optional
@@ -372,7 +374,7 @@ def train_recording(
         else torch.optim.Adam(net.parameters(), lr=cfg.lr, betas=adam_betas)
     )
     reduction = "sum" if loss == "sum-mse" else "mean"
-    scale = 0.5 * t_np.shape[1] if loss == "half-mse" else 1.0
+    scale = {"half-mse": 0.5 * t_np.shape[1], "half-mean": 0.5}.get(loss, 1.0)
     # Dropout and shuffling draw from this local generator; dropout masks come from torch's
     # global generator, so each step runs inside fork_rng with a seed drawn from it.
     gen = torch.Generator().manual_seed(seed + 1)

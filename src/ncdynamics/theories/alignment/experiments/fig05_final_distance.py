@@ -221,7 +221,8 @@ def final_distance_claims(
     return [
         claim(
             "Fig. 5: at small initial weights, with the two effective rates of each "
-            "architecture fitted and averaged over 50 trials at dx = 0.5, dy = 1, eq. (10) "
+            "architecture fitted and averaged over 50 trials at one pair of distances (the "
+            "text: dx = 0.5, dy = 1; the authors' code: dx^2 = 1, dy^2 = 0.5), eq. (10) "
             "predicts the final representational distance of converged trials on a 5 x 5 grid "
             "of input distances (0.5 to 1.5) and output distances (0 to 1).",
             "Fig. 5, Sec. 4.4, App. B.1",

@@ -118,8 +118,11 @@ def dataset_trial(
     optimizer: Optimizer = "sgd",
     lr: float | None = None,
     batch_size: int | None = None,
+    loss: Literal["mse", "half-mse", "half-mean", "sum-mse"] = "mse",
+    layer: int | None = None,
 ) -> PairHistory:
-    """Train ``cfg`` on given arrays (XOR, blobs) and record the pair ``pair``."""
+    """Train ``cfg`` on given arrays (XOR, blobs) and record the pair ``pair`` (``layer``:
+    :func:`..training.train_recording`'s, the authors' layer by default)."""
     flush_denormals()
     return train_recording(
         cfg,
@@ -130,4 +133,6 @@ def dataset_trial(
         optimizer=optimizer,
         lr=lr,
         batch_size=batch_size,
+        loss=loss,
+        layer=layer,
     )
