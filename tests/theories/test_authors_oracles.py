@@ -11,6 +11,12 @@ file and commit are recorded in each file's ``source``); no code of theirs is in
 - ``alignment_universality_c4f4956.json``: loekvanrossem/universality at c4f4956,
   ``source/simulate.py`` line 48 (``optimize_eta``, with ``numba.njit`` as the identity) on a
   stored noisy eq. (7) history.
+- ``ntk_collapse_64990f2.json``: mselezniova/ntk_collapse at 64990f2,
+  ``resnet_ntk_collapse.py`` ``compute_metrics``: lines 511-513 (block values kappa_d, kappa_c,
+  kappa_n) and 542-551 (``kappa_dist_to_Y``, one minus the half-split alignment), run with
+  numpy on the entries of a stored kernel gathered as the code gathers them (all samples of a
+  class for the diagonal, its first k against its last k, class i's first k against class
+  j's last k for i < j).
 """
 
 import json
@@ -84,3 +90,20 @@ def test_rate_fit_matches_optimize_eta():
     )
     # their objective integrates with solve_ivp's default rtol 1e-3 (Radau), ours at 1e-10
     assert fit.loss == pytest.approx(ref["loss"], rel=1e-2)
+
+
+def test_half_split_block_values_and_alignment_match_compute_metrics():
+    from ncdynamics.probes.kernels import block_values, kernel_alignment
+
+    u = _load("ntk_collapse_64990f2.json")
+    theta, labels = np.array(u["theta"]), np.array(u["labels"])  # (O, n, n)
+    v = block_values(theta, labels, estimator="half-split")
+    np.testing.assert_allclose(
+        [v.diagonal, v.same_class, v.different_class],
+        [u["kappa_d"], u["kappa_c"], u["kappa_n"]],
+        rtol=1e-12,
+    )
+    got = kernel_alignment(theta, labels, estimator="half-split")
+    assert got == pytest.approx(1.0 - u["kappa_dist_to_Y"], rel=1e-12)
+    # the exact alignment of the same kernel is a different number
+    assert abs(kernel_alignment(theta, labels) - got) > 1e-3
