@@ -275,3 +275,32 @@ def test_thm31_claim_reports_a_slow_converging_exponent_as_not_held():
 def test_no_part_holds_on_nan():
     record = thm21_claim(np.array([0.4]), np.array([math.nan]), t_end=60.0)
     assert not record["held"]
+
+
+def test_fig3_rise_is_judged_over_the_whole_trajectory_under_both_models():
+    # issue 29: A_l(T) > A_l(T/4) passed a curve that falls for most of the run and jumps
+    # at the end; "rises (sigmoid-like) under both models" needs a monotone, sigmoid-shaped
+    # rise of each model's A-hat
+    est, rates = _fig3_inputs(-2.0)
+    t = np.arange(2000.0)
+    late_jump = 5.0 - 4.0 * t / 2000 + 30.0 * (t > 1900)
+    est["L"] = ABEstimate(late_jump, est["L"].B)
+    parts = _parts(fig3_claims(est, rates, (2e-3, 1e-3))[0])
+    assert parts["A-hat (l) rises"]["held"] and parts["A-hat (l) sigmoid-like"]["held"]
+    assert not parts["A-hat (L) rises"]["held"] and parts["A-hat (L) rises"]["ours"] < 0.5
+
+
+def test_fig3_b_must_decrease_and_alpha_dominate_under_both_models():
+    est, rates = _fig3_inputs(-2.0)
+    t = np.arange(2000.0)
+    bump = est["l"].B + 3.0 * np.exp(-(((t - 1000.0) / 200.0) ** 2))  # rises mid-run
+    est["l"] = ABEstimate(est["l"].A, bump)
+    al_big, be_big = rates["L"]
+    rates["L"] = (al_big, np.where(t > 1500, al_big + 1e-3, be_big))  # beta_L above alpha_L late
+    parts = _parts(fig3_claims(est, rates, (2e-3, 1e-3))[0])
+    assert parts["B-hat (l) negative at the end"]["held"]
+    assert not parts["B-hat (l) decreases"]["held"]
+    assert parts["B-hat (L) decreases"]["held"]
+    assert parts["alpha-hat dominates beta-hat (l)"]["held"]
+    dom = parts["alpha-hat dominates beta-hat (L)"]
+    assert not dom["held"] and 0.5 < dom["ours"] < 0.9
