@@ -260,6 +260,22 @@ def test_thm21_claim_has_both_halves_and_fails_on_either():
     assert not bad["held"]
 
 
+def test_thm21_separable_side_needs_the_high_threshold():
+    # issue 29: `prob >= HIGH` could become `prob >= LOW` with every test passing; a
+    # probability between the two thresholds on the separable side must fail
+    from ncdynamics.theories.lesde.experiments.thm21_binary_separation import HIGH, LOW
+
+    assert (HIGH, LOW) == (0.95, 0.05)
+    record = thm21_claim(np.array([-0.2, 0.4]), np.array([0.0, 0.5]), t_end=60.0)
+    parts = _parts(record)
+    sep = parts["alpha - beta = +0.4 > 0: separable"]
+    assert not sep["held"] and sep["ours"] == 0.5
+    at = thm21_claim(np.array([0.4]), np.array([0.95]), t_end=60.0)
+    assert at["held"]  # the threshold itself counts
+    below = thm21_claim(np.array([0.4]), np.array([0.9499]), t_end=60.0)
+    assert not below["held"]
+
+
 def test_thm31_claim_reports_a_slow_converging_exponent_as_not_held():
     rs = np.array([0.25, 0.75, 1.0, 1.5])
     record = thm31_claim(rs, np.array([1.0, 0.84, 0.5, 0.0]), t_end=400.0)
