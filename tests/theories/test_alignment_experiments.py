@@ -272,3 +272,15 @@ def test_authors_structure_theory_equals_the_dense_formula(rng):
     E = np.exp(-A)
     dense = (E @ A @ E)[:9, :9]
     np.testing.assert_allclose(authors_structure_theory(x, labels, 9, block=8), dense, rtol=1e-12)
+
+
+def test_final_distance_smoke_with_every_fit_trial_dropped_reports_nan(tmp_path):
+    # the authors' protocol drops fit trials ending above 1e-2; at the smoke size all are
+    # dropped, which must give NaN rates and no prediction (no empty-mean warning, no crash)
+    from ncdynamics.experiments._registry import run
+
+    r = run("alignment.final-distance", "smoke", out=tmp_path / "r", progress=False)
+    arch = r.summary["architectures"]["shallow"]
+    assert arch["n_fit_kept"] == 0 and arch["n_fit_dropped"] == 1
+    assert np.isnan(arch["rho"]) and arch["predicted"] == []
+    assert r.summary["claims"][0]["held"] is False

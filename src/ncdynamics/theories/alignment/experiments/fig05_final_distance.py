@@ -112,12 +112,14 @@ def run_final_distance(
         fit_all = [h for h, k in zip(hists, keys, strict=True) if k[0] == a and k[1] == "fit"]
         fit_h = [h for h in fit_all if h.loss[-1] <= config.fit_drop_loss] if authors else fit_all
         fits = [fit_history(h, y1=Y1, y2=Y1 + st.dy) for h in fit_h]
-        if fit_h:  # the first fit trial, for the confrontation (ncdyn compare)
-            record_pair(run, a, fit_h[0])
-        rh = float(np.mean([f.inv_tau_h for f in fits]))
-        ry = float(np.mean([f.inv_tau_y for f in fits]))
-        log_rho = np.log([f.rho for f in fits])
-        rho = rh / ry
+        if fit_all:  # the first fit trial, for the confrontation (ncdyn compare)
+            record_pair(run, a, fit_all[0])
+        nan = float("nan")
+        # no kept fit trial: no rates, so nothing to predict (every grid trial unjudged)
+        rh = float(np.mean([f.inv_tau_h for f in fits])) if fits else nan
+        ry = float(np.mean([f.inv_tau_y for f in fits])) if fits else nan
+        log_rho = np.log([f.rho for f in fits]) if fits else np.full(1, nan)
+        rho = rh / ry if fits else nan
         pred: list[float] = []
         act: list[float] = []
         n_drop = 0
@@ -125,7 +127,7 @@ def run_final_distance(
             if k[0] != a or k[1] != "grid":
                 continue
             kept = h.loss[-1] <= config.grid_drop_loss if authors else h.converged()
-            if not kept:
+            if not kept or not fits:
                 n_drop += 1
                 continue
             pred.append(float(final_distance(h.a[0], h.b[0], h.X, h.Y, rho)))
@@ -187,7 +189,8 @@ def plot_predicted_vs_actual(
     ax.set_xlabel("theory (eq. 10)")
     ax.set_ylabel("network, final ||dh||^2")
     ax.set_title(title, fontsize=9)
-    ax.legend(fontsize=7)
+    if len(pred):  # no trial to show (all dropped): no legend either
+        ax.legend(fontsize=7)
     fig.tight_layout()
     return fig
 
