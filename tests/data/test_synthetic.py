@@ -49,3 +49,18 @@ def test_orthogonal_blobs_layout():
 def test_loaders_reject_bad_options(name, opts, match):
     with pytest.raises(ValueError, match=match):
         load(name, **opts)
+
+
+def test_orthogonal_blobs_authors_normalisation():
+    # loekvanrossem/universality orthogonal.ipynb cell 1: exp(-d^2/2) on linspace(-1, 1, 5)
+    # pixels (sigma 1 there = 2 pixel spacings), centres linspace(-1, 1, n), each blob / sum
+    ds = load("orthogonal-blobs", n_positions=4, sigma=2.0, normalize=True)
+    img = ds.x_train[:, :25].astype(np.float64)
+    np.testing.assert_allclose(img.sum(1), 1.0, rtol=1e-6)
+    pix = np.linspace(-1, 1, 5)
+    mu = np.linspace(-1, 1, 4)
+    px, py = np.meshgrid(pix, pix, indexing="ij")
+    k = 1 * 4 + 2  # mu_x = mu[1], mu_y = mu[2], context 0
+    g = np.exp(-((px - mu[1]) ** 2 + (py - mu[2]) ** 2) / 2)
+    np.testing.assert_allclose(img[k], (g / g.sum()).ravel(), rtol=1e-5)
+    assert ds.info["targets_train"][k, 0] == np.float32(mu[1])

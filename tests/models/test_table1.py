@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from ncdynamics.models.table1 import TABLE1_ACTIVATIONS, Table1Net, middle_layer
+from ncdynamics.models.table1 import TABLE1_ACTIVATIONS, Table1Net, authors_layer, middle_layer
 
 
 def _gen(seed=0):
@@ -114,3 +114,51 @@ def test_bad_arguments_are_rejected(kwargs, match):
     base = {"depth": 2, "width": 40}
     with pytest.raises(ValueError, match=match):
         Table1Net(1, 1, **{**base, **kwargs})
+
+
+def test_authors_conv_layout_matches_explicit_unpadded_convolutions():
+    # loekvanrossem/universality source/models.py CNN: Linear, Conv1d(1->C), (L-1) Conv1d(C->C),
+    # Conv1d(C->1), all unpadded, then Linear over the shrunken length
+    net = Table1Net(
+        1,
+        1,
+        depth=3,
+        width=40,
+        conv=True,
+        channels=4,
+        kernel_size=3,
+        conv_layout="authors",
+        generator=_gen(),
+    )
+    assert net.n_hidden == 5
+    x = torch.randn(2, 1, generator=_gen(3))
+    hidden, out = net.hidden_layers(x)
+    act = torch.nn.LeakyReLU()
+    h = act(net.layers[0](x)).unsqueeze(1)  # (2, 1, 40)
+    for k in range(1, 5):
+        c = net.layers[k].conv
+        h = act(torch.nn.functional.conv1d(h, c.weight, c.bias))
+        torch.testing.assert_close(hidden[k], h.flatten(1))
+    assert [t.shape[1] for t in hidden] == [40, 4 * 38, 4 * 36, 4 * 34, 32]
+    torch.testing.assert_close(out, net.classifier(h.flatten(1)))
+    with pytest.raises(ValueError, match="width"):
+        Table1Net(1, 1, depth=3, width=8, conv=True, kernel_size=3, conv_layout="authors")
+
+
+def test_input_dropout_drops_the_input_in_training_only():
+    net = Table1Net(3, 1, depth=1, width=8, dropout=0.5, dropout_input=True, generator=_gen())
+    x = torch.ones(200, 3)
+    net.train()
+    torch.manual_seed(1)
+    h = net.drop_input(x)
+    assert float((h == 0).float().mean()) == pytest.approx(0.5, abs=0.1)
+    net.eval()
+    torch.testing.assert_close(net.drop_input(x), x)
+    assert isinstance(Table1Net(3, 1, depth=1, width=8, dropout=0.5).drop_input, torch.nn.Identity)
+
+
+def test_authors_layer_is_the_settings_files_zero_based_index():
+    # experiments/model_settings/*.txt: hidden_layer = L // 2 into the list of activations
+    assert [authors_layer(d) for d in (1, 2, 4, 20)] == [1, 2, 3, 11]
+    # Dropout net: Dropout and Linear outputs alternate in the list; index 5 -> 3rd Linear
+    assert authors_layer(10, dropout=True) == 3

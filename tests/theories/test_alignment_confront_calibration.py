@@ -41,7 +41,10 @@ def _verdict(stream):
 @pytest.fixture(scope="module")
 def in_regime(tmp_path_factory):
     ds = data.load("two-point", y1=-0.5)  # centred targets: no output-mean transient
-    h = train_recording(IN_REGIME, ds.x_train, ds.info["targets_train"], seed=0, loss="mse")
+    # layer 1: the calibration case as recorded (the default became the authors' layer, 2 of 2)
+    h = train_recording(
+        IN_REGIME, ds.x_train, ds.info["targets_train"], seed=0, loss="mse", layer=1
+    )
     settings = {"loss": "mse", "optimizer": "sgd", "lr": IN_REGIME.lr, "epochs": IN_REGIME.epochs}
     run = runs.create(tmp_path_factory.mktemp("in_regime") / "run", config=settings)
     for k in range(0, h.epochs.size, 10):
@@ -137,6 +140,8 @@ def test_plateau_run_is_degenerate(tmp_path):
     assert CONFRONTATION.out_of_regime(stream) == []
     fit, verdict = _verdict(stream)
     assert verdict.verdict == "degenerate"
-    assert "inv_tau_y" in verdict.reason and "lower bound" in verdict.reason
-    assert fit.intervals["inv_tau_y"][0] == 0.0  # indistinguishable from no decoder rate
+    # at the authors' setting (issue 29: half-MSE, dx^2 = 1, dy^2 = 0.5, layer 2 of 2) the
+    # 200-epoch smoke net has not left its plateau: neither rate is identifiable
+    assert "inv_tau_" in verdict.reason and "not identifiable" in verdict.reason
+    assert fit.intervals["inv_tau_y"][0] == 0.0 and fit.intervals["inv_tau_h"][0] == 0.0
     assert fit.predictions["final_pair_distance_high"] == np.inf

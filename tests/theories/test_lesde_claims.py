@@ -260,6 +260,22 @@ def test_thm21_claim_has_both_halves_and_fails_on_either():
     assert not bad["held"]
 
 
+def test_thm21_separable_side_needs_the_high_threshold():
+    # issue 29: `prob >= HIGH` could become `prob >= LOW` with every test passing; a
+    # probability between the two thresholds on the separable side must fail
+    from ncdynamics.theories.lesde.experiments.thm21_binary_separation import HIGH, LOW
+
+    assert (HIGH, LOW) == (0.95, 0.05)
+    record = thm21_claim(np.array([-0.2, 0.4]), np.array([0.0, 0.5]), t_end=60.0)
+    parts = _parts(record)
+    sep = parts["alpha - beta = +0.4 > 0: separable"]
+    assert not sep["held"] and sep["ours"] == 0.5
+    at = thm21_claim(np.array([0.4]), np.array([0.95]), t_end=60.0)
+    assert at["held"]  # the threshold itself counts
+    below = thm21_claim(np.array([0.4]), np.array([0.9499]), t_end=60.0)
+    assert not below["held"]
+
+
 def test_thm31_claim_reports_a_slow_converging_exponent_as_not_held():
     rs = np.array([0.25, 0.75, 1.0, 1.5])
     record = thm31_claim(rs, np.array([1.0, 0.84, 0.5, 0.0]), t_end=400.0)
@@ -275,3 +291,32 @@ def test_thm31_claim_reports_a_slow_converging_exponent_as_not_held():
 def test_no_part_holds_on_nan():
     record = thm21_claim(np.array([0.4]), np.array([math.nan]), t_end=60.0)
     assert not record["held"]
+
+
+def test_fig3_rise_is_judged_over_the_whole_trajectory_under_both_models():
+    # issue 29: A_l(T) > A_l(T/4) passed a curve that falls for most of the run and jumps
+    # at the end; "rises (sigmoid-like) under both models" needs a monotone, sigmoid-shaped
+    # rise of each model's A-hat
+    est, rates = _fig3_inputs(-2.0)
+    t = np.arange(2000.0)
+    late_jump = 5.0 - 4.0 * t / 2000 + 30.0 * (t > 1900)
+    est["L"] = ABEstimate(late_jump, est["L"].B)
+    parts = _parts(fig3_claims(est, rates, (2e-3, 1e-3))[0])
+    assert parts["A-hat (l) rises"]["held"] and parts["A-hat (l) sigmoid-like"]["held"]
+    assert not parts["A-hat (L) rises"]["held"] and parts["A-hat (L) rises"]["ours"] < 0.5
+
+
+def test_fig3_b_must_decrease_and_alpha_dominate_under_both_models():
+    est, rates = _fig3_inputs(-2.0)
+    t = np.arange(2000.0)
+    bump = est["l"].B + 3.0 * np.exp(-(((t - 1000.0) / 200.0) ** 2))  # rises mid-run
+    est["l"] = ABEstimate(est["l"].A, bump)
+    al_big, be_big = rates["L"]
+    rates["L"] = (al_big, np.where(t > 1500, al_big + 1e-3, be_big))  # beta_L above alpha_L late
+    parts = _parts(fig3_claims(est, rates, (2e-3, 1e-3))[0])
+    assert parts["B-hat (l) negative at the end"]["held"]
+    assert not parts["B-hat (l) decreases"]["held"]
+    assert parts["B-hat (L) decreases"]["held"]
+    assert parts["alpha-hat dominates beta-hat (l)"]["held"]
+    dom = parts["alpha-hat dominates beta-hat (L)"]
+    assert not dom["held"] and 0.5 < dom["ours"] < 0.9

@@ -68,3 +68,22 @@ def test_fig5_summary_records_terminal_rd_per_class(tmp_path):
     for key, values in per_class.items():
         assert len(values) == 3
         assert np.isclose(np.nanmean(values), summary["terminal_rd"][key])
+
+
+def test_fig5_rescales_the_l_estimator_imitation_on_logit_1(tmp_path, monkeypatch):
+    # zjiayao/le_sde "LE-SDE Data Analysis.ipynb": viz_leode(..., 'I', align0=1) for the
+    # l-estimator's rates, align0=0 for the L-estimator's (src/plotter.py line 240)
+    from ncdynamics import experiments
+    from ncdynamics.theories.lesde.experiments import fig5_leode_imitation as f5
+
+    seen = []
+    real = f5.rescale_to_real
+
+    def spy(sim, means, **kw):
+        seen.append(kw.get("logit", 0))
+        return real(sim, means, **kw)
+
+    monkeypatch.setattr(f5, "rescale_to_real", spy)
+    experiments.run("lesde.fig5", "smoke", tmp_path / "r", progress=False)
+    # (l, L) x (L-model, l-model) imitations, then the two real-start runs, in that order
+    assert seen == [1, 1, 0, 0, 1, 0]

@@ -97,3 +97,23 @@ def test_cuda_step_agrees_with_cpu(method):
     for k in p_cpu:
         torch.testing.assert_close(p_gpu[k], p_cpu[k], rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(ev_gpu[0], ev_cpu[0], rtol=1e-4)
+
+
+def test_float64_trials_keep_float64_logits_and_the_paper_presets_use_them():
+    # issue 29: the authors train every LeNet in float64 (zjiayao/le_sde src/models.py:49)
+    from ncdynamics.theories.lesde.experiments import EXPERIMENTS
+
+    rng = np.random.default_rng(0)
+    x = rng.random((12, 1, 32, 32)).astype(np.float32)
+    y = np.repeat(np.arange(3), 4)
+    kw = dict(n_trials=1, n_iter=6, seed=1, eval_every=3)
+    r64 = train_trials(x, y, x, y, dtype=torch.float64, **kw)
+    r32 = train_trials(x, y, x, y, **kw)
+    assert r64.logits.dtype == np.float64 and r32.logits.dtype == np.float32
+    np.testing.assert_allclose(r64.logits, r32.logits, rtol=1e-3, atol=1e-4)
+    for spec in EXPERIMENTS:
+        if "dtype" in spec.config.__dataclass_fields__:
+            assert spec.make_config("paper").dtype == "float64", spec.name
+            assert spec.make_config("cpu").dtype == "float32", spec.name
+    fig3 = next(s for s in EXPERIMENTS if s.name == "lesde.fig3")
+    assert fig3.make_config("paper").window == 151  # the authors' notebook, Fig. D.3

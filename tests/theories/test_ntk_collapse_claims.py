@@ -84,19 +84,53 @@ def test_equal_bias_claim_fails_when_nc3_is_reached():
 def test_fig1_claims_check_both_kernels_and_both_alignments():
     kap, gam = (3.0, 2.0, 1.0), (5.0, 4.0, 1.0)
     ratio = {"logits": 5.0, "features": 4.0}
-    rise = {"ntk_alignment_features": (0.3, 0.7), "ntk_alignment_logits": (0.3, 0.6)}
-    assert all(c["held"] for c in fig1_claims(kap, gam, ratio, 0.4, rise))
+    res = {"logits": 0.2, "features": 0.3}
+    rise = {
+        "ntk_alignment_features": [0.3, 0.5, 0.6, 0.7],
+        "ntk_alignment_logits": [0.3, 0.4, 0.55, 0.6],
+    }
+    assert all(c["held"] for c in fig1_claims(kap, gam, ratio, 0.4, rise, res))
     # the feature kernel is block-structured, the logit kernel not: the claim fails
-    structure = fig1_claims(kap, (5.0, 0.5, 1.0), ratio, 0.4, rise)[0]
+    structure = fig1_claims(kap, (5.0, 0.5, 1.0), ratio, 0.4, rise, res)[0]
     assert not structure["held"]
     assert _parts(structure)["logit kernel: gamma_c > gamma_n"] is False
     # one alignment falls
-    falls = {**rise, "ntk_alignment_logits": (0.4, 0.35)}
-    rec = fig1_claims(kap, gam, ratio, 0.4, falls)[2]
+    falls = {**rise, "ntk_alignment_logits": [0.4, 0.38, 0.36, 0.35]}
+    rec = fig1_claims(kap, gam, ratio, 0.4, falls, res)[2]
     assert not rec["held"]
     assert [p["held"] for p in rec["parts"]] == [True, False]
     # non-finite block values cannot hold
-    rec = fig1_claims((np.nan, 2.0, 1.0), gam, ratio, 0.4, rise)[0]
+    rec = fig1_claims((np.nan, 2.0, 1.0), gam, ratio, 0.4, rise, res)[0]
+    assert not rec["held"]
+
+
+def test_fig1_block_structure_needs_a_small_block_residual():
+    # issue 29: "class-block structured as Assumption 3.2" was tested by the ordering of the
+    # three mean values alone; the kernel must also be close to its block fit
+    from ncdynamics.theories.ntk_collapse.experiments.fig1_kernel_blocks import BLOCK_RESIDUAL_MAX
+
+    kap, gam = (3.0, 2.0, 1.0), (5.0, 4.0, 1.0)
+    ratio = {"logits": 5.0, "features": 4.0}
+    rise = {"ntk_alignment_features": [0.3, 0.7], "ntk_alignment_logits": [0.3, 0.6]}
+    res = {"logits": 0.2, "features": BLOCK_RESIDUAL_MAX + 0.1}
+    rec = fig1_claims(kap, gam, ratio, 0.4, rise, res)[0]
+    parts = _parts(rec)
+    assert parts["feature kernel: kappa_c > kappa_n"] is True
+    assert parts["logit kernel: close to its block fit"] is True
+    assert parts["feature kernel: close to its block fit"] is False
+    assert not rec["held"]
+
+
+def test_fig1_alignment_must_rise_over_the_trajectory_not_only_first_to_last():
+    kap, gam = (3.0, 2.0, 1.0), (5.0, 4.0, 1.0)
+    ratio = {"logits": 5.0, "features": 4.0}
+    res = {"logits": 0.2, "features": 0.3}
+    dips = {
+        "ntk_alignment_features": [0.3, 0.5, 0.6, 0.7],
+        "ntk_alignment_logits": [0.3, 0.2, 0.1, 0.15, 0.12, 0.31],  # last > first only
+    }
+    rec = fig1_claims(kap, gam, ratio, 0.4, dips, res)[2]
+    assert [p["held"] for p in rec["parts"]] == [True, False]
     assert not rec["held"]
 
 

@@ -76,3 +76,23 @@ def test_sweep_resumes_from_its_finished_trainings(tmp_path, monkeypatch):
     assert [r["lr"] for r in resumed.summary["runs"]] == list(lrs)
     for a, b in zip(whole.summary["runs"], resumed.summary["runs"], strict=True):
         assert a["nc/nc3"] == b["nc/nc3"] and a["train/accuracy"] == b["train/accuracy"]
+def test_training_presets_follow_the_authors_metric_estimator_and_frequency():
+    # mselezniova/ntk_collapse: EPOCH_STEP = 1 (metrics every epoch), half-split kernel values
+    for short in TRAINING:
+        spec = get(f"ntk_collapse.{short}")
+        paper = spec.make_config("paper")
+        assert (paper.record_every, paper.kernel_every) == (1, 1)
+        for preset in ("smoke", "cpu", "paper"):
+            assert spec.make_config(preset).kernel_estimator == "half-split"
+
+
+@pytest.mark.slow
+def test_fig1_smoke_records_the_block_residual_it_judges(tmp_path):
+    r = run("ntk_collapse.fig1", preset="smoke", out=tmp_path / "fig1", progress=False)
+    res = r.summary["block_residual"]
+    assert set(res) == {"logits", "features"} and all(np.isfinite(v) for v in res.values())
+    parts = {p["part"] for c in r.summary["claims"] for p in c["parts"]}
+    assert {
+        "feature kernel: close to its block fit",
+        "logit kernel: close to its block fit",
+    } <= parts

@@ -68,6 +68,7 @@ def load_orthogonal_blobs(
     image_size: int = 5,
     sigma: float = 1.0,
     position_range: tuple[float, float] = (0.0, 4.0),
+    normalize: bool = False,
 ) -> Dataset:
     """Gaussian blobs on a small image with a context cue (Sec. 4.5, Fig. 7).
 
@@ -80,7 +81,11 @@ def load_orthogonal_blobs(
 
     ``info`` holds ``context``, ``mu_x``, ``mu_y`` (each of shape (n,)). Labels are the
     context. The blob width, position range and output scaling are not given in the paper;
-    these defaults are the spec's choice.
+    these defaults are the spec's choice. ``normalize=True`` scales each image to sum 1
+    instead of peak 1; with ``sigma=2`` (pixels) it is the authors' data set
+    (loekvanrossem/universality ``experiments/orthogonal.ipynb`` cell 1, ``blobs``: pixels
+    and centres on ``linspace(-1, 1, .)``, ``exp(-d^2 / 2)``, i.e. sigma 1 in those units,
+    two pixel spacings of the 5-pixel grid, each blob divided by its sum).
     """
     n = check_int(n_positions, "n_positions", low=2)
     size = check_int(image_size, "image_size", low=1)
@@ -95,6 +100,8 @@ def load_orthogonal_blobs(
     gx = np.exp(-((pix[None, :] - mx[:, None]) ** 2) / (2 * sigma**2))  # (n^2, size)
     gy = np.exp(-((pix[None, :] - my[:, None]) ** 2) / (2 * sigma**2))  # (n^2, size)
     img = (gx[:, :, None] * gy[:, None, :]).reshape(n * n, size * size)  # (n^2, size^2)
+    if normalize:
+        img = img / img.sum(axis=1, keepdims=True)
     context = np.repeat([0, 1], n * n)
     x = np.concatenate([np.tile(img, (2, 1)), np.eye(2)[context]], axis=1)
     mux, muy = np.tile(mx, 2), np.tile(my, 2)

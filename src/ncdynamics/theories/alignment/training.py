@@ -8,7 +8,9 @@ forward pass (train and eval modes agree); otherwise an eval-mode pass is added.
 
 Training loss: ``"mse"`` is PyTorch's ``MSELoss`` (mean over all entries, no
 1/2), which the pilot found to reproduce the paper's convergence within 6000 epochs;
-``"half-mse"`` is eq. (1) exactly; ``"sum-mse"`` sums the squared errors over points and
+``"half-mse"`` is eq. (1) exactly; ``"half-mean"`` is the authors' ``0.5 * mse_loss`` (half
+the ``"mse"`` objective: the same as ``"half-mse"`` for one output, ``1/d_out`` of it for
+more, as the authors' 10-output MNIST nets); ``"sum-mse"`` sums the squared errors over points and
 outputs (``n * d_out`` times the ``"mse"`` objective, so for plain SGD the same as ``"mse"`` at
 ``n * d_out`` times the learning rate). The recorded ``loss`` is always eq. (1).
 
@@ -23,17 +25,18 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import torch
 from numpy.typing import NDArray
 
 from ..._validation import check_array, check_int, check_option, check_scalar
-from ...models.table1 import Table1Net, middle_layer
+from ...models.table1 import Table1Net, authors_layer
 from ...training.devices import current_device
 
 __all__ = [
+    "AUTHORS_CODE_ROWS",
     "LOSSES",
     "REPRESENTATIONS",
     "TABLE1",
@@ -45,7 +48,7 @@ __all__ = [
 ]
 
 #: Training objectives of :func:`train_recording` (module docstring).
-LOSSES = ("mse", "half-mse", "sum-mse")
+LOSSES = ("mse", "half-mse", "half-mean", "sum-mse")
 #: Which tensor of a hidden layer ``a`` is read from.
 REPRESENTATIONS = ("post-activation", "pre-activation", "both")
 
@@ -63,6 +66,15 @@ class NetConfig:
     skip: str = "none"
     dropout: float = 0.0
     conv: bool = False
+    #: The authors' unpadded convolutions (``Table1Net`` ``conv_layout``); rows with conv only.
+    conv_layout: str = "authors"
+    #: Dropout on the input too, as the authors' ``Dropout`` net; rows with dropout only.
+    dropout_input: bool = True
+
+    @property
+    def authors_layer(self) -> int:
+        """The hidden layer the authors' code reads (1-indexed; ``models.table1.authors_layer``)."""
+        return authors_layer(self.depth, dropout=self.dropout > 0)
 
 
 #: Table 1 of [1]: the two-point architectures.
@@ -100,6 +112,20 @@ TABLE2: dict[str, NetConfig] = {
 }
 
 
+#: Rows whose settings in the authors' code (loekvanrossem/universality at c4f4956) differ
+#: from Table 2 of [1]; applied by the experiments' ``setting="authors-code"``.
+#: ``experiments/model_settings/XOR.txt`` lines 3 and 7 give the "rich" net gain 0.85 and
+#: 3000 epochs and the one-hidden-layer net 2000 epochs; ``experiments/XOR.ipynb`` cell 4
+#: builds every XOR net with ``non_linearity=relu`` although the file says leaky ReLU, and
+#: trains with ``nn.MSELoss()`` at the file's rate (cell 6; our ``"mse"``, the default).
+AUTHORS_CODE_ROWS: dict[str, dict[str, Any]] = {
+    "xor-low": {"gain": 0.85, "epochs": 3000, "activation": "relu"},
+    "xor-intermediate": {"activation": "relu"},
+    "xor-high": {"activation": "relu"},
+    "xor-2-layers": {"epochs": 2000, "activation": "relu"},
+}
+
+
 def build_net(
     cfg: NetConfig,
     in_features: int,
@@ -131,6 +157,8 @@ def build_net(
         skip=cfg.skip,  # type: ignore[arg-type]
         dropout=cfg.dropout,
         conv=cfg.conv,
+        conv_layout=cfg.conv_layout,  # type: ignore[arg-type]
+        dropout_input=cfg.dropout_input,
         generator=gen,
     )
     if negative_slope is not None:
@@ -154,7 +182,7 @@ class PairHistory:
     X, Y : float
         Squared input and target distance of the pair.
     layer : int
-        The chosen hidden layer (1-indexed; 0 for all layers).
+        The chosen hidden layer (1-indexed into ``Table1Net.hidden_layers``; 0 for all).
     hidden_init, hidden_final : ndarray of shape (n, width)
         The chosen layer's representation of every training point, at the start and end.
     out_init, out_final : ndarray of shape (n, n_outputs)
@@ -253,7 +281,7 @@ def train_recording(
     pair: tuple[int, int] = (0, 1),
     layer: int | Literal["all"] | None = None,
     optimizer: Literal["sgd", "adam"] = "sgd",
-    loss: Literal["mse", "half-mse", "sum-mse"] = "mse",
+    loss: Literal["mse", "half-mse", "half-mean", "sum-mse"] = "mse",
     epochs: int | None = None,
     lr: float | None = None,
     adam_betas: tuple[float, float] = (0.9, 0.999),
@@ -261,6 +289,7 @@ def train_recording(
     keep_model: bool = False,
     representation: Literal["post-activation", "pre-activation", "both"] = "post-activation",
     negative_slope: float | None = None,
+    stop_below: float | None = None,
 ) -> PairHistory:
     """Train ``cfg``'s network full-batch on ``(x, targets)`` and record the pair.
 
@@ -274,10 +303,12 @@ def train_recording(
     pair : (int, int)
         Indices of the tracked points.
     layer : int, "all" or None
-        Hidden layer for ``a`` (1-indexed); None is the middle one; "all" records every one.
+        Hidden layer for ``a`` (1-indexed into ``Table1Net.hidden_layers``); None is the one
+        the authors' code reads (``NetConfig.authors_layer``: 11 of 20, 2 of 2, 3 of 4);
+        "all" records every one.
     optimizer : {"sgd", "adam"}
         Plain SGD (no momentum) or Adam with ``adam_betas``.
-    loss : {"mse", "half-mse", "sum-mse"}
+    loss : {"mse", "half-mse", "half-mean", "sum-mse"}
         ``mean``, ``1/2 mean_i |f(x_i) - y_i|^2`` (eq. (1)) or the sum of squared errors
         (module docstring).
     epochs, lr : optional
@@ -295,8 +326,13 @@ def train_recording(
         records the pre-activation one in ``PairHistory.a_pre``.
     negative_slope : float, optional
         Leaky-ReLU slope (:func:`build_net`); PyTorch's 0.01 by default.
+    stop_below : float, optional
+        Stop once the recorded eq. (1) loss of the training set is below this (the authors'
+        ``conv_thresh``, Fig. 5's grid trials); the history then ends at that record.
     """
     x = check_array(x, "x", ndim=2, dtype=np.float32)
+    if stop_below is not None:
+        stop_below = check_scalar(stop_below, "stop_below", low=0.0, closed="neither")
     t_np = check_array(targets, "targets", shape=(x.shape[0], None), dtype=np.float32)
     check_option(optimizer, "optimizer", ("sgd", "adam"))
     check_option(loss, "loss", LOSSES)
@@ -310,14 +346,14 @@ def train_recording(
         check_int(pair[0], "pair[0]", low=0, high=x.shape[0] - 1),
         check_int(pair[1], "pair[1]", low=0, high=x.shape[0] - 1),
     ]
-    lay = _resolve_layer(layer, cfg.depth)
     n = x.shape[0]
     bs = n if batch_size is None else check_int(batch_size, "batch_size", low=1)
     device = current_device()  # the run's device (ncdyn run --device); weights drawn on the CPU
     net = build_net(cfg, x.shape[1], t_np.shape[1], seed=seed, negative_slope=negative_slope).to(
         device
     )
-    recording = _Recording(net, representation, p, lay, cfg.depth)
+    lay = _resolve_layer(layer, cfg, net.n_hidden)
+    recording = _Recording(net, representation, p, lay, cfg.authors_layer, net.n_hidden)
     xt, tt = torch.from_numpy(x).to(device), torch.from_numpy(t_np).to(device)
     opt = (
         torch.optim.SGD(net.parameters(), lr=cfg.lr)
@@ -332,7 +368,7 @@ def train_recording(
     for epoch in range(cfg.epochs + 1):
         last = epoch == cfg.epochs
         out = recording.take(xt, tt, train_mode_forward=reuse_forward and not last)
-        if last:
+        if last or (stop_below is not None and recording.loss() < stop_below):
             break
         if reuse_forward:
             step(xt, tt, out)
@@ -348,11 +384,14 @@ def train_recording(
     )  # fmt: skip
 
 
-def _resolve_layer(layer: int | Literal["all"] | None, depth: int) -> int:
-    """The recorded hidden layer, 1-indexed; 0 for ``"all"``, the middle one for None."""
+def _resolve_layer(layer: int | Literal["all"] | None, cfg: NetConfig, n_hidden: int) -> int:
+    """The recorded hidden layer, 1-indexed into ``Table1Net.hidden_layers``; 0 for
+    ``"all"``, the one the authors' code reads for None (``NetConfig.authors_layer``)."""
     if layer == "all":
         return 0
-    return middle_layer(depth) if layer is None else check_int(layer, "layer", low=1, high=depth)
+    if layer is None:
+        return cfg.authors_layer
+    return check_int(layer, "layer", low=1, high=n_hidden)
 
 
 class _Step:
@@ -370,7 +409,7 @@ class _Step:
     ) -> None:
         self.net, self.opt, self.gen = net, opt, gen
         self.reduction = "sum" if loss == "sum-mse" else "mean"
-        self.scale = 0.5 * d_out if loss == "half-mse" else 1.0
+        self.scale = {"half-mse": 0.5 * d_out, "half-mean": 0.5}.get(loss, 1.0)
 
     def __call__(self, xb: torch.Tensor, tb: torch.Tensor, out: torch.Tensor | None = None) -> None:
         if out is None:
@@ -390,11 +429,18 @@ class _Recording:
     """
 
     def __init__(
-        self, net: Table1Net, representation: str, pair: list[int], lay: int, depth: int
+        self,
+        net: Table1Net,
+        representation: str,
+        pair: list[int],
+        lay: int,
+        shown: int,
+        n_hidden: int,
     ) -> None:
         self.net, self.representation, self.pair, self.lay = net, representation, pair, lay
-        self.show = lay if lay else middle_layer(depth)
-        self.pres: list[torch.Tensor | None] = [None] * depth
+        self.show = lay if lay else shown
+        self.n_hidden = n_hidden
+        self.pres: list[torch.Tensor | None] = [None] * n_hidden
         self.hooks = (
             [m.register_forward_hook(_keep_output(self.pres, k)) for k, m in enumerate(net.layers)]
             if representation != "post-activation"
@@ -428,6 +474,11 @@ class _Recording:
         self.hidden, self.out = hidden, out
         return out
 
+    def loss(self) -> float:
+        """The eq. (1) loss of the training set at the last record."""
+        n_a = self.n_hidden if self.lay == 0 else 1
+        return float(self.rows[-1][n_a + 3])
+
     def close(self) -> None:
         for handle in self.hooks:  # the returned model carries no recording hooks
             handle.remove()
@@ -437,14 +488,14 @@ class _Recording:
         assert self.init is not None and self.out is not None  # epoch 0 is always recorded
         lay = self.lay
         R = torch.stack(self.rows).cpu().numpy()  # (n_rec, n_a + 4 + d_out)
-        n_a = cfg.depth if lay == 0 else 1
+        n_a = self.n_hidden if lay == 0 else 1
         a = R[:, :n_a] if lay == 0 else R[:, 0]
         if not np.all(np.isfinite(R)):
             raise FloatingPointError(
                 f"training diverged (non-finite record) for {cfg} at lr {cfg.lr}."
             )
         return PairHistory(
-            np.arange(cfg.epochs + 1, dtype=np.float64),
+            np.arange(R.shape[0], dtype=np.float64),
             a,
             R[:, n_a],
             R[:, n_a + 1],

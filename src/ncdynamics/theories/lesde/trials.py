@@ -344,7 +344,9 @@ def _train_trials(
     xt, yt = torch.from_numpy(x_tr).to(device), torch.from_numpy(y_tr).to(device)
     xv, yv = torch.from_numpy(x_va).to(device), torch.from_numpy(y_va).to(device)
     idx = rng.integers(0, x_tr.shape[0], size=(n_iter, n_trials))
-    logits = np.empty((n_iter, n_trials, k), dtype=np.float32)
+    # float64 nets (the authors' setting) keep float64 logit records
+    rec_dtype = np.float64 if dtype == torch.float64 else np.float32
+    logits = np.empty((n_iter, n_trials, k), dtype=rec_dtype)
     losses = np.empty((n_iter, n_trials), dtype=np.float32)
     val_iters = [0, *range(eval_every, n_iter + 1, eval_every)]
     if val_iters[-1] != n_iter:
@@ -358,7 +360,7 @@ def _train_trials(
     for m in range(n_iter):
         ii = torch.from_numpy(idx[m]).to(device)
         out, loss = trainer.step(xt[ii], yt[ii])
-        logits[m], losses[m] = out.float().cpu().numpy(), loss.float().cpu().numpy()
+        logits[m], losses[m] = out.detach().cpu().numpy(), loss.float().cpu().numpy()
         if m + 1 == val_iters[e]:
             val_loss[e], val_acc[e] = trainer.evaluate(xv, yv)
             if not np.all(np.isfinite(val_loss[e])):

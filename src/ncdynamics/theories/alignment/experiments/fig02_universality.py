@@ -1,6 +1,7 @@
 """Figs. 2 and 12 of [1]: the fitted two-point theory across the Table 1 architectures.
 
-Each network is trained once on two points (dx = 0.5, dy = 1) and eq. (7) is fitted to its
+Each network is trained once on two points (``setting``: the authors' code by default,
+``two_point.TWO_POINT_SETTINGS``) and eq. (7) is fitted to its
 recorded ``(a, b, w)`` (App. B); the claim is that two fitted rates match all three curves
 for every architecture.
 """
@@ -27,7 +28,7 @@ __all__ = ["UniversalityConfig", "loss_r2", "run_universality", "universality_cl
 
 @dataclass(frozen=True)
 class UniversalityConfig:
-    """Table 1 networks on two points (dx=0.5, dy=1); eq. (7) fitted to each (App. B)."""
+    """Table 1 networks on two points (``setting``); eq. (7) fitted to each (App. B)."""
 
     archs: tuple[str, ...] = ALL_TABLE1
     width: int | None = None
@@ -35,6 +36,9 @@ class UniversalityConfig:
     epochs: int | None = None
     workers: int = 2
     r2_threshold: float = 0.9
+    #: Two-point setting (``two_point.TWO_POINT_SETTINGS``): the authors' code, or
+    #: ``"paper-text"`` (``--set setting=paper-text``).
+    setting: str = "authors-code"
 
 
 def run_universality(

@@ -30,6 +30,9 @@ class InitSweepConfig:
     depth: int | None = None
     epochs: int | None = None
     workers: int = 2
+    #: Two-point setting (``two_point.TWO_POINT_SETTINGS``): the authors' code, or
+    #: ``"paper-text"`` (``--set setting=paper-text``).
+    setting: str = "authors-code"
 
 
 def run_init_sweep(config: InitSweepConfig, run: RunWriter, *, seed: int, progress: bool) -> None:

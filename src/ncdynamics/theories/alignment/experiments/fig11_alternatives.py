@@ -24,7 +24,7 @@ from .history_fit import fit_history
 from .pair_records import record_pair
 from .plotting import pyplot
 from .trials import two_point_trial
-from .two_point import Y1, table1_configs
+from .two_point import Y1, setting_job, table1_configs, two_point_setting
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -57,6 +57,9 @@ class AlternativesConfig:
     depth: int | None = None
     epochs: int | None = None
     workers: int = 2
+    #: Two-point setting (``two_point.TWO_POINT_SETTINGS``): the authors' code, or
+    #: ``"paper-text"`` (``--set setting=paper-text``).
+    setting: str = "authors-code"
 
 
 def run_alternatives(
@@ -64,9 +67,10 @@ def run_alternatives(
 ) -> None:
     """One trial per architecture, every variant fitted; figures ``fig11_<arch>``."""
     cfgs = table1_configs(config.archs, config)
+    st = two_point_setting(config.setting)
     hists: list[PairHistory] = run_trials(
         two_point_trial,
-        [(cfgs[a], seed) for a in config.archs],
+        [setting_job(cfgs[a], seed, st) for a in config.archs],
         workers=config.workers,
         progress=progress,
         desc="two-point nets",
@@ -74,7 +78,7 @@ def run_alternatives(
     per = {}
     for a, h in zip(config.archs, hists, strict=True):
         record_pair(run, a, h)
-        fits = {v: fit_history(h, y1=Y1, y2=Y1 + 1.0, variant=v) for v in VARIANTS}
+        fits = {v: fit_history(h, y1=Y1, y2=Y1 + st.dy, variant=v) for v in VARIANTS}
         losses = {v: f.fit_loss for v, f in fits.items()}
         per[a] = {
             "fit_loss_49": losses,

@@ -19,7 +19,7 @@ from .history_fit import HistoryFit, fit_history
 from .pair_records import record_pair
 from .plotting import plot_trajectories
 from .trials import two_point_trial
-from .two_point import Y1, arch_summary, table1_configs
+from .two_point import Y1, arch_summary, setting_job, table1_configs, two_point_setting
 
 __all__ = ["AdamConfig", "adam_claims", "early_late_error", "run_adam"]
 
@@ -34,19 +34,24 @@ class AdamConfig:
     depth: int | None = None
     epochs: int | None = None
     workers: int = 2
+    #: Two-point setting (``two_point.TWO_POINT_SETTINGS``): the authors' code, or
+    #: ``"paper-text"`` (``--set setting=paper-text``).
+    setting: str = "authors-code"
 
 
 def run_adam(config: AdamConfig, run: RunWriter, *, seed: int, progress: bool) -> None:
     """One SGD and one Adam trial of the same net, both fitted; figure ``fig15_adam``."""
     cfg = table1_configs((config.arch,), config)[config.arch]
+    st = two_point_setting(config.setting)
+    sgd = setting_job(cfg, seed, st)
     hs: list[PairHistory] = run_trials(
         two_point_trial,
-        [(cfg, seed, 0.5, 1.0, "sgd"), (cfg, seed, 0.5, 1.0, "adam", config.adam_lr)],
+        [sgd, (*sgd[:4], "adam", config.adam_lr, *sgd[6:])],
         workers=config.workers,
         progress=progress,
         desc="sgd/adam",
     )
-    fits = [fit_history(h, y1=Y1, y2=Y1 + 1.0) for h in hs]
+    fits = [fit_history(h, y1=Y1, y2=Y1 + st.dy) for h in hs]
     for name, h in zip(("sgd", "adam"), hs, strict=True):  # streams named by their optimiser
         record_pair(run, name, h)
     rows = {"SGD": (hs[0], fits[0]), f"Adam lr={config.adam_lr:g}": (hs[1], fits[1])}

@@ -28,6 +28,13 @@ tensor of that layer.
 For every reading, eq. (7) and the four alternatives of eq. (51) are fitted to the recorded
 ``(a, b, w)`` by the same routine (objective (49)); the row reports R^2 of ``a``, ``b``, ``w``
 under eq. (7), its rates, every model's fit loss and the rank of eq. (7) among the five.
+
+Verdict (issue 29): the claims are judged at one reading declared before the run, the
+authors' code (:data:`DECLARED`: ``0.5 * mse_loss`` at Table 1's rate, slope 0.01, the
+hidden layer of their settings file, post-activation, on the two points of ``setting``, by
+default the authors' ``dx^2 = 1``, ``dy^2 = 0.5``). The other readings are a robustness
+study: their counts and numbers are reported in the parts' ``ours``, never turned into a
+verdict (an existential over dozens of readings chosen after the fact would be no test).
 """
 
 from __future__ import annotations
@@ -50,7 +57,7 @@ from ..training import NetConfig, PairHistory
 from .history_fit import plateau_epochs
 from .plotting import pyplot
 from .trials import two_point_trial
-from .two_point import table1_configs
+from .two_point import table1_configs, two_point_setting
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -100,6 +107,8 @@ class ReadingsConfig:
     workers: int = 2
     r2_threshold: float = 0.9
     best_margin: float = 0.9
+    #: Two points and declared layer: ``two_point.TWO_POINT_SETTINGS`` (authors' code).
+    setting: str = "authors-code"
 
 
 @dataclass(frozen=True)
@@ -118,16 +127,20 @@ class TrainingReading:
         return factor[self.loss] * self.lr_scale
 
 
+#: The training reading of the authors' code, declared before any run (module docstring).
+DECLARED_TRAINING = TrainingReading("authors' code", loss="half-mse")
+
+
 def training_readings(config: ReadingsConfig, activation: str) -> list[TrainingReading]:
     """The recorded setting first, then one changed factor per reading.
 
     Slope readings apply only to leaky-ReLU nets (``activation``).
     """
-    out = [TrainingReading("baseline")]
+    out = [TrainingReading("baseline"), DECLARED_TRAINING]
     for loss in config.losses:
         if loss not in ("mse", "half-mse", "sum-mse"):
             raise ValueError(f"`losses` must hold 'mse', 'half-mse' or 'sum-mse'; got {loss!r}.")
-        if loss != "mse":
+        if loss not in ("mse", DECLARED_TRAINING.loss):
             out.append(TrainingReading(f"loss {loss}", loss=loss))  # type: ignore[arg-type]  # checked above
     for s in config.lr_scales:
         if not (math.isfinite(s) and s > 0):
@@ -189,8 +202,11 @@ def reading_trial(
     reading: TrainingReading,
     layers: tuple[int, ...],
     representations: tuple[str, ...],
+    dx: float = 0.5,
+    dy: float = 1.0,
 ) -> list[dict[str, Any]]:
-    """Train ``cfg`` under ``reading`` and fit every model at every representation reading.
+    """Train ``cfg`` under ``reading`` on two points ``dx``, ``dy`` apart and fit every model
+    at every representation reading.
 
     Returns one JSON-ready row per (layer, representation); a diverged training gives rows
     with ``diverged=True`` and NaN numbers.
@@ -207,6 +223,8 @@ def reading_trial(
         h = two_point_trial(
             cfg,
             seed,
+            dx,
+            dy,
             lr=cfg.lr * reading.lr_scale,
             layer="all",
             loss=reading.loss,
@@ -283,13 +301,18 @@ def run_readings(config: ReadingsConfig, run: RunWriter, *, seed: int, progress:
     """
     t0 = time.perf_counter()
     cfgs = table1_configs(config.archs, config)
+    st = two_point_setting(config.setting)
+    declared = {a: st.layer_of(cfgs[a]) for a in config.archs}
     jobs: list[tuple[str, tuple[Any, ...]]] = []
     layers: dict[str, list[int]] = {}
     for arch in config.archs:
         cfg = cfgs[arch]
-        layers[arch] = layers_to_read(cfg.depth, config.layer_fractions)
+        layers[arch] = sorted(
+            set(layers_to_read(cfg.depth, config.layer_fractions)) | {declared[arch]}
+        )
+        reps = tuple(dict.fromkeys(("post-activation", *config.representations)))
         for r in training_readings(config, cfg.activation):
-            jobs.append((arch, (cfg, seed, r, tuple(layers[arch]), tuple(config.representations))))
+            jobs.append((arch, (cfg, seed, r, tuple(layers[arch]), reps, st.dx, st.dy)))
     # The deepest nets first, so that two workers finish together.
     order = sorted(range(len(jobs)), key=lambda k: -cfgs[jobs[k][0]].depth)
     results = run_trials(
@@ -325,8 +348,12 @@ def run_readings(config: ReadingsConfig, run: RunWriter, *, seed: int, progress:
             "architectures": {
                 a: {"readings": rows[a], "best": best_rows(rows[a])} for a in config.archs
             },
+            "declared_reading": {a: declared_label(declared[a]) for a in config.archs},
             "claims": readings_claims(
-                rows, threshold=config.r2_threshold, margin=config.best_margin
+                rows,
+                {a: declared_label(declared[a]) for a in config.archs},
+                threshold=config.r2_threshold,
+                margin=config.best_margin,
             ),
             "total_seconds": time.perf_counter() - t0,
             "train_seconds": train_s,
@@ -364,33 +391,43 @@ def best_rows(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     }
 
 
+def declared_label(layer: int) -> str:
+    """The :func:`reading_label` of the declared reading at hidden ``layer``."""
+    return f"{DECLARED_TRAINING.name}, layer {layer} post"
+
+
 #: Claim texts (our words).
 _FIG2 = (
     "Fitting only the two rates of eq. (7), the theory's a, b and w follow all three measured "
-    "curves well for every Table 1 network (here Default and Shallow), for at least one "
-    "reading of what the paper leaves unstated (MSE convention, pre- or post-activation, "
-    "hidden layer, leaky-ReLU slope, learning rate)"
+    "curves well for every Table 1 network (here Default and Shallow), at the reading of the "
+    "setup in the authors' code, declared before the run (0.5 * MSE at Table 1's rate, "
+    "slope 0.01, their hidden layer, post-activation); the other readings of what the paper "
+    "leaves unstated are reported, not judged"
 )
 _FIG11 = (
     "On the Default network, eq. (7) fits the recorded a, b, w with a smaller loss (49) than "
     "each of the four one-term alternatives of eq. (51) (the paper: 0.92 against 15.35, 16.61, "
-    "2.99 and 5.64), for at least one reading of what the paper leaves unstated"
+    "2.99 and 5.64), at the declared reading of the authors' code; the other readings are "
+    "reported, not judged"
 )
 
 
 def readings_claims(
     rows: Mapping[str, Sequence[Mapping[str, Any]]],
+    declared: Mapping[str, str],
     *,
     threshold: float = 0.9,
     margin: float = 0.9,
 ) -> list[dict[str, Any]]:
     """The two claim records of the sweep, from the per-reading rows of each architecture.
 
-    Fig. 2: one part per architecture, held when some reading has R^2 >= ``threshold`` in
-    ``a``, ``b`` and ``w`` alike; ``ours`` counts such readings and gives the per-reading
-    R^2 table. Fig. 11: one part (Default, the network of the paper's figure), held when in
-    some reading eq. (7)'s loss (49) is at most ``margin`` times the best alternative's;
-    ``ours`` counts such readings and gives the per-reading ratio and rank.
+    Fig. 2: one part per architecture, held when the declared reading (``declared[arch]``,
+    a :func:`reading_label`) has R^2 >= ``threshold`` in ``a``, ``b`` and ``w`` alike;
+    ``ours`` gives its R^2 and, as robustness, the count of readings that would pass and the
+    per-reading R^2 table. Fig. 11: one part (Default, the network of the paper's figure),
+    held when at the declared reading eq. (7)'s loss (49) is at most ``margin`` times the
+    best alternative's; ``ours`` gives that ratio, the count of readings that would pass and
+    the per-reading ratios and ranks. A declared reading that was not run cannot hold.
 
     A reading whose network did not converge (it never left the plateau, e.g. at a small
     gradient scale) cannot hold either part: the figures are about the whole trajectory,
@@ -399,12 +436,18 @@ def readings_claims(
     fig2 = []
     for arch, rs in rows.items():
         ok = [r for r in rs if _min_r2(r) >= threshold and _converged(r)]
+        mine = [r for r in rs if r.get("reading") == declared.get(arch)]
+        fits = bool(mine) and _min_r2(mine[0]) >= threshold and _converged(mine[0])
         fig2.append(
             Part(
-                f"{arch}: some reading fits a, b and w",
-                f"number of readings with R^2 >= {threshold} in a, b and w >= 1",
+                f"{arch}: the authors' reading fits a, b and w",
+                f"R^2 >= {threshold} in a, b and w at {declared.get(arch, 'the declared reading')}",
                 {
-                    "n_readings_held": len(ok),
+                    "declared": declared.get(arch),
+                    "declared_r2_abw": [_measured(mine[0][k]) for k in ("r2_a", "r2_b", "r2_w")]
+                    if mine
+                    else None,
+                    "n_readings_that_would_pass": len(ok),
                     "n_readings": len(rs),
                     "not_converged": sorted({r["reading"] for r in rs if not _converged(r)}),
                     **best_rows(rs),
@@ -413,34 +456,38 @@ def readings_claims(
                         for r in rs
                     },
                 },
-                bool(ok),
+                fits,
             )
         )
     if not fig2:
         fig2.append(Part("some network", "at least one network swept", "no network", False))
     criterion = (
-        f"number of readings where loss(7) <= {margin} x the smallest eq. (51) alternative's "
-        "loss >= 1"
+        f"loss(7) <= {margin} x the smallest eq. (51) alternative's loss at "
+        f"{declared.get('default', 'the declared reading')}"
     )
     if "default" in rows:
         rs = rows["default"]
         first = [r for r in rs if eq7_ratio(r) <= margin and _converged(r)]
+        mine = [r for r in rs if r.get("reading") == declared.get("default")]
+        best = bool(mine) and eq7_ratio(mine[0]) <= margin and _converged(mine[0])
         part11 = Part(
-            "default: some reading makes eq. (7) the best fit",
+            "default: at the authors' reading eq. (7) is the best fit",
             criterion,
             {
-                "n_readings_held": len(first),
+                "declared": declared.get("default"),
+                "declared_ratio": _measured(eq7_ratio(mine[0])) if mine else None,
+                "n_readings_that_would_pass": len(first),
                 "n_readings": len(rs),
                 "not_converged": sorted({r["reading"] for r in rs if not _converged(r)}),
                 **best_rows(rs),
                 "eq7_rank": {r["reading"]: r["eq7_rank"] for r in rs},
                 "eq7_ratio": {r["reading"]: _measured(eq7_ratio(r)) for r in rs},
             },
-            bool(first),
+            best,
         )
     else:
         part11 = Part(
-            "default: some reading makes eq. (7) the best fit",
+            "default: at the authors' reading eq. (7) is the best fit",
             criterion,
             "not measured: the Default network is not trained at this preset",
             False,

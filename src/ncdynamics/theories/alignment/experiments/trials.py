@@ -15,7 +15,14 @@ from numpy.typing import NDArray
 
 from ....data import load
 from ..numerics import flush_denormals
-from ..training import TABLE1, TABLE2, NetConfig, PairHistory, train_recording
+from ..training import (
+    AUTHORS_CODE_ROWS,
+    TABLE1,
+    TABLE2,
+    NetConfig,
+    PairHistory,
+    train_recording,
+)
 
 __all__ = ["ALL_TABLE1", "Optimizer", "dataset_trial", "net_config", "two_point_trial"]
 
@@ -44,13 +51,19 @@ def net_config(
     depth: int | None = None,
     epochs: int | None = None,
     lr_scale: float = 1.0,
+    authors_code: bool = False,
 ) -> NetConfig:
     """A Table 1/2 row with optional size overrides (for the reduced presets).
+
+    ``authors_code`` first replaces the row's settings by the authors' code where that differs
+    from the paper's table (``training.AUTHORS_CODE_ROWS``).
 
     A convolutional row keeps a width that is a multiple of 20 (its channels), at least 20;
     ``depth`` never exceeds the row's own depth.
     """
     cfg = TABLE1[name] if name in TABLE1 else TABLE2[name]
+    if authors_code:
+        cfg = dataclasses.replace(cfg, **AUTHORS_CODE_ROWS.get(name, {}))
     changes: dict[str, Any] = {"lr": cfg.lr * lr_scale}
     if width is not None:
         changes["width"] = width if not cfg.conv else max(20, (width // 20) * 20)
@@ -69,14 +82,14 @@ def two_point_trial(
     optimizer: Optimizer = "sgd",
     lr: float | None = None,
     layer: int | Literal["all"] | None = None,
-    *,
     loss: Literal["mse", "half-mse", "sum-mse"] = "mse",
     representation: Literal["post-activation", "pre-activation", "both"] = "post-activation",
     negative_slope: float | None = None,
+    stop_below: float | None = None,
 ) -> PairHistory:
     """Train ``cfg`` on the two-point data (``dx``, ``dy`` apart) and record the pair.
 
-    ``loss``, ``representation`` and ``negative_slope`` are the readings of
+    ``loss``, ``representation``, ``negative_slope`` and ``stop_below`` are those of
     :func:`..training.train_recording` (their defaults are the recorded setting).
     """
     flush_denormals()
@@ -92,6 +105,7 @@ def two_point_trial(
         loss=loss,
         representation=representation,
         negative_slope=negative_slope,
+        stop_below=stop_below,
     )
 
 
@@ -104,8 +118,11 @@ def dataset_trial(
     optimizer: Optimizer = "sgd",
     lr: float | None = None,
     batch_size: int | None = None,
+    loss: Literal["mse", "half-mse", "half-mean", "sum-mse"] = "mse",
+    layer: int | None = None,
 ) -> PairHistory:
-    """Train ``cfg`` on given arrays (XOR, blobs) and record the pair ``pair``."""
+    """Train ``cfg`` on given arrays (XOR, blobs) and record the pair ``pair`` (``layer``:
+    :func:`..training.train_recording`'s, the authors' layer by default)."""
     flush_denormals()
     return train_recording(
         cfg,
@@ -116,4 +133,6 @@ def dataset_trial(
         optimizer=optimizer,
         lr=lr,
         batch_size=batch_size,
+        loss=loss,
+        layer=layer,
     )

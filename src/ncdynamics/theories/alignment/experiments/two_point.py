@@ -1,15 +1,27 @@
-"""The two-point recipe shared by Figs. 2, 3, 10, 11 and 15 of [1].
+"""The two-point recipe shared by Figs. 2, 3, 5, 10, 11 and 15 of [1].
 
-Table 1 networks are trained on two points ``dx = 0.5``, ``dy = 1`` apart (targets ``Y1`` and
-``Y1 + 1``), eq. (7) is fitted to each recorded history, and the per-network numbers are
-logged and summarised the same way in every figure.
+Table 1 networks are trained on two points, eq. (7) is fitted to each recorded history, and
+the per-network numbers are logged and summarised the same way in every figure.
+
+Two settings of the two points (:data:`TWO_POINT_SETTINGS`, the experiments' ``setting``
+field): ``"authors-code"`` (the default of every preset) follows the authors' code
+(loekvanrossem/universality at c4f4956): ``experiments/model_settings/2 points.txt`` gives
+``dx2 = 1``, ``dy2 = 0.5`` (inputs -1 and 0, targets 0.6 and 0.6 + sqrt(0.5)) and the
+0-based ``hidden_layer`` index (``NetConfig.authors_layer``), and
+``experiments/2_points.ipynb`` trains on ``0.5 * mse_loss`` at the settings file's
+learning rate halved (cell 2, which is Table 1's rate, our ``NetConfig.lr``) for twice its
+epochs. ``"paper-text"`` is App. B.1's reading: ``dx = 0.5``, ``dy = 1``, eq. (1)'s loss and
+the hidden layer "halfway" (``middle_layer``: 10 of 20).
 """
 
 from __future__ import annotations
 
+import math
 import time
-from typing import Any, Protocol
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
 
+from ....models.table1 import middle_layer
 from ....training import run_trials
 from ...experiment import RunWriter
 from ..training import NetConfig, PairHistory
@@ -18,17 +30,59 @@ from .pair_records import record_pair
 from .trials import net_config, two_point_trial
 
 __all__ = [
+    "TWO_POINT_SETTINGS",
     "Y1",
+    "TwoPointSetting",
     "NetSizes",
     "TrialSettings",
     "arch_summary",
     "log_history",
+    "setting_job",
     "table1_configs",
+    "two_point_setting",
     "train_and_fit",
 ]
 
 #: Target of the first point; the second point's target is ``Y1 + dy``.
 Y1 = 0.6
+
+
+@dataclass(frozen=True)
+class TwoPointSetting:
+    """Distances, training loss and hidden layer of the two-point experiments.
+
+    Attributes
+    ----------
+    dx, dy : float
+        Input and target distances (not squared).
+    loss : {"mse", "half-mse", "sum-mse"}
+        Training objective of :func:`..training.train_recording`.
+    layer : {"authors", "middle"}
+        ``NetConfig.authors_layer`` or ``middle_layer(depth)``.
+    """
+
+    dx: float
+    dy: float
+    loss: Literal["mse", "half-mse", "sum-mse"]
+    layer: Literal["authors", "middle"]
+
+    def layer_of(self, cfg: NetConfig) -> int:
+        """The 1-indexed hidden layer of ``cfg`` that this setting reads."""
+        return cfg.authors_layer if self.layer == "authors" else middle_layer(cfg.depth)
+
+
+#: The authors' code and the paper's text (module docstring).
+TWO_POINT_SETTINGS: dict[str, TwoPointSetting] = {
+    "authors-code": TwoPointSetting(1.0, math.sqrt(0.5), "half-mse", "authors"),
+    "paper-text": TwoPointSetting(0.5, 1.0, "half-mse", "middle"),
+}
+
+
+def two_point_setting(name: str) -> TwoPointSetting:
+    """The setting named ``name`` (a key of :data:`TWO_POINT_SETTINGS`)."""
+    if name not in TWO_POINT_SETTINGS:
+        raise ValueError(f"`setting` must be one of {tuple(TWO_POINT_SETTINGS)}; got {name!r}.")
+    return TWO_POINT_SETTINGS[name]
 
 
 class NetSizes(Protocol):
@@ -45,10 +99,13 @@ class NetSizes(Protocol):
 
 
 class TrialSettings(NetSizes, Protocol):
-    """Size overrides and the number of worker processes."""
+    """Size overrides, the number of worker processes and the two-point setting."""
 
     @property
     def workers(self) -> int: ...
+
+    @property
+    def setting(self) -> str: ...
 
 
 def table1_configs(archs: tuple[str, ...], config: NetSizes) -> dict[str, NetConfig]:
@@ -64,6 +121,8 @@ def train_and_fit(
 ) -> tuple[dict[str, PairHistory], dict[str, HistoryFit], float]:
     """Train each of ``archs`` on the two points (one seed) and fit eq. (7) to each.
 
+    The distances, loss and layer are ``config.setting``'s (:data:`TWO_POINT_SETTINGS`).
+
     Returns
     -------
     histories, fits : dict of str
@@ -72,18 +131,44 @@ def train_and_fit(
         Wall time of the training.
     """
     cfgs = table1_configs(archs, config)
+    st = two_point_setting(config.setting)
     t0 = time.perf_counter()
     hists = run_trials(
         two_point_trial,
-        [(cfgs[a], seed, 0.5, 1.0) for a in archs],
+        [setting_job(cfgs[a], seed, st) for a in archs],
         workers=config.workers,
         progress=progress,
         desc="two-point nets",
     )
     seconds = time.perf_counter() - t0
     hd: dict[str, PairHistory] = dict(zip(archs, hists, strict=True))
-    fits = {a: fit_history(h, y1=Y1, y2=Y1 + 1.0) for a, h in hd.items()}
+    fits = {a: fit_history(h, y1=Y1, y2=Y1 + st.dy) for a, h in hd.items()}
     return hd, fits, seconds
+
+
+def setting_job(
+    cfg: NetConfig,
+    seed: int,
+    st: TwoPointSetting,
+    *,
+    dx: float | None = None,
+    dy: float | None = None,
+    layer: int | Literal["all"] | None = None,
+) -> tuple[Any, ...]:
+    """The positional arguments of ``trials.two_point_trial`` for ``cfg`` under ``st``.
+
+    ``dx``, ``dy`` and ``layer`` replace the setting's (the Fig. 5 grid, Fig. 10's layers).
+    """
+    return (
+        cfg,
+        seed,
+        st.dx if dx is None else dx,
+        st.dy if dy is None else dy,
+        "sgd",
+        None,
+        st.layer_of(cfg) if layer is None else layer,
+        st.loss,
+    )
 
 
 def log_history(

@@ -55,6 +55,10 @@ class Fig5Config(TrialsConfig):
     tail: int = 1000
 
 
+#: Logit whose tail mean the imitation is rescaled to, by estimator (the authors' align0).
+RESCALE_LOGIT = {"l": 1, "L": 0}
+
+
 def run_fig5(config: Fig5Config, run: RunWriter, *, seed: int, progress: bool) -> None:
     """LE-ODE imitation of the real class-mean logits, and the relative distance RD."""
     rec = train(trials_settings(config), 0.0, seed)
@@ -70,7 +74,10 @@ def run_fig5(config: Fig5Config, run: RunWriter, *, seed: int, progress: bool) -
         al, be = rates_savgol(est.A, w), rates_savgol(est.B, w)
         for model in ("L", "l"):
             out = leode_imitation(al, be, means[0], rng=rng, n_runs=config.n_runs, model=model)
-            scaled = rescale_to_real(out.mean, means, tail=tail)
+            # the authors rescale the l-estimator's panel on logit 1, the L one on logit 0
+            # ("LE-SDE Data Analysis.ipynb" cells 42-43: viz_leode(..., 'I', align0=1);
+            # src/plotter.py line 240)
+            scaled = rescale_to_real(out.mean, means, tail=tail, logit=RESCALE_LOGIT[est_name])
             factor = float(np.sum(scaled * out.mean) / max(np.sum(out.mean**2), 1e-300))
             sims[(est_name, model)] = (scaled, out.sd * abs(factor))
             rds[(est_name, model)] = relative_distance(means, scaled, model=model)
@@ -79,7 +86,7 @@ def run_fig5(config: Fig5Config, run: RunWriter, *, seed: int, progress: bool) -
         al, be = rates_savgol(est.A, w), rates_savgol(est.B, w)
         det = leode_imitation(al, be, means[0], rng=rng, model="L", init="real").mean
         real_init[est_name] = relative_distance(
-            means, rescale_to_real(det, means, tail=tail), model="L"
+            means, rescale_to_real(det, means, tail=tail, logit=RESCALE_LOGIT[est_name]), model="L"
         )
     for key, (m, _) in sims.items():
         run.save_array(f"sim_{key[0]}est_{key[1]}model", 0, m.astype(np.float32))

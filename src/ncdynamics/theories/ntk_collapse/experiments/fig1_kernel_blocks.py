@@ -9,6 +9,7 @@ the full kernels at the last epoch, and the kernel-label alignment against epoch
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import matplotlib.pyplot as plt
@@ -16,12 +17,21 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
+from ....probes.kernels import kernel_block_stats
 from ...claims import Part, claim
 from ...experiment import RunWriter
 from ..measure import first_epoch_reaching
 from ..training_recipe import TrainConfig, final_values, train_one, write_records
 
-__all__ = ["fig1_claims", "run_fig1"]
+__all__ = ["BLOCK_RESIDUAL_MAX", "RISING_STEPS", "fig1_claims", "run_fig1"]
+
+#: "Class-block structured": the final traced kernel's relative distance to its three-value
+#: block fit (``block_residual`` of :func:`ncdynamics.probes.kernels.kernel_block_stats`) is
+#: at most this.
+BLOCK_RESIDUAL_MAX = 0.5
+#: "Alignment increases during training": above its first value at every later record, and
+#: at least this fraction of the record-to-record steps rise.
+RISING_STEPS = 0.75
 
 
 def run_fig1(config: TrainConfig, run: RunWriter, *, seed: int, progress: bool) -> None:
@@ -45,6 +55,12 @@ def run_fig1(config: TrainConfig, run: RunWriter, *, seed: int, progress: bool) 
     kap = (fin["ntk_kappa_d"], fin["ntk_kappa_c"], fin["ntk_kappa_n"])
     gam = (_last(frame, "ntk_gamma_d"), _last(frame, "ntk_gamma_c"), _last(frame, "ntk_gamma_n"))
     rise = {k: (float(a[k].iloc[0]), float(a[k].iloc[-1])) for k in a.columns}
+    series = {k: a[k].to_numpy(dtype=float).tolist() for k in a.columns}
+    # relative distance of each final traced kernel to its three-value block fit
+    residual = {
+        o: kernel_block_stats(fk[f"traced_{o}"], res["kernel_labels"]).block_residual
+        for o in ("logits", "features")
+    }
     diag_h = np.diag(bn["features"])
     spread = float(np.std(diag_h) / np.mean(diag_h))
     run.save_summary(
@@ -57,10 +73,11 @@ def run_fig1(config: TrainConfig, run: RunWriter, *, seed: int, progress: bool) 
             "feature_diag_block_norm_cv": spread,
             "epoch_999": first_epoch_reaching(res["train_accuracy"]),
             "alignment_first_last": rise,
+            "block_residual": residual,
             "kernel_seconds": res["seconds_kernel"],
             "nonfinite_metrics_not_written": res["nonfinite"],
             "total_seconds": res["seconds_total"],
-            "claims": fig1_claims(kap, gam, ratio, spread, rise),
+            "claims": fig1_claims(kap, gam, ratio, spread, series, residual),
         }
     )
 
@@ -75,7 +92,8 @@ def fig1_claims(
     gamma: tuple[float, float, float],
     block_ratio: dict[str, float],
     diag_spread: float,
-    alignment: dict[str, tuple[float, float]],
+    alignment: Mapping[str, Sequence[float]],
+    residual: dict[str, float],
 ) -> list[dict[str, Any]]:
     """The claims of Fig. 1 of [1] (Sec. 3, App. C.1) from one trained network's measurements.
 
@@ -83,7 +101,8 @@ def fig1_claims(
     the feature and logit kernels (Assumption 3.2, Def. 3.1); ``block_ratio`` the mean
     diagonal over the mean off-diagonal block norm per kernel (panes c-d);
     ``diag_spread`` the coefficient of variation of the diagonal feature block norms;
-    ``alignment`` the first and last kernel-label alignment per kernel (pane e).
+    ``alignment`` the kernel-label alignment at every record per kernel (pane e);
+    ``residual`` the final relative block residual per kernel (``"logits"``, ``"features"``).
     """
     kd, kc, kn = kappa
     gd, gc, gn = gamma
@@ -98,6 +117,15 @@ def fig1_claims(
             Part("feature kernel: kappa_c > kappa_n", "kappa_c > kappa_n", [kc, kn], kc > kn),
             Part("logit kernel: gamma_d > gamma_c", "gamma_d > gamma_c", [gd, gc], gd > gc),
             Part("logit kernel: gamma_c > gamma_n", "gamma_c > gamma_n", [gc, gn], gc > gn),
+            *(
+                Part(
+                    f"{name} kernel: close to its block fit",
+                    f"|K - block fit|_F / |K|_F <= {BLOCK_RESIDUAL_MAX} (last record)",
+                    residual[key],
+                    bool(residual[key] <= BLOCK_RESIDUAL_MAX),
+                )
+                for name, key in (("feature", "features"), ("logit", "logits"))
+            ),
         ],
     )
     blocks = claim(
@@ -131,16 +159,25 @@ def fig1_claims(
         "labels Y^T Y increases during training.",
         "Fig. 1e, Sec. 3",
         [
-            Part(
-                f"{key.removeprefix('ntk_alignment_')} alignment rises",
-                "alignment at the last epoch > at epoch 0",
-                [first, last],
-                last > first,
-            )
-            for key, (first, last) in sorted(alignment.items())
+            _rises(key.removeprefix("ntk_alignment_"), np.asarray(values, dtype=float))
+            for key, values in sorted(alignment.items())
         ],
     )
     return [structure, blocks, rises]
+
+
+def _rises(name: str, a: NDArray[np.float64]) -> Part:
+    """Part "alignment rises": above the first record at every later one, and at least
+    :data:`RISING_STEPS` of the steps rise (ours: [fraction above start, fraction rising])."""
+    above = float(np.mean(a[1:] > a[0])) if a.size > 1 else float("nan")
+    up = float(np.mean(np.diff(a) > 0)) if a.size > 1 else float("nan")
+    return Part(
+        f"{name} alignment rises",
+        f"above the first record at every later record, and >= {RISING_STEPS} of the "
+        "record-to-record steps rise",
+        [above, up],
+        bool(above == 1.0 and up >= RISING_STEPS),
+    )
 
 
 def _plot(run: RunWriter, frame: pd.DataFrame, kernels: dict[str, NDArray[np.float64]]) -> None:
