@@ -76,6 +76,8 @@ def test_sweep_resumes_from_its_finished_trainings(tmp_path, monkeypatch):
     assert [r["lr"] for r in resumed.summary["runs"]] == list(lrs)
     for a, b in zip(whole.summary["runs"], resumed.summary["runs"], strict=True):
         assert a["nc/nc3"] == b["nc/nc3"] and a["train/accuracy"] == b["train/accuracy"]
+
+
 def test_training_presets_follow_the_authors_metric_estimator_and_frequency():
     # mselezniova/ntk_collapse: EPOCH_STEP = 1 (metrics every epoch), half-split kernel values
     for short in TRAINING:

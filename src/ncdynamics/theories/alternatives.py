@@ -80,7 +80,7 @@ def _linear(basis: _Array, y: _Array) -> tuple[_Array, float]:
     """Least-squares coefficients of ``y`` on the columns of ``basis`` and the residual SSE."""
     coef, *_ = np.linalg.lstsq(basis, y, rcond=None)
     r = y - basis @ coef
-    return coef, float(r @ r)
+    return np.asarray(coef, np.float64), float(r @ r)
 
 
 def _fit_drift(t: _Array, y: _Array, on_log: bool) -> Curve | None:

@@ -484,10 +484,10 @@ def alternatives_scores(
             out[f"aicc.{key}"] = _aicc(sc.sse, sc.counts, k)
         if sc.log_ratios and len(sc.log_ratios) == len(names):
             if not any(math.isnan(r) for r in sc.log_ratios):
-                out[f"heldout_ratio.{key}"] = math.exp(min(np.mean(sc.log_ratios), 700.0))
+                out[f"heldout_ratio.{key}"] = math.exp(min(float(np.mean(sc.log_ratios)), 700.0))
     for key, logs in rivals.items():
         if len(logs) == len(names) and not any(math.isnan(r) for r in logs):
-            out[f"rival_ratio.{key}"] = math.exp(min(np.mean(logs), 700.0))
+            out[f"rival_ratio.{key}"] = math.exp(min(float(np.mean(logs)), 700.0))
     return out
 
 

@@ -249,6 +249,7 @@ def train_trials(
     n_classes: int | None = None,
     callback: TrialCallback | None = None,
     device: str | torch.device | None = None,
+    dtype: torch.dtype = torch.float32,
 ) -> TrialRecords:
     """Train ``n_trials`` LeNets at batch size 1 and record what the estimators need.
 
@@ -272,8 +273,11 @@ def train_trials(
     device : str or torch.device, optional
         Where the nets train (``"cpu"``, ``"cuda"``...); by default the run's device
         (:func:`ncdynamics.training.current_device`). Records come back as NumPy either way.
+    dtype : torch.dtype, default=torch.float32
+        The nets' precision; ``torch.float64`` is the authors' setting (their LeNets train in
+        double precision) and keeps the logit records in float64.
 
-    The nets train in float32 with the fused step of :class:`BatchedTrainer`, on one
+    The nets train with the fused step of :class:`BatchedTrainer`, on one
     intra-op thread (restored afterwards): batch-1 work on a CPU is much slower with more;
     parallelise across processes.
 
@@ -298,6 +302,7 @@ def train_trials(
             n_classes=n_classes,
             callback=callback,
             device=current_device() if device is None else resolve_device(device),
+            dtype=dtype,
         )
     finally:
         torch.set_num_threads(old_threads)
@@ -318,6 +323,7 @@ def _train_trials(
     n_classes: int | None,
     callback: TrialCallback | None,
     device: torch.device,
+    dtype: torch.dtype,
 ) -> TrialRecords:
     x_tr = check_array(x_train, "x_train", ndim=4, dtype=np.float32)
     k = n_classes if n_classes is not None else int(np.max(y_train)) + 1
@@ -340,6 +346,7 @@ def _train_trials(
         lr=lr,
         generator=gen,
         device=device,
+        dtype=dtype,
     )
     xt, yt = torch.from_numpy(x_tr).to(device), torch.from_numpy(y_tr).to(device)
     xv, yv = torch.from_numpy(x_va).to(device), torch.from_numpy(y_va).to(device)
