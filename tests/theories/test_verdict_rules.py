@@ -226,3 +226,28 @@ def test_forecast_band_coverage_counts_records_inside_both_edges():
     hi = actual + np.where(np.arange(8) % 2 == 0, 0.5, -0.25)  # misses every other record
     row = score_method("theory", actual, actual, (lo, hi), scale="linear")
     assert row["coverage"] == 0.5
+
+
+# ------------------------------------------------------ the value from the settings
+@pytest.mark.parametrize(
+    ("want", "rtol", "verdict"),
+    [
+        (0.0205, 0.0, "holds"),  # inside the interval
+        (0.0212, 0.0, "fails"),  # just outside
+        (0.0212, 0.02, "holds"),  # outside, within the theory's own approximation error
+        (0.0230, 0.02, "fails"),
+    ],
+)
+def test_a_value_predicted_from_the_settings_outside_its_interval_fails(want, rtol, verdict):
+    fit = _fit(
+        STEPS,
+        STEPS,
+        n_free=2,
+        params={"rate": 0.02},
+        intervals={"rate": (0.019, 0.021)},
+        expected={"rate": want},
+        expected_rtol={"rate": rtol},
+    )
+    numbers = _numbers(-100.0, drift=(-50.0, 0.5), **{"power law": (-50.0, 0.5)})
+    v = _against_alternatives(fit, numbers, FOLDS, 0.99)
+    assert v.verdict == verdict, v.reason

@@ -222,7 +222,12 @@ class TheoryFit:
         the rate is indistinguishable from zero. Both make the verdict ``degenerate``.
     expected : dict
         Parameter name -> the value the theory predicts from the run's settings alone (the
-        Hadamard time scale ``c = 2 eta``), shown beside the fitted one.
+        Hadamard time scale ``c = 2 eta``). A value outside the fitted 95% interval (widened by
+        ``expected_rtol``) makes the verdict ``fails``.
+    expected_rtol : dict
+        Parameter name -> the relative error the theory itself allows its prediction from the
+        settings (an approximation's order, e.g. gradient descent against its flow); 0 when
+        not named.
     scales : dict
         Observable name -> ``"log"`` or ``"linear"``: where residuals and skill are measured
         (``"log"`` for positive quantities spanning decades; the default for an observable
@@ -260,6 +265,7 @@ class TheoryFit:
     bounds: dict[str, tuple[float, float]] = field(default_factory=dict)
     signs: dict[str, int] = field(default_factory=dict)
     expected: dict[str, float] = field(default_factory=dict)
+    expected_rtol: dict[str, float] = field(default_factory=dict)
     scales: dict[str, str] = field(default_factory=dict)
     n_fitted: int | None = None
     band: Callable[[NDArray[np.float64]], dict[str, tuple[Any, Any]]] | None = None

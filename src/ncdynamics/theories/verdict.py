@@ -17,7 +17,8 @@ time, to all but its latest records (the *held-out* records: the last
    variance on the observable's scale, or it predicts the next record worse than carrying the
    last one forward (persistence); or a generic curve of the panel
    (:data:`ncdynamics.theories.alternatives.PANEL`) beats it *both* in-sample by AICc (by more
-   than ``AICC_MARGIN``) *and* on the held-out records.
+   than ``AICC_MARGIN``) *and* on the held-out records; or a parameter the theory predicts from
+   the run's settings lies outside its fitted 95% interval.
 3. ``degenerate`` again when there is no out-of-sample test: the stream is too short to hold
    records out and still fit the rest, or the fit on the earlier records raised.
 4. ``not distinguished``: a generic curve with as many free parameters as the theory or fewer
@@ -44,8 +45,10 @@ an alternative's times the number of observables (it is fitted to each separatel
 AR(1) coefficient per observable; a lower value is better.
 
 Where the theory predicts a parameter from the run's settings (``fit.expected``, e.g. the
-Hadamard time scale ``c = 2 eta``), the reason of the verdict also says whether that value lies
-inside the fitted parameter's 95% interval (:func:`expected_notes`).
+Hadamard time scale ``c = 2 eta``), that prediction is part of the test: a value outside the
+fitted parameter's 95% interval makes the verdict ``fails`` (rule 2: the theory describes the
+shape on a clock the settings do not give), and the reason always says where it lies
+(:func:`expected_notes`).
 
 The others come from the engine that runs the fits (``ncdynamics.experiments.confront``):
 ``missing`` (no stream has the records), ``out of regime`` (an
@@ -553,11 +556,31 @@ def _judge(fit: TheoryFit, observed: Mapping[str, Series], holdout: Holdout | No
     return _against_alternatives(fit, numbers, holdout, worst)
 
 
+def _refuted(fit: TheoryFit, name: str) -> bool:
+    """Whether the value of ``name`` predicted from the settings lies outside its fitted 95%
+    interval, widened by the relative error the theory allows itself (``expected_rtol``)."""
+    if name not in fit.intervals:
+        return False
+    want = fit.expected[name]
+    slack = abs(fit.expected_rtol.get(name, 0.0) * want)
+    low, high = fit.intervals[name]
+    return not low - slack <= want <= high + slack
+
+
 def _against_alternatives(
     fit: TheoryFit, numbers: dict[str, float], holdout: Holdout | None, worst: float
 ) -> Verdict:
     from .alternatives import PANEL
 
+    refuted = [name for name in fit.expected if _refuted(fit, name)]
+    if refuted:
+        return Verdict(
+            "fails",
+            f"the value of {', '.join(refuted)} that the theory predicts from the run's settings "
+            "lies outside the fitted 95% interval: the curve fits on a clock the settings do "
+            "not give",
+            skill=numbers,
+        )
     mine = numbers["aicc.theory"]
     for alt in PANEL:
         aicc = numbers.get(f"aicc.{alt.name}", math.nan)
