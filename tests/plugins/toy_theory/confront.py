@@ -1,10 +1,14 @@
-"""The toy theory against a run: fit ``log L = log L0 - r t`` to the recorded loss."""
+"""The toy theory against a run: fit ``log L = log L0 - r t`` to the recorded loss.
+
+The toy's one parameter-free prediction: the rate is the run's learning rate per step.
+"""
 
 import numpy as np
 from numpy.typing import NDArray
 
 from ncdynamics.theories import Confrontation, Need, Stream, TheoryFit
-from ncdynamics.theories.confrontation import Series, r_squared
+from ncdynamics.theories.confrontation import Series, Undetermined, r_squared
+from ncdynamics.theories.uncertainty import covariance_from_jacobian, intervals_from_covariance
 
 
 def _observe(stream: Stream) -> dict[str, Series]:
@@ -14,29 +18,36 @@ def _observe(stream: Stream) -> dict[str, Series]:
 def _fit(stream: Stream) -> TheoryFit:
     steps, loss = stream.scalar("loss")
     if steps.size < 3 or np.any(loss <= 0):
-        raise ValueError("the toy theory needs at least 3 positive loss records.")
-    (slope, intercept), cov = np.polyfit(steps, np.log(loss), 1, cov="unscaled")
-    resid = np.log(loss) - (intercept + slope * steps)
-    se = np.sqrt(np.diag(cov) * np.sum(resid**2) / max(steps.size - 2, 1))
-    half = 1.96 * se  # 95%, normal approximation; loss0 by exp of its log interval
+        raise Undetermined("the toy theory needs at least 3 positive loss records.")
+    design = np.stack([np.ones_like(steps), -steps], axis=1)  # log L = log L0 - r t
+    coef, *_ = np.linalg.lstsq(design, np.log(loss), rcond=None)
+    # serially correlated residuals widen the intervals (an AR(1) sandwich)
+    cov, _, dof = covariance_from_jacobian(design, np.log(loss) - design @ coef)
+    intervals = intervals_from_covariance(
+        ["loss0", "rate"], coef, cov, dof, log_scale=[True, False]
+    )
 
     def predict(at: NDArray[np.float64]) -> dict[str, NDArray[np.float64]]:
-        return {"loss": np.exp(intercept + slope * np.asarray(at, np.float64))}
+        return {"loss": np.exp(coef[0] - coef[1] * np.asarray(at, np.float64))}
 
     curve = predict(steps)["loss"]
+    lr = stream.setting("lr")
     return TheoryFit(
         theory="toy",
-        params={"rate": float(-slope), "loss0": float(np.exp(intercept))},
+        params={"loss0": float(np.exp(coef[0])), "rate": float(coef[1])},
         goodness={"r2_log_loss": r_squared(np.log(loss), np.log(curve))},
         predictions={},
         fitted={"loss": (steps, curve)},
         predict=predict,
         fit_until=float(steps[-1]),
-        intervals={
-            "rate": (float(-slope - half[0]), float(-slope + half[0])),
-            "loss0": (float(np.exp(intercept - half[1])), float(np.exp(intercept + half[1]))),
-        },
-        interval_method="least squares in log L, normal approximation",
+        intervals=intervals,
+        interval_method="least squares in log L, AR(1) sandwich",
+        units={"rate": "1/step"},
+        signs={"rate": 1},
+        expected={"rate": float(lr)} if lr is not None else {},
+        # judged on the loss itself, where the decay bends: in log it is a straight line,
+        # which a random walk with drift extrapolates as well (the verdict would say so)
+        scales={"loss": "linear"},
         n_fitted=2,
     )
 
