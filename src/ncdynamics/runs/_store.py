@@ -56,7 +56,9 @@ from ._layout import (
     Kind,
     classify,
     first_foreign,
+    first_link,
     read_marker,
+    real_folder,
     remove_leftovers,
     remove_store_files,
 )
@@ -131,9 +133,10 @@ def source_commit() -> str | None:
 
 
 def _check_name(name: str, what: str) -> str:
-    if not isinstance(name, str) or not _NAME_RE.match(name):
+    if not isinstance(name, str) or not _NAME_RE.match(name) or not name.strip("."):
         raise ValueError(
-            f"`{what}` must contain only letters, digits, '.', '_' and '-'; got {name!r}."
+            f"`{what}` must contain only letters, digits, '.', '_' and '-', and not only "
+            f"dots; got {name!r}."
         )
     return name
 
@@ -274,7 +277,10 @@ class Run:
 
     def _parts(self) -> list[Path]:
         """The metric parts in write order."""
-        found = (self.path / "metrics").glob("part-*.parquet")
+        folder = real_folder(self.path, "metrics", create=False)
+        if folder is None:
+            return []
+        found = folder.glob("part-*.parquet")
         return sorted(found, key=lambda p: (_part_index(p), p.name))
 
     def flush(self) -> None:
@@ -292,7 +298,7 @@ class Run:
         index = self._next_part
         steps, names, values = zip(*self._buffer, strict=True)
         name = f"part-{index:06d}-{os.getpid()}-{secrets.token_hex(4)}.parquet"
-        write_metric_table(self.path / "metrics" / name, steps, names, values)
+        write_metric_table(real_folder(self.path, "metrics") / name, steps, names, values)
         self._next_part = index + 1
         self._buffer.clear()
 
@@ -355,9 +361,13 @@ class Run:
         df = self.metrics
         self._write_compacted(df[df["step"] <= step])
         self._buffer.clear()
-        for npy in (self.path / "arrays").glob("*/*.npy"):
-            if int(npy.stem) > step:
-                npy.unlink()
+        arrays = real_folder(self.path, "arrays", create=False)
+        for sub in sorted(arrays.iterdir()) if arrays is not None else []:
+            if sub.is_symlink() or not sub.is_dir():
+                continue  # not the store's: never followed
+            for npy in sub.glob("*.npy"):
+                if int(npy.stem) > step:
+                    npy.unlink()
 
     def _compact_metrics(self) -> None:
         self._write_compacted(self.metrics)
@@ -367,7 +377,8 @@ class Run:
         """Store one array of probe ``name`` at ``step`` as ``.npy``."""
         _check_name(name, "name")
         arr = np.asarray(array.detach().cpu() if hasattr(array, "detach") else array)
-        return write_npy(self.path / "arrays" / name / f"{int(step):09d}.npy", arr)
+        folder = real_folder(self.path, "arrays", name)
+        return write_npy(folder / f"{int(step):09d}.npy", arr)
 
     def array_names(self) -> list[str]:
         root = self.path / "arrays"
@@ -444,7 +455,8 @@ class Run:
 
     # ------------------------------------------------------------------ checkpoints
     def _checkpoints(self, tag: str) -> list[Path]:
-        return sorted((self.path / "checkpoints" / tag).glob("step-*.pt"), key=_step_of)
+        folder = real_folder(self.path, "checkpoints", tag, create=False)
+        return sorted(folder.glob("step-*.pt"), key=_step_of) if folder is not None else []
 
     def save_checkpoint(
         self, step: int, state: Mapping[str, Any], *, tag: str = "main", keep: int = 2
@@ -466,7 +478,7 @@ class Run:
         self.flush()
         buf = io.BytesIO()
         torch.save({"step": int(step), **state}, buf)
-        folder = self.path / "checkpoints" / tag
+        folder = real_folder(self.path, "checkpoints", tag)
         path = atomic_write(
             folder / f"step-{int(step):09d}.pt", lambda p: p.write_bytes(buf.getvalue())
         )
@@ -524,7 +536,7 @@ class Run:
 
         _check_name(name, "name")
         path = atomic_write(
-            self.path / "figures" / f"{name}.png",
+            real_folder(self.path, "figures") / f"{name}.png",
             lambda p: fig.savefig(p, dpi=dpi, bbox_inches="tight", format="png"),
         )
         plt.close(fig)
@@ -708,6 +720,12 @@ def create(
         read_marker(p)
     if overwrite and kind in ("run", "legacy"):
         _refuse_foreign(p, "overwrite (--overwrite) removes only a run's own files")
+    if kind in ("run", "legacy") and (link := first_link(p)) is not None:
+        raise RunExistsError(
+            f"`out` {str(p)!r} holds the symbolic link {link!r}; nothing inside a run may be "
+            "a link (it would be written through). Nothing was changed: remove it, or "
+            "choose another directory."
+        )
     if resume and kind == "legacy":
         _refuse_foreign(
             p,
