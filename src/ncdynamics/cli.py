@@ -548,8 +548,9 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     if len(dirs) > 1 or is_sweep(dirs[0]):
         return _compare_many(dirs, args.out, force=force, windows=windows, fmt=fmt)
     from . import report
+    from .report._reading import read_run  # JSON files read safely first (size, nesting)
 
-    run = confront.read_run(dirs[0])
+    run = read_run(dirs[0])
     out = args.out if args.out is not None else confront.default_out(run.path, "compare")
     confront.check_output_dir(out, "compare")  # refuse a foreign --out before any work
     entries = confront.compare(run, force=force, windows=windows)
@@ -646,7 +647,9 @@ def _cmd_forecast(args: argparse.Namespace) -> int:
     change = confront.DEFAULT_CHANGE if args.change is None else _fractions(args.change, "change")
     if not at and not change:
         raise ValueError("`at` and `change` are both empty; give at least one cut point.")
-    run = confront.read_run(args.run_dir)
+    from .report._reading import read_run
+
+    run = read_run(args.run_dir)
     single = at[0] if args.at is not None and len(at) == 1 else None
     out = args.out if args.out is not None else confront.default_out(run.path, "forecast", single)
     confront.check_output_dir(out, "forecast")  # refuse a foreign --out before any work

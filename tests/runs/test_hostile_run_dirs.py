@@ -126,3 +126,123 @@ def test_a_link_planted_while_running_is_not_written_through(tmp_path):
         run.save_figure(plt.figure(), "f")
     run.close()
     assert list(elsewhere.iterdir()) == []
+
+
+# ------------------------------------------------------------------ hostile files, read side
+class _Blocked(BaseException):
+    """Raised by the alarm; a BaseException, so that no ``except Exception`` swallows it."""
+
+
+def _with_timeout(seconds: int):
+    """Fail (instead of hanging the suite) when the body blocks longer than ``seconds``."""
+    import signal
+
+    def _alarm(signum, frame):
+        raise _Blocked(f"blocked for more than {seconds} s")
+
+    class _Guard:
+        def __enter__(self):
+            self.old = signal.signal(signal.SIGALRM, _alarm)
+            signal.alarm(seconds)
+
+        def __exit__(self, *exc):
+            signal.alarm(0)
+            signal.signal(signal.SIGALRM, self.old)
+
+    return _Guard()
+
+
+def _plant_fifo_checkpoint(run_dir: Path) -> None:
+    os.mkfifo(run_dir / "checkpoints" / "main" / "step-000000009.pt")
+
+
+def test_a_fifo_as_newest_checkpoint_does_not_hang_resume(tmp_path):
+    run_dir = tmp_path / "run"
+    _finished_run(run_dir)
+    _plant_fifo_checkpoint(run_dir)
+    run = runs.open(run_dir)
+    with _with_timeout(20), pytest.warns(RuntimeWarning, match="step-000000009.pt"):
+        state = run.load_checkpoint()
+    assert state["step"] == 1
+
+
+def test_a_linked_checkpoint_is_not_read(tmp_path):
+    run_dir = tmp_path / "run"
+    _finished_run(run_dir)
+    outside = tmp_path / "theirs.pt"
+    torch.save({"step": 99}, outside)
+    os.symlink(outside, run_dir / "checkpoints" / "main" / "step-000000099.pt")
+    with pytest.warns(RuntimeWarning, match="step-000000099.pt"):
+        assert runs.open(run_dir).load_checkpoint()["step"] == 1
+
+
+def _report_run(tmp_path: Path) -> Path:
+    run_dir = tmp_path / "run"
+    run = runs.create(run_dir, config={"a": 1})
+    for step in range(3):
+        run.log(step, loss=1.0 / (step + 1))
+    run.finish()
+    return run_dir
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dev-zero", "outside-file"])
+def test_report_reads_only_regular_figures_inside_the_run(tmp_path, kind):
+    from ncdynamics.report import write_report
+
+    run_dir = _report_run(tmp_path)
+    (run_dir / "figures").mkdir(exist_ok=True)
+    planted = run_dir / "figures" / "zz-planted.png"
+    secret = tmp_path / "secret.png"
+    secret.write_bytes(b"\x89PNG secret-bytes-from-outside")
+    if kind == "fifo":
+        os.mkfifo(planted)
+    else:
+        os.symlink("/dev/zero" if kind == "dev-zero" else secret, planted)
+    with _with_timeout(60):
+        report = write_report(run_dir, draw=False)
+    html = Path(report).read_text()
+    import base64
+
+    assert base64.b64encode(secret.read_bytes()).decode()[:24] not in html
+    assert "zz-planted" not in html
+
+
+def test_deeply_nested_json_is_named_in_one_line_and_spares_the_index(tmp_path):
+    from ncdynamics.report import write_index
+
+    good = _report_run(tmp_path / "good")
+    bad = _report_run(tmp_path / "bad")
+    (bad / "summary.json").write_text("[" * 200_000 + "]" * 200_000)
+    with pytest.raises(runs.RunCorruptError, match="summary.json") as info:
+        _ = runs.open(bad).summary
+    assert "\n" not in str(info.value)
+    index = write_index(tmp_path)
+    assert good.parent.name in Path(index).read_text()
+
+
+def test_an_oversized_json_file_is_refused_without_reading_it_whole(tmp_path, monkeypatch):
+    from ncdynamics.runs import _io
+
+    run_dir = _report_run(tmp_path)
+    monkeypatch.setattr(_io, "JSON_LIMIT", 1000)
+    (run_dir / "summary.json").write_text('{"x": "' + "a" * 5000 + '"}')
+    with pytest.raises(runs.RunCorruptError, match="summary.json.*bytes"):
+        _ = runs.open(run_dir).summary
+
+
+def test_a_linked_status_file_is_not_read(tmp_path):
+    run_dir = _report_run(tmp_path)
+    outside = tmp_path / "status-elsewhere.json"
+    os.replace(run_dir / "status.json", outside)
+    os.symlink(outside, run_dir / "status.json")
+    with pytest.raises((runs.RunCorruptError, FileNotFoundError), match="status.json"):
+        _ = runs.open(run_dir).status
+
+
+def test_array_names_made_of_dots_are_refused(tmp_path):
+    run = runs.create(tmp_path / "run", config={})
+    for name in ("..", "."):
+        with pytest.raises(ValueError, match="`name`"):
+            run.save_array(name, 0, [1.0])
+    run.close()
+    assert not (tmp_path / "run" / "000000000.npy").exists()

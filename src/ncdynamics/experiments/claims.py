@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from ..runs._io import write_bytes
+from ..runs._io import read_json, write_bytes
 
 __all__ = [
     "ClaimRow",
@@ -232,11 +232,9 @@ def _summary(run_dir: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     for name in ("config.json", "summary.json"):
         path = run_dir / name
         try:
-            value = json.loads(path.read_text())
+            value = read_json(path)  # a regular file, size-bounded, nesting checked
         except FileNotFoundError:
             raise ValueError(f"{str(path)!r} does not exist: is {str(run_dir)!r} a run?") from None
-        except ValueError as exc:
-            raise ValueError(f"{str(path)!r} is not valid JSON: {exc}.") from exc
         if not isinstance(value, dict):
             raise ValueError(f"{str(path)!r} must hold a JSON object; got {type(value).__name__}.")
         out.append(value)

@@ -29,11 +29,13 @@ import datetime as _dt
 import functools
 import html
 import json
+import operator
 import os
 import platform
 import re
 import secrets
 import socket
+import stat
 import subprocess
 import sys
 import warnings
@@ -49,7 +51,7 @@ from numpy.typing import ArrayLike, NDArray
 from .._reasons import one_line_reason
 from ._checkpoint import load_checkpoint_file, reason
 from ._errors import RunCorruptError, RunExistsError, RunInUseError
-from ._io import _json_default, atomic_write, read_json, write_json, write_npy
+from ._io import _json_default, atomic_write, open_regular, read_json, write_json, write_npy
 from ._layout import (
     MARKER,
     MARKER_FORMAT,
@@ -144,6 +146,47 @@ def _check_name(name: str, what: str) -> str:
 def _part_index(path: Path) -> int:
     """The write-order index of ``part-<index>[-<pid>-<token>].parquet``."""
     return int(path.name.split("-")[1].split(".")[0])
+
+
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+
+
+def _step_value(step: Any) -> int:
+    """``step`` as an int: an integer (NumPy and torch ones too) or an integral float."""
+    if isinstance(step, bool):
+        raise ValueError(f"`step` must be an integer; got {step!r}.")
+    try:
+        return operator.index(step)
+    except TypeError:
+        pass
+    if isinstance(step, float) and step.is_integer():
+        return int(step)
+    raise ValueError(f"`step` must be an integer; got {_short_repr(step)}.")
+
+
+def _short_repr(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+#: How many times a reader starts over when the writer compacts the metrics meanwhile.
+_READ_ATTEMPTS = 5
+
+
+def _identity(path: Path) -> tuple[int, int, int] | None:
+    """``(device, inode, mtime_ns)`` of ``path``, or ``None`` when it does not exist."""
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return (info.st_dev, info.st_ino, info.st_mtime_ns)
+
+
+def _is_regular(path: Path) -> bool:
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False
 
 
 def _step_of(path: Path) -> int:
@@ -262,10 +305,28 @@ class Run:
 
     # ------------------------------------------------------------------ metrics
     def log(self, step: int, values: Mapping[str, float] | None = None, **kw: float) -> None:
-        """Buffer scalar records ``(step, name, value)``; :meth:`flush` writes them."""
+        """Buffer scalar records ``(step, name, value)``; :meth:`flush` writes them.
+
+        ``step`` must be an integer in the 64-bit range the metrics files hold and each
+        value a real number; anything else is a ``ValueError`` here, before it is buffered
+        (a step that fails only when written would leave the run unable to finish).
+        """
+        step = _step_value(step)
+        if not _INT64_MIN <= step <= _INT64_MAX:
+            raise ValueError(
+                f"`step` must be within the 64-bit integer range [-2**63, 2**63 - 1]; got {step}."
+            )
         items = dict(values or {}, **kw)
+        checked = []
         for name, value in items.items():
-            v = float(value)
+            try:
+                checked.append((str(name), float(value)))
+            except (TypeError, ValueError, OverflowError):
+                raise ValueError(
+                    f"metric {str(name)!r} at step {step} must be a real number; got "
+                    f"{_short_repr(value)}."
+                ) from None
+        for name, v in checked:
             if not np.isfinite(v) and not self._warned_nonfinite:
                 warnings.warn(
                     f"metric {name!r} at step {step} is {v}; recorded as is.",
@@ -303,12 +364,33 @@ class Run:
         self._buffer.clear()
 
     def _read_metric_frames(self) -> list[pd.DataFrame]:
-        frames = []
-        if (self.path / "metrics.parquet").exists():
-            frames.append(read_metric_table(self.path / "metrics.parquet"))
-        for part in self._parts():
-            frames.append(read_metric_table(part))
-        return frames
+        """The metric files' records, read as one consistent state.
+
+        The writer's compaction (at the end of a run) writes ``metrics.parquet`` anew and
+        then deletes the parts it holds; a reader overlapping it may find a part gone, or
+        the parts gone after it read the earlier ``metrics.parquet``. Either is seen (a
+        part missing, or ``metrics.parquet`` replaced while reading) and the read starts
+        over, so a reader never calls a run being compacted damaged, nor misses records.
+        """
+        compacted = self.path / "metrics.parquet"
+        for attempt in range(_READ_ATTEMPTS):
+            before = _identity(compacted)
+            try:
+                frames = []
+                if before is not None:
+                    frames.append(read_metric_table(compacted))
+                for part in self._parts():
+                    frames.append(read_metric_table(part))
+            except FileNotFoundError:
+                if attempt + 1 == _READ_ATTEMPTS:
+                    raise
+                continue
+            if _identity(compacted) == before:
+                return frames
+        raise RunCorruptError(  # pragma: no cover - a writer compacting without end
+            f"the metrics of {str(self.path)!r} changed under {_READ_ATTEMPTS} reads in a "
+            "row; read the run again when its writer has finished."
+        )
 
     @property
     def metrics(self) -> pd.DataFrame:
@@ -386,11 +468,17 @@ class Run:
 
     def arrays(self, name: str) -> dict[int, NDArray[Any]]:
         """All arrays of probe ``name``, as ``{step: ndarray}`` in step order."""
+        _check_name(name, "name")
         folder = self.path / "arrays" / name
-        if not folder.is_dir():
+        if folder.is_symlink() or not folder.is_dir():
             known = ", ".join(self.array_names()) or "none"
             raise KeyError(f"run {self.path} has no arrays named {name!r}; known: {known}.")
-        return {int(p.stem): np.load(p) for p in sorted(folder.glob("*.npy"))}
+        out = {}
+        for p in sorted(folder.glob("*.npy")):
+            # a regular file inside the run only (a FIFO would block, a link read elsewhere)
+            with os.fdopen(open_regular(p), "rb") as fh:
+                out[int(p.stem)] = np.load(fh, allow_pickle=False)
+        return out
 
     def array_stack(self, name: str) -> tuple[NDArray[np.int64], NDArray[Any]]:
         """``(steps, values)`` with the arrays of ``name`` stacked along a first time axis."""
@@ -543,7 +631,12 @@ class Run:
         return path
 
     def figures(self) -> list[Path]:
-        return sorted((self.path / "figures").glob("*.png"))
+        """The run's figures: regular files ``figures/*.png`` (a link, FIFO or device placed
+        there is not one of them, and is never read)."""
+        folder = self.path / "figures"
+        if folder.is_symlink() or not folder.is_dir():
+            return []
+        return sorted(p for p in folder.glob("*.png") if not p.is_symlink() and _is_regular(p))
 
     def save_summary(self, summary: Mapping[str, Any]) -> Path:
         """Merge ``summary`` into ``summary.json`` (final scalars, claims checked, notes)."""
