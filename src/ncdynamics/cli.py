@@ -4,6 +4,8 @@ the paths it wrote. Bad input is reported in one line on stderr with exit code 2
 from __future__ import annotations
 
 import argparse
+import os
+import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -817,12 +819,43 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"ncdyn: error: {_os_error_line(exc, args)}{_traceback_at(args)}", file=sys.stderr)
         return EXIT_USAGE
     except Exception as exc:  # a failure inside an experiment: one line, details on disk
+        memory = _allocation_line(exc, args)
+        if memory is not None:
+            print(f"ncdyn: failed: {memory}{_traceback_at(args)}", file=sys.stderr)
+            return EXIT_FAILED
         print(
             f"ncdyn: failed: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
             f"{_traceback_at(args)}",
             file=sys.stderr,
         )
         return EXIT_FAILED
+
+
+_ALLOC = re.compile(r"(?:can't allocate memory|out of memory|not enough memory)", re.I)
+_TRIED = re.compile(r"tried to allocate (\d+) bytes")
+
+
+def _allocation_line(exc: BaseException, args: argparse.Namespace) -> str | None:
+    """One line for a failed memory allocation (torch's allocator message or MemoryError):
+    how much was asked for and the ``--set`` settings that may have asked for it; ``None``
+    for any other failure."""
+    text = str(exc)
+    if not isinstance(exc, MemoryError) and not _ALLOC.search(text):
+        return None
+    tried = _TRIED.search(text)
+    amount = f" {int(tried.group(1)) / 2**30:.3g} GiB at once" if tried else " more memory"
+    try:
+        have = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        machine = f", and this machine has {have / 2**30:.3g} GiB"
+    except (ValueError, OSError, AttributeError):
+        machine = ""
+    given = getattr(args, "overrides", None) or []
+    settings = (
+        f"; the settings given were {', '.join('--set ' + str(g) for g in given)}: lower them"
+        if given
+        else "; use a smaller preset or lower the sizes with --set"
+    )
+    return f"out of memory: the run asked for{amount}{machine}{settings}."
 
 
 def _traceback_at(args: argparse.Namespace) -> str:
