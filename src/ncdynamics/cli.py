@@ -539,6 +539,22 @@ def _print_regime_windows(windows: Sequence[Any]) -> None:
     print(f"{'':<14}{'windows':<12}{text}")
 
 
+def _unfinished_note(run: Any) -> str | None:
+    """A line saying that ``run`` has not completed (its verdicts are provisional), or
+    ``None`` for a completed run."""
+    try:
+        state = run.state
+    except (ValueError, OSError):
+        state = "of unknown state"
+    if state == "completed":
+        return None
+    what = "still training" if state == "running" else state
+    return (
+        f"run {str(run.path)!r} is {what} (state {state!r}, not completed): these verdicts "
+        "are of the records it has so far."
+    )
+
+
 def _cmd_compare(args: argparse.Namespace) -> int:
     from .experiments import confront
     from .experiments.sweep import is_sweep
@@ -555,9 +571,12 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     run = read_run(dirs[0])
     out = args.out if args.out is not None else confront.default_out(run.path, "compare")
     confront.check_output_dir(out, "compare")  # refuse a foreign --out before any work
+    note = _unfinished_note(run)
     entries = confront.compare(run, force=force, windows=windows)
+    if note is not None:
+        print(f"note: {note}")
     _print_compare(entries)
-    path = report.write_compare_report(entries, run.path, out)
+    path = report.write_compare_report(entries, run.path, out, note=note)
     print(f"report: {path}")
     if fmt != "text":
         from .experiments.compare_many import verdict_table

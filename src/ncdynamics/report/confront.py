@@ -544,9 +544,12 @@ def _write_dir(out: Path, command: str, fill: Callable[[Path], None]) -> Path:
     return out / "report.html"
 
 
-def write_compare_report(entries: list[CompareEntry], run_dir: Path, out: Path) -> Path:
-    """Write the compare table, figures and ``report.html`` into ``out``."""
-    intro = (
+def write_compare_report(
+    entries: list[CompareEntry], run_dir: Path, out: Path, *, note: str | None = None
+) -> Path:
+    """Write the compare table, figures and ``report.html`` into ``out``; ``note`` (such as
+    "the run is still training") heads the page."""
+    intro = (f"<p><strong>{_text(note)}</strong></p>" if note else "") + (
         f"<p>Every theory confronted with run <code>{_text(run_dir)}</code>: the regime it "
         "assumes checked against the run's settings, the fit to each stream with 95% "
         "intervals, and a verdict (see docs/confront.md for the rules). The windows refit "
