@@ -300,8 +300,9 @@ def collect(paths: Sequence[str | os.PathLike[str]]) -> list[ClaimRow]:
                     ),
                 )
                 noise = part.get("noise")
-                if _is_number(noise) and math.isfinite(noise) and noise > 0:
-                    row.noise = max(row.noise or 0.0, float(noise))
+                if isinstance(noise, int | float) and not isinstance(noise, bool):
+                    if math.isfinite(noise) and noise > 0:
+                        row.noise = max(row.noise or 0.0, float(noise))
                 row.held.append(bool(part.get("held")))
                 row.ours.append(part.get("ours"))
                 row.seeds.append(seed)

@@ -550,7 +550,7 @@ def collapse_metrics(
     # and nc4 (bias scaled alike) are those of the features, not of rounding to zero
     scale = _power_of_two_scale(features)
     if scale != 1.0:
-        features = features * scale
+        features = _scaled(features, scale)
         bias = None if bias is None else _scaled(bias, scale)
     acc = CollapseAccumulator(
         num_classes,

@@ -18,7 +18,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Literal, overload
 
 from ._errors import RunExistsError
 from ._io import TMP_RE, read_json
@@ -206,6 +206,10 @@ def first_link(path: Path) -> str | None:
     return None
 
 
+@overload
+def real_folder(run: Path, *names: str, create: Literal[True] = ...) -> Path: ...
+@overload
+def real_folder(run: Path, *names: str, create: bool) -> Path | None: ...
 def real_folder(run: Path, *names: str, create: bool = True) -> Path | None:
     """``run/<names...>``, checked one level at a time to be a real directory (never a
     symbolic link, so nothing is written or deleted outside the run), and created where
