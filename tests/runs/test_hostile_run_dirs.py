@@ -246,3 +246,16 @@ def test_array_names_made_of_dots_are_refused(tmp_path):
             run.save_array(name, 0, [1.0])
     run.close()
     assert not (tmp_path / "run" / "000000000.npy").exists()
+
+
+def test_reading_arrays_never_leaves_the_arrays_folder(tmp_path):
+    run_dir = tmp_path / "run"
+    run = runs.create(run_dir, config={})
+    run.save_array("x", 0, [1.0])
+    run.finish()
+    import numpy as np
+
+    np.save(run_dir / "000000001.npy", np.ones(2))  # a file in the run root
+    for name in ("..", ".", "../arrays/x"):
+        with pytest.raises(KeyError):
+            runs.open(run_dir).arrays(name)
