@@ -175,3 +175,39 @@ def test_saving_rows_leaves_other_files_alone(tmp_path):
     with pytest.raises(ValueError, match="JSON list"):
         claims.save_rows(claims.collect([tmp_path / "a"]), not_rows)
     assert not_rows.read_text() == '{"mine": 1}'
+
+
+def test_a_part_s_noise_is_printed_as_a_bound_the_table_can_hold(tmp_path):
+    """A finite-difference error is rounding noise (4.8e-10 on one machine, 5.8e-10 on
+    another): a part declaring ``noise`` shows it as ``< noise``, so the generated table is
+    the same on both and the freshness test above holds from a clean clone."""
+    from ncdynamics.theories.claims import Part, claim
+
+    tables = []
+    for fd in (4.8e-10, 5.8e-10):
+        run = tmp_path / f"fd{fd}"
+        rec = claim("FD agrees", "Eq. 1", [Part("FD", "rel. error < 1e-6", fd, True, noise=1e-8)])
+        _write_run(run, "s0", "x.y", 0, [rec])
+        (row,) = claims.collect([run])
+        assert row.ours_text() == "< 1e-8"
+        tables.append(claims.markdown_table([row]))
+    assert tables[0] == tables[1]
+    # above the noise a measurement is a result and keeps its digits; without noise, as before
+    rec = claim("c", "s", [Part("FD", "t", 3e-8, True, noise=1e-8), Part("x", "t", 4.8e-10, True)])
+    _write_run(tmp_path / "r", "s0", "x.y", 0, [rec])
+    big, plain = claims.collect([tmp_path / "r"])
+    assert (big.ours_text(), plain.ours_text()) == ("3e-08", "4.8e-10")
+    # the noise travels with saved rows (the cpu tables are rebuilt from them)
+    claims.save_rows([row], tmp_path / "rows.json")
+    assert claims.load_rows(tmp_path / "rows.json")[0].ours_text() == "< 1e-8"
+    with pytest.raises(ValueError, match="`noise` must be a positive"):
+        Part("FD", "t", 1.0, True, noise=-1.0)
+
+
+def test_claims_tables_do_not_carry_terminal_escapes_from_a_run(tmp_path):
+    rec = {"claim": "c\x1b[2J", "held": True, "ours": "\x1b]0;owned\x07"}
+    _write_run(tmp_path, "s0", "x.y\x1b[31m", 0, [rec])
+    (row,) = claims.collect([tmp_path])
+    table = claims.markdown_table([row], provenance=True)
+    assert "\x1b" not in table and "\x07" not in table and "\\x1b" in table
+    assert "\x1b" not in row.experiment

@@ -374,3 +374,35 @@ def test_disk_full_is_one_line_naming_the_path(tmp_path, capsys, monkeypatch):
     assert main(["report", str(run)]) == 2
     err = _err_line(capsys)
     assert "No space left on device" in err and str(run) in err
+
+
+def test_a_setting_that_asks_for_too_much_memory_is_named_in_one_line(tmp_path, capsys):
+    """`--set width=1000000000` makes torch's allocator refuse 256 GB at once (the request
+    fails at once, nothing is touched); the message names the setting and the amount."""
+    from ncdynamics.cli import main
+
+    out = tmp_path / "wide"
+    argv = ["run", "demo", "--preset", "smoke", "--set", "width=1000000000"]
+    code = main([*argv, "--out", str(out), "--no-progress"])
+    err = capsys.readouterr().err
+    assert code == 1 and err.count("\n") == 1, err
+    assert "out of memory" in err and "--set width=1000000000" in err and "GiB" in err, err
+    assert "enforce fail" not in err
+
+
+def test_compare_on_a_run_still_training_says_so_in_its_header(tmp_path, capsys):
+    from ncdynamics import runs
+    from ncdynamics.cli import main
+
+    run = runs.create(tmp_path / "live", config={"lr": 0.1})
+    for step in range(20):
+        run.log(step, **{"train/loss": 1.0 / (step + 1)})
+    run.flush()  # the writer is still at work: state "running"
+    out = tmp_path / "cmp"
+    code = main(["compare", str(tmp_path / "live"), "--out", str(out)])
+    printed = capsys.readouterr().out
+    run.close()
+    assert code == 0, printed
+    first = printed.splitlines()[0]
+    assert first.startswith("note:") and "still training" in first, printed
+    assert "still training" in (out / "report.html").read_text()

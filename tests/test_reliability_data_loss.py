@@ -154,3 +154,39 @@ def test_replacing_an_output_never_touches_a_user_path_named_like_its_trash(tmp_
     assert (out / "report.html").is_file()
     leftovers = [p.name for p in tmp_path.iterdir() if p.name.startswith(".out-")]
     assert leftovers == [decoy.name]
+
+
+def test_a_killed_compare_leaves_no_hidden_folder_for_good(tmp_path):
+    """A compare killed while writing leaves its temporary sibling ``.<out>-<random>``; the
+    next write of that output removes it (its writer is gone), and nothing else."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import textwrap
+
+    from ncdynamics.report.confront import _write_dir
+
+    out = tmp_path / "cmp"
+    code = textwrap.dedent(
+        f"""
+        import os, signal
+        from pathlib import Path
+        from ncdynamics.report.confront import _write_dir
+        def fill(tmp):
+            (tmp / "report.html").write_text("half")
+            os.kill(os.getpid(), signal.SIGKILL)
+        _write_dir(Path({str(out)!r}), "compare", fill)
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", code], env=dict(os.environ), timeout=120)
+    assert done.returncode == -signal.SIGKILL
+    left = [p.name for p in tmp_path.iterdir()]
+    assert len(left) == 1 and left[0].startswith(".cmp-"), left
+    users = tmp_path / ".cmp-notes"  # a user's folder of that look, without our marker
+    users.mkdir()
+    (users / "keep.txt").write_text("mine")
+
+    _write_dir(out, "compare", lambda tmp: (tmp / "report.html").write_text("done"))
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".cmp-notes", "cmp"]
+    assert (users / "keep.txt").read_text() == "mine"

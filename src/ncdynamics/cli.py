@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
+import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -582,6 +584,22 @@ def _print_regime_windows(windows: Sequence[Any]) -> None:
     print(f"{'':<{_COLUMNS[0]}}{'windows':<12}{text}")
 
 
+def _unfinished_note(run: Any) -> str | None:
+    """A line saying that ``run`` has not completed (its verdicts are provisional), or
+    ``None`` for a completed run."""
+    try:
+        state = run.state
+    except (ValueError, OSError):
+        state = "of unknown state"
+    if state == "completed":
+        return None
+    what = "still training" if state == "running" else state
+    return (
+        f"run {str(run.path)!r} is {what} (state {state!r}, not completed): these verdicts "
+        "are of the records it has so far."
+    )
+
+
 def _cmd_compare(args: argparse.Namespace) -> int:
     from .experiments import confront
     from .experiments.sweep import is_sweep
@@ -593,13 +611,17 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     if len(dirs) > 1 or is_sweep(dirs[0]):
         return _compare_many(dirs, args.out, force=force, windows=windows, fmt=fmt)
     from . import report
+    from .report._reading import read_run  # JSON files read safely first (size, nesting)
 
-    run = confront.read_run(dirs[0])
+    run = read_run(dirs[0])
     out = args.out if args.out is not None else confront.default_out(run.path, "compare")
     confront.check_output_dir(out, "compare")  # refuse a foreign --out before any work
+    note = _unfinished_note(run)
     entries = confront.compare(run, force=force, windows=windows)
+    if note is not None:
+        print(f"note: {note}")
     _print_compare(entries)
-    path = report.write_compare_report(entries, run.path, out)
+    path = report.write_compare_report(entries, run.path, out, note=note)
     print(f"report: {path}")
     if fmt != "text":
         from .experiments.compare_many import verdict_table
@@ -699,7 +721,9 @@ def _cmd_forecast(args: argparse.Namespace) -> int:
     change = confront.DEFAULT_CHANGE if args.change is None else _fractions(args.change, "change")
     if not at and not change:
         raise ValueError("`at` and `change` are both empty; give at least one cut point.")
-    run = confront.read_run(args.run_dir)
+    from .report._reading import read_run
+
+    run = read_run(args.run_dir)
     single = at[0] if args.at is not None and len(at) == 1 else None
     out = args.out if args.out is not None else confront.default_out(run.path, "forecast", single)
     confront.check_output_dir(out, "forecast")  # refuse a foreign --out before any work
@@ -868,12 +892,43 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"ncdyn: error: {_os_error_line(exc, args)}{_traceback_at(args)}", file=sys.stderr)
         return EXIT_USAGE
     except Exception as exc:  # a failure inside an experiment: one line, details on disk
+        memory = _allocation_line(exc, args)
+        if memory is not None:
+            print(f"ncdyn: failed: {memory}{_traceback_at(args)}", file=sys.stderr)
+            return EXIT_FAILED
         print(
             f"ncdyn: failed: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
             f"{_traceback_at(args)}",
             file=sys.stderr,
         )
         return EXIT_FAILED
+
+
+_ALLOC = re.compile(r"(?:can't allocate memory|out of memory|not enough memory)", re.I)
+_TRIED = re.compile(r"tried to allocate (\d+) bytes")
+
+
+def _allocation_line(exc: BaseException, args: argparse.Namespace) -> str | None:
+    """One line for a failed memory allocation (torch's allocator message or MemoryError):
+    how much was asked for and the ``--set`` settings that may have asked for it; ``None``
+    for any other failure."""
+    text = str(exc)
+    if not isinstance(exc, MemoryError) and not _ALLOC.search(text):
+        return None
+    tried = _TRIED.search(text)
+    amount = f" {int(tried.group(1)) / 2**30:.3g} GiB at once" if tried else " more memory"
+    try:
+        have = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        machine = f", and this machine has {have / 2**30:.3g} GiB"
+    except (ValueError, OSError, AttributeError):
+        machine = ""
+    given = getattr(args, "overrides", None) or []
+    settings = (
+        f"; the settings given were {', '.join('--set ' + str(g) for g in given)}: lower them"
+        if given
+        else "; use a smaller preset or lower the sizes with --set"
+    )
+    return f"out of memory: the run asked for{amount}{machine}{settings}."
 
 
 def _traceback_at(args: argparse.Namespace) -> str:

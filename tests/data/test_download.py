@@ -11,6 +11,7 @@ import io
 import socket
 import tarfile
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -31,19 +32,48 @@ class _Server:
     def __init__(self):
         self.files: dict[str, bytes] = {}
         self.short: dict[str, int] = {}
+        self.drip: dict[str, float] = {}  # path -> seconds between single bytes
+        self.redirect: dict[str, str] = {}  # path -> Location (a loop when it points back)
+        self.extra: dict[str, int] = {}  # path -> bytes sent beyond the body, no length
         self.requests: list[str] = []
         server = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
             def do_GET(self):
                 server.requests.append(self.path)
+                if self.path in server.redirect:
+                    self.send_response(302)
+                    self.send_header("Location", server.redirect[self.path])
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
                 body = server.files.get(self.path)
                 if body is None:
                     self.send_error(404, "Not Found")
                     return
                 self.send_response(200)
+                if self.path in server.extra:  # no length announced: sent until closed
+                    self.end_headers()
+                    try:
+                        self.wfile.write(body)
+                        for _ in range(server.extra[self.path] // 65536):
+                            self.wfile.write(b"\0" * 65536)
+                    except OSError:  # the client stopped reading: what the test wants
+                        pass
+                    self.close_connection = True
+                    return
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
+                if self.path in server.drip:
+                    try:
+                        for i in range(len(body)):
+                            self.wfile.write(body[i : i + 1])
+                            self.wfile.flush()
+                            time.sleep(server.drip[self.path])
+                    except OSError:
+                        pass
+                    self.close_connection = True
+                    return
                 n = server.short.get(self.path, len(body))
                 self.wfile.write(body[:n])
                 self.wfile.flush()
@@ -297,3 +327,50 @@ def test_timeout_must_be_positive(tmp_path, timeout):
 def test_downloaded_file_is_readable_by_all(server, tmp_path):
     path = _download.fetch(server.serve("a.bin", b"payload"), tmp_path, timeout=5)
     assert path.stat().st_mode & 0o777 == 0o644
+
+
+def test_a_server_dripping_bytes_meets_the_total_deadline(server, tmp_path):
+    remote = server.serve("slow.bin", b"x" * 400)
+    server.drip["/slow.bin"] = 0.05  # each read is quick: only a total deadline stops it
+    with pytest.raises(DownloadError, match="did not finish within 1") as info:
+        _download.fetch(remote, tmp_path, timeout=5, deadline=1.0)
+    _assert_one_line_and_nothing_left(info, tmp_path, remote.url)
+
+
+def test_a_body_longer_than_published_is_cut_at_the_published_size(server, tmp_path):
+    remote = server.serve("small.bin", b"y" * 1000)
+    server.extra["/small.bin"] = 64 * 2**20
+    with pytest.raises(DownloadError, match="longer than published") as info:
+        _download.fetch(remote, tmp_path, timeout=5)
+    _assert_one_line_and_nothing_left(info, tmp_path, remote.url)
+    assert "at least 1001" in str(info.value)  # stopped at the first byte too many
+
+
+def test_a_redirect_loop_is_one_line(server, tmp_path):
+    remote = server.serve("loop.bin", b"z")
+    server.redirect["/loop.bin"] = "/loop.bin"
+    with pytest.raises(DownloadError, match="redirect") as info:
+        _download.fetch(remote, tmp_path, timeout=5)
+    _assert_one_line_and_nothing_left(info, tmp_path, remote.url)
+
+
+def test_a_part_left_by_a_killed_download_is_removed_by_the_next_call(server, tmp_path):
+    remote = server.serve("a.bin", b"payload")
+    stale = tmp_path / ".a.bin.k1ll3d.part"  # as mkstemp names it; its writer is gone
+    stale.write_bytes(b"pay")
+    other = tmp_path / ".b.bin.xyz.part"  # another file's part: not this call's business
+    other.write_bytes(b"b")
+    mine = tmp_path / "notes.part"
+    mine.write_bytes(b"user")
+    _download.fetch(remote, tmp_path, timeout=5)
+    assert not stale.exists() and other.exists() and mine.exists()
+
+
+def test_a_part_being_written_by_a_live_download_is_kept(server, tmp_path):
+    fcntl = pytest.importorskip("fcntl")
+    remote = server.serve("a.bin", b"payload")
+    live = tmp_path / ".a.bin.l1ve00.part"
+    with open(live, "wb") as fh:
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)  # as a running fetch holds it
+        _download.fetch(remote, tmp_path, timeout=5)
+        assert live.exists()

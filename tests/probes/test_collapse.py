@@ -228,3 +228,28 @@ def test_a_huge_label_is_refused_before_class_buffers_are_allocated(n_features):
 def test_an_accumulator_for_a_huge_class_count_is_refused():
     with pytest.raises(ValueError, match=r"1000000000 classes.*GiB"):
         CollapseAccumulator(10**9)
+
+
+@pytest.mark.parametrize("power", [-1000, -600])
+def test_features_near_the_ends_of_float64_give_the_metrics_of_their_shape(power):
+    """Features of size ~1e-301: their squares leave float64, yet every scale-free metric
+    is that of the same features at size ~1, and the traces are the exact float64 rounding
+    of theirs (0), never NaN without a word."""
+    import numpy as np
+
+    from ncdynamics.probes import collapse_metrics
+
+    rng = np.random.default_rng(0)
+    f = rng.normal(size=(60, 5))
+    y = np.repeat(np.arange(3), 20)
+    w, b = rng.normal(size=(3, 5)), rng.normal(size=3)
+    s = 2.0**power
+    want = collapse_metrics(f, y, w, b)
+    got = collapse_metrics(f * s, y, w, b * s)
+    for key in want:
+        if key in ("within_trace", "between_trace"):
+            assert got[key] == want[key] * s * s, key
+        elif key == "nc1_std":
+            np.testing.assert_allclose(got[key], want[key] * s, rtol=1e-12)
+        else:
+            np.testing.assert_allclose(got[key], want[key], rtol=1e-10, err_msg=key)

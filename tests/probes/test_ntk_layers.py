@@ -343,3 +343,46 @@ def test_the_chain_under_a_memory_budget_gives_the_reference_kernel(
     torch.testing.assert_close(k, reference_ntk(model, x, mode=mode), rtol=1e-10, atol=1e-12)
     # (the first call is the plan's pilot check, 2 samples and all outputs)
     assert shapes[1:] and all(o < 6 and n < 30 for n, o in shapes[1:])
+
+
+class _SequenceNet(nn.Module):
+    """A Linear applied along a sequence (n, T, d_in) with T, d_in and d_out all different,
+    so that the token and feature axes cannot be exchanged unnoticed; then a head."""
+
+    def __init__(self):
+        super().__init__()
+        self.seq = nn.Linear(3, 4)  # on (n, T=5, 3)
+        self.head = nn.Linear(20, 2)
+
+    def forward(self, x):
+        return self.head(torch.tanh(self.seq(x)).flatten(1))
+
+
+def test_a_sequence_linear_layer_gets_the_seq_linear_plan_and_the_reference_kernel(
+    float64_torch,
+):
+    """The plan is asserted, not only the kernel: a wrong weight-Jacobian formula (a
+    transpose dropped) is rejected by the plan's self-check and the layer silently leaves the
+    fast path, which leaves the kernel right. Here the layer must stay on it."""
+    torch.manual_seed(4)
+    model = _SequenceNet()
+    x = torch.randn(6, 5, 3)
+    _, plan = _plan(model, x)
+    assert plan.modules.get(model.seq) == "seq-linear"
+    assert plan.modules.get(model.head) == "factored"
+    # and the formula itself: the per-sample weight Jacobian equals autograd's
+    u = x[:2]
+    out = model.seq(u)
+    g = torch.randn(2, 3, *out.shape[1:])  # three outputs' gradients w.r.t. the layer output
+    jac = _fast_ntk_layers.weight_jacobian(model.seq, "seq-linear", u, g)
+    for i in range(2):
+        for o in range(3):
+            want = torch.einsum("td,te->de", g[i, o], u[i]).reshape(-1)
+            torch.testing.assert_close(jac[i, o], want, rtol=1e-12, atol=1e-14)
+    for mode in MODES:
+        torch.testing.assert_close(
+            empirical_ntk(model, x, mode=mode),
+            reference_ntk(model, x, mode=mode),
+            rtol=1e-10,
+            atol=1e-12,
+        )

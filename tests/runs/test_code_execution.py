@@ -42,6 +42,20 @@ def test_a_malicious_checkpoint_executes_nothing_and_is_a_one_line_error(tmp_pat
     assert not target.exists()
 
 
+def _os_system_pickle(path, target):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(b"\x80\x02cos\nsystem\nq\x00.")
+
+
+@pytest.mark.parametrize("write", [_evil_torch_file, _evil_plain_pickle, _os_system_pickle])
+def test_a_refused_checkpoint_never_quotes_torch_s_advice_to_load_it_unsafely(tmp_path, write):
+    run = runs.create(tmp_path / "r", config={})
+    write(tmp_path / "r" / "checkpoints" / "main" / "step-000000001.pt", tmp_path / "pwned")
+    with pytest.raises(runs.RunCorruptError, match="refused unsafe content") as info:
+        run.load_checkpoint("main")
+    assert "weights_only" not in str(info.value) and "False" not in str(info.value)
+
+
 def test_resume_of_a_run_with_malicious_checkpoints_runs_no_code(tmp_path, capsys):
     out = tmp_path / "demo"
     from ncdynamics import experiments

@@ -137,3 +137,37 @@ def test_format_marker_of_a_newer_version_is_refused(tmp_path):
     (tmp_path / "r" / ".ncdynamics-run").write_text(json.dumps({"format": 99}))
     with pytest.raises(ValueError, match="format 99"):
         runs.create(tmp_path / "r", config={}, resume=True)
+
+
+def test_page_checksums_catch_damage_in_a_file_without_the_content_digest(tmp_path):
+    """Files written before the content digest existed carry only the Parquet page
+    checksums: a flipped bit inside a value that still decodes is caught by them alone
+    (the digest catches it in current files; both checks are needed while such files can
+    be read)."""
+    import struct
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from ncdynamics.runs import RunCorruptError
+    from ncdynamics.runs._tables import read_metric_table
+
+    marker = 0.123456789
+    table = pa.table(
+        {
+            "step": pa.array([0, 1, 2], pa.int64()),
+            "name": pa.array(["loss", "loss", "loss"], pa.string()),
+            "value": pa.array([1.0, marker, 3.0], pa.float64()),
+        }
+    )
+    path = tmp_path / "part-000000.parquet"
+    pq.write_table(table, path, write_page_checksum=True, compression="NONE", use_dictionary=False)
+    assert read_metric_table(path)["value"].tolist() == [1.0, marker, 3.0]
+    data = bytearray(path.read_bytes())
+    # the data page holds the three values in a row (the marker alone also appears in the
+    # statistics of the page header and the footer, which are not what is read back)
+    at = bytes(data).index(struct.pack("<ddd", 1.0, marker, 3.0)) + 8
+    data[at] ^= 0x01  # the value still decodes, as 0.12345678899999998
+    path.write_bytes(bytes(data))
+    with pytest.raises(RunCorruptError, match="part-000000.parquet"):
+        read_metric_table(path)

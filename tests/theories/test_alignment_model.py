@@ -363,3 +363,31 @@ def test_simulate_rejects_bad_start():
         simulate([0.0, 1.0, 1.0], [0.0, 1.0], p)
     with pytest.raises(ValueError, match="y0"):
         simulate([1.0, 1.0], [0.0, 1.0], p)
+
+
+def test_matrix_model_observables_read_the_state_with_its_own_shapes(rng):
+    """``a, b, w`` of the matrix model at t = 0 are those of the initial matrices, with
+    d_in, d_H and d_out all different (d_H = 1 or d_out = 1 would hide a transposed
+    reading of D_h or D_y)."""
+    d_in, d_H, d_out = 3, 4, 2
+    x1, x2 = rng.normal(size=d_in), rng.normal(size=d_in)
+    y1, y2 = rng.normal(size=d_out), rng.normal(size=d_out)
+    Dh0, Dy0 = rng.normal(size=(d_H, d_in)), rng.normal(size=(d_out, d_H))
+    ts = np.linspace(0, 1, 3)
+    mt = model.simulate_matrix(
+        Dh0,
+        Dy0,
+        np.zeros(d_out),
+        x1,
+        x2,
+        y1,
+        y2,
+        ts,
+        inv_tau_ybar=1.0,
+        inv_tau_h=0.8,
+        inv_tau_y=1.5,
+    )
+    dh = Dh0 @ (x2 - x1)
+    dy = Dy0 @ dh
+    want = [dh @ dh, dy @ dy, dy @ dy - dy @ (y2 - y1)]
+    np.testing.assert_allclose(mt.ys[0, :3], want, rtol=1e-12)

@@ -324,3 +324,29 @@ def test_frobenius_derivative_needs_the_two_norm(rng):
     printed = 2 * s / (np.sqrt(a.sum()) ** 3 * np.sqrt(7))
     assert dfrobenius_dt(a, p) == pytest.approx(fd, rel=1e-5)
     assert abs(printed / fd - 1) > 1e-2
+
+
+@pytest.mark.parametrize(
+    "x",
+    [
+        [0.5, 2.0, 7.0],  # every margin positive: shift m = 0 (the log1p branch)
+        [-0.7, 0.3, 2.0],  # one negative margin: shift m > 0
+        [-3.0, -1.5, -0.2],  # every margin negative: m > 0, each term shifted
+        [-800.0, -20.0, 5.0],  # exp(800) overflows: only the shifted branch is finite
+        [40.0, 700.0, 30.0],  # D - 1 below rounding of 1: log1p keeps it
+    ],
+)
+def test_log_d_is_log_one_plus_sum_exp_on_both_branches(x):
+    """``log D = log(1 + Σ exp(-x_j))`` against ``logaddexp`` over ``[0, -x]`` (an
+    independent stable evaluation), on inputs that take each branch of the shift."""
+    from ncdynamics.theories.hadamard.model import _log_d
+
+    x = np.asarray(x, dtype=np.float64)
+    want = np.logaddexp.reduce(np.concatenate([[0.0], -x]))
+    got = _log_d(x[None, :])[0]
+    np.testing.assert_allclose(got, want, rtol=1e-14, atol=1e-300)
+    # the same through the public energy, where Ψ a = x (Ψ is invertible)
+    K = x.size + 1
+    p = params(K)
+    a = np.linalg.solve(p.psi, x)
+    np.testing.assert_allclose(hd.energy(a, p), want, rtol=1e-12)

@@ -225,3 +225,25 @@ def test_fast_particles_on_cuda_equal_cpu_in_float64():
     np.testing.assert_allclose(
         _particle_paths("cuda", "float64"), _particle_paths(None, "float64"), rtol=1e-10
     )
+
+
+def test_discrete_step_applies_each_block_untransposed_to_the_drawn_particle(rng):
+    """One step on asymmetric, distinct blocks H[k, l] (p = 3) and several repetitions: the
+    update of class k is E_{k,L} H[k, L] x_L for the drawn class L and particle, row by row.
+    A transposed block (H[k, L]^T, or H[L, k]) gives another result here."""
+    k, p, reps, n = 3, 3, 4, 5
+    h_blocks = rng.normal(size=(k, k, p, p))  # no symmetry of any kind
+    params = m.LEParams.make(0.7, -0.2, h_blocks, sigma=0.0)
+    x0 = rng.normal(size=(reps, k, n, p))
+    out = simulate_discrete(params, x0, h=0.1, n_steps=1, rng=np.random.default_rng(5))
+    # the same draws, in the order simulate_discrete makes them
+    gen = np.random.default_rng(5)
+    el = gen.choice(k, size=reps, p=params.class_probs)
+    jm = gen.integers(0, n, size=reps)
+    e = m.le_matrix(0.7, -0.2, k)
+    want = x0.copy()
+    for r in range(reps):
+        src = x0[r, el[r], jm[r]]
+        for c in range(k):
+            want[r, c] += 0.1 * e[c, el[r]] * (h_blocks[c, el[r]] @ src)
+    np.testing.assert_allclose(out.ys[:, -1], want, rtol=1e-12, atol=1e-12)

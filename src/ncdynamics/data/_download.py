@@ -10,7 +10,15 @@ modification time, so later calls skip even the hashing; without a valid stamp t
 hashed, and a file that does not match is downloaded afresh.
 
 Every failure is a one-line :class:`DownloadError` naming the URL (server unreachable,
-timeout, HTTP error, transfer cut short, wrong size, wrong checksum).
+timeout, HTTP error, redirect loop, transfer cut short, wrong size, wrong checksum).
+
+Limits: besides the per-read ``timeout``, a whole transfer must finish within a total
+``deadline`` (by default ``timeout`` plus the published size at 16 KiB/s), so a server that
+drips a byte at a time is given up; a body is read no further than one byte past the
+published size, so a server sending far more than the file is refused at once, not after
+reading it all. A process killed mid-download leaves its ``.<file>.<random>.part``; the
+next call for that file removes such parts whose writer is gone (each running download holds
+an exclusive ``flock`` on its part, so a live one is never touched).
 
 Where the URLs and checksums come from (cited per entry below):
 
@@ -32,10 +40,13 @@ Where the URLs and checksums come from (cited per entry below):
 
 from __future__ import annotations
 
+import glob
 import hashlib
 import http.client
 import os
+import sys
 import tempfile
+import time
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
@@ -48,6 +59,7 @@ __all__ = ["REMOTE", "DownloadError", "Remote", "RemoteFile", "fetch", "fetch_al
 
 _CHUNK = 1 << 16
 _PROGRESS_FROM = 1 << 20  # show a progress bar for files larger than 1 MiB
+_SLOWEST = 16 * 1024  # bytes/s: the default total deadline allows this average rate
 
 
 class DownloadError(ConnectionError):
@@ -224,9 +236,12 @@ def _reason(exc: BaseException | str) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
-def _stream(remote: RemoteFile, fh: IO[bytes], timeout: float) -> tuple[int, str]:
-    """Copy the response body of ``remote.url`` into ``fh``; ``(n_bytes, sha256)``."""
+def _stream(remote: RemoteFile, fh: IO[bytes], timeout: float, deadline: float) -> tuple[int, str]:
+    """Copy the response body of ``remote.url`` into ``fh``; ``(n_bytes, sha256)``.
+
+    Gives up after ``deadline`` seconds in all, and one byte past the published size."""
     url = remote.url
+    start = time.monotonic()
     request = urllib.request.Request(url, headers={"User-Agent": "ncdynamics"})
     digest = hashlib.sha256()
     n = 0
@@ -244,13 +259,33 @@ def _stream(remote: RemoteFile, fh: IO[bytes], timeout: float) -> tuple[int, str
                 leave=False,
                 disable=total is None or total < _PROGRESS_FROM,
             ) as bar:
-                while chunk := response.read(_CHUNK):
+                # read1: what one socket read gives, so the deadline is checked between
+                # reads even when the server drips a byte at a time
+                while chunk := response.read1(_CHUNK):
                     fh.write(chunk)
                     digest.update(chunk)
                     n += len(chunk)
                     bar.update(len(chunk))
+                    if remote.size is not None and n > remote.size:
+                        raise DownloadError(
+                            f"download of {url} is longer than published: got at least "
+                            f"{remote.size + 1} bytes, the published file has {remote.size}; "
+                            "stopped reading."
+                        )
+                    if time.monotonic() - start > deadline:
+                        raise DownloadError(
+                            f"download of {url} did not finish within {deadline:g} s (the "
+                            f"total deadline; {n} bytes received)."
+                        )
     except urllib.error.HTTPError as exc:
-        raise DownloadError(f"cannot download {url}: HTTP {exc.code} {exc.reason}.") from exc
+        if 300 <= exc.code < 400:
+            raise DownloadError(
+                f"cannot download {url}: the server's redirects (HTTP {exc.code}) lead in a "
+                "loop or nowhere."
+            ) from exc
+        raise DownloadError(
+            f"cannot download {url}: HTTP {exc.code} {_reason(str(exc.reason))}."
+        ) from exc
     except http.client.IncompleteRead as exc:
         got = n + len(exc.partial)
         raise DownloadError(
@@ -271,7 +306,50 @@ def _stream(remote: RemoteFile, fh: IO[bytes], timeout: float) -> tuple[int, str
     return n, digest.hexdigest()
 
 
-def fetch(remote: RemoteFile, folder: str | Path, *, timeout: float = 60.0) -> Path:
+def _lock_part(fd: int) -> None:
+    """Hold an exclusive lock on a part being written (released when the process ends)."""
+    if sys.platform != "win32":
+        import fcntl
+
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+
+
+def _remove_stale_parts(folder: Path, filename: str) -> None:
+    """Remove ``.<filename>.<random>.part`` files whose download is no longer running.
+
+    A running download holds an exclusive lock on its part; a part that can be locked was
+    left by a process that died. Only regular files of exactly that name pattern are touched.
+    """
+    if sys.platform == "win32":  # pragma: no cover - no flock: parts stay
+        return
+    import fcntl
+
+    prefix = f".{filename}."
+    for part in folder.glob(f".{glob.escape(filename)}.*.part"):
+        rest = part.name[len(prefix) : -len(".part")]
+        if not rest or "." in rest or part.is_symlink() or not part.is_file():
+            continue
+        try:
+            fd = os.open(part, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            continue  # a live download holds it
+        else:
+            part.unlink(missing_ok=True)
+        finally:
+            os.close(fd)
+
+
+def fetch(
+    remote: RemoteFile,
+    folder: str | Path,
+    *,
+    timeout: float = 60.0,
+    deadline: float | None = None,
+) -> Path:
     """Download ``remote`` into ``folder`` unless a verified copy is already there.
 
     Parameters
@@ -281,6 +359,9 @@ def fetch(remote: RemoteFile, folder: str | Path, *, timeout: float = 60.0) -> P
         Created if missing; the file is saved as ``folder / remote.filename``.
     timeout : float, default=60
         Seconds allowed for connecting and for each read.
+    deadline : float, optional
+        Seconds allowed for the whole transfer; by default ``timeout`` plus the published
+        size at 16 KiB/s (``10 * timeout`` when the size is not published).
 
     Returns
     -------
@@ -296,12 +377,16 @@ def fetch(remote: RemoteFile, folder: str | Path, *, timeout: float = 60.0) -> P
     dest = folder / remote.filename
     if is_verified(dest, remote):
         return dest
+    if deadline is None:
+        deadline = timeout + (remote.size / _SLOWEST if remote.size else 9 * timeout)
     folder.mkdir(parents=True, exist_ok=True)
+    _remove_stale_parts(folder, remote.filename)
     fd, tmp_name = tempfile.mkstemp(prefix=f".{remote.filename}.", suffix=".part", dir=folder)
     tmp = Path(tmp_name)
     try:
+        _lock_part(fd)
         with os.fdopen(fd, "wb") as fh:
-            n, sha256 = _stream(remote, fh, timeout)
+            n, sha256 = _stream(remote, fh, timeout, deadline)
             fh.flush()
             os.fsync(fh.fileno())
         if remote.size is not None and n != remote.size:

@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from ..runs._io import write_bytes
+from ..runs._io import read_json, write_bytes
 
 __all__ = [
     "ClaimRow",
@@ -74,6 +74,7 @@ class ClaimRow:
     ours: list[Any] = field(default_factory=list)
     seeds: list[int] = field(default_factory=list)
     sources: set[str] = field(default_factory=set)
+    noise: float | None = None
 
     @property
     def theory(self) -> str:
@@ -92,21 +93,26 @@ class ClaimRow:
         return f"{k}/{n} runs"
 
     def ours_text(self) -> str:
+        """``ours`` over the runs at two significant digits; a value below the part's
+        ``noise`` (or 1e-12 in magnitude) is floating-point rounding, shown as that bound."""
+        floor = self.noise or _ROUNDING
         nums = self.numbers()
         if nums is not None:
-            return _mean_sd(nums)
+            return _mean_sd(nums, floor)
         keyed = _keyed_numbers(self.ours)
         if keyed is not None:
-            return "; ".join(f"{k}: {_mean_sd(v)}" for k, v in keyed.items())
-        listed = _listed_numbers(self.ours)
+            return "; ".join(f"{k}: {_mean_sd(v, floor)}" for k, v in keyed.items())
+        listed = _listed_numbers(self.ours, floor)
         if listed is not None:
             return listed
-        texts = {_describe(v) for v in self.ours}
+        texts = {_describe(v, floor) for v in self.ours}
         return "; ".join(sorted(texts)) if len(texts) <= 3 else f"{len(texts)} values"
 
     def to_json(self) -> dict[str, Any]:
         out = dataclasses.asdict(self)
         out["sources"] = sorted(self.sources)
+        if self.noise is None:
+            del out["noise"]
         return out
 
     @classmethod
@@ -125,13 +131,17 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
-def _mean_sd(nums: np.ndarray) -> str:
+def _mean_sd(nums: np.ndarray, floor: float = 1e-12) -> str:
     if nums.size == 1:
-        return format_number(float(nums[0]))
-    return f"{format_number(float(nums.mean()))} ± {format_number(float(nums.std(ddof=1)))}"
+        return format_number(float(nums[0]), floor)
+    mean = float(nums.mean())
+    if math.isfinite(mean) and mean != 0 and abs(mean) < floor:
+        # the spread of rounding noise is noise too
+        return format_number(mean, floor)
+    return f"{format_number(mean, floor)} ± {format_number(float(nums.std(ddof=1)), floor)}"
 
 
-def _listed_numbers(values: list[Any]) -> str | None:
+def _listed_numbers(values: list[Any], floor: float = 1e-12) -> str | None:
     """Lists of numbers over runs: element by element (mean ± sd) when every run gave the
     same short list, else the range of all of them; ``None`` for anything else."""
     if not values or not all(
@@ -141,9 +151,10 @@ def _listed_numbers(values: list[Any]) -> str | None:
     lengths = {len(v) for v in values}
     if len(lengths) == 1 and lengths.pop() <= _SHORT_LIST:
         columns = np.asarray(values, dtype=np.float64).T
-        return "[" + ", ".join(_mean_sd(c) for c in columns) + "]"
+        return "[" + ", ".join(_mean_sd(c, floor) for c in columns) + "]"
     flat = np.concatenate([np.asarray(v, dtype=np.float64) for v in values])
-    lo, hi = format_number(float(np.nanmin(flat))), format_number(float(np.nanmax(flat)))
+    lo = format_number(float(np.nanmin(flat)), floor)
+    hi = format_number(float(np.nanmax(flat)), floor)
     runs = f" in {len(values)} runs" if len(values) > 1 else ""
     return f"{lo} to {hi} ({flat.size} values{runs})"
 
@@ -163,35 +174,56 @@ def _keyed_numbers(values: list[Any]) -> dict[str, np.ndarray] | None:
     return {k: np.asarray([v[k] for v in values], dtype=np.float64) for k in keys}
 
 
-def format_number(x: float) -> str:
-    """Two significant digits; values below 1e-12 in magnitude (rounding error) as such."""
+#: Below this magnitude a number is rounding error whatever the part says.
+_ROUNDING = 1e-12
+
+
+def format_number(x: float, floor: float = _ROUNDING) -> str:
+    """Two significant digits; a nonzero value below ``floor`` in magnitude (rounding
+    error, or a part's declared ``noise``) as the bound ``"< floor"``.
+
+    >>> format_number(4.8e-10), format_number(4.8e-10, 1e-8), format_number(-3e-13)
+    ('4.8e-10', '< 1e-8', '< 1e-12')
+    """
     if isinstance(x, bool):
         return str(x)
     if not math.isfinite(x):
         return str(x)
-    if x != 0 and abs(x) < 1e-12:
-        return "< 1e-12"
+    if x != 0 and abs(x) < floor:
+        return f"< {_bound(floor)}"
     return f"{x:.2g}"
 
 
-def _describe(value: Any) -> str:
+def _bound(floor: float) -> str:
+    """``1e-08`` as ``1e-8``; ``2.5e-09`` as ``2.5e-9``."""
+    mantissa, _, exponent = f"{floor:.2g}".partition("e")
+    return f"{mantissa}e{int(exponent)}" if exponent else mantissa
+
+
+def _describe(value: Any, floor: float = _ROUNDING) -> str:
     """A short text of ``value`` with every number at two significant digits (nested lists
     and dicts too), so that a table does not change with rounding noise."""
-    text = _short(value)
+    text = _short(value, floor)
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-def _short(value: Any) -> str:
+def _short(value: Any, floor: float = _ROUNDING) -> str:
     if isinstance(value, bool) or value is None:
         return str(value)
     if isinstance(value, int | float):
-        return format_number(float(value))
+        return format_number(float(value), floor)
     if isinstance(value, list):
-        inner = ", ".join(_short(v) for v in value[:6])
+        inner = ", ".join(_short(v, floor) for v in value[:6])
         return f"[{inner}{', …' if len(value) > 6 else ''}]"
     if isinstance(value, dict):
-        return "{" + ", ".join(f"{k}: {_short(v)}" for k, v in value.items()) + "}"
-    return str(value)
+        return "{" + ", ".join(f"{k}: {_short(v, floor)}" for k, v in value.items()) + "}"
+    return _printable(str(value))
+
+
+def _printable(text: str) -> str:
+    """``text`` with control characters (terminal escape sequences read from a run) shown as
+    ``\\x1b`` and the like, so that printing a table cannot drive the terminal."""
+    return "".join(c if c.isprintable() or c == " " else repr(c)[1:-1] for c in text)
 
 
 def _summary(run_dir: Path) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -200,11 +232,9 @@ def _summary(run_dir: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     for name in ("config.json", "summary.json"):
         path = run_dir / name
         try:
-            value = json.loads(path.read_text())
+            value = read_json(path)  # a regular file, size-bounded, nesting checked
         except FileNotFoundError:
             raise ValueError(f"{str(path)!r} does not exist: is {str(run_dir)!r} a run?") from None
-        except ValueError as exc:
-            raise ValueError(f"{str(path)!r} is not valid JSON: {exc}.") from exc
         if not isinstance(value, dict):
             raise ValueError(f"{str(path)!r} must hold a JSON object; got {type(value).__name__}.")
         out.append(value)
@@ -221,7 +251,8 @@ def _source(run_dir: Path) -> str:
     commit = str(versions.get("ncdynamics_commit", "unknown"))
     dirty = "+dirty" if commit.endswith("+dirty") else ""
     device = f" on {status['device']}" if status.get("device") else ""
-    return f"ncdynamics {versions.get('ncdynamics', '?')} @ {commit[:12]}{dirty}{device}"
+    text = f"ncdynamics {versions.get('ncdynamics', '?')} @ {commit[:12]}{dirty}{device}"
+    return _printable(text)
 
 
 def _run_dirs(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
@@ -251,8 +282,8 @@ def collect(paths: Sequence[str | os.PathLike[str]]) -> list[ClaimRow]:
     rows: dict[tuple[str, str, str, str], ClaimRow] = {}
     for run_dir in _run_dirs(paths):
         config, summary = _summary(run_dir)
-        experiment = str(config.get("experiment", "?"))
-        preset = str(config.get("preset", "?"))
+        experiment = _printable(str(config.get("experiment", "?")))
+        preset = _printable(str(config.get("preset", "?")))
         seed = int(config.get("seed", 0))
         source = _source(run_dir)
         for item in summary.get("claims", []):
@@ -268,6 +299,10 @@ def collect(paths: Sequence[str | os.PathLike[str]]) -> list[ClaimRow]:
                         criterion=str(part.get("criterion", "")),
                     ),
                 )
+                noise = part.get("noise")
+                if isinstance(noise, int | float) and not isinstance(noise, bool):
+                    if math.isfinite(noise) and noise > 0:
+                        row.noise = max(row.noise or 0.0, float(noise))
                 row.held.append(bool(part.get("held")))
                 row.ours.append(part.get("ours"))
                 row.seeds.append(seed)
@@ -346,7 +381,7 @@ def run_presets(
 
 
 def _escape(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+    return _printable(text.replace("|", "\\|").replace("\n", " "))
 
 
 def markdown_table(rows: Sequence[ClaimRow], *, provenance: bool = False) -> str:

@@ -32,7 +32,7 @@ import pandas as pd
 
 from .. import runs
 from .._validation import check_int, check_option
-from ..runs._io import TMP_RE, atomic_write, read_json, write_json
+from ..runs._io import TMP_RE, atomic_write, open_regular, read_json, write_json
 from ..runs._layout import classify
 from ..runs._lock import LOCK_NAME, DirLock, acquire
 from ..theories.experiment import PRESETS, config_to_dict
@@ -361,7 +361,12 @@ def write_sweep_table(path: str | os.PathLike[str]) -> pd.DataFrame:
             row["error"] = None
         rows.append(row)
     df = pd.DataFrame(rows)
-    atomic_write(path / "table.parquet", lambda p: df.to_parquet(p, index=False))
+
+    def _parquet(p: Path) -> None:
+        with open(p, "wb") as fh:  # a file object: "lr:0.1/..." is a path, not a URI
+            df.to_parquet(fh, index=False)
+
+    atomic_write(path / "table.parquet", _parquet)
     atomic_write(path / "table.csv", lambda p: df.to_csv(p, index=False))
     return df
 
@@ -375,7 +380,8 @@ def read_sweep_table(path: str | os.PathLike[str]) -> pd.DataFrame:
     p = Path(path) / "table.parquet"
     if not p.is_file():
         raise FileNotFoundError(f"`path` must be a sweep directory with table.parquet; got {path}.")
-    return pd.read_parquet(p)
+    with os.fdopen(open_regular(p), "rb") as fh:  # a regular file, never a URI
+        return pd.read_parquet(fh)
 
 
 def sweep_summary_table(path: str | os.PathLike[str]) -> pd.DataFrame:

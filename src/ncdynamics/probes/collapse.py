@@ -545,6 +545,13 @@ def collapse_metrics(
             lab = labels.detach().cpu().numpy() if isinstance(labels, torch.Tensor) else labels
             num_classes = int(check_labels(lab, "labels").max()) + 1
             _check_class_memory(num_classes, shape[-1] if shape else 1, "labels")
+    # features so small that their squares leave float64 (about 1e-300 squares to 0):
+    # scaled by an exact power of two first, so that the ratios (nc1, cdnv, nc2, nc3)
+    # and nc4 (bias scaled alike) are those of the features, not of rounding to zero
+    scale = _power_of_two_scale(features)
+    if scale != 1.0:
+        features = _scaled(features, scale)
+        bias = None if bias is None else _scaled(bias, scale)
     acc = CollapseAccumulator(
         num_classes,
         weight=weight,
@@ -552,7 +559,39 @@ def collapse_metrics(
         nc1_divide_by_classes=nc1_divide_by_classes,
         etf_normalize_means=etf_normalize_means,
     )
-    return _one_shot(acc, features, labels)
+    out = _one_shot(acc, features, labels)
+    if scale != 1.0:  # traces scale with the square, the standard deviation linearly
+        for key in ("within_trace", "between_trace"):
+            out[key] = out[key] / scale / scale
+        out["nc1_std"] = out["nc1_std"] / scale
+    return out
+
+
+#: Features whose largest magnitude is below 2**-400 are rescaled (their squares would
+#: underflow float64). Values so large that sums overflow are refused, as before.
+_SAFE_EXPONENT = 400
+
+
+def _power_of_two_scale(features: Features) -> float:
+    """``2**-e`` bringing the largest |feature| near 1 when it is below the safe range,
+    else 1.0 (and 1.0 for all-zero or non-finite features, which are checked later)."""
+    if isinstance(features, torch.Tensor):
+        peak = float(features.detach().abs().max()) if features.numel() else 0.0
+    else:
+        arr = np.asarray(features)
+        peak = float(np.abs(arr).max()) if arr.size and arr.dtype.kind in "fiu" else 0.0
+    if not math.isfinite(peak) or peak == 0.0:
+        return 1.0
+    exponent = math.frexp(peak)[1]
+    if exponent >= -_SAFE_EXPONENT:
+        return 1.0
+    return math.ldexp(1.0, -exponent)
+
+
+def _scaled(value: Features, scale: float) -> Features:
+    if isinstance(value, torch.Tensor):
+        return value * scale
+    return np.asarray(value, dtype=np.float64) * scale
 
 
 def _one_shot(

@@ -25,9 +25,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from ..experiments.confront import read_run
 from ..runs import Run
 from ..runs._io import atomic_write
+from ._reading import read_run
 from .figures import _groups, comparison_figures
 from .html import (
     _CSS,

@@ -21,9 +21,11 @@ their cells or scroll inside their own box, figures scale to the page width.
 from __future__ import annotations
 
 import base64
+import glob
 import math
 import os
 import shutil
+import sys
 import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -508,6 +510,47 @@ def _sections(entries: Sequence[Any], section: Callable[[Any], str]) -> str:
 
 
 # ---------------------------------------------------------------------------- writers
+#: Inside a directory being built: a lock file held (``flock``) by the building process.
+_BUILDING = ".ncdynamics-building"
+
+
+def _hold_building_mark(tmp: Path) -> int:
+    """Mark ``tmp`` as ours and being built: ``tmp/.ncdynamics-building``, locked through
+    the returned descriptor until it is closed (a killed process drops the lock)."""
+    fd = os.open(tmp / _BUILDING, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+    if sys.platform != "win32":
+        import fcntl
+
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    return fd
+
+
+def _remove_abandoned(out: Path) -> None:
+    """Remove the temporary siblings ``.<out>-<random>`` that a killed ``compare`` or
+    ``forecast`` left: real directories holding our building mark whose lock no live
+    process holds. Anything else of that look (a user's folder) is left alone."""
+    if sys.platform == "win32":  # pragma: no cover - no flock: nothing is removed
+        return
+    import fcntl
+
+    for entry in out.parent.glob(f".{glob.escape(out.name)}-*"):
+        mark = entry / _BUILDING
+        if entry.is_symlink() or not entry.is_dir() or mark.is_symlink() or not mark.is_file():
+            continue
+        try:
+            fd = os.open(mark, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            continue  # its builder is alive
+        else:
+            shutil.rmtree(entry, ignore_errors=True)
+        finally:
+            os.close(fd)
+
+
 def _write_dir(out: Path, command: str, fill: Callable[[Path], None]) -> Path:
     """Build the directory in a temporary sibling, then swap it in (no half-written output).
 
@@ -516,11 +559,15 @@ def _write_dir(out: Path, command: str, fill: Callable[[Path], None]) -> Path:
     """
     out = check_output_dir(out, command)
     out.parent.mkdir(parents=True, exist_ok=True)
+    _remove_abandoned(out)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
+    mark = -1
     try:
+        mark = _hold_building_mark(tmp)
         (tmp / "figures").mkdir()
         fill(tmp)
         write_output_marker(tmp, command)
+        os.unlink(tmp / _BUILDING)  # complete: no longer a directory being built
         check_output_dir(out, command)
         if out.exists():
             # the old output moves into a fresh directory of our own, so no other path (a
@@ -534,12 +581,18 @@ def _write_dir(out: Path, command: str, fill: Callable[[Path], None]) -> Path:
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+    finally:
+        if mark >= 0:
+            os.close(mark)
     return out / "report.html"
 
 
-def write_compare_report(entries: list[CompareEntry], run_dir: Path, out: Path) -> Path:
-    """Write the compare table, figures and ``report.html`` into ``out``."""
-    intro = (
+def write_compare_report(
+    entries: list[CompareEntry], run_dir: Path, out: Path, *, note: str | None = None
+) -> Path:
+    """Write the compare table, figures and ``report.html`` into ``out``; ``note`` (such as
+    "the run is still training") heads the page."""
+    intro = (f"<p><strong>{_text(note)}</strong></p>" if note else "") + (
         f"<p>Every theory confronted with run <code>{_text(run_dir)}</code>: the regime it "
         "assumes checked against the run's settings, the fit to each stream with 95% "
         "intervals, and a verdict (see docs/confront.md for the rules). The windows refit "

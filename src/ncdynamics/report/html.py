@@ -13,14 +13,16 @@ from __future__ import annotations
 import base64
 import html
 import json
+import warnings
 from collections.abc import Callable
 from pathlib import Path, PurePath, PurePosixPath
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from ..experiments.confront import read_run
-from ..runs import Run
-from ..runs._io import atomic_write
+from .._reasons import one_line_reason
+from ..runs import Run, RunCorruptError
+from ..runs._io import atomic_write, read_bounded
+from ._reading import read_run
 from .figures import (
     _counts_epochs,
     class_means_figures,
@@ -32,6 +34,9 @@ from .figures import (
 from .labels import FAMILIES, label, split_names
 
 __all__ = ["Report", "write_figures", "write_report"]
+
+#: The largest figure embedded into a report (a run's own PNGs are well under 1 MiB).
+FIGURE_LIMIT = 32 * 2**20
 
 _CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2em auto;
@@ -304,7 +309,11 @@ def _figures_html(run: Run) -> str:
     for png in sorted(run.figures(), key=lambda p: _figure_order(p.stem)):
         if png.stem == "overview":  # the index's thumbnail; the figures below hold it
             continue
-        data = base64.b64encode(png.read_bytes()).decode("ascii")
+        try:
+            data = base64.b64encode(read_bounded(png, FIGURE_LIMIT, "figure")).decode("ascii")
+        except (OSError, RunCorruptError) as exc:
+            warnings.warn(f"{one_line_reason(exc)}; left out of the report.", stacklevel=2)
+            continue
         caption = _caption(png.stem)
         figs.append(
             f'<figure><img alt="{_text(caption)}" src="data:image/png;base64,{data}">'

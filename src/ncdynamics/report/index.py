@@ -18,10 +18,10 @@ from pathlib import Path
 
 import numpy as np
 
-from ..experiments.confront import read_run
 from ..experiments.sweep import is_sweep
 from ..runs import Run
 from ..runs._io import atomic_write, read_json
+from ._reading import read_run
 from .comparison import last_values
 from .html import _CSS, _href, _json_object, _state_class, _text, _text_writer
 from .labels import label

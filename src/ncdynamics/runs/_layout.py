@@ -18,7 +18,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Literal, overload
 
 from ._errors import RunExistsError
 from ._io import TMP_RE, read_json
@@ -32,6 +32,8 @@ __all__ = [
     "Scan",
     "classify",
     "first_foreign",
+    "first_link",
+    "real_folder",
     "read_marker",
     "remove_leftovers",
     "remove_store_files",
@@ -188,6 +190,58 @@ def first_foreign(path: Path) -> str | None:
     """One entry under ``path`` that the store did not write (relative path), or ``None``."""
     found = scan(path).foreign
     return str(found[0].relative_to(path)) if found else None
+
+
+def first_link(path: Path) -> str | None:
+    """One symbolic link anywhere under ``path`` (relative path), or ``None``.
+
+    Links are not followed while looking, so a link to a folder elsewhere is named, not
+    entered.
+    """
+    for root, dirs, files in os.walk(path, followlinks=False):
+        for name in sorted(dirs) + sorted(files):
+            entry = Path(root) / name
+            if entry.is_symlink():
+                return str(entry.relative_to(path))
+    return None
+
+
+@overload
+def real_folder(run: Path, *names: str, create: Literal[True] = ...) -> Path: ...
+@overload
+def real_folder(run: Path, *names: str, create: bool) -> Path | None: ...
+def real_folder(run: Path, *names: str, create: bool = True) -> Path | None:
+    """``run/<names...>``, checked one level at a time to be a real directory (never a
+    symbolic link, so nothing is written or deleted outside the run), and created where
+    absent when ``create``; ``None`` when absent and not ``create``.
+
+    Raises
+    ------
+    RunExistsError
+        If a level is a symbolic link or not a directory (the message names it).
+    """
+    folder = run
+    for name in names:
+        folder = folder / name
+        if folder.is_symlink():
+            raise RunExistsError(
+                f"{str(folder)!r} is a symbolic link; a folder inside a run must be a real "
+                "directory (nothing is written through a link). Remove the link, or use "
+                "another run directory."
+            )
+        if not os.path.lexists(folder):
+            if not create:
+                return None
+            try:
+                os.mkdir(folder)
+            except FileExistsError:  # made meanwhile: checked below
+                pass
+        if folder.is_symlink() or not folder.is_dir():
+            raise RunExistsError(
+                f"{str(folder)!r} must be a directory of the run; it is a link or a file. "
+                "Remove it, or use another run directory."
+            )
+    return folder
 
 
 def remove_store_files(path: Path) -> None:

@@ -9,6 +9,12 @@ Within one process the lock is re-entrant: every :func:`acquire` of the same dir
 one open file and the lock is released when the last handle is released (or when the process
 ends). Locks are advisory: they stop other ncdynamics writers, not other programs. On systems
 without ``fcntl`` (Windows) no lock is taken.
+
+A run directory may come from someone else, so the lock file is opened without following a
+symbolic link (``O_NOFOLLOW``) and without blocking, and it is used only when it is a regular
+file with one link that is empty or holds the ``{"pid", "host"}`` record this module writes;
+anything else (a link to a file elsewhere, a hard link, a FIFO, a user's file named
+``.lock``) is refused with :class:`RunExistsError` before a byte is written.
 """
 
 from __future__ import annotations
@@ -16,11 +22,12 @@ from __future__ import annotations
 import json
 import os
 import socket
+import stat
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from ._errors import RunInUseError
+from ._errors import RunExistsError, RunInUseError
 
 if sys.platform == "win32":  # pragma: no cover - no flock; documented in docs/runs.md
 
@@ -94,7 +101,7 @@ def acquire(directory: Path, *, what: str = "run directory") -> DirLock:
     if key in _HELD:
         _HELD[key].count += 1
         return DirLock(key)
-    fd = os.open(key[1] / LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+    fd = _open_lock_file(key[1] / LOCK_NAME, what)
     if not _try_lock(fd):
         holder = _holder(fd)
         os.close(fd)
@@ -107,3 +114,51 @@ def acquire(directory: Path, *, what: str = "run directory") -> DirLock:
     os.write(fd, record)
     _HELD[key] = _Held(fd, 1)
     return DirLock(key)
+
+
+#: A lock record is a short JSON object; a longer ``.lock`` is not one this module wrote.
+_RECORD_MAX = 4096
+
+
+def _open_lock_file(path: Path, what: str) -> int:
+    """An open descriptor on the lock file ``path`` (created if absent), or
+    :class:`RunExistsError` when ``path`` is anything but a lock file this module wrote."""
+    flags = os.O_RDWR | os.O_CLOEXEC | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        return os.open(path, flags | os.O_CREAT | os.O_EXCL, 0o666)
+    except FileExistsError:
+        pass
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:  # ELOOP: a symbolic link; ENXIO and the like: not a file
+        raise _not_a_lock(path, what, f"it cannot be opened as a file: {exc.strerror}") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise _not_a_lock(path, what, "it is not a regular file")
+        if info.st_nlink != 1:
+            raise _not_a_lock(path, what, f"it has {info.st_nlink} hard links")
+        if info.st_size and not _is_record(os.pread(fd, _RECORD_MAX + 1, 0)):
+            raise _not_a_lock(path, what, "it does not hold a lock record")
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _is_record(data: bytes) -> bool:
+    if len(data) > _RECORD_MAX:
+        return False
+    try:
+        value = json.loads(data)
+    except ValueError:
+        return False
+    return isinstance(value, dict) and set(value) <= {"pid", "host"}
+
+
+def _not_a_lock(path: Path, what: str, why: str) -> RunExistsError:
+    return RunExistsError(
+        f"{what} {str(path.parent)!r} holds {LOCK_NAME!r} that ncdynamics did not write "
+        f"({why}); nothing was written to it: remove it if the directory is yours, or "
+        "choose another directory."
+    )

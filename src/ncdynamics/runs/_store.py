@@ -29,11 +29,13 @@ import datetime as _dt
 import functools
 import html
 import json
+import operator
 import os
 import platform
 import re
 import secrets
 import socket
+import stat
 import subprocess
 import sys
 import warnings
@@ -49,14 +51,16 @@ from numpy.typing import ArrayLike, NDArray
 from .._reasons import one_line_reason
 from ._checkpoint import load_checkpoint_file, reason
 from ._errors import RunCorruptError, RunExistsError, RunInUseError
-from ._io import _json_default, atomic_write, read_json, write_json, write_npy
+from ._io import _json_default, atomic_write, open_regular, read_json, write_json, write_npy
 from ._layout import (
     MARKER,
     MARKER_FORMAT,
     Kind,
     classify,
     first_foreign,
+    first_link,
     read_marker,
+    real_folder,
     remove_leftovers,
     remove_store_files,
 )
@@ -131,9 +135,10 @@ def source_commit() -> str | None:
 
 
 def _check_name(name: str, what: str) -> str:
-    if not isinstance(name, str) or not _NAME_RE.match(name):
+    if not isinstance(name, str) or not _NAME_RE.match(name) or not name.strip("."):
         raise ValueError(
-            f"`{what}` must contain only letters, digits, '.', '_' and '-'; got {name!r}."
+            f"`{what}` must contain only letters, digits, '.', '_' and '-', and not only "
+            f"dots; got {name!r}."
         )
     return name
 
@@ -141,6 +146,47 @@ def _check_name(name: str, what: str) -> str:
 def _part_index(path: Path) -> int:
     """The write-order index of ``part-<index>[-<pid>-<token>].parquet``."""
     return int(path.name.split("-")[1].split(".")[0])
+
+
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+
+
+def _step_value(step: Any) -> int:
+    """``step`` as an int: an integer (NumPy and torch ones too) or an integral float."""
+    if isinstance(step, bool):
+        raise ValueError(f"`step` must be an integer; got {step!r}.")
+    try:
+        return operator.index(step)
+    except TypeError:
+        pass
+    if isinstance(step, float) and step.is_integer():
+        return int(step)
+    raise ValueError(f"`step` must be an integer; got {_short_repr(step)}.")
+
+
+def _short_repr(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+#: How many times a reader starts over when the writer compacts the metrics meanwhile.
+_READ_ATTEMPTS = 5
+
+
+def _identity(path: Path) -> tuple[int, int, int] | None:
+    """``(device, inode, mtime_ns)`` of ``path``, or ``None`` when it does not exist."""
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return (info.st_dev, info.st_ino, info.st_mtime_ns)
+
+
+def _is_regular(path: Path) -> bool:
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False
 
 
 def _step_of(path: Path) -> int:
@@ -259,10 +305,28 @@ class Run:
 
     # ------------------------------------------------------------------ metrics
     def log(self, step: int, values: Mapping[str, float] | None = None, **kw: float) -> None:
-        """Buffer scalar records ``(step, name, value)``; :meth:`flush` writes them."""
+        """Buffer scalar records ``(step, name, value)``; :meth:`flush` writes them.
+
+        ``step`` must be an integer in the 64-bit range the metrics files hold and each
+        value a real number; anything else is a ``ValueError`` here, before it is buffered
+        (a step that fails only when written would leave the run unable to finish).
+        """
+        step = _step_value(step)
+        if not _INT64_MIN <= step <= _INT64_MAX:
+            raise ValueError(
+                f"`step` must be within the 64-bit integer range [-2**63, 2**63 - 1]; got {step}."
+            )
         items = dict(values or {}, **kw)
+        checked = []
         for name, value in items.items():
-            v = float(value)
+            try:
+                checked.append((str(name), float(value)))
+            except (TypeError, ValueError, OverflowError):
+                raise ValueError(
+                    f"metric {str(name)!r} at step {step} must be a real number; got "
+                    f"{_short_repr(value)}."
+                ) from None
+        for name, v in checked:
             if not np.isfinite(v) and not self._warned_nonfinite:
                 warnings.warn(
                     f"metric {name!r} at step {step} is {v}; recorded as is.",
@@ -274,7 +338,10 @@ class Run:
 
     def _parts(self) -> list[Path]:
         """The metric parts in write order."""
-        found = (self.path / "metrics").glob("part-*.parquet")
+        folder = real_folder(self.path, "metrics", create=False)
+        if folder is None:
+            return []
+        found = folder.glob("part-*.parquet")
         return sorted(found, key=lambda p: (_part_index(p), p.name))
 
     def flush(self) -> None:
@@ -292,17 +359,38 @@ class Run:
         index = self._next_part
         steps, names, values = zip(*self._buffer, strict=True)
         name = f"part-{index:06d}-{os.getpid()}-{secrets.token_hex(4)}.parquet"
-        write_metric_table(self.path / "metrics" / name, steps, names, values)
+        write_metric_table(real_folder(self.path, "metrics") / name, steps, names, values)
         self._next_part = index + 1
         self._buffer.clear()
 
     def _read_metric_frames(self) -> list[pd.DataFrame]:
-        frames = []
-        if (self.path / "metrics.parquet").exists():
-            frames.append(read_metric_table(self.path / "metrics.parquet"))
-        for part in self._parts():
-            frames.append(read_metric_table(part))
-        return frames
+        """The metric files' records, read as one consistent state.
+
+        The writer's compaction (at the end of a run) writes ``metrics.parquet`` anew and
+        then deletes the parts it holds; a reader overlapping it may find a part gone, or
+        the parts gone after it read the earlier ``metrics.parquet``. Either is seen (a
+        part missing, or ``metrics.parquet`` replaced while reading) and the read starts
+        over, so a reader never calls a run being compacted damaged, nor misses records.
+        """
+        compacted = self.path / "metrics.parquet"
+        for attempt in range(_READ_ATTEMPTS):
+            before = _identity(compacted)
+            try:
+                frames = []
+                if before is not None:
+                    frames.append(read_metric_table(compacted))
+                for part in self._parts():
+                    frames.append(read_metric_table(part))
+            except FileNotFoundError:
+                if attempt + 1 == _READ_ATTEMPTS:
+                    raise
+                continue
+            if _identity(compacted) == before:
+                return frames
+        raise RunCorruptError(  # pragma: no cover - a writer compacting without end
+            f"the metrics of {str(self.path)!r} changed under {_READ_ATTEMPTS} reads in a "
+            "row; read the run again when its writer has finished."
+        )
 
     @property
     def metrics(self) -> pd.DataFrame:
@@ -355,9 +443,13 @@ class Run:
         df = self.metrics
         self._write_compacted(df[df["step"] <= step])
         self._buffer.clear()
-        for npy in (self.path / "arrays").glob("*/*.npy"):
-            if int(npy.stem) > step:
-                npy.unlink()
+        arrays = real_folder(self.path, "arrays", create=False)
+        for sub in sorted(arrays.iterdir()) if arrays is not None else []:
+            if sub.is_symlink() or not sub.is_dir():
+                continue  # not the store's: never followed
+            for npy in sub.glob("*.npy"):
+                if int(npy.stem) > step:
+                    npy.unlink()
 
     def _compact_metrics(self) -> None:
         self._write_compacted(self.metrics)
@@ -367,7 +459,8 @@ class Run:
         """Store one array of probe ``name`` at ``step`` as ``.npy``."""
         _check_name(name, "name")
         arr = np.asarray(array.detach().cpu() if hasattr(array, "detach") else array)
-        return write_npy(self.path / "arrays" / name / f"{int(step):09d}.npy", arr)
+        folder = real_folder(self.path, "arrays", name)
+        return write_npy(folder / f"{int(step):09d}.npy", arr)
 
     def array_names(self) -> list[str]:
         root = self.path / "arrays"
@@ -375,11 +468,19 @@ class Run:
 
     def arrays(self, name: str) -> dict[int, NDArray[Any]]:
         """All arrays of probe ``name``, as ``{step: ndarray}`` in step order."""
+        if not isinstance(name, str) or "/" in name or os.sep in name or not name.strip("."):
+            # a crafted run may hold any folder name; reading never leaves arrays/
+            raise KeyError(f"run {self.path} has no arrays named {name!r}.")
         folder = self.path / "arrays" / name
-        if not folder.is_dir():
+        if folder.is_symlink() or not folder.is_dir():
             known = ", ".join(self.array_names()) or "none"
             raise KeyError(f"run {self.path} has no arrays named {name!r}; known: {known}.")
-        return {int(p.stem): np.load(p) for p in sorted(folder.glob("*.npy"))}
+        out = {}
+        for p in sorted(folder.glob("*.npy")):
+            # a regular file inside the run only (a FIFO would block, a link read elsewhere)
+            with os.fdopen(open_regular(p), "rb") as fh:
+                out[int(p.stem)] = np.load(fh, allow_pickle=False)
+        return out
 
     def log_kernel(
         self,
@@ -438,7 +539,8 @@ class Run:
 
     # ------------------------------------------------------------------ checkpoints
     def _checkpoints(self, tag: str) -> list[Path]:
-        return sorted((self.path / "checkpoints" / tag).glob("step-*.pt"), key=_step_of)
+        folder = real_folder(self.path, "checkpoints", tag, create=False)
+        return sorted(folder.glob("step-*.pt"), key=_step_of) if folder is not None else []
 
     def save_checkpoint(
         self, step: int, state: Mapping[str, Any], *, tag: str = "main", keep: int = 2
@@ -460,7 +562,7 @@ class Run:
         self.flush()
         buf = io.BytesIO()
         torch.save({"step": int(step), **state}, buf)
-        folder = self.path / "checkpoints" / tag
+        folder = real_folder(self.path, "checkpoints", tag)
         path = atomic_write(
             folder / f"step-{int(step):09d}.pt", lambda p: p.write_bytes(buf.getvalue())
         )
@@ -518,14 +620,19 @@ class Run:
 
         _check_name(name, "name")
         path = atomic_write(
-            self.path / "figures" / f"{name}.png",
+            real_folder(self.path, "figures") / f"{name}.png",
             lambda p: fig.savefig(p, dpi=dpi, bbox_inches="tight", format="png"),
         )
         plt.close(fig)
         return path
 
     def figures(self) -> list[Path]:
-        return sorted((self.path / "figures").glob("*.png"))
+        """The run's figures: regular files ``figures/*.png`` (a link, FIFO or device placed
+        there is not one of them, and is never read)."""
+        folder = self.path / "figures"
+        if folder.is_symlink() or not folder.is_dir():
+            return []
+        return sorted(p for p in folder.glob("*.png") if not p.is_symlink() and _is_regular(p))
 
     def save_summary(self, summary: Mapping[str, Any]) -> Path:
         """Merge ``summary`` into ``summary.json`` (final scalars, claims checked, notes)."""
@@ -702,6 +809,12 @@ def create(
         read_marker(p)
     if overwrite and kind in ("run", "legacy"):
         _refuse_foreign(p, "overwrite (--overwrite) removes only a run's own files")
+    if kind in ("run", "legacy") and (link := first_link(p)) is not None:
+        raise RunExistsError(
+            f"`out` {str(p)!r} holds the symbolic link {link!r}; nothing inside a run may be "
+            "a link (it would be written through). Nothing was changed: remove it, or "
+            "choose another directory."
+        )
     if resume and kind == "legacy":
         _refuse_foreign(
             p,

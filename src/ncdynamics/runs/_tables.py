@@ -13,6 +13,7 @@ written before checksums existed (no digest) are read as before.
 from __future__ import annotations
 
 import hashlib
+import os
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from ._errors import RunCorruptError
-from ._io import atomic_write
+from ._io import atomic_write, open_regular
 
 __all__ = ["DIGEST_KEY", "content_digest", "read_metric_table", "write_metric_table"]
 
@@ -77,7 +78,14 @@ def write_metric_table(path: Path, steps: Any, names: Any, values: Any) -> Path:
     )
     digest = content_digest(step_arr, name_arr, value_arr)
     table = table.replace_schema_metadata({DIGEST_KEY: digest})
-    return atomic_write(path, lambda p: pq.write_table(table, p, write_page_checksum=True))
+
+    def _write(p: Path) -> None:
+        # through a file object: pyarrow reads a path string with a colon ("lr:0.1/...")
+        # as a URI of an unknown file system; a relative path is a path
+        with open(p, "wb") as fh:
+            pq.write_table(table, fh, write_page_checksum=True)
+
+    return atomic_write(path, _write)
 
 
 def _corrupt(path: Path, why: str) -> RunCorruptError:
@@ -92,8 +100,11 @@ def read_metric_table(path: Path) -> pd.DataFrame:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    # a regular file inside the run only: a FIFO would block, a link read elsewhere
+    fh = os.fdopen(open_regular(path), "rb")
     try:
-        table = pq.read_table(path, page_checksum_verification=True)
+        with fh:
+            table = pq.read_table(fh, page_checksum_verification=True)
         cols = {c: table.column(c) for c in ("step", "name", "value")}
         steps = cols["step"].to_numpy()
         values = cols["value"].to_numpy()

@@ -16,6 +16,10 @@ Fields of the record (all JSON-ready):
 ``parts``
     One entry per condition: ``{"part", "criterion", "ours", "held"}``; ``criterion`` is the
     test we apply with its threshold (``"Spearman rho < -0.5"``), ``ours`` what we measured.
+    A part may also carry ``noise``: the size below which its measurement is floating-point
+    rounding rather than a result (a finite-difference error at ``h = 1e-6`` is ~1e-10 on one
+    machine and ~1e-9 on another). Tables print such a value as the bound ``< noise``, so
+    that they do not change from one machine or BLAS to the next.
 ``held``
     ``all(part.held)``.
 ``ours``
@@ -45,12 +49,22 @@ class Part:
     criterion: str
     ours: Any
     held: bool
+    noise: float | None = None
 
     def __post_init__(self) -> None:
         for name in ("part", "criterion"):
             value = getattr(self, name)
             if not isinstance(value, str) or not value.strip():
                 raise ValueError(f"`{name}` must be a non-empty string; got {value!r}.")
+        if self.noise is not None and not (
+            isinstance(self.noise, int | float)
+            and not isinstance(self.noise, bool)
+            and math.isfinite(self.noise)
+            and self.noise > 0
+        ):
+            raise ValueError(
+                f"`noise` must be a positive finite number or None; got {self.noise!r}."
+            )
         ours = _plain(self.ours, self.part)
         held = bool(self.held)
         if held and not _all_finite(ours):
@@ -61,12 +75,15 @@ class Part:
         object.__setattr__(self, "held", held)
 
     def record(self) -> dict[str, Any]:
-        return {
+        out = {
             "part": self.part,
             "criterion": self.criterion,
             "ours": self.ours,
             "held": self.held,
         }
+        if self.noise is not None:
+            out["noise"] = float(self.noise)
+        return out
 
 
 def claim(statement: str, source: str, parts: Sequence[Part]) -> dict[str, Any]:
