@@ -1,11 +1,15 @@
-"""``ncdyn compare``: this checkout against main's commit f68be8b, on the demo run and a sweep.
+"""``ncdyn compare``: this checkout against a base commit, on the demo run and a sweep.
+
+The base is ``b18d685`` by default (the engine before the out-of-sample verdicts of issue 28:
+no generic curves, one fit per window; ``--base f68be8b`` is the one before windows and
+intervals).
 
 Usage::
 
     .venv/bin/python benchmarks/bench_compare.py [--run DEMO_RUN] [--rounds 3] [--quick]
 
-Two workloads (targets of issue 18: ≤ 5 s on one core for the demo run, intervals and
-windows included; ≤ 30 s for a 16-run sweep):
+Two workloads (targets of issues 18 and 28: ≤ 5 s on one core for the demo run, intervals,
+windows and the generic curves included; ≤ 30 s for a 16-run sweep):
 
 1. ``ncdyn compare`` on the demo run (``cpu`` preset: 200 epochs, two streams), the whole
    command as a user runs it: a fresh process, imports, every fit (with windows here), the
@@ -37,7 +41,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-BASE_COMMIT = "f68be8b"
+BASE_COMMIT = "b18d685"
+#: Bases without a many-run ``ncdyn compare``: their sweep figure runs compare() per run.
+_NO_MANY_RUN = ("f68be8b",)
 #: Measured once on f68be8b (2 shared cores, load ~4): the command, the engine, the sweep.
 RECORDED = {"demo command": 5.3, "demo engine": 2.1, "sweep": None}
 
@@ -88,11 +94,11 @@ def _python(src: Path, code: str, *args: str) -> tuple[float, float]:
     return float(result["total"]), cpu
 
 
-def _baseline_src(tmp: Path) -> Path | None:
-    """The ``src`` of f68be8b, extracted; ``None`` without git or the commit."""
+def _baseline_src(tmp: Path, commit: str) -> Path | None:
+    """The ``src`` of ``commit``, extracted; ``None`` without git or the commit."""
     try:
         archive = subprocess.run(
-            ["git", "-C", str(ROOT), "archive", BASE_COMMIT, "src"],
+            ["git", "-C", str(ROOT), "archive", commit, "src"],
             capture_output=True,
             check=True,
         ).stdout
@@ -137,19 +143,21 @@ def main() -> None:
     parser.add_argument("--run", type=Path, default=None, help="an existing demo cpu run")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--quick", action="store_true", help="8-run sweep, 2 rounds")
+    parser.add_argument("--base", default=BASE_COMMIT, help="the commit to compare against")
     args = parser.parse_args()
     rounds = 2 if args.quick else args.rounds
     n_sweep = 8 if args.quick else 16
     ours = ROOT / "src"
     with tempfile.TemporaryDirectory() as tmp_:
         tmp = Path(tmp_)
-        base = _baseline_src(tmp)
+        base = _baseline_src(tmp, args.base)
+        sweep_base = _SWEEP_BASE if args.base in _NO_MANY_RUN else _DEMO_CMD
         demo, sweep = _train(ours, tmp, n_sweep, args.run)
         out = tmp / "out"
         work = {
             "demo command": (_DEMO_CMD, _DEMO_CMD, [str(demo)], True),
             "demo engine": (_ENGINE, _ENGINE, [str(demo)], False),
-            f"sweep of {n_sweep}": (_DEMO_CMD, _SWEEP_BASE, [str(sweep)], True),
+            f"sweep of {n_sweep}": (_DEMO_CMD, sweep_base, [str(sweep)], True),
         }
         times: dict[str, dict[str, list[tuple[float, float]]]] = {
             k: {"ours": [], "base": []} for k in work
@@ -168,14 +176,11 @@ def main() -> None:
         for name, t in times.items():
             print(f"{name:<16} this checkout {_summary(t['ours'])}")
             if t["base"]:
-                print(f"{'':<16} f68be8b       {_summary(t['base'])}")
-            else:
+                print(f"{'':<16} {args.base:<13} {_summary(t['base'])}")
+            elif args.base == "f68be8b":
                 key = "sweep" if name.startswith("sweep") else name
                 print(f"{'':<16} f68be8b       {RECORDED.get(key)} s (recorded once)")
-        print(
-            "targets: demo command <= 5 s on one core; sweep of 16 <= 30 s. f68be8b fits no "
-            "windows and computes no intervals, and its sweep figure writes no report."
-        )
+        print("targets: demo command <= 5 s on one core; sweep of 16 <= 30 s.")
 
 
 if __name__ == "__main__":
