@@ -73,8 +73,9 @@ def test_summary_has_a_row_per_run_with_varying_settings_and_verdicts(tmp_path):
     assert table["run"].tolist() == ["sw/lr=0.1", "sw/lr=0.2"]
     assert table["lr"].tolist() == [0.1, 0.2] and "seed" not in table  # seed does not vary
     cells = table["toy"].tolist()
-    assert cells[0].startswith("holds; rate = 0.1 [0.09, 0.11] 1/step")
-    assert cells[1].startswith("holds; rate = 0.2 [0.18, 0.22] 1/step")
+    # exact exponentials are lines in log, which a random walk with drift extrapolates too
+    assert cells[0].startswith("not distinguished; rate = 0.1 [0.09, 0.11] 1/step")
+    assert cells[1].startswith("not distinguished; rate = 0.2 [0.18, 0.22] 1/step")
 
 
 def test_a_damaged_run_is_reported_and_the_others_still_compared(tmp_path):
@@ -102,4 +103,4 @@ def test_summary_files_are_written_and_latex_is_escaped(tmp_path):
     assert summary_latex(pd.DataFrame({"a_b": ["50% & $x$"]})).splitlines()[2] == r"a\_b \\"
     assert r"50\% \& \$x\$" in summary_latex(pd.DataFrame({"a": ["50% & $x$"]}))
     html = (out / "summary.html").read_text()
-    assert 'class="verdict v-holds"' in html and "lr=0.2" in html
+    assert 'class="verdict v-not-distinguished"' in html and "lr=0.2" in html
