@@ -7,6 +7,8 @@ Layout of a run directory::
     config.json            resolved experiment config, experiment name, preset
     status.json            state (running / completed / failed), seed, versions, host, times
     metrics/part-<n>-<pid>-<token>.parquet  long table (step, name, value), one per flush
+    metrics/journal-<n>-<pid>-<token>.jsonl  records logged since the last flush, appended
+                           as they are made (one checksummed line per append)
     metrics.parquet        the parts compacted, written when the run completes
     arrays/<name>/<step>.npy
     checkpoints/<tag>/step-<step>.pt
@@ -16,11 +18,12 @@ Layout of a run directory::
     error.txt              traceback of a failed attempt (removed when the run completes)
 
 Every file is written to a temporary name and renamed, so a run killed at any moment holds
-only whole files. Metrics are flushed in parts; a resumed run may write a record for a step
-again, and readers keep the last one. One process writes a run at a time (an OS lock,
-``_lock.py``); metric files carry checksums (``_tables.py``); checkpoints load without
-running code (``_checkpoint.py``); ``overwrite`` deletes only the store's own files
-(``_layout.py``). docs/runs.md states the guarantees.
+only whole files, except the metric journal, which is appended to: each line carries a
+CRC-32 of its content and a line cut short by a kill is ignored. Metrics are flushed in
+parts; a resumed run may write a record for a step again, and readers keep the last one. One
+process writes a run at a time (an OS lock, ``_lock.py``); metric files carry checksums
+(``_tables.py``); checkpoints load without running code (``_checkpoint.py``); ``overwrite``
+deletes only the store's own files (``_layout.py``). docs/runs.md states the guarantees.
 """
 
 from __future__ import annotations
@@ -36,7 +39,9 @@ import secrets
 import socket
 import subprocess
 import sys
+import time
 import warnings
+import zlib
 from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
@@ -61,6 +66,7 @@ from ._layout import (
     remove_store_files,
 )
 from ._lock import DirLock, acquire
+from ._signals import interruption_reason, unwatch, watch
 from ._tables import read_metric_table, write_metric_table
 
 if TYPE_CHECKING:  # the probes import torch; the run store stays light until it needs them
@@ -143,6 +149,41 @@ def _part_index(path: Path) -> int:
     return int(path.name.split("-")[1].split(".")[0])
 
 
+def _metric_file_order(path: Path) -> tuple[int, int, str]:
+    """Read order of the metric files: by write index, a journal before the part of its index
+    (a kill between writing the part and removing the journal leaves both, the same records)."""
+    return (_part_index(path), 0 if path.name.startswith("journal-") else 1, path.name)
+
+
+def _read_journal(path: Path) -> pd.DataFrame | None:
+    """The records of a metric journal (``None`` if it vanished: a flush just replaced it).
+
+    Every complete line is ``<crc32 hex> <JSON list of [step, name, value]>``; bytes after
+    the last newline are a write a kill cut short and are ignored. A complete line whose
+    checksum does not match is damage, raised as :class:`RunCorruptError` naming the file.
+    """
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    records: list[Any] = []
+    for number, line in enumerate(data.split(b"\n")[:-1], start=1):
+        crc, _, payload = line.partition(b" ")
+        try:
+            ok = int(crc, 16) == zlib.crc32(payload)
+            rows = json.loads(payload) if ok else None
+        except ValueError:
+            ok = False
+        if not ok or not isinstance(rows, list):
+            raise RunCorruptError(
+                f"metrics journal {str(path)!r} is damaged (line {number} does not match its "
+                "checksum); its records cannot be trusted. Move it out of the run directory "
+                "to read the rest."
+            )
+        records.extend(rows)
+    return pd.DataFrame(records, columns=["step", "name", "value"])
+
+
 def _step_of(path: Path) -> int:
     return int(path.stem.split("-")[1])
 
@@ -163,10 +204,19 @@ class Run:
         self._warned_nonfinite = False
         self._lock: DirLock | None = None
         self._next_part: int | None = None
+        #: Seconds between two appends of :meth:`log` to the journal (a Recorder's record
+        #: appends at once, see :meth:`persist`).
+        self.persist_every = 2.0
+        self._journal_fd: int | None = None
+        self._journal_path: Path | None = None
+        self._journaled = 0  # how many records of the buffer the journal holds
+        self._persisted_at = time.monotonic()
 
     # ------------------------------------------------------------------ lock
     def close(self) -> None:
         """Release the directory's lock (idempotent); buffered records are not flushed."""
+        self._close_journal()
+        unwatch(self)
         if self._lock is not None:
             self._lock.release()
             self._lock = None
@@ -183,7 +233,9 @@ class Run:
         try:
             if self._lock is not None and self.state == "running":
                 if error is not None:
-                    self.mark_failed(error if isinstance(error, str) else one_line_reason(error))
+                    if not isinstance(error, str):
+                        error = interruption_reason(error) or one_line_reason(error)
+                    self.mark_failed(error)
                 elif self.complete_on_exit:
                     self.mark_completed()
         finally:
@@ -259,7 +311,12 @@ class Run:
 
     # ------------------------------------------------------------------ metrics
     def log(self, step: int, values: Mapping[str, float] | None = None, **kw: float) -> None:
-        """Buffer scalar records ``(step, name, value)``; :meth:`flush` writes them."""
+        """Buffer scalar records ``(step, name, value)``; :meth:`flush` writes them.
+
+        The buffer also reaches the journal every :attr:`persist_every` seconds (at the
+        first ``log`` after that much time), so a run killed between flushes loses at most
+        those seconds of ``log`` calls; a Recorder's records reach it at once.
+        """
         items = dict(values or {}, **kw)
         for name, value in items.items():
             v = float(value)
@@ -271,11 +328,64 @@ class Run:
                 )
                 self._warned_nonfinite = True
             self._buffer.append((int(step), str(name), v))
+        if time.monotonic() - self._persisted_at >= self.persist_every:
+            self.persist()
 
-    def _parts(self) -> list[Path]:
-        """The metric parts in write order."""
-        found = (self.path / "metrics").glob("part-*.parquet")
-        return sorted(found, key=lambda p: (_part_index(p), p.name))
+    def persist(self) -> None:
+        """Append the records logged since the last call to the run's metric journal.
+
+        One ``write`` of one checksummed line to ``metrics/journal-*.jsonl``, without fsync: a
+        killed process loses nothing that was persisted (the operating system holds the
+        write), at a cost of tens of microseconds. :meth:`flush` turns the buffer into a
+        Parquet part and removes the journal; readers read both.
+        """
+        self._persisted_at = time.monotonic()
+        new = self._buffer[self._journaled :]
+        if not new:
+            return
+        payload = json.dumps(new, separators=(",", ":")).encode()
+        line = b"%08x %s\n" % (zlib.crc32(payload), payload)
+        if self._journal_fd is None:
+            index = self._next_index()
+            folder = self.path / "metrics"
+            folder.mkdir(parents=True, exist_ok=True)
+            name = f"journal-{index:06d}-{os.getpid()}-{secrets.token_hex(4)}.jsonl"
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | os.O_CLOEXEC
+            fd = os.open(folder / name, flags | getattr(os, "O_NOFOLLOW", 0), 0o666)
+            self._journal_fd, self._journal_path = fd, folder / name
+        view = memoryview(line)
+        try:
+            while view:
+                view = view[os.write(self._journal_fd, view) :]
+        except BaseException:
+            # a line cut short stays last in its file (readers ignore it): the next append
+            # starts a new journal, with these records again
+            os.close(self._journal_fd)
+            self._journal_fd = None
+            raise
+        self._journaled = len(self._buffer)
+
+    def _close_journal(self, *, remove: bool = False) -> None:
+        """Close this process's journal (and delete it: its records are in a part now)."""
+        if self._journal_fd is not None:
+            os.close(self._journal_fd)
+            self._journal_fd = None
+        if remove and self._journal_path is not None:
+            self._journal_path.unlink(missing_ok=True)
+            self._journal_path = None
+        self._journaled = 0
+
+    def _next_index(self) -> int:
+        if self._next_part is None:
+            found = self._metric_files()
+            self._next_part = _part_index(found[-1]) + 1 if found else 0
+        return self._next_part
+
+    def _metric_files(self) -> list[Path]:
+        """The metric parts and journals in write order."""
+        folder = self.path / "metrics"
+        found = [*folder.glob("part-*.parquet"), *folder.glob("journal-*.jsonl")]
+        return sorted(found, key=_metric_file_order)
 
     def flush(self) -> None:
         """Write buffered metrics as a new Parquet part (atomically).
@@ -286,22 +396,25 @@ class Run:
         """
         if not self._buffer:
             return
-        if self._next_part is None:
-            parts = self._parts()
-            self._next_part = _part_index(parts[-1]) + 1 if parts else 0
-        index = self._next_part
+        index = self._next_index()
         steps, names, values = zip(*self._buffer, strict=True)
         name = f"part-{index:06d}-{os.getpid()}-{secrets.token_hex(4)}.parquet"
         write_metric_table(self.path / "metrics" / name, steps, names, values)
         self._next_part = index + 1
         self._buffer.clear()
+        self._close_journal(remove=True)  # its records are in the part
 
     def _read_metric_frames(self) -> list[pd.DataFrame]:
         frames = []
         if (self.path / "metrics.parquet").exists():
             frames.append(read_metric_table(self.path / "metrics.parquet"))
-        for part in self._parts():
-            frames.append(read_metric_table(part))
+        for path in self._metric_files():
+            if path.suffix == ".jsonl":
+                journal = _read_journal(path)
+                if journal is not None and len(journal):
+                    frames.append(journal)
+            else:
+                frames.append(read_metric_table(path))
         return frames
 
     @property
@@ -343,8 +456,9 @@ class Run:
             df["name"].to_numpy(dtype=object),
             df["value"].to_numpy(np.float64),
         )
-        for part in self._parts():
-            part.unlink()
+        self._close_journal(remove=True)
+        for part in self._metric_files():
+            part.unlink(missing_ok=True)
 
     def drop_records_after(self, step: int) -> None:
         """Forget metric records and arrays after ``step`` (used when resuming).
@@ -722,6 +836,7 @@ def create(
     except BaseException:
         run.close()
         raise
+    watch(run)
     return run
 
 

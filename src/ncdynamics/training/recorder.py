@@ -301,6 +301,7 @@ class Recorder:
         with eval_mode(model):  # as the probes: the snapshot's own modes must not matter
             values = {f"{self.prefix}{k}": float(v) for k, v in evaluate(model).items()}
         self.run.log(step, values)
+        self._persist()
         self._last.update(values)
 
     def _record(self, model: nn.Module, step: int, extra: Mapping[str, float]) -> dict[str, float]:
@@ -328,8 +329,16 @@ class Recorder:
                 for name, arr in out.arrays.items():
                     self.run.save_array(f"{self.prefix}{name}".replace("/", "."), step, arr)
         self.run.log(step, scalars)
+        self._persist()
         self._last = scalars
         return scalars
+
+    def _persist(self) -> None:
+        """Put the sink's records on disk now, where it can (a run appends them to its
+        journal: a killed training keeps every record made before the kill)."""
+        persist = getattr(self.run, "persist", None)
+        if callable(persist):
+            persist()
 
     def _warn_about_head(self, classifier: nn.Module, n_features: int) -> None:
         """Warn once when the collapse probe cannot compare the class means with the head."""

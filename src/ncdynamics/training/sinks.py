@@ -68,6 +68,13 @@ class TeeSink:
         for s in self.sinks:
             s.flush()
 
+    def persist(self) -> None:
+        """Put the records on disk now in every sink that can (a run's journal)."""
+        for s in self.sinks:
+            persist = getattr(s, "persist", None)
+            if callable(persist):
+                persist()
+
     def close(self) -> None:
         for s in self.sinks:
             close = getattr(s, "close", None)
