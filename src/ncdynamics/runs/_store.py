@@ -268,6 +268,46 @@ class Run:
         """The resolved config (``config.json``)."""
         return self._read_object("config.json")
 
+    def record_settings(self, settings: Mapping[str, Any], *, stream: str | None = None) -> None:
+        """Add training settings the run did not declare to ``config.json``.
+
+        ``stream`` (a Recorder's prefix without its ``/``) puts them under
+        ``config["streams"][stream]``, where :meth:`Stream.setting
+        <ncdynamics.theories.confrontation.Stream.setting>` looks first; else at the top
+        level. A key the config already declares keeps its declared value (a different value
+        is warned about). The keys added are listed in ``status.json`` (``recorded_settings``),
+        so resuming with the config first given is not refused as a different one.
+        """
+        config = self.config
+        target: dict[str, Any] = config
+        if stream:
+            streams = config.setdefault("streams", {})
+            if not isinstance(streams, dict):
+                raise ValueError(
+                    f"config key 'streams' of run {str(self.path)!r} must be a mapping to "
+                    f"record settings of stream {stream!r}; got {type(streams).__name__}."
+                )
+            target = streams.setdefault(stream, {})
+        added = []
+        for key, value in _jsonable(dict(settings)).items():
+            if key not in target:
+                target[key] = value
+                added.append(f"{stream}/{key}" if stream else key)
+            elif target[key] != value:
+                warnings.warn(
+                    f"setting {key!r} of run {str(self.path)!r}"
+                    f"{f' (stream {stream!r})' if stream else ''} is declared as "
+                    f"{target[key]!r} in its config but the training uses {value!r}; the "
+                    "declared value is kept.",
+                    UserWarning,
+                    stacklevel=3,
+                )
+        if not added:
+            return
+        known = list(self.status.get("recorded_settings") or [])
+        write_json(self.path / "config.json", config)
+        self._set_status(recorded_settings=known + [k for k in added if k not in known])
+
     @property
     def status(self) -> dict[str, Any]:
         """The status record (``status.json``)."""
@@ -744,6 +784,48 @@ def _check_version(run: Run) -> None:
         )
 
 
+def _config_differences(stored: Any, given: Any, *, limit: int = 4) -> str:
+    """The keys where two configs differ, with both values: ``"lr (run 0.1, given 0.05)"``."""
+    diffs: list[str] = []
+
+    def walk(a: Any, b: Any, path: str) -> None:
+        if isinstance(a, dict) and isinstance(b, dict):
+            for key in sorted(set(a) | set(b), key=str):
+                where = f"{path}.{key}" if path else str(key)
+                if key not in a:
+                    diffs.append(f"{where} (run: absent, given {b[key]!r})")
+                elif key not in b:
+                    diffs.append(f"{where} (run {a[key]!r}, given: absent)")
+                else:
+                    walk(a[key], b[key], where)
+        elif a != b:
+            diffs.append(f"{path or 'config'} (run {a!r}, given {b!r})")
+
+    walk(stored, given, "")
+    shown = "; ".join(d if len(d) <= 120 else d[:117] + "..." for d in diffs[:limit])
+    more = f"; and {len(diffs) - limit} more" if len(diffs) > limit else ""
+    return f"{len(diffs)} key{'s' if len(diffs) != 1 else ''}: {shown}{more}"
+
+
+def _declared(config: dict[str, Any], recorded: list[str]) -> dict[str, Any]:
+    """``config`` without the settings :meth:`Run.record_settings` added (``key`` or
+    ``stream/key``), and without a ``streams`` entry that only they made."""
+    out = json.loads(json.dumps(config))
+    for item in recorded:
+        stream, _, key = str(item).rpartition("/")
+        if not stream:
+            out.pop(key, None)
+            continue
+        streams = out.get("streams")
+        if isinstance(streams, dict) and isinstance(streams.get(stream), dict):
+            streams[stream].pop(key, None)
+            if not streams[stream]:
+                del streams[stream]
+            if not streams:
+                del out["streams"]
+    return out
+
+
 def _jsonable(obj: Any) -> Any:
     return json.loads(json.dumps(obj, default=_json_default))
 
@@ -876,10 +958,13 @@ def _open_locked(
             )
         _check_version(run)
         stored = run.config if (p / "config.json").is_file() else None
+        if stored is not None:
+            stored = _declared(stored, run.status.get("recorded_settings") or [])
         if stored != full_config:
             raise ValueError(
-                f"cannot resume {str(p)!r}: its config differs from the one given. "
-                "Resume with the same experiment, preset and options."
+                f"cannot resume {str(p)!r}: its config differs from the one given in "
+                f"{_config_differences(stored, full_config)}. Resume with the same "
+                "experiment, preset and options (or start it over with --overwrite)."
             )
         if kind == "legacy":
             _refuse_foreign(
