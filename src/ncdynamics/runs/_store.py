@@ -964,7 +964,8 @@ def _open_locked(
             raise ValueError(
                 f"cannot resume {str(p)!r}: its config differs from the one given in "
                 f"{_config_differences(stored, full_config)}. Resume with the same "
-                "experiment, preset and options (or start it over with --overwrite)."
+                "experiment, preset and options, or start it over with overwrite=True "
+                "(--overwrite)."
             )
         if kind == "legacy":
             _refuse_foreign(
