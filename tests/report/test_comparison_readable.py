@@ -9,8 +9,8 @@ from pathlib import Path
 
 import matplotlib.pyplot as plt
 import numpy as np
-from _browser import check_page, requires_chromium
 
+from _browser import check_page, requires_chromium
 from ncdynamics import report, runs
 from ncdynamics.report.figures import differing_settings
 
