@@ -329,7 +329,7 @@ def _skill_panel(ax: Any, e: CompareEntry) -> None:
         ax.text(
             0.5,
             0.7,
-            "no window was fitted\n(colour: verdict)",
+            "no window has an R²\n(colour: verdict)",
             transform=ax.transAxes,
             ha="center",
             va="center",
