@@ -69,3 +69,17 @@ def test_figures_fit_the_text_column(page: Path) -> None:
 def test_the_compare_page_in_a_browser(page: Path, tmp_path: Path) -> None:
     check = check_page(page, width=1400, screenshot=tmp_path / "compare.png")
     assert check.ok, check.problems()
+
+
+def test_the_run_report_links_to_its_compare_page(page: Path) -> None:
+    run_dir = page.parent.parent
+    report.write_report(run_dir)  # written after compare: the link is there
+    assert 'href="compare/report.html"' in (run_dir / "report.html").read_text()
+    # a report written before compare gets the link when compare writes its page
+    text = (run_dir / "report.html").read_text()
+    (run_dir / "report.html").write_text(
+        text.replace('<a href="compare/report.html">compare</a> (theory against run)', "")
+    )
+    entries = confront.compare(run_dir)
+    report.write_compare_report(entries, run_dir, run_dir / "compare")
+    assert 'href="compare/report.html"' in (run_dir / "report.html").read_text()

@@ -659,6 +659,9 @@ def _write_dir(out: Path, command: str, fill: Callable[[Path], None]) -> Path:
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+    from .html import link_output_pages
+
+    link_output_pages(out.parent)  # the run's own report links to this page
     return out / "report.html"
 
 
