@@ -449,8 +449,11 @@ def _cmd_report(args: argparse.Namespace) -> int:
     if args.metric is not None and args.compare is None:
         raise ValueError("`--metric` needs --compare RUN [RUN ...].")
     if args.compare is not None:
+        from .experiments.compare_many import expand_run_dirs
+
         out = args.out if args.out is not None else args.compare[0].parent / "comparison"
-        print(f"report: {report.write_comparison_report(args.compare, out, keys=args.metric)}")
+        runs_ = [path for _, path in expand_run_dirs(args.compare)]  # a sweep gives its runs
+        print(f"report: {report.write_comparison_report(runs_, out, keys=args.metric)}")
         return 0
     if args.index is not None:
         print(f"index:  {report.write_index(args.index)}")
