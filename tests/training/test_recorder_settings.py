@@ -242,3 +242,28 @@ def test_the_hugging_face_callback_records_the_trainers_optimizer(tmp_path: Path
     assert done.config["optimizer"] == "AdamW" and done.config["weight_decay"] == 0.01
     assert len(done.config["betas"]) == 2
     assert done.metrics_wide()["lr"].notna().all()
+
+
+def test_wandb_receives_the_settings_in_its_config() -> None:
+    pytest.importorskip("wandb", reason="wandb is not installed")
+    from ncdynamics.training import WandbSink
+
+    class Config(dict):
+        def update(self, values, allow_val_change=False):  # type: ignore[override]
+            super().update(values)
+
+    class FakeRun:
+        config = Config({"lr": 0.1})
+
+    sink = WandbSink(run=FakeRun())
+    model = _model()
+    opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    Recorder(sink, X, Y, probes=["performance"], layer="fc", optimizer=opt, loss="mse")
+    assert FakeRun.config == {
+        "lr": 0.1,  # the run's own value is kept
+        "optimizer": "SGD",
+        "momentum": 0.9,
+        "nesterov": False,
+        "weight_decay": 0.0,
+        "loss": "mse",
+    }
