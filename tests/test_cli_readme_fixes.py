@@ -53,3 +53,17 @@ def test_run_help_states_its_default_preset(capsys) -> None:
         main(["run", "--help"])
     text = " ".join(capsys.readouterr().out.split())
     assert "default smoke" in text and "`ncdyn demo` runs it at cpu" in text
+
+
+def test_report_compare_shows_a_progress_bar(tmp_path: Path, capsys) -> None:
+    made = []
+    for lr in (0.1, 0.05):
+        run = runs.create(tmp_path / f"lr{lr}", config={"lr": lr})
+        for t in range(3):
+            run.log(t, {"nc/nc1": lr * t})
+        run.finish()
+        made.append(str(run.path))
+    assert main(["report", "--compare", *made]) == 0
+    captured = capsys.readouterr()
+    assert "report --compare" in captured.err and "reading lr0.05" in captured.err
+    assert "report: " in captured.out

@@ -453,7 +453,8 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
         out = args.out if args.out is not None else args.compare[0].parent / "comparison"
         runs_ = [path for _, path in expand_run_dirs(args.compare)]  # a sweep gives its runs
-        print(f"report: {report.write_comparison_report(runs_, out, keys=args.metric)}")
+        page = report.write_comparison_report(runs_, out, keys=args.metric, progress=True)
+        print(f"report: {page}")
         return 0
     if args.index is not None:
         print(f"index:  {report.write_index(args.index)}")
