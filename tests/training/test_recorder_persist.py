@@ -25,8 +25,11 @@ from ncdynamics import runs
 
 LOOP = textwrap.dedent(
     """
-    import sys, time
+    import signal, sys, time
     import torch
+
+    # Ctrl-C as at a terminal, even where the test runner was started with SIGINT ignored
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     import ncdynamics
     from ncdynamics.training import Recorder
 
