@@ -26,6 +26,7 @@ import os
 import shutil
 import tempfile
 from collections.abc import Callable, Sequence
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +41,7 @@ from ..experiments.confront import (
     compare_table,
     confrontations,
     forecast_table,
+    read_run,
     theories_without_confrontation,
     windows_table,
     write_output_marker,
@@ -542,12 +544,29 @@ def _windows_html(e: CompareEntry) -> str:
     return "<p>Windows:</p>" + _table([f"window ({unit}s)", "records", "verdict", "reason"], rows)
 
 
+#: What a step of the run being written counts (set by :func:`write_compare_report`).
+_RUN_UNIT: ContextVar[str | None] = ContextVar("_RUN_UNIT", default=None)
+
+
 def _time_unit(e: CompareEntry | ForecastEntry) -> str:
-    """What a step of the stream counts: ``epoch`` when the run says so, else ``step``."""
+    """What a step of the stream counts: ``epoch`` for a run whose steps are its epochs
+    (as the run report reads it), else ``step``."""
+    unit = _RUN_UNIT.get()
+    if unit is not None:
+        return unit
     for reason in [getattr(w.verdict, "reason", "") for w in getattr(e, "windows", [])]:
         if " epoch" in str(reason):
             return "epoch"
     return "step"
+
+
+def _run_unit(run_dir: Path) -> str | None:
+    from .figures import _counts_epochs
+
+    try:
+        return "epoch" if _counts_epochs(read_run(run_dir)) else "step"
+    except Exception:  # noqa: BLE001 - an unreadable run: the entries' own words decide
+        return None
 
 
 def _extras_html(e: CompareEntry) -> str:
@@ -667,6 +686,14 @@ def _write_dir(out: Path, command: str, fill: Callable[[Path], None]) -> Path:
 
 def write_compare_report(entries: list[CompareEntry], run_dir: Path, out: Path) -> Path:
     """Write the compare table, figures and ``report.html`` into ``out``."""
+    token = _RUN_UNIT.set(_run_unit(Path(run_dir)))
+    try:
+        return _write_compare_report(entries, run_dir, out)
+    finally:
+        _RUN_UNIT.reset(token)
+
+
+def _write_compare_report(entries: list[CompareEntry], run_dir: Path, out: Path) -> Path:
     intro = (
         f"<p>Every theory confronted with run <code>{_text(run_dir)}</code>: the regime it "
         "assumes checked against the run's settings, the fit to each stream with 95% "
