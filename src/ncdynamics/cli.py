@@ -813,6 +813,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # output piped into `head` and the like: stop quietly
         sys.stderr.close()
         return 0
+    except SystemExit as exc:  # SIGTERM while a run was open (ncdynamics.runs._signals)
+        signals = sys.modules.get("ncdynamics.runs._signals")
+        if signals is None or not isinstance(exc, signals.Terminated):
+            raise
+        print(
+            "ncdyn: terminated (SIGTERM); the run is marked failed: resume with --resume",
+            file=sys.stderr,
+        )
+        return 128 + 15
     except KeyboardInterrupt:
         hint = (
             "run the same command again to resume"

@@ -160,3 +160,27 @@ def test_log_alone_reaches_the_journal_every_persist_every_seconds(tmp_path: Pat
     run.log(0, a=1.0)
     run.close()
     assert runs.open(tmp_path / "run").metrics["value"].tolist() == [1.0]
+
+
+def test_ncdyn_run_stopped_by_sigterm_is_marked_and_says_so(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=os.pathsep.join(sys.path))
+    code = "import sys; from ncdynamics.cli import main; sys.exit(main())"
+    argv = ["run", "demo", "--set", "epochs=400", "--set", "width=8", "--no-progress"]
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, *argv, "--out", str(out)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    deadline = time.monotonic() + 120
+    while not list((out / "checkpoints").glob("*/step-*.pt")):  # training has started
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 143, err
+    assert err.strip().splitlines()[-1].startswith("ncdyn: terminated (SIGTERM)")
+    run = runs.open(out)
+    assert run.state == "failed" and run.status["error"] == "interrupted by SIGTERM"
