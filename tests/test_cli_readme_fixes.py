@@ -67,3 +67,15 @@ def test_report_compare_shows_a_progress_bar(tmp_path: Path, capsys) -> None:
     captured = capsys.readouterr()
     assert "report --compare" in captured.err and "reading lr0.05" in captured.err
     assert "report: " in captured.out
+
+
+def test_sweep_prints_its_table_at_the_end(tmp_path: Path, capsys) -> None:
+    argv = ["sweep", "demo", "--grid", "lr=0.01,0.05", "--set", "epochs=1", "--set", "width=8"]
+    argv += ["--set", "depth=1", "--workers", "1", "--no-progress", "--out", str(tmp_path / "s")]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    table, _, tail = out.partition("runs:   2")
+    header = table.strip().splitlines()[0].split()
+    assert "lr" in header and "seed" in header, table
+    assert len(table.strip().splitlines()) == 4 and "more columns in table.csv" in table
+    assert "sweep:" in tail

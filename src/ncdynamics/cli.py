@@ -417,7 +417,11 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
             device=args.device,
         )
     path = report.write_sweep_report(result.path)
-    if args.format == "csv":  # the whole table, as table.csv holds it
+    if args.format == "text":  # what --format text promises: the table, at the end
+        from .experiments.sweep import sweep_summary_table
+
+        _print_sweep_text(sweep_summary_table(result.path), list(grid))
+    elif args.format == "csv":  # the whole table, as table.csv holds it
         _print_table(result.table, "csv", result.path / "table.csv", index=False, write=False)
     elif args.format == "latex":  # the columns a paper shows
         from .experiments.sweep import sweep_summary_table
@@ -476,6 +480,24 @@ def _cmd_report(args: argparse.Namespace) -> int:
             fh.write(path.read_bytes())
         print(f"copied: {args.out}")
     return 0
+
+
+def _print_sweep_text(table: Any, grid: Sequence[str], *, max_metrics: int = 6) -> None:
+    """A sweep's table for the terminal: the grid, seed and status, then at most
+    ``max_metrics`` summary columns that differ between runs (``table.`` dropped from their
+    names); table.csv has all."""
+    table = table.rename(columns=lambda c: c.removeprefix("table."))
+    fixed = [c for c in (*grid, "seed", "status") if c in table.columns]
+    metrics = [
+        c
+        for c in table.columns
+        if c not in fixed
+        and not str(c).startswith("provenance.")
+        and (len(table) < 2 or table[c].nunique(dropna=False) > 1)  # not the same in every run
+    ]
+    _print_frame(table, fixed + metrics[:max_metrics])
+    if len(metrics) > max_metrics:
+        print(f"({len(metrics) - max_metrics} more columns in table.csv)")
 
 
 def _print_frame(df: Any, columns: Sequence[str]) -> None:
