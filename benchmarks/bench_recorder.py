@@ -24,8 +24,14 @@ An earlier version ran two trainings in two threads that took turns one epoch at
 charged each only its own turns; it printed 9.3% where alternating whole trainings gave
 11-16%, because it left out the after-effect, which the paired method measures.
 
+**Per-record persistence** (``--method persist``): what putting a record on disk as it is
+made costs (``Run.persist``, which the Recorder calls after every record: one append to the
+run's metric journal), timed on records of the demo's own scalars, against the plain epoch
+of the demo (median of a short training without a Recorder). It is part of the Recorder's
+time in the two methods above; this line isolates it.
+
 Usage: python benchmarks/bench_recorder.py [--quick] [--rounds R] [--threads N]
-[--method whole|paired|both]
+[--method whole|paired|persist|both]
 
 ``--quick`` trains 20 epochs, where the one-off costs (the epoch-0 record, which also
 evaluates the whole training set) weigh ten times more than in the demo: it checks that the
@@ -222,6 +228,38 @@ def paired(ds, cfg: DemoConfig, epochs: int, rounds: int) -> None:
             emit("recorder_overhead_paired", base, size=size)
 
 
+def persist_cost(ds, cfg: DemoConfig, epochs: int, n_records: int = 200) -> None:
+    """Seconds of ``Run.persist`` per record of the demo's scalars, against a plain epoch."""
+    with tempfile.TemporaryDirectory() as tmp:
+        run = runs.create(f"{tmp}/r")
+        probe = data.balanced_subset(ds.y_train, cfg.probe_per_class, np.random.default_rng(0))
+        model = MLP(64, 10, depth=cfg.depth, width=cfg.width)
+        scalars = Recorder(run, ds.x_train[probe], ds.y_train[probe], num_classes=10).record(
+            model, 0
+        )
+        times = []
+        for step in range(1, n_records + 1):
+            run.log(step, scalars)
+            t0 = time.perf_counter()
+            run.persist()
+            times.append(time.perf_counter() - t0)
+        run.finish()
+    with _EpochClock() as clock:
+        training(ds, cfg, epochs, None, checkpoints=False)
+    epoch = float(np.median(clock.epochs))
+    cost = float(np.median(times))
+    print(
+        f"per-record persistence (journal append of {len(scalars)} scalars): median "
+        f"{1e6 * cost:.0f} us (max {1e6 * max(times):.0f} us) per record = "
+        f"{100 * cost / epoch:.2f}% of a plain demo epoch ({1e3 * epoch:.1f} ms; target <= 1%)"
+    )
+    emit(
+        "recorder_persist",
+        Timing("Run.persist per record", tuple(times), "wall"),
+        size=f"{len(scalars)} scalars",
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
@@ -229,7 +267,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1, help="torch threads (the CLI's default)")
     parser.add_argument(
         "--method",
-        choices=("whole", "paired", "both"),
+        choices=("whole", "paired", "persist", "both"),
         default="both",
         help="whole trainings A/B, records after alternate epochs within trainings, or both",
     )
@@ -240,6 +278,8 @@ def main() -> None:
     epochs = 20 if args.quick else cfg.epochs
     rounds = args.rounds or (3 if args.quick else 7)
     ds = data.load("digits")
+    if args.method in ("persist", "both"):
+        persist_cost(ds, cfg, min(epochs, 10))
     if args.method in ("paired", "both"):
         paired(ds, cfg, epochs, rounds)
     if args.method in ("whole", "both"):

@@ -83,7 +83,8 @@ def _build_parser() -> argparse.ArgumentParser:
         "--preset",
         default="cpu",
         choices=("smoke", "cpu", "paper"),
-        help="size of the demo (default cpu: under 3 minutes on 2 cores)",
+        help="size of the demo (default cpu: 30-70 s on 2 idle cores, about 35 s of CPU; "
+        "smoke: 3 epochs, seconds)",
     )
     _common(demo, out_help="run directory (default runs/demo)")
     _runner_flags(demo)
@@ -105,15 +106,18 @@ def _build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser(
         "run",
         help="run one experiment at a preset",
-        description="Run a registered experiment and write its report.",
+        description="Run a registered experiment at a preset (default smoke) and write its "
+        "report. `ncdyn run demo` is the demo at the smoke preset (3 epochs); `ncdyn demo` "
+        "runs it at cpu.",
     )
     run.add_argument("experiment", help="experiment name (see `ncdyn list`)")
     run.add_argument(
         "--preset",
         default="smoke",
         choices=_PRESETS,
-        help="smoke (seconds), cpu (minutes), paper (the paper's settings), gpu (the "
-        "paper's compute scale on data a device machine holds; experiments that need a GPU)",
+        help="smoke (the default: seconds), cpu (minutes), paper (the paper's settings), gpu "
+        "(the paper's compute scale on data a device machine holds; experiments that need a "
+        "GPU)",
     )
     run.add_argument(
         "--set",
@@ -419,7 +423,11 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
             device=args.device,
         )
     path = report.write_sweep_report(result.path)
-    if args.format == "csv":  # the whole table, as table.csv holds it
+    if args.format == "text":  # what --format text promises: the table, at the end
+        from .experiments.sweep import sweep_summary_table
+
+        _print_sweep_text(sweep_summary_table(result.path), list(grid))
+    elif args.format == "csv":  # the whole table, as table.csv holds it
         _print_table(result.table, "csv", result.path / "table.csv", index=False, write=False)
     elif args.format == "latex":  # the columns a paper shows
         from .experiments.sweep import sweep_summary_table
@@ -451,8 +459,12 @@ def _cmd_report(args: argparse.Namespace) -> int:
     if args.metric is not None and args.compare is None:
         raise ValueError("`--metric` needs --compare RUN [RUN ...].")
     if args.compare is not None:
+        from .experiments.compare_many import expand_run_dirs
+
         out = args.out if args.out is not None else args.compare[0].parent / "comparison"
-        print(f"report: {report.write_comparison_report(args.compare, out, keys=args.metric)}")
+        runs_ = [path for _, path in expand_run_dirs(args.compare)]  # a sweep gives its runs
+        page = report.write_comparison_report(runs_, out, keys=args.metric, progress=True)
+        print(f"report: {page}")
         return 0
     if args.index is not None:
         print(f"index:  {report.write_index(args.index)}")
@@ -474,6 +486,24 @@ def _cmd_report(args: argparse.Namespace) -> int:
             fh.write(path.read_bytes())
         print(f"copied: {args.out}")
     return 0
+
+
+def _print_sweep_text(table: Any, grid: Sequence[str], *, max_metrics: int = 6) -> None:
+    """A sweep's table for the terminal: the grid, seed and status, then at most
+    ``max_metrics`` summary columns that differ between runs (``table.`` dropped from their
+    names); table.csv has all."""
+    table = table.rename(columns=lambda c: c.removeprefix("table."))
+    fixed = [c for c in (*grid, "seed", "status") if c in table.columns]
+    metrics = [
+        c
+        for c in table.columns
+        if c not in fixed
+        and not str(c).startswith("provenance.")
+        and (len(table) < 2 or table[c].nunique(dropna=False) > 1)  # not the same in every run
+    ]
+    _print_frame(table, fixed + metrics[:max_metrics])
+    if len(metrics) > max_metrics:
+        print(f"({len(metrics) - max_metrics} more columns in table.csv)")
 
 
 def _print_frame(df: Any, columns: Sequence[str]) -> None:
@@ -670,7 +700,7 @@ def _cmd_claims(args: argparse.Namespace) -> int:
             made += claims.run_smoke(names, tmp)
         rows = claims.collect([*args.runs, *made])
     if not rows:
-        print("no claims found in these runs")
+        print(_no_claims_line([*args.runs, *made]))
         return 0
     groups: dict[tuple[str, str], list[claims.ClaimRow]] = {}
     for r in rows:
@@ -686,6 +716,23 @@ def _cmd_claims(args: argparse.Namespace) -> int:
         for page in claims.update_docs(rows, args.update_docs):
             print(f"updated: {page}")
     return 0
+
+
+def _no_claims_line(paths: Sequence[str | Path]) -> str:
+    """Why ``ncdyn claims`` found nothing: which experiments the runs hold, and what to run."""
+    from .experiments import claims
+
+    found: dict[str, int] = {}
+    for run_dir in claims._run_dirs(paths):
+        config, _ = claims._summary(run_dir)
+        name = str(config.get("experiment", "?"))
+        found[name] = found.get(name, 0) + 1
+    held = ", ".join(f"{n} ({k} run{'s' if k != 1 else ''})" for n, k in sorted(found.items()))
+    where = f"these runs hold {held}, which check" if found else "no runs found here; they check"
+    return (
+        f"no paper claims: {where} no paper claim. Claims come from the theories' "
+        "experiments (`ncdyn list`): e.g. `ncdyn claims --run smoke --only lesde.fig1`."
+    )
 
 
 def _compare_many(
@@ -815,20 +862,21 @@ def _cmd_list_theories() -> int:
 
 
 def _cmd_list(args: argparse.Namespace) -> int:
-    from . import experiments
+    # the built-in experiments are listed from a table: importing them takes seconds
+    from ._experiment_listing import listing
 
     if args.theories:
         return _cmd_list_theories()
-    specs = experiments.list_experiments()
+    rows = listing()
     if args.theory is not None:
-        specs = [s for s in specs if s.theory == args.theory]
+        rows = [r for r in rows if r[1] == args.theory]
     if args.names:
-        print("\n".join(s.name for s in specs))
+        print("\n".join(row[0] for row in rows))
         return 0
-    width = max((len(s.name) for s in specs), default=10) + 2
+    width = max((len(row[0]) for row in rows), default=10) + 2
     print(f"{'experiment':<{width}}{'theory':<14}{'presets':<20}summary")
-    for s in specs:
-        print(f"{s.name:<{width}}{s.theory:<14}{' '.join(s.preset_names):<20}{s.summary}")
+    for name, theory, presets, summary in rows:
+        print(f"{name:<{width}}{theory:<14}{presets:<20}{summary}")
     return 0
 
 
@@ -866,6 +914,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # output piped into `head` and the like: stop quietly
         sys.stderr.close()
         return 0
+    except SystemExit as exc:  # SIGTERM while a run was open (ncdynamics.runs._signals)
+        signals = sys.modules.get("ncdynamics.runs._signals")
+        if signals is None or not isinstance(exc, signals.Terminated):
+            raise
+        print(
+            "ncdyn: terminated (SIGTERM); the run is marked failed: resume with --resume",
+            file=sys.stderr,
+        )
+        return 128 + 15
     except KeyboardInterrupt:
         hint = (
             "run the same command again to resume"
@@ -884,9 +941,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         ImportError,
     ) as exc:
         msg = str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc)
-        print(
-            f"ncdyn: error: {msg.splitlines()[0] if msg else type(exc).__name__}", file=sys.stderr
-        )
+        line = cli_words(msg.splitlines()[0]) if msg else type(exc).__name__
+        print(f"ncdyn: error: {line}", file=sys.stderr)
         return EXIT_USAGE
     except OSError as exc:  # read-only directory, disk full, a path under a regular file...
         print(f"ncdyn: error: {_os_error_line(exc, args)}{_traceback_at(args)}", file=sys.stderr)
@@ -929,6 +985,20 @@ def _allocation_line(exc: BaseException, args: argparse.Namespace) -> str | None
         else "; use a smaller preset or lower the sizes with --set"
     )
     return f"out of memory: the run asked for{amount}{machine}{settings}."
+
+
+def cli_words(message: str) -> str:
+    """``message`` as the command line says it: a library message that gives a keyword
+    argument and its flag (``"pass resume=True (ncdyn: --resume)"``) keeps only the flag."""
+    import re
+
+    message = re.sub(
+        r"\b(\w+)=True or (\w+)=True \((?:ncdyn: )?(--[\w-]+) or (--[\w-]+)\)",
+        r"\3 or \4",
+        message,
+    )
+    message = re.sub(r"\b\w+=True \((?:ncdyn: )?(--[\w-]+)\)", r"\1", message)
+    return message.replace(" (ncdyn: --resume)", "")
 
 
 def _traceback_at(args: argparse.Namespace) -> str:

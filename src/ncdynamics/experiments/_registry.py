@@ -17,6 +17,7 @@ from .. import runs, theories
 from .._reasons import one_line_reason
 from .._validation import check_int, check_option
 from ..runs._io import write_bytes
+from ..runs._signals import interruption_reason
 from ..theories.experiment import PRESETS, ExperimentSpec, config_to_dict
 
 if TYPE_CHECKING:  # torch is imported by a run, not by listing or comparing experiments
@@ -131,7 +132,7 @@ def run(
             with use_device(dev):
                 spec.run(config, run_, seed=seed, progress=progress)
         except BaseException as exc:
-            run_.mark_failed(one_line_reason(exc))
+            run_.mark_failed(interruption_reason(exc) or one_line_reason(exc))
             write_bytes(run_.path / "error.txt", traceback.format_exc().encode())
             raise
         run_.save_summary({"provenance": _provenance(run_, name, preset, seed)})

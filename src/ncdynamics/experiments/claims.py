@@ -366,17 +366,33 @@ def run_presets(
 
     A completed run already there is kept as it is and an unfinished one resumed, so a long
     batch (the ``cpu`` presets of every experiment over three seeds) survives being killed.
+    With ``progress``, a bar on stderr counts the runs and names the one in progress.
     """
-    from ._registry import run
+    from tqdm.auto import tqdm
+
+    from . import _registry
 
     if flat and len(seeds) != 1:
         raise ValueError(f"`flat` needs exactly one seed; got seeds={list(seeds)!r}.")
     made = []
-    for name in names:
-        for seed in seeds:
-            out = Path(root) / name if flat else Path(root) / name / f"seed{seed}"
-            resume = (out / "config.json").is_file()
-            made.append(run(name, preset, out, seed=seed, resume=resume, progress=progress).path)
+    bar = tqdm(
+        total=len(names) * len(seeds),
+        desc=f"claims {preset}",
+        unit="run",
+        disable=not progress,
+        leave=True,
+    )
+    try:
+        for name in names:
+            for seed in seeds:
+                bar.set_postfix_str(f"{name} seed {seed}")
+                out = Path(root) / name if flat else Path(root) / name / f"seed{seed}"
+                resume = (out / "config.json").is_file()
+                done = _registry.run(name, preset, out, seed=seed, resume=resume, progress=progress)
+                made.append(done.path)
+                bar.update(1)
+    finally:
+        bar.close()
     return made
 
 

@@ -157,6 +157,7 @@ def write_comparison_report(
     out: str | os.PathLike[str],
     *,
     keys: Sequence[str] | None = None,
+    progress: bool = False,
 ) -> Report:
     """Overlay several runs in one report and return its path (``out/report.html``).
 
@@ -168,6 +169,9 @@ def write_comparison_report(
         A new or empty folder, or one this function wrote before (it is replaced).
     keys : sequence of str, optional
         Metric keys to draw (prefix removed, e.g. ``"nc/nc1"``); default every drawable one.
+    progress : bool, default=False
+        A bar on stderr through the runs read, the figures drawn and the tables
+        (``ncdyn report --compare`` shows it).
 
     Raises
     ------
@@ -178,13 +182,36 @@ def write_comparison_report(
     """
     if not runs:
         raise ValueError("`runs` must name at least one run directory; got none.")
-    opened = [r if isinstance(r, Run) else read_run(r) for r in runs]
+    from tqdm.auto import tqdm
+
+    bar = tqdm(
+        total=len(runs) + 3, desc="report --compare", unit="step", disable=not progress, leave=False
+    )
+    try:
+        return _write_comparison(runs, out, keys, bar)
+    finally:
+        bar.close()
+
+
+def _write_comparison(
+    runs: Sequence[Run | str | os.PathLike[str]],
+    out: str | os.PathLike[str],
+    keys: Sequence[str] | None,
+    bar: Any,
+) -> Report:
+    opened = []
+    for r in runs:
+        bar.set_postfix_str(f"reading {Path(r.path if isinstance(r, Run) else r).name}")
+        opened.append(r if isinstance(r, Run) else read_run(r))
+        bar.update(1)
     paths = [r.path.resolve() for r in opened]
     if len(set(paths)) < len(paths):
         raise ValueError(f"`runs` must name each run once; got {[str(p) for p in paths]}.")
     out = Path(out)
     _check_out(out)
+    bar.set_postfix_str("drawing the figures")
     figs = comparison_figures(opened, keys=keys)
+    bar.update(1)
     if keys is not None and not figs:
         raise ValueError(
             f"`keys` (--metric) must name recorded metric keys such as 'nc/nc1' with more "
@@ -218,6 +245,8 @@ def write_comparison_report(
         "the seed form a group, drawn as their mean with a band from minimum to maximum"
         + (f" ({seeds} group(s) with several seeds)." if seeds else ".")
     )
+    bar.set_postfix_str("the tables")
+    bar.update(1)
     doc = f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>Comparison of {len(opened)} runs</title>
 <style>{_CSS}</style></head><body>
@@ -228,4 +257,6 @@ def write_comparison_report(
 <h2>Figures</h2>{"".join(figs_html) or "<p>No metric has more than one record.</p>"}
 </body></html>
 """
-    return Report(atomic_write(out / "report.html", _text_writer(doc)))
+    page = Report(atomic_write(out / "report.html", _text_writer(doc)))
+    bar.update(1)
+    return page

@@ -28,6 +28,7 @@ import shutil
 import sys
 import tempfile
 from collections.abc import Callable, Sequence
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +43,7 @@ from ..experiments.confront import (
     compare_table,
     confrontations,
     forecast_table,
+    read_run,
     theories_without_confrontation,
     windows_table,
     write_output_marker,
@@ -127,6 +129,21 @@ def _table(
 
 # ---------------------------------------------------------------------------- figures
 _DPI = 80
+#: Widest figure in px: the page's text column (1100 px less its padding) shows it unscaled.
+_MAX_FIGURE_PX = 1060
+#: Type sizes in points: at _DPI, 9 pt is 10 px.
+_TYPE_PT, _TITLE_PT = 9, 10
+
+
+def _observable_title(name: str) -> str:
+    """A panel title: the metric's label and unit where ncdynamics knows it, and the key."""
+    from .labels import label
+
+    lab = label(name)
+    if not lab.known:
+        return name
+    unit = f" ({lab.unit})" if lab.unit else ""
+    return f"{lab.short}{unit}: {name}"
 
 
 def _log_axis(values: Any) -> bool:
@@ -157,16 +174,18 @@ def _compare_figure(e: CompareEntry) -> Any:
     n_bottom = len(win_params) + 1 if e.windows else 0
     cols = max(len(names), n_bottom, 1)
     rows = 3 if e.windows else 2
-    fig = plt.figure(figsize=(3.5 * cols, 2.6 * rows), dpi=_DPI)
+    # at most _MAX_FIGURE_PX wide, so the page shows it unscaled and 9 pt type is >= 10 px
+    width = min(3.5 * cols, _MAX_FIGURE_PX / _DPI)
+    fig = plt.figure(figsize=(width, 2.8 * rows), dpi=_DPI)
     # fixed margins instead of tight_layout: the layout pass cost as much as the drawing
     grid = fig.add_gridspec(
         rows,
         cols,
         height_ratios=[1.25, 0.8, 1.0][:rows],
-        left=0.6 / (3.5 * cols) * 1.6,
+        left=0.6 / width * 1.6,
         right=1 - 0.15 / cols,
-        bottom=0.45 / (2.6 * rows) * 1.4,
-        top=1 - 0.42 / (2.6 * rows) * 1.4,
+        bottom=0.45 / (2.8 * rows) * 1.4,
+        top=1 - 0.42 / (2.8 * rows) * 1.4,
         wspace=0.32,
         hspace=0.55,
     )
@@ -179,11 +198,12 @@ def _compare_figure(e: CompareEntry) -> Any:
             ax.plot(*curve, "-", color="C0", lw=1.8, label="theory (fit)")
         if e.verdict.window:
             ax.axvspan(*e.verdict.window, color="#2f6fb5", alpha=0.12, label="holds here")
-        if _log_axis(values):
-            ax.set_yscale("log")
-        ax.set_title(name, fontsize=9)
-        ax.tick_params(labelsize=7)
-        ax.legend(fontsize=6)
+        if _log_axis(values):  # the fitted curve must not take the axis off the data
+            _measured_limits(ax, values)
+        ax.set_title(_observable_title(name), fontsize=_TITLE_PT)
+        ax.tick_params(labelsize=_TYPE_PT)
+        if i == 0:
+            ax.legend(fontsize=_TYPE_PT)
         res_ax = fig.add_subplot(grid[1, i])
         if curve is not None:
             scale = observable_scale(fit, name, values)
@@ -191,16 +211,47 @@ def _compare_figure(e: CompareEntry) -> Any:
             res = _scaled(values[io], scale) - _scaled(curve[1][ic], scale)
             res_ax.axhline(0, color="0.6", lw=0.8)
             res_ax.plot(common, res, ".-", ms=2.5, lw=0.6, color="C3")
-            res_ax.set_ylabel("log10 meas./fit" if scale == "log" else "meas. − fit", fontsize=7)
+            res_ax.set_ylabel(
+                "log10 meas./fit" if scale == "log" else "meas. − fit", fontsize=_TYPE_PT
+            )
         else:
-            res_ax.text(0.5, 0.5, "not fitted", ha="center", va="center", fontsize=8)
-        res_ax.set_xlabel("step", fontsize=7)
-        res_ax.tick_params(labelsize=7)
+            res_ax.text(0.5, 0.5, "not fitted", ha="center", va="center", fontsize=_TYPE_PT)
+        res_ax.set_xlabel(_time_unit(e), fontsize=_TYPE_PT)
+        res_ax.tick_params(labelsize=_TYPE_PT)
     if e.windows:
         for j, pname in enumerate(win_params):
             _window_panel(fig.add_subplot(grid[2, j]), e, pname)
         _skill_panel(fig.add_subplot(grid[2, len(win_params)]), e)
-    fig.suptitle(f"{e.theory} on {e.stream}: {e.verdict.verdict}", fontsize=10)
+    fig.suptitle(f"{e.theory} on {e.stream}: {e.verdict.verdict}", fontsize=_TITLE_PT + 1)
+    return fig
+
+
+def _windows_figure(e: CompareEntry) -> Any:
+    """The windows of a stream along training time, coloured by verdict (no fit to draw)."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(min(8.0, _MAX_FIGURE_PX / _DPI), 1.9), dpi=_DPI)
+    seen = set()
+    for w in e.windows:
+        verdict = w.verdict.verdict
+        ax.plot(
+            [w.since, w.until],
+            [0, 0],
+            "-",
+            lw=10,
+            solid_capstyle="butt",
+            color=VERDICT_COLOURS.get(verdict, "#444"),
+            label=None if verdict in seen else verdict,
+        )
+        seen.add(verdict)
+    ax.set_yticks([])
+    ax.set_xlabel(_time_unit(e), fontsize=_TYPE_PT)
+    ax.tick_params(labelsize=_TYPE_PT)
+    ax.set_title(f"{e.theory} on {e.stream}: windows by verdict", fontsize=_TITLE_PT)
+    ax.legend(
+        fontsize=_TYPE_PT, loc="upper center", bbox_to_anchor=(0.5, -0.45), ncol=4, frameon=False
+    )
+    fig.subplots_adjust(bottom=0.45, top=0.82, left=0.04, right=0.98)
     return fig
 
 
@@ -243,7 +294,7 @@ def _window_panel(ax: Any, e: CompareEntry, pname: str) -> None:
         v = w.params[pname]
         ax.plot([w.since, w.until], [v, v], "-", color=colour, lw=2)
         lo, hi = w.intervals.get(pname, (math.nan, math.nan))
-        if math.isfinite(lo) and math.isfinite(hi):
+        if interval_determined(lo, hi, v):  # an unbounded one is not drawn as a spike
             mid = (w.since + w.until) / 2
             ax.plot([mid, mid], [lo, hi], "-", color=colour, lw=0.9)
     if e.fit is not None and pname in e.fit.params:
@@ -251,14 +302,15 @@ def _window_panel(ax: Any, e: CompareEntry, pname: str) -> None:
     if e.fit is not None and pname in e.fit.expected:
         ax.axhline(e.fit.expected[pname], color="C2", ls=":", lw=1.2, label="from settings")
     unit = e.fit.units.get(pname, "") if e.fit else ""
-    ax.set_title(f"{pname} per window" + (f" ({unit})" if unit else ""), fontsize=8)
-    ax.set_xlabel("step", fontsize=7)
-    ax.tick_params(labelsize=7)
+    ax.set_title(f"{pname} per window" + (f" ({unit})" if unit else ""), fontsize=_TITLE_PT)
+    ax.set_xlabel(_time_unit(e), fontsize=_TYPE_PT)
+    ax.tick_params(labelsize=_TYPE_PT)
     if ax.get_legend_handles_labels()[0]:
-        ax.legend(fontsize=6)
+        ax.legend(fontsize=_TYPE_PT)
 
 
 def _skill_panel(ax: Any, e: CompareEntry) -> None:
+    drawn = False
     for w in e.windows:
         r2 = [v for k, v in w.verdict.skill.items() if k.endswith(".r2") and math.isfinite(v)]
         if not r2:
@@ -266,11 +318,26 @@ def _skill_panel(ax: Any, e: CompareEntry) -> None:
         colour = VERDICT_COLOURS.get(w.verdict.verdict, "#444")
         y = max(min(r2), -1.0)
         ax.plot([w.since, w.until], [y, y], "-", color=colour, lw=2)
+        drawn = True
+    if not drawn:  # no window has an R²: say so instead of an empty panel
+        for w in e.windows:
+            colour = VERDICT_COLOURS.get(w.verdict.verdict, "#444")
+            ax.plot([w.since, w.until], [0, 0], "-", color=colour, lw=6)
+        ax.text(
+            0.5,
+            0.7,
+            "no window has an R²\n(colour: verdict)",
+            transform=ax.transAxes,
+            ha="center",
+            va="center",
+            fontsize=_TYPE_PT,
+        )
+        ax.set_yticks([])
     ax.axhline(0.9, color="0.5", ls=":", lw=0.8)
     ax.set_ylim(-1.05, 1.05)
-    ax.set_title("worst R² per window (colour: verdict)", fontsize=8)
-    ax.set_xlabel("step", fontsize=7)
-    ax.tick_params(labelsize=7)
+    ax.set_title("worst R² per window (colour: verdict)", fontsize=_TITLE_PT)
+    ax.set_xlabel(_time_unit(e), fontsize=_TYPE_PT)
+    ax.tick_params(labelsize=_TYPE_PT)
 
 
 def _forecast_figure(e: ForecastEntry) -> Any:
@@ -304,9 +371,9 @@ def _forecast_figure(e: ForecastEntry) -> Any:
                 except Exception:
                     pass
         _measured_limits(ax, values)
-        ax.set_title(name, fontsize=9)
-        ax.tick_params(labelsize=7)
-        ax.legend(fontsize=6)
+        ax.set_title(_observable_title(name), fontsize=_TITLE_PT)
+        ax.tick_params(labelsize=_TYPE_PT)
+        ax.legend(fontsize=_TYPE_PT)
         ax2 = axes[1, i]
         table = pd.DataFrame(e.scores)
         if not table.empty:
@@ -316,10 +383,10 @@ def _forecast_figure(e: ForecastEntry) -> Any:
                 rmse = np.where(np.isfinite(g["rmse"]), g["rmse"], np.nan)
                 ax2.plot(g["cut"], rmse, "o-", ms=3, lw=1, label=str(method))
             unit = mine["error_unit"].iloc[0] if not mine.empty else ""
-            ax2.set_ylabel(f"RMSE after the cut ({unit})", fontsize=7)
-            ax2.legend(fontsize=6)
-        ax2.set_xlabel("cut (step)", fontsize=7)
-        ax2.tick_params(labelsize=7)
+            ax2.set_ylabel(f"RMSE after the cut ({unit})", fontsize=_TYPE_PT)
+            ax2.legend(fontsize=_TYPE_PT)
+        ax2.set_xlabel("cut (step)", fontsize=_TYPE_PT)
+        ax2.tick_params(labelsize=_TYPE_PT)
     fig.suptitle(f"{e.theory} on {e.stream}: forecasts from {len(e.origins)} origins", fontsize=10)
     return fig
 
@@ -342,17 +409,32 @@ def _save(fig: Any, path: Path) -> None:
 
 
 # ---------------------------------------------------------------------------- sections
+def _declared_assumptions(theory: str) -> list[Any]:
+    """Every assumption the theory declares (its Confrontation), ``[]`` if it has none."""
+    from ..theories import available, get
+
+    if theory not in available():
+        return []
+    conf = get(theory).load_confrontation()
+    return list(conf.assumptions) if conf is not None else []
+
+
 def _regime_html(e: CompareEntry | ForecastEntry) -> str:
-    if not e.regime:
+    checked = {a.name: reason for a, reason in e.regime}
+    declared = _declared_assumptions(e.theory)
+    names = {a.name for a in declared}
+    assumptions = declared + [a for a, _ in e.regime if a.name not in names]
+    if not assumptions:
         return '<p class="muted">The theory declares no assumptions to check.</p>'
-    rows = [
-        [
-            _text(a.name),
-            _text(a.statement),
-            f"outside: {_text(reason)}" if reason else "inside, or not recorded",
-        ]
-        for a, reason in e.regime
-    ]
+    rows = []
+    for a in assumptions:
+        if a.name not in checked:
+            state = "not checked (the verdict came before the regime check)"
+        elif checked[a.name]:
+            state = f"outside: {_text(checked[a.name])}"
+        else:
+            state = "inside, or not recorded"
+        rows.append([_text(a.name), _text(a.statement), state])
     return _table(["assumption", "the theory assumes", "this stream"], rows)
 
 
@@ -364,7 +446,7 @@ def _params_html(e: CompareEntry) -> str:
     for name, value in fit.params.items():
         lo, hi = fit.intervals.get(name, (math.nan, math.nan))
         if name in fit.intervals:
-            interval = f"{_num(lo)} to {_num(hi)}"
+            interval = _interval_text(lo, hi, value)
         else:
             interval = "(a constant)" if fit.intervals else "—"
         bound = fit.bounds.get(name)
@@ -387,6 +469,29 @@ def _params_html(e: CompareEntry) -> str:
     )
     head = ["parameter", "fitted", "95% interval", "unit", "from settings", "search", "sign"]
     return _table(head, rows, numeric=(1,)) + method
+
+
+#: An interval end this many decades from the estimate is not a bound the data set.
+_UNDETERMINED_DECADES = 6.0
+
+
+def interval_determined(lo: float, hi: float, value: float) -> bool:
+    """Whether ``[lo, hi]`` bounds ``value`` at all: both ends finite, and neither end more
+    than a million times (or a millionth) the estimate (``5.5e-96 to 7.3e+100`` is not)."""
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        return False
+    scale = abs(value) if math.isfinite(value) and value != 0 else max(abs(lo), abs(hi), 1e-300)
+    for end in (lo, hi):
+        if end != 0 and abs(math.log10(abs(end) / scale)) > _UNDETERMINED_DECADES:
+            return False
+    return True
+
+
+def _interval_text(lo: float, hi: float, value: float) -> str:
+    """An interval for the page: ``lo to hi``, or "not determined" with the reason."""
+    if interval_determined(lo, hi, value):
+        return f"{_num(lo)} to {_num(hi)}"
+    return "not determined (the records do not bound it)"
 
 
 def _skill_html(e: CompareEntry) -> str:
@@ -417,10 +522,52 @@ def _skill_html(e: CompareEntry) -> str:
     return _table(head, rows, numeric=(1, 2, 3, 4, 5))
 
 
+def _windows_html(e: CompareEntry) -> str:
+    """The per-window verdicts, as the terminal prints them, with units on the spans."""
+    if not e.windows:
+        return ""
+    unit = _time_unit(e)
+    rows = [
+        [
+            f"{w.since:g} to {w.until:g}",
+            str(w.n_records),
+            _badge(w.verdict.verdict),
+            _text(w.verdict.reason),
+        ]
+        for w in e.windows
+    ]
+    return "<p>Windows:</p>" + _table([f"window ({unit}s)", "records", "verdict", "reason"], rows)
+
+
+#: What a step of the run being written counts (set by :func:`write_compare_report`).
+_RUN_UNIT: ContextVar[str | None] = ContextVar("_RUN_UNIT", default=None)
+
+
+def _time_unit(e: CompareEntry | ForecastEntry) -> str:
+    """What a step of the stream counts: ``epoch`` for a run whose steps are its epochs
+    (as the run report reads it), else ``step``."""
+    unit = _RUN_UNIT.get()
+    if unit is not None:
+        return unit
+    for reason in [getattr(w.verdict, "reason", "") for w in getattr(e, "windows", [])]:
+        if " epoch" in str(reason):
+            return "epoch"
+    return "step"
+
+
+def _run_unit(run_dir: Path) -> str | None:
+    from .figures import _counts_epochs
+
+    try:
+        return "epoch" if _counts_epochs(read_run(run_dir)) else "step"
+    except Exception:  # noqa: BLE001 - an unreadable run: the entries' own words decide
+        return None
+
+
 def _extras_html(e: CompareEntry) -> str:
     fit = e.fit
     if fit is None:
-        return ""
+        return _windows_html(e)
     parts = []
     kv = [(k, v) for k, v in {**fit.goodness, **fit.predictions}.items()]
     if kv:
@@ -433,17 +580,7 @@ def _extras_html(e: CompareEntry) -> str:
             for variant, d in fit.alternatives.items()
         ]
         parts.append("<p>Readings of the theory compared:</p>" + _table(["variant", *cols], rows))
-    if e.windows:
-        rows = [
-            [
-                f"{w.since:g} to {w.until:g}",
-                str(w.n_records),
-                _badge(w.verdict.verdict),
-                _text(w.verdict.reason),
-            ]
-            for w in e.windows
-        ]
-        parts.append(_table(["window (steps)", "records", "verdict", "reason"], rows))
+    parts.append(_windows_html(e))
     if fit.notes:
         parts.append(f'<p class="muted">{_text("; ".join(fit.notes))}</p>')
     return "".join(parts)
@@ -584,6 +721,9 @@ def _write_dir(out: Path, command: str, fill: Callable[[Path], None]) -> Path:
     finally:
         if mark >= 0:
             os.close(mark)
+    from .html import link_output_pages
+
+    link_output_pages(out.parent)  # the run's own report links to this page
     return out / "report.html"
 
 
@@ -592,6 +732,16 @@ def write_compare_report(
 ) -> Path:
     """Write the compare table, figures and ``report.html`` into ``out``; ``note`` (such as
     "the run is still training") heads the page."""
+    token = _RUN_UNIT.set(_run_unit(Path(run_dir)))
+    try:
+        return _write_compare_report(entries, run_dir, out, note)
+    finally:
+        _RUN_UNIT.reset(token)
+
+
+def _write_compare_report(
+    entries: list[CompareEntry], run_dir: Path, out: Path, note: str | None
+) -> Path:
     intro = (f"<p><strong>{_text(note)}</strong></p>" if note else "") + (
         f"<p>Every theory confronted with run <code>{_text(run_dir)}</code>: the regime it "
         "assumes checked against the run's settings, the fit to each stream with 95% "
@@ -612,6 +762,11 @@ def write_compare_report(
                     "residuals, and the windows",
                 )
                 html += _extras_html(e)
+            elif e.windows:  # nothing fitted to the whole stream: the windows still show
+                png = tmp / "figures" / f"{_safe(e.theory)}-{_safe(e.stream)}-windows.png"
+                _save(_windows_figure(e), png)
+                html += _img(png, f"{e.theory} on {e.stream}: the windows and their verdicts")
+                html += _windows_html(e)
             return html
 
         body = "<h2>Verdicts</h2>" + _verdicts_table(entries) + _sections(entries, section)

@@ -27,7 +27,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import matplotlib
 
@@ -290,7 +290,11 @@ def _family_figure(
     panels: Sequence[tuple[str, Sequence[Series]]],
     axis: TimeAxis,
     lr: Sequence[tuple[int, float, float]],
+    *,
+    shared_legend: bool = False,
 ) -> Figure:
+    """Panels of one family; with ``shared_legend`` one legend below them all (the lines of
+    a comparison are the same groups in every panel), outside every panel."""
     n = len(panels)
     cols = min(3, n)
     rows = -(-n // cols)
@@ -302,7 +306,32 @@ def _family_figure(
         ax.set_visible(False)
     note = "  (dotted lines: learning-rate changes)" if lr_steps else ""
     fig.suptitle(title + note, fontsize=11)
-    fig.tight_layout()
+    if not shared_legend:
+        fig.tight_layout()
+        return fig
+    entries: dict[str, Any] = {}
+    for ax in list(axes.flat)[:n]:
+        legend = ax.get_legend()
+        if legend is not None:
+            legend.remove()
+        for handle, text in zip(*ax.get_legend_handles_labels(), strict=True):
+            entries.setdefault(text, handle)
+    if not entries:
+        fig.tight_layout()
+        return fig
+    ncol = max(1, min(len(entries), 3 if cols >= 3 else 2))
+    legend_rows = -(-len(entries) // ncol)
+    height = fig.get_figheight()
+    bottom = min(0.45, (0.28 * legend_rows + 0.2) / height)
+    fig.legend(
+        list(entries.values()),
+        list(entries),
+        loc="lower center",
+        ncol=ncol,
+        fontsize=9,
+        frameon=False,
+    )
+    fig.tight_layout(rect=(0, bottom, 1, 1))
     return fig
 
 
@@ -411,18 +440,67 @@ class _Group:
     paths: tuple[Path, ...] = ()
 
 
+def _flat(config: Mapping[str, object], head: str = "") -> dict[str, object]:
+    """A config's leaves under dotted keys (``streams.mse.lr``)."""
+    out: dict[str, object] = {}
+    for key, value in config.items():
+        where = f"{head}.{key}" if head else str(key)
+        if isinstance(value, Mapping) and value:
+            out.update(_flat(value, where))
+        else:
+            out[where] = value
+    return out
+
+
+def differing_settings(configs: Sequence[Mapping[str, object]]) -> list[str]:
+    """The settings that tell ``configs`` apart, derived ones left out, top level first.
+
+    Nested settings are compared leaf by leaf (``streams.mse.lr``); the seed is not a
+    setting. A nested setting is derived, and left out, when a setting already kept has the
+    same value in every config, or the same name and splits the configs the same way
+    (``streams.mse.lr`` follows ``lr`` in the demo).
+    """
+    flat = [_flat(c) for c in configs]
+    keys = sorted({k for f in flat for k in f if k != "seed"}, key=lambda k: (k.count("."), k))
+    differ = [k for k in keys if len({repr(f.get(k)) for f in flat}) > 1]
+    kept: list[str] = []
+    for k in differ:
+        values = [repr(f.get(k)) for f in flat]
+
+        def follows(j: str, values: list[str] = values, k: str = k) -> bool:
+            other = [repr(f.get(j)) for f in flat]
+            if other == values:
+                return True
+            pairs = set(zip(values, other, strict=True))
+            same_split = len(pairs) == len(set(values)) == len(set(other))
+            return same_split and j.rpartition(".")[2] == k.rpartition(".")[2]
+
+        if "." not in k or not any(follows(j) for j in kept):
+            kept.append(k)
+    return kept
+
+
+def _setting_text(key: str, value: object, keys: Sequence[str]) -> str:
+    """``lr=0.05``: the last part of a dotted key when no other shown key ends the same."""
+    short = key.rpartition(".")[2]
+    name = short if sum(k.rpartition(".")[2] == short for k in keys) == 1 else key
+    text = f"{value:.4g}" if isinstance(value, float) else str(value)
+    return f"{name}={text if len(text) <= 24 else text[:21] + '...'}"
+
+
 def _groups(runs: Sequence[Run]) -> list[_Group]:
-    """Runs grouped by their config without the seed; labels name what differs."""
+    """Runs grouped by their config without the seed; labels name the settings that differ
+    (:func:`differing_settings`, three at most)."""
     keyed: dict[str, list[Run]] = {}
     for run in runs:
         keyed.setdefault(_config_without_seed(run.config), []).append(run)
     configs = [members[0].config for members in keyed.values()]
-    keys = sorted({str(k) for c in configs for k in c if k != "seed"})
-    differ = [k for k in keys if len({repr(c.get(k)) for c in configs}) > 1]
+    differ = differing_settings(configs)[:3]
     out = []
     for members, config in zip(keyed.values(), configs, strict=True):
         if differ:
-            text = ", ".join(f"{k}={config.get(k)}" for k in differ[:3])
+            flat = _flat(config)
+            text = ", ".join(_setting_text(k, flat.get(k), differ) for k in differ)
         else:
             text = members[0].path.name
         if len(members) > 1:
@@ -512,7 +590,9 @@ def comparison_figures(
             name = f"compare-{_file_name(family)}" + (
                 f"-{start // max_panels + 1}" if start else ""
             )
-            out.append((name, _family_figure(FAMILIES[family], chunk, axis, lr)))
+            out.append(
+                (name, _family_figure(FAMILIES[family], chunk, axis, lr, shared_legend=True))
+            )
     return out
 
 

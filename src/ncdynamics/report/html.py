@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import html
 import json
+import os
 import warnings
 from collections.abc import Callable
 from pathlib import Path, PurePath, PurePosixPath
@@ -322,6 +323,42 @@ def _figures_html(run: Run) -> str:
     return "".join(figs)
 
 
+_PAGES_START, _PAGES_END = "<!-- ncdyn:pages -->", "<!-- /ncdyn:pages -->"
+
+
+def _pages_html(run_dir: Path) -> str:
+    """Links to the pages ``ncdyn compare`` and ``ncdyn forecast`` wrote inside the run,
+    between markers that :func:`link_output_pages` rewrites when one is written later."""
+    from ..runs._outputs import output_command
+
+    links = []
+    if run_dir.is_dir():
+        for sub in sorted(run_dir.iterdir()):
+            command = output_command(sub)
+            if command is not None and (sub / "report.html").is_file():
+                what = "theory against run" if command == "compare" else "forecasts scored"
+                links.append(
+                    f'<a href="{_text(sub.name)}/report.html">{_text(sub.name)}</a> ({what})'
+                )
+    inner = f'<p class="note">Pages: {" · ".join(links)}</p>' if links else ""
+    return f"{_PAGES_START}{inner}{_PAGES_END}"
+
+
+def link_output_pages(run_dir: str | os.PathLike[str]) -> None:
+    """Rewrite the links of ``run_dir/report.html`` to its compare and forecast pages (after
+    ``ncdyn compare`` or ``forecast`` wrote one); a report without the markers is left."""
+    page = Path(run_dir) / "report.html"
+    if page.is_symlink() or not page.is_file():
+        return
+    text = page.read_text(encoding="utf-8")
+    start, end = text.find(_PAGES_START), text.find(_PAGES_END)
+    if start < 0 or end < start:
+        return
+    new = text[:start] + _pages_html(Path(run_dir)) + text[end + len(_PAGES_END) :]
+    if new != text:
+        atomic_write(page, _text_writer(new))
+
+
 def write_report(run: Run | str | Path, *, draw: bool = True) -> Report:
     """Write ``report.html`` into the run directory and return its path.
 
@@ -385,6 +422,7 @@ def write_report(run: Run | str | Path, *, draw: bool = True) -> Report:
 <style>{_CSS}</style></head><body>
 <h1>{_text(title)}</h1>
 <p>Run directory <code>{_text(run.path)}</code></p>
+{_pages_html(run.path)}
 {meta_html}
 <h2>Summary</h2>{_summary_html(_json_object(run, "summary")) or "<p>No summary was written.</p>"}
 {series}{glance}

@@ -58,7 +58,7 @@ _TOP_FILES = frozenset(
         "table.tex",
     }
 )
-_PART = re.compile(r"^part-\d+(-[A-Za-z0-9]+)*\.parquet$")
+_PART = re.compile(r"^(part-\d+(-[A-Za-z0-9]+)*\.parquet|journal-\d+(-[A-Za-z0-9]+)*\.jsonl)$")
 _ARRAY = re.compile(r"^\d+\.npy$")
 _CHECKPOINT = re.compile(r"^step-\d+\.pt$")
 _FIGURE = re.compile(r"^[A-Za-z0-9_.\-]+\.(png|svg|pdf)$")

@@ -7,6 +7,8 @@ Layout of a run directory::
     config.json            resolved experiment config, experiment name, preset
     status.json            state (running / completed / failed), seed, versions, host, times
     metrics/part-<n>-<pid>-<token>.parquet  long table (step, name, value), one per flush
+    metrics/journal-<n>-<pid>-<token>.jsonl  records logged since the last flush, appended
+                           as they are made (one checksummed line per append)
     metrics.parquet        the parts compacted, written when the run completes
     arrays/<name>/<step>.npy
     checkpoints/<tag>/step-<step>.pt
@@ -16,11 +18,12 @@ Layout of a run directory::
     error.txt              traceback of a failed attempt (removed when the run completes)
 
 Every file is written to a temporary name and renamed, so a run killed at any moment holds
-only whole files. Metrics are flushed in parts; a resumed run may write a record for a step
-again, and readers keep the last one. One process writes a run at a time (an OS lock,
-``_lock.py``); metric files carry checksums (``_tables.py``); checkpoints load without
-running code (``_checkpoint.py``); ``overwrite`` deletes only the store's own files
-(``_layout.py``). docs/runs.md states the guarantees.
+only whole files, except the metric journal, which is appended to: each line carries a
+CRC-32 of its content and a line cut short by a kill is ignored. Metrics are flushed in
+parts; a resumed run may write a record for a step again, and readers keep the last one. One
+process writes a run at a time (an OS lock, ``_lock.py``); metric files carry checksums
+(``_tables.py``); checkpoints load without running code (``_checkpoint.py``); ``overwrite``
+deletes only the store's own files (``_layout.py``). docs/runs.md states the guarantees.
 """
 
 from __future__ import annotations
@@ -38,7 +41,9 @@ import socket
 import stat
 import subprocess
 import sys
+import time
 import warnings
+import zlib
 from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
@@ -51,7 +56,15 @@ from numpy.typing import ArrayLike, NDArray
 from .._reasons import one_line_reason
 from ._checkpoint import load_checkpoint_file, reason
 from ._errors import RunCorruptError, RunExistsError, RunInUseError
-from ._io import _json_default, atomic_write, open_regular, read_json, write_json, write_npy
+from ._io import (
+    _json_default,
+    atomic_write,
+    open_regular,
+    read_bounded,
+    read_json,
+    write_json,
+    write_npy,
+)
 from ._layout import (
     MARKER,
     MARKER_FORMAT,
@@ -65,6 +78,7 @@ from ._layout import (
     remove_store_files,
 )
 from ._lock import DirLock, acquire
+from ._signals import interruption_reason, unwatch, watch
 from ._tables import read_metric_table, write_metric_table
 
 if TYPE_CHECKING:  # the probes import torch; the run store stays light until it needs them
@@ -189,6 +203,45 @@ def _is_regular(path: Path) -> bool:
         return False
 
 
+#: Largest metrics journal read (a journal holds the records between two flushes).
+_JOURNAL_LIMIT = 1 << 30
+
+
+def _metric_file_order(path: Path) -> tuple[int, int, str]:
+    """Read order of the metric files: by write index, a journal before the part of its index
+    (a kill between writing the part and removing the journal leaves both, the same records)."""
+    return (_part_index(path), 0 if path.name.startswith("journal-") else 1, path.name)
+
+
+def _read_journal(path: Path) -> pd.DataFrame | None:
+    """The records of a metric journal (``None`` if it vanished: a flush just replaced it).
+
+    Every complete line is ``<crc32 hex> <JSON list of [step, name, value]>``; bytes after
+    the last newline are a write a kill cut short and are ignored. A complete line whose
+    checksum does not match is damage, raised as :class:`RunCorruptError` naming the file.
+    """
+    try:  # a regular file inside the run, not a link or a FIFO (RunCorruptError otherwise)
+        data = read_bounded(path, _JOURNAL_LIMIT, "metrics journal")
+    except FileNotFoundError:
+        return None
+    records: list[Any] = []
+    for number, line in enumerate(data.split(b"\n")[:-1], start=1):
+        crc, _, payload = line.partition(b" ")
+        try:
+            ok = int(crc, 16) == zlib.crc32(payload)
+            rows = json.loads(payload) if ok else None
+        except ValueError:
+            ok = False
+        if not ok or not isinstance(rows, list):
+            raise RunCorruptError(
+                f"metrics journal {str(path)!r} is damaged (line {number} does not match its "
+                "checksum); its records cannot be trusted. Move it out of the run directory "
+                "to read the rest."
+            )
+        records.extend(rows)
+    return pd.DataFrame(records, columns=["step", "name", "value"])
+
+
 def _step_of(path: Path) -> int:
     return int(path.stem.split("-")[1])
 
@@ -209,10 +262,19 @@ class Run:
         self._warned_nonfinite = False
         self._lock: DirLock | None = None
         self._next_part: int | None = None
+        #: Seconds between two appends of :meth:`log` to the journal (a Recorder's record
+        #: appends at once, see :meth:`persist`).
+        self.persist_every = 2.0
+        self._journal_fd: int | None = None
+        self._journal_path: Path | None = None
+        self._journaled = 0  # how many records of the buffer the journal holds
+        self._persisted_at = time.monotonic()
 
     # ------------------------------------------------------------------ lock
     def close(self) -> None:
         """Release the directory's lock (idempotent); buffered records are not flushed."""
+        self._close_journal()
+        unwatch(self)
         if self._lock is not None:
             self._lock.release()
             self._lock = None
@@ -229,7 +291,9 @@ class Run:
         try:
             if self._lock is not None and self.state == "running":
                 if error is not None:
-                    self.mark_failed(error if isinstance(error, str) else one_line_reason(error))
+                    if not isinstance(error, str):
+                        error = interruption_reason(error) or one_line_reason(error)
+                    self.mark_failed(error)
                 elif self.complete_on_exit:
                     self.mark_completed()
         finally:
@@ -261,6 +325,46 @@ class Run:
     def config(self) -> dict[str, Any]:
         """The resolved config (``config.json``)."""
         return self._read_object("config.json")
+
+    def record_settings(self, settings: Mapping[str, Any], *, stream: str | None = None) -> None:
+        """Add training settings the run did not declare to ``config.json``.
+
+        ``stream`` (a Recorder's prefix without its ``/``) puts them under
+        ``config["streams"][stream]``, where :meth:`Stream.setting
+        <ncdynamics.theories.confrontation.Stream.setting>` looks first; else at the top
+        level. A key the config already declares keeps its declared value (a different value
+        is warned about). The keys added are listed in ``status.json`` (``recorded_settings``),
+        so resuming with the config first given is not refused as a different one.
+        """
+        config = self.config
+        target: dict[str, Any] = config
+        if stream:
+            streams = config.setdefault("streams", {})
+            if not isinstance(streams, dict):
+                raise ValueError(
+                    f"config key 'streams' of run {str(self.path)!r} must be a mapping to "
+                    f"record settings of stream {stream!r}; got {type(streams).__name__}."
+                )
+            target = streams.setdefault(stream, {})
+        added = []
+        for key, value in _jsonable(dict(settings)).items():
+            if key not in target:
+                target[key] = value
+                added.append(f"{stream}/{key}" if stream else key)
+            elif target[key] != value:
+                warnings.warn(
+                    f"setting {key!r} of run {str(self.path)!r}"
+                    f"{f' (stream {stream!r})' if stream else ''} is declared as "
+                    f"{target[key]!r} in its config but the training uses {value!r}; the "
+                    "declared value is kept.",
+                    UserWarning,
+                    stacklevel=3,
+                )
+        if not added:
+            return
+        known = list(self.status.get("recorded_settings") or [])
+        write_json(self.path / "config.json", config)
+        self._set_status(recorded_settings=known + [k for k in added if k not in known])
 
     @property
     def status(self) -> dict[str, Any]:
@@ -310,6 +414,10 @@ class Run:
         ``step`` must be an integer in the 64-bit range the metrics files hold and each
         value a real number; anything else is a ``ValueError`` here, before it is buffered
         (a step that fails only when written would leave the run unable to finish).
+
+        The buffer also reaches the journal every :attr:`persist_every` seconds (at the
+        first ``log`` after that much time), so a run killed between flushes loses at most
+        those seconds of ``log`` calls; a Recorder's records reach it at once.
         """
         step = _step_value(step)
         if not _INT64_MIN <= step <= _INT64_MAX:
@@ -335,14 +443,65 @@ class Run:
                 )
                 self._warned_nonfinite = True
             self._buffer.append((int(step), str(name), v))
+        if time.monotonic() - self._persisted_at >= self.persist_every:
+            self.persist()
 
-    def _parts(self) -> list[Path]:
-        """The metric parts in write order."""
+    def persist(self) -> None:
+        """Append the records logged since the last call to the run's metric journal.
+
+        One ``write`` of one checksummed line to ``metrics/journal-*.jsonl``, without fsync: a
+        killed process loses nothing that was persisted (the operating system holds the
+        write), at a cost of tens of microseconds. :meth:`flush` turns the buffer into a
+        Parquet part and removes the journal; readers read both.
+        """
+        self._persisted_at = time.monotonic()
+        new = self._buffer[self._journaled :]
+        if not new:
+            return
+        payload = json.dumps(new, separators=(",", ":")).encode()
+        line = b"%08x %s\n" % (zlib.crc32(payload), payload)
+        if self._journal_fd is None:
+            index = self._next_index()
+            folder = real_folder(self.path, "metrics")
+            name = f"journal-{index:06d}-{os.getpid()}-{secrets.token_hex(4)}.jsonl"
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | os.O_CLOEXEC
+            fd = os.open(folder / name, flags | getattr(os, "O_NOFOLLOW", 0), 0o666)
+            self._journal_fd, self._journal_path = fd, folder / name
+        view = memoryview(line)
+        try:
+            while view:
+                view = view[os.write(self._journal_fd, view) :]
+        except BaseException:
+            # a line cut short stays last in its file (readers ignore it): the next append
+            # starts a new journal, with these records again
+            os.close(self._journal_fd)
+            self._journal_fd = None
+            raise
+        self._journaled = len(self._buffer)
+
+    def _close_journal(self, *, remove: bool = False) -> None:
+        """Close this process's journal (and delete it: its records are in a part now)."""
+        if self._journal_fd is not None:
+            os.close(self._journal_fd)
+            self._journal_fd = None
+        if remove and self._journal_path is not None:
+            self._journal_path.unlink(missing_ok=True)
+            self._journal_path = None
+        self._journaled = 0
+
+    def _next_index(self) -> int:
+        if self._next_part is None:
+            found = self._metric_files()
+            self._next_part = _part_index(found[-1]) + 1 if found else 0
+        return self._next_part
+
+    def _metric_files(self) -> list[Path]:
+        """The metric parts and journals in write order."""
         folder = real_folder(self.path, "metrics", create=False)
         if folder is None:
             return []
-        found = folder.glob("part-*.parquet")
-        return sorted(found, key=lambda p: (_part_index(p), p.name))
+        found = [*folder.glob("part-*.parquet"), *folder.glob("journal-*.jsonl")]
+        return sorted(found, key=_metric_file_order)
 
     def flush(self) -> None:
         """Write buffered metrics as a new Parquet part (atomically).
@@ -353,15 +512,13 @@ class Run:
         """
         if not self._buffer:
             return
-        if self._next_part is None:
-            parts = self._parts()
-            self._next_part = _part_index(parts[-1]) + 1 if parts else 0
-        index = self._next_part
+        index = self._next_index()
         steps, names, values = zip(*self._buffer, strict=True)
         name = f"part-{index:06d}-{os.getpid()}-{secrets.token_hex(4)}.parquet"
         write_metric_table(real_folder(self.path, "metrics") / name, steps, names, values)
         self._next_part = index + 1
         self._buffer.clear()
+        self._close_journal(remove=True)  # its records are in the part
 
     def _read_metric_frames(self) -> list[pd.DataFrame]:
         """The metric files' records, read as one consistent state.
@@ -379,8 +536,13 @@ class Run:
                 frames = []
                 if before is not None:
                     frames.append(read_metric_table(compacted))
-                for part in self._parts():
-                    frames.append(read_metric_table(part))
+                for path in self._metric_files():
+                    if path.suffix == ".jsonl":
+                        journal = _read_journal(path)
+                        if journal is not None and len(journal):
+                            frames.append(journal)
+                    else:
+                        frames.append(read_metric_table(path))
             except FileNotFoundError:
                 if attempt + 1 == _READ_ATTEMPTS:
                     raise
@@ -431,8 +593,9 @@ class Run:
             df["name"].to_numpy(dtype=object),
             df["value"].to_numpy(np.float64),
         )
-        for part in self._parts():
-            part.unlink()
+        self._close_journal(remove=True)
+        for part in self._metric_files():
+            part.unlink(missing_ok=True)
 
     def drop_records_after(self, step: int) -> None:
         """Forget metric records and arrays after ``step`` (used when resuming).
@@ -731,6 +894,48 @@ def _check_version(run: Run) -> None:
         )
 
 
+def _config_differences(stored: Any, given: Any, *, limit: int = 4) -> str:
+    """The keys where two configs differ, with both values: ``"lr (run 0.1, given 0.05)"``."""
+    diffs: list[str] = []
+
+    def walk(a: Any, b: Any, path: str) -> None:
+        if isinstance(a, dict) and isinstance(b, dict):
+            for key in sorted(set(a) | set(b), key=str):
+                where = f"{path}.{key}" if path else str(key)
+                if key not in a:
+                    diffs.append(f"{where} (run: absent, given {b[key]!r})")
+                elif key not in b:
+                    diffs.append(f"{where} (run {a[key]!r}, given: absent)")
+                else:
+                    walk(a[key], b[key], where)
+        elif a != b:
+            diffs.append(f"{path or 'config'} (run {a!r}, given {b!r})")
+
+    walk(stored, given, "")
+    shown = "; ".join(d if len(d) <= 120 else d[:117] + "..." for d in diffs[:limit])
+    more = f"; and {len(diffs) - limit} more" if len(diffs) > limit else ""
+    return f"{len(diffs)} key{'s' if len(diffs) != 1 else ''}: {shown}{more}"
+
+
+def _declared(config: dict[str, Any], recorded: list[str]) -> dict[str, Any]:
+    """``config`` without the settings :meth:`Run.record_settings` added (``key`` or
+    ``stream/key``), and without a ``streams`` entry that only they made."""
+    out = json.loads(json.dumps(config))
+    for item in recorded:
+        stream, _, key = str(item).rpartition("/")
+        if not stream:
+            out.pop(key, None)
+            continue
+        streams = out.get("streams")
+        if isinstance(streams, dict) and isinstance(streams.get(stream), dict):
+            streams[stream].pop(key, None)
+            if not streams[stream]:
+                del streams[stream]
+            if not streams:
+                del out["streams"]
+    return out
+
+
 def _jsonable(obj: Any) -> Any:
     return json.loads(json.dumps(obj, default=_json_default))
 
@@ -829,6 +1034,7 @@ def create(
     except BaseException:
         run.close()
         raise
+    watch(run)
     return run
 
 
@@ -868,10 +1074,14 @@ def _open_locked(
             )
         _check_version(run)
         stored = run.config if (p / "config.json").is_file() else None
+        if stored is not None:
+            stored = _declared(stored, run.status.get("recorded_settings") or [])
         if stored != full_config:
             raise ValueError(
-                f"cannot resume {str(p)!r}: its config differs from the one given. "
-                "Resume with the same experiment, preset and options."
+                f"cannot resume {str(p)!r}: its config differs from the one given in "
+                f"{_config_differences(stored, full_config)}. Resume with the same "
+                "experiment, preset and options, or start it over with overwrite=True "
+                "(--overwrite)."
             )
         if kind == "legacy":
             _refuse_foreign(

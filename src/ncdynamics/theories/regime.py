@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from .._losses import LOSSES, canonical_loss
 from .confrontation import Assumption, Stream
 
 __all__ = [
@@ -43,26 +44,6 @@ __all__ = [
     "recorded",
 ]
 
-#: Canonical loss names: mean squared error, half of it (the ``1/2 |y - f|^2`` of many
-#: papers), and softmax cross-entropy.
-LOSSES = ("mse", "half-mse", "cross-entropy")
-_LOSS_SPELLINGS = {
-    "mse": "mse",
-    "mseloss": "mse",
-    "l2": "mse",
-    "squared": "mse",
-    "squared-error": "mse",
-    "mean-squared-error": "mse",
-    "half-mse": "half-mse",
-    "halfmse": "half-mse",
-    "half-squared-error": "half-mse",
-    "cross-entropy": "cross-entropy",
-    "crossentropy": "cross-entropy",
-    "crossentropyloss": "cross-entropy",
-    "ce": "cross-entropy",
-    "softmax-cross-entropy": "cross-entropy",
-    "nll": "cross-entropy",
-}
 #: Optimisers that rescale the gradient per coordinate: never plain gradient descent.
 ADAPTIVE = ("adam", "adamw", "adagrad", "adadelta", "adamax", "nadam", "radam", "rmsprop")
 _GRADIENT_DESCENT = ("sgd", "gd", "gradient-descent")
@@ -70,16 +51,6 @@ _GRADIENT_DESCENT = ("sgd", "gd", "gradient-descent")
 
 def _spelling(value: Any) -> str:
     return str(value).strip().lower().replace("_", "-").replace(" ", "-")
-
-
-def canonical_loss(name: Any) -> str | None:
-    """The canonical name (one of :data:`LOSSES`) of a loss as a user may spell it, or
-    ``None`` when it is none of them (a loss the vocabulary does not know).
-
-    >>> canonical_loss("CE"), canonical_loss("MSELoss"), canonical_loss("half_mse")
-    ('cross-entropy', 'mse', 'half-mse')
-    """
-    return _LOSS_SPELLINGS.get(_spelling(name))
 
 
 def recorded(stream: Stream, *keys: str) -> bool:

@@ -142,6 +142,9 @@ def transformers_callback(
         def on_train_begin(
             self, args: Any, state: Any, control: Any, model: nn.Module | None = None, **kw: Any
         ) -> None:
+            optimizer = kw.get("optimizer")
+            if self.recorder.optimizer is None and optimizer is not None:
+                self.recorder.use_optimizer(optimizer)  # its settings, lr at every record
             if model is not None:
                 self.recorder.step(model, self._position(state))
 

@@ -172,6 +172,15 @@ class MLflowSink(EndsOnce):
     def flush(self) -> None:
         """Nothing to do: every call above is written when made."""
 
+    def record_settings(self, settings: Mapping[str, Any], *, stream: str | None = None) -> None:
+        """Log the training settings a Recorder found (optimizer, lr, loss, ...) as params
+        (``<stream>.<key>`` with a stream); a param the run already has is left as it is."""
+        flat = flatten_params({stream: dict(settings)} if stream else dict(settings))
+        have = self.client.get_run(self.run_id).data.params
+        items = [self._entities.Param(k, v) for k, v in flat.items() if k not in have]
+        for i in range(0, len(items), _PARAMS_PER_CALL):
+            self.client.log_batch(self.run_id, params=items[i : i + _PARAMS_PER_CALL])
+
     # ---------------------------------------------------------------- ending the run
     def _end(self, error: BaseException | str | None) -> None:
         """End the MLflow run: ``FINISHED``, or ``FAILED`` with the error's one-line reason

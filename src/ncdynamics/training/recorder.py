@@ -36,6 +36,7 @@ import torch
 from numpy.typing import ArrayLike
 from torch import nn
 
+from .._losses import canonical_loss
 from .._validation import check_array, check_int, check_labels
 from ..models.features import FeatureExtractor, find_classifier
 from ..models.modes import eval_mode
@@ -43,7 +44,14 @@ from ..probes import Probe, ProbeInput, make_probe
 from .background import BackgroundWorker
 from .inputs import LabelledData, labelled_arrays
 
-__all__ = ["Evaluation", "Recorder", "Schedule", "Sink"]
+__all__ = [
+    "Evaluation",
+    "Recorder",
+    "Schedule",
+    "Sink",
+    "canonical_loss_name",
+    "optimizer_settings",
+]
 
 #: A further evaluation of the recorded model state: model -> scalars (e.g. the test-set loss).
 Evaluation = Callable[[nn.Module], Mapping[str, float]]
@@ -120,6 +128,22 @@ class Recorder:
         training goes on (see the module docstring). Holds up to two copies of the model's
         parameters and buffers; :meth:`record` then returns an empty dict and :attr:`last`
         waits for the pending records. The results are identical to the synchronous mode's.
+    optimizer : torch.optim.Optimizer, optional
+        The training's optimizer. Its class and hyperparameters (``optimizer``, ``lr``,
+        ``momentum``, ``nesterov``, ``weight_decay``, ``betas``, those it has) are recorded
+        in the run's config (under ``config["streams"][name]`` with a ``prefix``, where the
+        theories' regime checks read them), and its current learning rate as the scalar
+        ``lr`` at every record (a schedule's drops show).
+    loss : str or callable, optional
+        The training loss: a name or the loss function or module (``"mse"``,
+        ``torch.nn.functional.cross_entropy``, ``nn.MSELoss()``, ...), recorded as the
+        setting ``loss`` under its canonical name (``"mse"``, ``"half-mse"``,
+        ``"cross-entropy"``; another name as given).
+    output : str, int or callable, optional
+        Which part of the model's output holds the logits, for models that return a tuple,
+        a list or a dict: a key, an index, or a function of the output. By default the
+        output itself when it is a tensor, else its first tensor (a dict's ``"logits"``
+        entry when it has one).
     """
 
     def __init__(
@@ -135,6 +159,9 @@ class Recorder:
         prefix: str = "",
         batch_size: int = 1024,
         background: bool = False,
+        optimizer: torch.optim.Optimizer | None = None,
+        loss: str | Callable[..., object] | None = None,
+        output: str | int | Callable[[object], torch.Tensor] | None = None,
     ) -> None:
         x, y = labelled_arrays(x, y, name="x")
         x_t = (
@@ -152,7 +179,8 @@ class Recorder:
         if not self.probes:
             raise ValueError("`probes` must name at least one probe.")
         self.schedule = schedule if isinstance(schedule, Schedule) else Schedule(every=schedule)
-        self.extract = FeatureExtractor(layer=layer)
+        self.extract = FeatureExtractor(layer=layer, output=_output_selector(output))
+        self._checked_forward = False
         self.layer = layer
         self.prefix = prefix
         self.batch_size = check_int(batch_size, "batch_size", low=1)
@@ -170,6 +198,26 @@ class Recorder:
         self._worker: BackgroundWorker | None = None
         self._spare: list[nn.Module] = []  # snapshots not in use by a queued record
         self._snapshot_tensors: dict[int, list[torch.Tensor]] = {}  # id(snapshot) -> tensors
+        self.optimizer: torch.optim.Optimizer | None = None
+        settings: dict[str, object] = {}
+        if loss is not None:
+            settings["loss"] = canonical_loss_name(loss)
+        if optimizer is not None:
+            self.optimizer = _check_optimizer(optimizer)
+            settings.update(optimizer_settings(optimizer))
+        self._record_settings(settings)
+
+    def use_optimizer(self, optimizer: torch.optim.Optimizer) -> None:
+        """Record ``optimizer``'s settings and its ``lr`` from now on (the Lightning and
+        Hugging Face callbacks call this with the trainer's optimizer at the start)."""
+        self.optimizer = _check_optimizer(optimizer)
+        self._record_settings(optimizer_settings(optimizer))
+
+    def _record_settings(self, settings: Mapping[str, object]) -> None:
+        """Hand ``settings`` to a sink that stores them (a run's config, a tracker's params)."""
+        record = getattr(self.run, "record_settings", None)
+        if settings and callable(record):
+            record(settings, stream=self.prefix.rstrip("/.") or None)
 
     @property
     def last(self) -> dict[str, float]:
@@ -249,13 +297,27 @@ class Recorder:
             xs = self._inputs[device, dtype] = self.x.to(device=device, dtype=dtype)
         with torch.no_grad():
             if xs.shape[0] <= self.batch_size:  # the usual probe set: one batch, no copy
-                return (xs, *self.extract(model, xs))
+                return (xs, *self._extract(model, xs))
             feats, logits = [], []
             for s in range(0, xs.shape[0], self.batch_size):
-                h, out = self.extract(model, xs[s : s + self.batch_size])
+                h, out = self._extract(model, xs[s : s + self.batch_size])
                 feats.append(h)
                 logits.append(out)
             return xs, torch.cat(feats), torch.cat(logits)
+
+    def _extract(self, model: nn.Module, xs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Features and logits of ``xs``; a layer given inputs of the wrong width is named."""
+        try:
+            return self.extract(model, xs)
+        except RuntimeError as err:
+            mismatch = _width_mismatch(model, xs)
+            if mismatch is None:
+                raise
+            raise ValueError(
+                f"{mismatch}, from the probe inputs `x` of shape {tuple(self.x.shape)}; "
+                "pass `x` shaped as the model's training inputs, or `layer=` naming the "
+                f"classifier whose input is the feature vector (torch: {str(err).splitlines()[0]})."
+            ) from None
 
     def record(
         self,
@@ -275,6 +337,8 @@ class Recorder:
         in background mode the probes run later, on a snapshot taken now, and this returns
         an empty dict (read :attr:`last`, which waits for them).
         """
+        if self.optimizer is not None and "lr" not in extra:  # the rate now, not when run
+            extra = {**extra, "lr": float(self.optimizer.param_groups[0]["lr"])}
         if not self.background or not self._checked_head:
             # the first record runs here: its warning about the head points at the caller
             if self._worker is not None:
@@ -301,6 +365,7 @@ class Recorder:
         with eval_mode(model):  # as the probes: the snapshot's own modes must not matter
             values = {f"{self.prefix}{k}": float(v) for k, v in evaluate(model).items()}
         self.run.log(step, values)
+        self._persist()
         self._last.update(values)
 
     def _record(self, model: nn.Module, step: int, extra: Mapping[str, float]) -> dict[str, float]:
@@ -328,8 +393,16 @@ class Recorder:
                 for name, arr in out.arrays.items():
                     self.run.save_array(f"{self.prefix}{name}".replace("/", "."), step, arr)
         self.run.log(step, scalars)
+        self._persist()
         self._last = scalars
         return scalars
+
+    def _persist(self) -> None:
+        """Put the sink's records on disk now, where it can (a run appends them to its
+        journal: a killed training keeps every record made before the kill)."""
+        persist = getattr(self.run, "persist", None)
+        if callable(persist):
+            persist()
 
     def _warn_about_head(self, classifier: nn.Module, n_features: int) -> None:
         """Warn once when the collapse probe cannot compare the class means with the head."""
@@ -385,3 +458,178 @@ class Recorder:
                 worker.close()  # runs the queued records; raises their error
         finally:
             self.run.flush()  # the thread has stopped: the sink is this thread's again
+
+
+#: Loss names as the theories' regime checks read them ("mse", "half-mse", "cross-entropy");
+#: the spellings of torch and of common configs map onto them. This mirrors the regime
+#: vocabulary of ``ncdynamics.theories``.
+def canonical_loss_name(loss: str | Callable[..., object]) -> str:
+    """The name under which ``loss`` is recorded: ``"mse"``, ``"half-mse"``,
+    ``"cross-entropy"``, or for another loss its own name, lower case and hyphenated.
+
+    ``loss`` is a name (``"MSE"``, ``"cross_entropy"``), a loss module (``nn.MSELoss()``,
+    ``nn.CrossEntropyLoss()``) or a function (``torch.nn.functional.mse_loss``).
+    """
+    if isinstance(loss, str):
+        raw = loss
+    elif isinstance(loss, nn.Module):
+        raw = type(loss).__name__
+    elif callable(loss):
+        raw = getattr(loss, "__name__", type(loss).__name__)
+    else:
+        raise TypeError(
+            f"`loss` must be a loss name, function or module; got {type(loss).__name__}."
+        )
+    import re
+
+    name = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "-", raw.strip())  # CrossEntropy -> Cross-Entropy
+    name = re.sub(r"[\s_]+", "-", name.lower())
+    name = re.sub(r"-?loss$", "", name) or name
+    if not name:
+        raise ValueError(f"`loss` must name a loss; got {loss!r}.")
+    return canonical_loss(name) or name
+
+
+def _check_optimizer(optimizer: object) -> torch.optim.Optimizer:
+    """``optimizer``, or the one a trainer's wrapper holds (Accelerate's, Lightning's)."""
+    for _ in range(4):
+        inner = getattr(optimizer, "optimizer", None) or getattr(optimizer, "_optimizer", None)
+        if not isinstance(inner, torch.optim.Optimizer) or inner is optimizer:
+            break
+        optimizer = inner
+    if not isinstance(optimizer, torch.optim.Optimizer):
+        raise TypeError(
+            f"`optimizer` must be a torch.optim.Optimizer; got {type(optimizer).__name__}."
+        )
+    return optimizer
+
+
+def optimizer_settings(optimizer: torch.optim.Optimizer) -> dict[str, object]:
+    """The settings of ``optimizer`` that a theory's regime reads: ``optimizer`` (its class
+    name, ``"SGD"``, ``"Adam"``), and from its first parameter group those of ``lr``,
+    ``momentum``, ``nesterov``, ``weight_decay`` and ``betas`` it has (the rate at the start;
+    the Recorder records the current one at every record)."""
+    optimizer = _check_optimizer(optimizer)
+    group = optimizer.param_groups[0]
+    out: dict[str, object] = {"optimizer": type(optimizer).__name__}
+    for key in ("lr", "momentum", "nesterov", "weight_decay", "betas"):
+        if key not in group:
+            continue
+        value = group[key]
+        if isinstance(value, torch.Tensor):
+            value = value.tolist()
+        if key == "betas":
+            out[key] = [float(b) for b in value]
+        elif key == "nesterov":
+            out[key] = bool(value)
+        else:
+            out[key] = float(value)
+    return out
+
+
+def _output_selector(
+    output: str | int | Callable[[object], torch.Tensor] | None,
+) -> Callable[[object], torch.Tensor]:
+    """The function taking a model's output to its logits (see ``Recorder(output=...)``)."""
+    if output is not None and not (
+        isinstance(output, (str, int)) and not isinstance(output, bool) or callable(output)
+    ):
+        raise TypeError(
+            f"`output` must be a key, an index or a function of the model's output; got "
+            f"{type(output).__name__}."
+        )
+
+    def select(out: object) -> torch.Tensor:
+        value: object
+        if callable(output):
+            value = output(out)
+        elif output is None:
+            value = _first_tensor(out)
+        else:
+            try:
+                value = out[output]  # type: ignore[index]
+            except (KeyError, IndexError, TypeError):
+                kind = type(out).__name__
+                raise ValueError(
+                    f"`output` {output!r} selects nothing in the model's output (a {kind}"
+                    f"{_keys(out)}); pass the key or index of the logits."
+                ) from None
+        if not isinstance(value, torch.Tensor):
+            raise ValueError(
+                f"`output` must select the logits tensor of the model's output; got a "
+                f"{type(value).__name__} (the output is a {type(out).__name__}{_keys(out)})."
+            )
+        return value
+
+    return select
+
+
+def _keys(out: object) -> str:
+    if isinstance(out, Mapping):
+        return f" with keys {', '.join(map(repr, list(out)[:8]))}"
+    if isinstance(out, (tuple, list)):
+        return f" of {len(out)} items"
+    return ""
+
+
+def _first_tensor(out: object) -> object:
+    """The output itself if it is a tensor; else a dict's ``"logits"`` or first tensor, or a
+    tuple's or list's first tensor; else the output unchanged (reported by the caller)."""
+    if isinstance(out, torch.Tensor):
+        return out
+    if isinstance(getattr(out, "logits", None), torch.Tensor):  # a Hugging Face ModelOutput
+        return out.logits  # type: ignore[attr-defined]
+    if isinstance(out, Mapping):
+        if isinstance(out.get("logits"), torch.Tensor):
+            return out["logits"]
+        items: Sequence[object] = list(out.values())
+    elif isinstance(out, (tuple, list)):
+        items = out
+    else:
+        return out
+    return next((v for v in items if isinstance(v, torch.Tensor)), out)
+
+
+def _width_mismatch(model: nn.Module, xs: torch.Tensor) -> str | None:
+    """Run ``model`` on ``xs`` again with a check on every Linear and convolution layer; the
+    first one that receives inputs of a width it does not take, in words, or ``None``."""
+    found: list[str] = []
+    handles = []
+
+    def check(name: str, module: nn.Module) -> Callable[..., None]:
+        def hook(_m: nn.Module, inputs: tuple[object, ...]) -> None:
+            h = inputs[0] if inputs else None
+            if found or not isinstance(h, torch.Tensor) or h.ndim == 0:
+                return
+            if isinstance(module, nn.Linear):
+                width, want, what = h.shape[-1], module.in_features, "features"
+            elif isinstance(module, nn.modules.conv._ConvNd):
+                width, want, what = h.shape[1] if h.ndim > 1 else -1, module.in_channels, "channels"
+            else:
+                return
+            if width != want:
+                kind = type(module).__name__
+                found.append(
+                    f"layer {name!r} ({kind} with {want} input {what}) received inputs with "
+                    f"{width} {what}"
+                )
+                raise _Found
+
+        return hook
+
+    for name, module in model.named_modules():
+        if isinstance(module, (nn.Linear, nn.modules.conv._ConvNd)):
+            handles.append(module.register_forward_pre_hook(check(name, module)))
+    try:
+        with torch.no_grad():
+            model(xs)
+    except Exception:  # noqa: BLE001, S110 - _Found, or the model's own error: found tells
+        pass
+    finally:
+        for handle in handles:
+            handle.remove()
+    return found[0] if found else None
+
+
+class _Found(Exception):
+    """Stops the diagnostic forward pass at the first mismatching layer."""

@@ -68,6 +68,20 @@ class TeeSink:
         for s in self.sinks:
             s.flush()
 
+    def record_settings(self, settings: Mapping[str, Any], *, stream: str | None = None) -> None:
+        """Hand the training settings to every sink that stores them."""
+        for s in self.sinks:
+            record = getattr(s, "record_settings", None)
+            if callable(record):
+                record(settings, stream=stream)
+
+    def persist(self) -> None:
+        """Put the records on disk now in every sink that can (a run's journal)."""
+        for s in self.sinks:
+            persist = getattr(s, "persist", None)
+            if callable(persist):
+                persist()
+
     def close(self) -> None:
         for s in self.sinks:
             close = getattr(s, "close", None)
@@ -271,6 +285,9 @@ def lightning_callback(
             return out
 
         def on_train_start(self, trainer: Any, pl_module: nn.Module) -> None:
+            optimizers = getattr(trainer, "optimizers", None) or []
+            if self.recorder.optimizer is None and optimizers:
+                self.recorder.use_optimizer(optimizers[0])  # its settings, lr at every record
             self.recorder.step(pl_module, 0)
 
         def on_train_epoch_end(self, trainer: Any, pl_module: nn.Module) -> None:

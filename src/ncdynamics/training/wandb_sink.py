@@ -133,6 +133,14 @@ class WandbSink(EndsOnce):
     def flush(self) -> None:
         """Nothing to do: W&B sends records in the background."""
 
+    def record_settings(self, settings: Mapping[str, Any], *, stream: str | None = None) -> None:
+        """Add the training settings a Recorder found (optimizer, lr, loss, ...) to the run's
+        config (``<stream>.<key>`` with a stream); a key it already has is left as it is."""
+        flat = flatten_config({stream: dict(settings)} if stream else dict(settings), "settings")
+        new = {k: v for k, v in flat.items() if k not in self.run.config}
+        if new:
+            self.run.config.update(new)
+
     # ---------------------------------------------------------------- ending the run
     def _end(self, error: BaseException | str | None) -> None:
         """Finish the W&B run (exit code 1 and the summary key ``ncdynamics/error`` when
