@@ -17,7 +17,7 @@ import ncdynamics
 SRC = Path(ncdynamics.__file__).parent
 THEORIES = SRC / "theories"
 
-BASE = ("_validation", "_simplex", "_reasons")
+BASE = ("_validation", "_simplex", "_reasons", "_losses")
 RANK = {
     "base": 0,
     "data": 1,
@@ -29,6 +29,7 @@ RANK = {
     "experiments": 6,
     "report": 7,
     "cli": 8,
+    "_experiment_listing": 8,  # the table `ncdyn list` prints, beside the CLI
 }
 
 
