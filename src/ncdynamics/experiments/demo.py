@@ -164,6 +164,7 @@ IN_REGIME_SETTINGS: dict[str, Any] = {
     "width": 32,
     "depth": 2,
     "gain": 0.5,
+    "layer": 1,
     "record_every": 10,
 }
 
@@ -180,7 +181,10 @@ def _record_in_regime(run: RunWriter, seed: int) -> None:
         gain=cfg["gain"], lr=cfg["lr"], epochs=cfg["epochs"], width=cfg["width"], depth=2
     )
     ds = nc_data.load("two-point", y1=-0.5)  # centred targets: no output-mean transient
-    h = train_recording(net, ds.x_train, ds.info["targets_train"], seed=seed, loss="mse")
+    # the in-regime reference case of tests/theories/test_alignment_confront_calibration.py
+    h = train_recording(
+        net, ds.x_train, ds.info["targets_train"], seed=seed, loss="mse", layer=cfg["layer"]
+    )
     for k in range(0, h.epochs.size, cfg["record_every"]):
         values = {"pair_a": h.a[k], "pair_b": h.b[k], "pair_w": h.w[k], "pair_X": h.X}
         values["pair_Y"] = h.Y

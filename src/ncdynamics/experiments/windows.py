@@ -23,7 +23,8 @@ of the stream, the windows are, in fractions of ``t1 - t0``:
   record (a theory whose regime starts late, e.g. once the logits reach the Hadamard subspace).
 
 A window's verdict is reached by the same rules as the whole stream, including the
-out-of-sample test (:func:`ncdynamics.theories.verdict.assess`): a window ``holds`` only when
+out-of-sample test at one origin (:func:`ncdynamics.theories.verdict.assess` with
+``WINDOW_ORIGINS``): a window ``holds`` only when
 the theory, refitted on the window's earlier records, predicts its later ones better than the
 generic curves. So every window's ``holds`` is confirmed on records its fits did not see, and
 the windows are not an uncorrected search for a lucky fit; the verdict ``holds in a window``
@@ -50,7 +51,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..theories.confrontation import Confrontation, Series, Stream, TheoryFit
-from ..theories.verdict import Verdict, assess, failed_fit_verdict
+from ..theories.verdict import WINDOW_ORIGINS, Verdict, assess, failed_fit_verdict
 
 __all__ = [
     "FALLBACK_FRACTION",
@@ -219,7 +220,8 @@ def _fit_one(
         fit = conf.fit(window)
     except Exception as exc:  # one window failing must not stop the others
         return WindowFit(since, until, n, failed_fit_verdict(exc))
-    verdict, _ = assess(conf.fit, window, seen, fit, n_records=n_records_of(fit, seen))
+    n = n_records_of(fit, seen)
+    verdict, _ = assess(conf.fit, window, seen, fit, n_records=n, origins=WINDOW_ORIGINS)
     return WindowFit(since, until, n, verdict, dict(fit.params), dict(fit.intervals))
 
 

@@ -66,7 +66,7 @@ the power law's increment. The power law ``|v| = c (t + 1)^p`` is fitted in trai
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -80,6 +80,7 @@ __all__ = [
     "BOUND_TOL",
     "EXACT",
     "HOLDOUT_ORIGINS",
+    "WINDOW_ORIGINS",
     "MIN_HELDOUT",
     "Holdout",
     "assess",
@@ -134,6 +135,9 @@ BOUND_TOL = 1e-3
 #: every generic curve are refitted on the records before each and scored on all after it.
 #: Several origins, so that the score does not hang on the noise of one record.
 HOLDOUT_ORIGINS = (0.5, 0.625, 0.75)
+#: The one origin of a window's out-of-sample test: every window is a refit, and the engine
+#: fits several per stream, so a window's holds is confirmed on its latest records once.
+WINDOW_ORIGINS = (0.625,)
 #: Fewest records after an origin.
 MIN_HELDOUT = 2
 #: AICc difference that counts as evidence, both ways: a generic curve lower by more than
@@ -359,14 +363,16 @@ class Holdout:
         return self.folds[0][0] if self.folds else math.nan
 
 
-def holdout_splits(steps: NDArray[np.float64], n_free: int) -> list[float]:
-    """The origins of the out-of-sample test: for each fraction of :data:`HOLDOUT_ORIGINS`,
-    the last step of the first ``fraction * n`` records, kept when those are at least
+def holdout_splits(
+    steps: NDArray[np.float64], n_free: int, origins: Sequence[float] = HOLDOUT_ORIGINS
+) -> list[float]:
+    """The origins of the out-of-sample test: for each fraction of ``origins``, the last step
+    of the first ``fraction * n`` records, kept when those are at least
     ``max(MIN_RECORDS, n_free + 2)`` and at least ``MIN_HELDOUT`` records come after."""
     s = np.unique(np.asarray(steps, dtype=np.float64))
     need = max(MIN_RECORDS, n_free + 2)
     out = []
-    for fraction in HOLDOUT_ORIGINS:
+    for fraction in origins:
         seen = min(int(math.floor(fraction * s.size)), s.size - MIN_HELDOUT)
         if seen >= need and float(s[seen - 1]) not in out:
             out.append(float(s[seen - 1]))
@@ -647,14 +653,16 @@ def assess(
     *,
     n_records: int | None = None,
     plan_steps: NDArray[np.float64] | None = None,
+    origins: Sequence[float] = HOLDOUT_ORIGINS,
 ) -> tuple[Verdict, Holdout]:
     """Judge ``fit`` (``fit_stream`` on ``stream``) with its out-of-sample test: the theory
-    refitted on ``stream`` cut before its latest records (:func:`holdout_split` over
-    ``plan_steps``, by default the first fitted observable's steps)."""
+    refitted on ``stream`` cut before its latest records at each of ``origins``
+    (:func:`holdout_splits` over ``plan_steps``, by default the first fitted observable's
+    steps; a window uses :data:`WINDOW_ORIGINS`)."""
     steps = plan_steps
     if steps is None:
         steps = next((observed[n][0] for n in fit.fitted if n in observed), np.empty(0))
-    splits = holdout_splits(np.asarray(steps, np.float64), fit.n_free)
+    splits = holdout_splits(np.asarray(steps, np.float64), fit.n_free, origins)
     if not splits:
         need = max(MIN_RECORDS, fit.n_free + 2) + MIN_HELDOUT
         holdout = Holdout((), f"{np.unique(steps).size} records; need at least {need}")
