@@ -747,7 +747,7 @@ def _compare_many(
     confront.check_output_dir(out, "compare")  # refuse a foreign --out before any work
     if not expand_run_dirs(dirs):
         raise ValueError(f"`run_dir` {str(dirs[0])!r} holds no runs to compare.")
-    results = compare_runs(dirs, force=force, windows=windows)
+    results = compare_runs(dirs, force=force, windows=windows, progress=sys.stderr.isatty())
     table = summary_table(results)
     if fmt == "text":
         _print_frame(table, list(table.columns))

@@ -77,12 +77,20 @@ def _grid(path: Path) -> tuple[tuple[str, Any], ...]:
 
 
 def compare_runs(
-    paths: Sequence[str | os.PathLike[str]], *, force: bool = False, windows: bool = True
+    paths: Sequence[str | os.PathLike[str]],
+    *,
+    force: bool = False,
+    windows: bool = True,
+    progress: bool = False,
 ) -> list[RunResult]:
     """:func:`~ncdynamics.experiments.confront.compare` on every run of ``paths`` (see
-    :func:`expand_run_dirs`); a run that cannot be read or compared gets its reason."""
+    :func:`expand_run_dirs`); a run that cannot be read or compared gets its reason.
+    ``progress`` shows a bar over the runs (each is seconds of fits)."""
+    from tqdm.auto import tqdm
+
+    found = expand_run_dirs(paths)
     out = []
-    for label, path in expand_run_dirs(paths):
+    for label, path in tqdm(found, desc="compare", unit="run", disable=not progress, leave=False):
         try:
             entries = compare(path, force=force, windows=windows)
         except Exception as exc:  # one damaged run must not hide the others
