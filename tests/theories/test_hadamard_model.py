@@ -349,4 +349,4 @@ def test_log_d_is_log_one_plus_sum_exp_on_both_branches(x):
     K = x.size + 1
     p = params(K)
     a = np.linalg.solve(p.psi, x)
-    np.testing.assert_allclose(hd.energy(a, p), want, rtol=1e-12)
+    np.testing.assert_allclose(energy(a, p), want, rtol=1e-12)

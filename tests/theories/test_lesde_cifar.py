@@ -137,7 +137,8 @@ def test_geomnist_paper_preset_is_the_papers_geomnist_setup(name):
     assert (cfg.n_train_per_class, cfg.n_test_per_class) == (500, 500)
     assert (cfg.n_iter, cfg.lr, cfg.n_trials) == (100_000, 0.005, 100)
     if name == "lesde.fig3":
-        assert cfg.window == 191
+        # the authors' notebook's window (issue 29); the text's 191 is --set window=191
+        assert cfg.window == 151
     if name in ("lesde.fig1", "lesde.fig5"):
         assert cfg.window == 21
     if name == "lesde.fig4":

@@ -597,12 +597,18 @@ def comparison_figures(
 
 
 def _counts_epochs(run: Run) -> bool:
-    """Whether a run's steps are epochs: its config has ``epochs`` and no record beyond."""
-    epochs = run.config.get("epochs") if isinstance(run.config, dict) else None
-    if not isinstance(epochs, int):
+    """Whether a run's steps are epochs: its config has ``epochs`` (its own, or a stream's
+    under ``streams``, such as the demo's two-point stretch) and no record beyond the most."""
+    config = run.config if isinstance(run.config, dict) else {}
+    declared = [config.get("epochs")]
+    streams = config.get("streams")
+    if isinstance(streams, dict):
+        declared += [v.get("epochs") for v in streams.values() if isinstance(v, dict)]
+    counts = [e for e in declared if isinstance(e, int) and not isinstance(e, bool)]
+    if not counts:
         return False
     metrics = run.metrics
-    return metrics.empty or int(metrics["step"].max()) <= epochs
+    return metrics.empty or int(metrics["step"].max()) <= max(counts)
 
 
 # ------------------------------------------------------------------ class means
