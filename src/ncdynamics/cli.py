@@ -532,9 +532,12 @@ _COLUMNS = (14, 16, 19)
 
 
 def _reason_lines(reason: str, indent: int, width: int) -> list[str]:
-    """``reason`` wrapped to the terminal's width (whole: its end often says what to do)."""
+    """``reason`` wrapped to the terminal's width (whole: its end often says what to do);
+    one line when the output is not a terminal (a file or a pipe: one row per verdict)."""
     import textwrap
 
+    if not sys.stdout.isatty():
+        return [reason]
     return textwrap.wrap(reason, max(40, width - indent)) or [""]
 
 
