@@ -41,6 +41,7 @@ from ..models.init import INIT_SCHEMES
 from ..probes import PairAlignmentProbe, PerformanceProbe
 from ..probes.performance import LOSSES
 from ..theories.experiment import ExperimentSpec, RunWriter
+from ..theories.regime import PLAIN_GD_SETTINGS
 from ..training import Recorder, train
 
 __all__ = ["DemoConfig", "EXPERIMENTS", "run_demo"]
@@ -152,10 +153,7 @@ class DemoConfig:
 IN_REGIME_PREFIX = "two-point"
 IN_REGIME_SETTINGS: dict[str, Any] = {
     "loss": "mse",
-    "optimizer": "sgd",
-    "momentum": 0.0,
-    "nesterov": False,
-    "weight_decay": 0.0,
+    **PLAIN_GD_SETTINGS,
     "lr": 0.02,
     "lr_schedule": "constant",
     "milestones": [],  # stated: the demo's own milestones must not be read as this stream's

@@ -36,6 +36,7 @@ __all__ = [
     "LOSSES",
     "canonical_loss",
     "LR_SETTINGS",
+    "PLAIN_GD_SETTINGS",
     "constant_learning_rate",
     "constant_learning_rate_assumption",
     "learning_rate_change",
@@ -44,6 +45,14 @@ __all__ = [
     "recorded",
 ]
 
+#: The settings of plain gradient descent, in the vocabulary the checks read: what a run (or
+#: a calibration stream) states to be inside every theory's optimiser assumption.
+PLAIN_GD_SETTINGS: dict[str, Any] = {
+    "optimizer": "sgd",
+    "momentum": 0.0,
+    "nesterov": False,
+    "weight_decay": 0.0,
+}
 #: Optimisers that rescale the gradient per coordinate: never plain gradient descent.
 ADAPTIVE = ("adam", "adamw", "adagrad", "adadelta", "adamax", "nadam", "radam", "rmsprop")
 _GRADIENT_DESCENT = ("sgd", "gd", "gradient-descent")

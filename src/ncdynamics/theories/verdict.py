@@ -68,7 +68,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import numpy as np
 from numpy.typing import NDArray
@@ -111,16 +111,7 @@ VerdictName = Literal[
     "error",
 ]
 #: Every verdict, best first.
-VERDICTS: tuple[VerdictName, ...] = (
-    "holds",
-    "holds in a window",
-    "not distinguished",
-    "fails",
-    "degenerate",
-    "out of regime",
-    "missing",
-    "error",
-)
+VERDICTS: tuple[VerdictName, ...] = get_args(VerdictName)
 #: Fewest records a fit is judged on (and at least ``n_free + 2``).
 MIN_RECORDS = 5
 #: Least fraction of an observable's variance (on its scale) the theory's curve must explain.

@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from ... import runs
+from ..regime import PLAIN_GD_SETTINGS
 from ..testing import Calibration, follow, generic_progress, noise_series
 from .estimate import simulate
 from .model import AlignmentParams
@@ -30,10 +31,7 @@ STEPS = 20.0 + np.cumsum(np.concatenate([[0.0], np.repeat([1.0, 2.0, 3.0, 4.0], 
 NOISE = 0.01
 CONFIG = {
     "loss": "mse",
-    "optimizer": "sgd",
-    "momentum": 0.0,
-    "nesterov": False,
-    "weight_decay": 0.0,
+    **PLAIN_GD_SETTINGS,
     "lr": 0.02,
     "batch_size": 2,
 }

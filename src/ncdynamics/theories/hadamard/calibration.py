@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from ... import runs
+from ..regime import PLAIN_GD_SETTINGS
 from ..testing import Calibration, follow, generic_progress, noise_series
 from .metrics import reduced_basis
 from .model import solve_reduced
@@ -31,10 +32,7 @@ STEPS = np.array([30, 33, 41, 47, 60, 66, 83, 101, 118, 150, 171, 230, 260, 330,
 NOISE = 0.01
 CONFIG = {
     "loss": "cross-entropy",
-    "optimizer": "sgd",
-    "momentum": 0.0,
-    "nesterov": False,
-    "weight_decay": 0.0,
+    **PLAIN_GD_SETTINGS,
     "lr": 2 * TIME_SCALE,  # c = 2 sqrt(n) eta / B with n = 1, B = K: eta = K c / 2
     "batch_size": K,
     "samples_per_class": 1,

@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from ... import runs
+from ..regime import PLAIN_GD_SETTINGS
 from ..testing import Calibration, follow, generic_progress, noise_series
 from .estimate import integrated_power_rate
 from .model import d_vectors
@@ -34,10 +35,7 @@ STEPS = np.unique(np.round(np.geomspace(10, 400, 25)))
 NOISE = 0.02
 CONFIG = {
     "loss": "cross-entropy",
-    "optimizer": "sgd",
-    "momentum": 0.0,
-    "nesterov": False,
-    "weight_decay": 0.0,
+    **PLAIN_GD_SETTINGS,
     "lr": 0.1,
     "batch_size": 300,
     "n_iter": int(STEPS[-1]),

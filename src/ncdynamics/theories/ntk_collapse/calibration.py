@@ -22,6 +22,7 @@ import numpy as np
 from scipy.integrate import solve_ivp
 
 from ... import runs
+from ..regime import PLAIN_GD_SETTINGS
 from ..testing import Calibration, follow, generic_progress, noise_series
 
 N_FEATURES, M, N_CLASSES, MU_S = 6, 4, 3, 0.8
@@ -31,10 +32,7 @@ STEPS = np.array([20, 22, 27, 29, 35, 38, 44, 52, 55, 63, 70, 84, 99, 130])
 NOISE = 0.005
 CONFIG = {
     "loss": "mse",
-    "optimizer": "sgd",
-    "momentum": 0.0,
-    "nesterov": False,
-    "weight_decay": 0.0,
+    **PLAIN_GD_SETTINGS,
     "lr": 0.1,
     "batch_size": M * N_CLASSES,
 }
