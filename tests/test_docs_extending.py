@@ -33,6 +33,7 @@ def test_doc_example_runs(index, tmp_path, monkeypatch):
     from ncdynamics.probes import _base
 
     monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(TOY.parent))  # the toy theory, installed as a user has it
     monkeypatch.setattr(_base, "_PROBES", dict(_base._PROBES))  # registrations stay local
     module = types.ModuleType(f"docs_extending_example_{index}")
     monkeypatch.setitem(sys.modules, module.__name__, module)  # dataclasses look it up
