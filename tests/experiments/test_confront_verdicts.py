@@ -59,7 +59,7 @@ def _fit(stream):
 
 def _loss_is_mse(stream):
     loss = stream.setting("loss")
-    return None if loss in (None, "mse") else f"the run trains with {loss!r}"
+    return None if loss is None or str(loss).lower() == "mse" else f"the run trains with {loss!r}"
 
 
 TOY = Confrontation(
@@ -233,3 +233,19 @@ def test_stream_window_hides_records_outside(tmp_path):
     run = _run(tmp_path / "r", np.exp(-np.arange(10.0)))
     steps, _ = Stream(run).window(2, 5).scalar("loss")
     assert steps.tolist() == [2, 3, 4, 5]
+
+
+def test_an_assumption_whose_settings_were_never_recorded_is_not_called_inside(tmp_path, only_toy):
+    checked = Assumption("loss", "squared-error loss", _loss_is_mse, settings=("loss",))
+    only_toy(Confrontation("toy", "s", TOY.needs, _observe, _fit, assumptions=(checked,)))
+    values = _decay(np.arange(0, 60.0))
+    (bare,) = confront.compare(_run(tmp_path / "bare", values), windows=False)
+    assert bare.unrecorded == ["loss"]
+    assert "regime not checked for loss: the run records none of loss" in bare.verdict.reason
+    assert bare.row()["regime.loss"] == "not recorded"
+    (said,) = confront.compare(
+        _run(tmp_path / "said", values, config={"loss": "MSE"}), windows=False
+    )
+    assert said.unrecorded == [] and "regime not checked" not in said.verdict.reason
+    (other,) = confront.compare(_run(tmp_path / "other", values, config={"loss": "hinge"}))
+    assert other.verdict.verdict == "out of regime" and other.unrecorded == []

@@ -316,6 +316,7 @@ def _fit_entry(
         return CompareEntry(conf.theory, label, Verdict("error", one_line_reason(exc)))
     regime = check_regime(conf, stream)
     reasons = out_of_regime_reasons(regime)
+    unrecorded = unrecorded_settings(conf, stream, regime)
     if reasons and not force:
         why = "; ".join(reasons) + " (not fitted; --force fits it anyway)"
         inside = _regime_windows(conf, stream, observed) if windows else []
@@ -330,7 +331,13 @@ def _fit_entry(
                 (best.since, best.until),
             )
         return CompareEntry(
-            conf.theory, label, verdict, observed=observed, regime=regime, windows=inside
+            conf.theory,
+            label,
+            verdict,
+            observed=observed,
+            regime=regime,
+            windows=inside,
+            unrecorded=unrecorded,
         )
     try:
         fit = conf.fit(stream)
@@ -340,7 +347,6 @@ def _fit_entry(
         )
     n = n_records_of(fit, observed)
     verdict, _ = assess(conf.fit, stream, observed, fit, n_records=n)
-    unrecorded = unrecorded_settings(conf, stream, regime)
     found: list[WindowFit] = []
     if windows and verdict.verdict not in ("error",):
         plan = _plan_steps(fit, observed)

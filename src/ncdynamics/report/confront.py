@@ -426,12 +426,18 @@ def _regime_html(e: CompareEntry | ForecastEntry) -> str:
     assumptions = declared + [a for a, _ in e.regime if a.name not in names]
     if not assumptions:
         return '<p class="muted">The theory declares no assumptions to check.</p>'
+    unrecorded = set(getattr(e, "unrecorded", ()))
     rows = []
     for a in assumptions:
         if a.name not in checked:
             state = "not checked (the verdict came before the regime check)"
         elif checked[a.name]:
             state = f"outside: {_text(checked[a.name])}"
+        elif a.name in unrecorded:
+            keys = ", ".join(a.settings)
+            state = f"not recorded: the run records none of {_text(keys)}"
+        elif isinstance(e, CompareEntry):
+            state = "inside"
         else:
             state = "inside, or not recorded"
         rows.append([_text(a.name), _text(a.statement), state])
