@@ -249,3 +249,21 @@ def test_an_assumption_whose_settings_were_never_recorded_is_not_called_inside(t
     assert said.unrecorded == [] and "regime not checked" not in said.verdict.reason
     (other,) = confront.compare(_run(tmp_path / "other", values, config={"loss": "hinge"}))
     assert other.verdict.verdict == "out of regime" and other.unrecorded == []
+
+
+def test_forecast_of_a_stream_out_of_regime_uses_its_longest_window_inside(tmp_path, only_toy):
+    from ncdynamics.theories.regime import constant_learning_rate_assumption
+
+    lr_rule = constant_learning_rate_assumption("constant rate", "the toy's rate is per step")
+    only_toy(Confrontation("toy", "s", TOY.needs, _observe, _fit, assumptions=(lr_rule,)))
+    steps = np.arange(0, 80.0)
+    run = _run(tmp_path / "r", _decay(steps, noise=0.003))
+    for t in steps:
+        run.log(int(t), {"lr": 0.1 if t < 40 else 0.01})  # a drop: out of regime as a whole
+    run.flush()
+    (e,) = confront.forecast(run)
+    # the two stretches are equally long: the later one is taken (as compare's windows do)
+    assert e.origins and all(40 < o.cut < 79 for o in e.origins)
+    assert e.verdict.verdict in ("holds in a window", "out of regime")
+    assert "on steps 40 to 79, inside the regime" in e.verdict.reason
+    assert "recorded lr changes from 0.1 to 0.01 at step 40" in e.verdict.reason

@@ -65,7 +65,7 @@ from .forecast_scoring import (
     power_law_baseline,
     score_method,
 )
-from .windows import WindowFit, best_window, fit_windows, n_records_of
+from .windows import WindowFit, best_window, fit_windows, n_records_of, regime_windows
 
 __all__ = [
     "DEFAULT_AT",
@@ -629,9 +629,16 @@ def _forecast_entry(
     final = max(float(s[-1]) for s, _ in observed.values() if s.size)
     if reasons and not force:
         why = "; ".join(reasons) + " (not forecast; --force does it anyway)"
-        return ForecastEntry(
-            conf.theory, label, Verdict("out of regime", why), "", final, observed, [], regime
-        )
+        steps0 = next(s for s, _ in observed.values() if s.size)
+        inside = regime_windows(conf, stream, steps0, MIN_FORECAST_WINDOW)
+        if not inside:
+            return ForecastEntry(
+                conf.theory, label, Verdict("out of regime", why), "", final, observed, [], regime
+            )
+        # the longest window inside the regime, as compare's windows find it
+        since, until = inside[0]
+        entry = _forecast_entry(conf, stream.window(since, until), at, change, force)
+        return _in_window(entry, since, until, why, observed, final, regime)
     first_name = next(iter(observed))
     steps, values = observed[first_name]
     scale = "log" if values.size and bool(np.all(values > 0)) else "linear"
@@ -665,6 +672,32 @@ def _forecast_entry(
         v = Verdict("out of regime", f"{'; '.join(reasons)}; forecast anyway: {v.reason}")
     notes = "; ".join(n for o in origins if o.fit is not None for n in o.fit.notes)
     return ForecastEntry(conf.theory, label, v, notes, final, observed, origins, regime)
+
+
+#: Fewest records a window inside the regime needs to be forecast from several origins.
+MIN_FORECAST_WINDOW = 10
+
+
+def _in_window(
+    entry: ForecastEntry,
+    since: float,
+    until: float,
+    why: str,
+    observed: dict[str, Series],
+    final: float,
+    regime: list[RegimeCheck],
+) -> ForecastEntry:
+    """A forecast made inside the window ``[since, until]`` of a stream out of regime as a
+    whole, reported on the whole stream: ``holds in a window`` where it holds."""
+    v = entry.verdict
+    where = f"on steps {since:g} to {until:g}, inside the regime"
+    if v.verdict == "holds":
+        v = Verdict("holds in a window", f"{where}: {v.reason}; the whole stream: {why}")
+    else:
+        v = Verdict("out of regime", f"{why}; forecast {where}: {v.verdict}, {v.reason}")
+    return ForecastEntry(
+        entry.theory, entry.stream, v, entry.message, final, observed, entry.origins, regime
+    )
 
 
 def _fractions(values: float | Sequence[float], name: str) -> tuple[float, ...]:

@@ -63,6 +63,7 @@ __all__ = [
     "lr_segments",
     "n_records_of",
     "regime_start",
+    "regime_windows",
     "span_of",
     "window_plan",
 ]
@@ -202,6 +203,28 @@ def regime_start(
         if not outside:
             return None if i == 0 else (float(s[i]), float(s[-1]))
     return None
+
+
+def regime_windows(
+    conf: Confrontation, stream: Stream, steps: NDArray[np.float64], min_records: int
+) -> list[tuple[float, float]]:
+    """The windows of the plan (:func:`window_plan`, the learning-rate stretches and the
+    regime's start) that lie inside ``conf``'s regime, longest first: where a stream that
+    is out of regime as a whole can still be forecast."""
+    plan = window_plan(steps, min_records)
+    plan += [w for w in lr_segments(stream, steps, min_records) if w not in plan]
+    start = regime_start(conf, stream, steps, min_records)
+    if start is not None and start not in plan:
+        plan.append(start)
+    inside = []
+    for since, until in plan:
+        try:
+            outside = conf.out_of_regime(stream.window(since, until))
+        except Exception:  # a check that cannot run does not decide
+            continue
+        if not outside:
+            inside.append((since, until))
+    return sorted(inside, key=lambda w: (w[1] - w[0], w[1]), reverse=True)
 
 
 def _fit_one(
