@@ -152,7 +152,7 @@ def main() -> None:
         tmp = Path(tmp_)
         base = _baseline_src(tmp, args.base)
         sweep_base = _SWEEP_BASE if args.base in _NO_MANY_RUN else _DEMO_CMD
-        demo, sweep = _train(ours, tmp, n_sweep, args.run)
+        demo, sweep = _train(ours, tmp, n_sweep, args.run.resolve() if args.run else None)
         out = tmp / "out"
         work = {
             "demo command": (_DEMO_CMD, _DEMO_CMD, [str(demo)], True),
