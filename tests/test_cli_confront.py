@@ -25,6 +25,8 @@ def demo_run(tmp_path_factory):
         "momentum=0",
         "--set",
         "weight_decay=0",
+        "--set",
+        "in_regime=true",  # the stretch inside the two-point regime (off in smoke)
     ]
     assert main(args) == 0
     return out

@@ -18,7 +18,8 @@ records it.
 
 Both demo trainings are outside every theory's regime (momentum, weight decay, learning-rate
 drops, K = 10), which ``ncdyn compare`` says. So that a newcomer also sees a verdict that could
-have passed, the demo records one stretch *inside* a regime (``in_regime``, on by default): a
+have passed, the demo records one stretch *inside* a regime (``in_regime``: on in the ``cpu`` and ``paper``
+presets, off in ``smoke``, which stays a few seconds for sweeps and tests): a
 2 x 32 leaky-ReLU net trained by plain full-batch gradient descent at a constant rate on the
 squared error of the two points of the alignment paper (its own training loop,
 :func:`ncdynamics.theories.alignment.training.train_recording`), its pair observables every
@@ -269,6 +270,7 @@ EXPERIMENTS = (
                 "depth": 2,
                 "milestones": (),
                 "checkpoint_every": 1,
+                "in_regime": False,  # seconds: a sweep of smoke demos compares 16 runs
             },
             "cpu": {},
             "paper": {"epochs": 350, "milestones": (117, 233), "width": 512},
