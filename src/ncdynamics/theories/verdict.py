@@ -2,9 +2,10 @@
 
 A verdict is one of :data:`VERDICTS`, with a one-line reason. A verdict is only worth
 something if it can come out the other way, so ``holds`` is earned against alternatives, on
-records the fits did not see. :func:`assess` fits the theory to the whole stream and, a second
-time, to all but its latest records (the *held-out* records: the last
-``max(MIN_HELDOUT, HOLDOUT_FRACTION * n)``), and :func:`judge` applies these rules in order:
+records the fits did not see. :func:`assess` fits the theory to the whole stream and again
+to the records before each of a few origins (``HOLDOUT_ORIGINS``: 50%, 62.5% and 75% of the
+records, each leaving at least ``MIN_HELDOUT`` after it; a window uses ``WINDOW_ORIGINS``),
+whose later records are *held out*, and :func:`judge` applies these rules in order:
 
 1. ``degenerate`` (:func:`degeneracy`): a parameter or its interval is not finite, a
    parameter sits at a bound of its search (the data wanted it further), a parameter the
