@@ -18,8 +18,8 @@ records it.
 
 Both demo trainings are outside every theory's regime (momentum, weight decay, learning-rate
 drops, K = 10), which ``ncdyn compare`` says. So that a newcomer also sees a verdict that could
-have passed, the demo records one stretch *inside* a regime (``in_regime``: on in the ``cpu`` and ``paper``
-presets, off in ``smoke``, which stays a few seconds for sweeps and tests): a
+have passed, the demo records one stretch *inside* a regime (``in_regime``: on in the ``cpu``
+and ``paper`` presets, off in ``smoke``, which stays a few seconds for sweeps and tests): a
 2 x 32 leaky-ReLU net trained by plain full-batch gradient descent at a constant rate on the
 squared error of the two points of the alignment paper (its own training loop,
 :func:`ncdynamics.theories.alignment.training.train_recording`), its pair observables every
