@@ -170,11 +170,7 @@ def fit_windows(
     message; the other windows are still fitted.
     """
     min_records = max(MIN_WINDOW_RECORDS, n_free + 3)
-    plan = window_plan(plan_steps, min_records)
-    plan += [w for w in lr_segments(stream, plan_steps, min_records) if w not in plan]
-    start = regime_start(conf, stream, plan_steps, min_records)
-    if start is not None and start not in plan:
-        plan.append(start)
+    plan = _plan(conf, stream, plan_steps, min_records)
     out = [_fit_one(conf, stream, observed, since, until) for since, until in sorted(plan)]
     steps = np.unique(np.asarray(plan_steps, dtype=np.float64))
     done = {(w.since, w.until) for w in out}
@@ -205,19 +201,28 @@ def regime_start(
     return None
 
 
+def _plan(
+    conf: Confrontation, stream: Stream, steps: NDArray[np.float64], min_records: int
+) -> list[tuple[float, float]]:
+    """Every window of the module docstring: the octaves (:func:`window_plan`), the
+    learning-rate stretches (:func:`lr_segments`) and the regime's start
+    (:func:`regime_start`), each once."""
+    plan = window_plan(steps, min_records)
+    plan += [w for w in lr_segments(stream, steps, min_records) if w not in plan]
+    start = regime_start(conf, stream, steps, min_records)
+    if start is not None and start not in plan:
+        plan.append(start)
+    return plan
+
+
 def regime_windows(
     conf: Confrontation, stream: Stream, steps: NDArray[np.float64], min_records: int
 ) -> list[tuple[float, float]]:
     """The windows of the plan (:func:`window_plan`, the learning-rate stretches and the
     regime's start) that lie inside ``conf``'s regime, longest first: where a stream that
     is out of regime as a whole can still be forecast."""
-    plan = window_plan(steps, min_records)
-    plan += [w for w in lr_segments(stream, steps, min_records) if w not in plan]
-    start = regime_start(conf, stream, steps, min_records)
-    if start is not None and start not in plan:
-        plan.append(start)
     inside = []
-    for since, until in plan:
+    for since, until in _plan(conf, stream, steps, min_records):
         try:
             outside = conf.out_of_regime(stream.window(since, until))
         except Exception:  # a check that cannot run does not decide
