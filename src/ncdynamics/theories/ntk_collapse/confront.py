@@ -12,15 +12,32 @@ with ``S(0) = H H^T`` (``H`` of rank ``r``) and ``H^ = V^T H``,
     tr S(u) = tr[(I_r + 2 m H^T G(u) H^)^{-1} H^T D(u)^2 H^],
     D(u) = diag(exp(-w u)),   G(u) = diag((1 - exp(-2 w u)) / (2 w))   (G = u where w = 0),
 
-(linearise ``S = X Y^{-1}`` with ``X' = -E~ X``, ``Y' = E~ Y + 2 m X``). The one unknown is the
-flow time ``tau`` per recorded step (SGD with momentum, weight decay and a changing kernel is not
-the gradient flow of the theory, so [1] gives no parameter-free value). It is fitted so that
-each record, carried forward with its own ``E~`` over the gap to the next record, predicts that
-record's ``tr S_W``: a one-record-ahead fit in ``log tr S_W``, searched over
-:data:`TAU_BOUNDS` (a log grid, then a bounded refinement). Its one-record-ahead predictions
-are the fit's ``ahead`` curve, so the verdict scores them against carrying each record forward
-(persistence); ``tau`` at the lower bound is persistence itself (verdict ``degenerate``).
-Interval: Gauss-Newton in ``log tau`` (one parameter, one Jacobian column), exponentiated.
+(linearise ``S = X Y^{-1}`` with ``X' = -E~ X``, ``Y' = E~ Y + 2 m X``). Written with the
+recorded kernel ``K = mu_s W^T W = E~ + S_W`` the flow is linear, ``dS/du = -(K S + S K)``.
+
+The one unknown is the flow time ``tau`` per recorded step (SGD with momentum, weight decay
+and a changing kernel is not the gradient flow of the theory, so [1] gives no parameter-free
+value). It is fitted to a *trajectory*: the first fitted record's scatter is carried by the
+flow under the kernel recorded at each later record (:func:`kernel_driven_trace`), so that
+every later record is predicted from the first one and the kernels alone, several records
+ahead, and ``tau`` minimises the squared error of that curve in ``log tr S_W``
+(:func:`_trajectory_fit`; a log grid over :data:`TAU_BOUNDS`, then a bounded refinement).
+That curve is the fit's ``fitted`` curve (R², AICc). A fit one record ahead, as before issue
+28, gave a decay the kernel does not drive an R² above 0.9 whenever it was smooth: each record
+restarts the prediction, so only the local slope is tested (two exponentials between the
+flow's own ends: R² 0.91-0.95 one ahead, -5.3 to -3.1 carried from the first record). The
+one-record-ahead predictions at the fitted ``tau`` are the ``ahead`` curve, scored against
+carrying each record forward (persistence); ``tau`` at the lower bound is persistence itself
+(verdict ``degenerate``).
+
+Interval (:func:`_shared_start_covariance`): every residual of the trajectory shares the
+first record's noise, ``r_i = g_i e_0 - e_i``, so the sandwich uses the residuals'
+covariance under that model, with the record noise AR(1) along the records (``rho`` by
+profile likelihood), in ``log tau``, exponentiated. Measured on the calibration kit's streams
+(10 seeds, 0.5% noise): spread over seeds / reported standard error 0.88 under independent and
+1.05 under AR(1) noise (rho = 0.9), coverage 10/10 under both; the formula for independent
+residuals gives 2.6x too narrow intervals here, and fitted one record ahead (where
+consecutive residuals share a record) the AR(1) sandwich was 2.4x too wide.
 
 The fit uses the records it is given (the engine slides windows over a run with
 :meth:`Stream.window`), with one restriction: the flow time per step is proportional to the
@@ -67,7 +84,7 @@ from ..confrontation import (
     r_squared,
 )
 from ..regime import LR_SETTINGS, loss_is, plain_gradient_descent
-from ..uncertainty import covariance_from_jacobian, delta_band, intervals_from_covariance
+from ..uncertainty import delta_band, effective_dof, intervals_from_covariance
 from .estimate import predict_collapse
 
 __all__ = [
@@ -161,15 +178,19 @@ def riccati_trace(
 
 
 def _carry(
-    e_tilde: NDArray[np.float64], s: NDArray[np.float64], m: int, du: float
+    e_tilde: NDArray[np.float64],
+    s: NDArray[np.float64],
+    m: int,
+    du: float,
+    max_steps: int = _MAX_STEPS,
 ) -> NDArray[np.float64]:
     """The within-class Gram ``S`` after flow time ``du`` of (44) under ``E~``, as a matrix
-    (NaN when the flow would need more than ``_MAX_STEPS`` closed-form steps)."""
+    (NaN when the flow would need more than ``max_steps`` closed-form steps)."""
     state = RiccatiState.from_record(e_tilde, s, m)
     _, v = np.linalg.eigh((e_tilde + e_tilde.T) / 2)
     wmax = float(np.max(np.abs(state.w), initial=0.0))
     n_steps = max(1, int(np.ceil(du * wmax / _MAX_WDU))) if du > 0 and wmax > 0 else 1
-    if n_steps > _MAX_STEPS:
+    if n_steps > max_steps:
         return np.full_like(s, np.nan)
     h = state.h
     for _ in range(n_steps if du > 0 else 0):
@@ -184,13 +205,16 @@ def kernel_driven_trace(
     kernels: tuple[NDArray[np.float64], NDArray[np.float64]],
     m: int,
     at: ArrayLike,
+    *,
+    max_steps: int = _MAX_STEPS,
 ) -> NDArray[np.float64]:
     """``tr S_W`` at steps ``at`` (after ``start[0]``), carried by the flow (44) from the
     within-class Gram ``start[1]`` (``S``), under the *recorded* kernel: over each gap
     between recorded kernels, ``E~ = K(t) - m S`` with ``K = (kappa_d - kappa_c) W^T W`` the
     record at the gap's start and ``S`` the prediction so far (never the recorded scatter).
 
-    ``kernels`` is ``(steps, K)``; the kernel at ``start[0]`` must be among them.
+    ``kernels`` is ``(steps, K)``; the kernel at ``start[0]`` must be among them. A gap that
+    would need more than ``max_steps`` closed-form steps makes this and every later value NaN.
     """
     t0, s = start
     k_steps, k_values = kernels
@@ -202,7 +226,7 @@ def kernel_driven_trace(
         while np.all(np.isfinite(s)) and now < a:
             nxt = k_steps[here + 1] if here + 1 < k_steps.size else np.inf
             end = min(a, float(nxt))
-            s = _carry(k_values[here] - m * s, s, m, tau * (end - now))
+            s = _carry(k_values[here] - m * s, s, m, tau * (end - now), max_steps)
             now = end
             if end == nxt:
                 here += 1
@@ -238,6 +262,81 @@ def _ahead_fit(
         return err if np.isfinite(err) else np.inf
 
     return ahead, loss
+
+
+def _trajectory_fit(
+    start: tuple[float, NDArray[np.float64]],
+    kernels: tuple[NDArray[np.float64], NDArray[np.float64]],
+    m: int,
+    at: NDArray[np.float64],
+    target: NDArray[np.float64],
+) -> tuple[Callable[..., NDArray[np.float64]], Callable[[float], float]]:
+    """``(curve, loss)``: ``log tr S_W`` at ``at`` carried from the first fitted record
+    ``start`` by the flow (44) under the recorded ``kernels`` (:func:`kernel_driven_trace`)
+    at flow time ``exp(log_tau)`` per step, and the mean squared error of that against
+    ``target``. Every record after the first is predicted from the first one and the kernel
+    alone, several records ahead: a decay the kernel does not drive cannot follow it."""
+
+    def curve(log_tau: float, log_scale: float = 0.0) -> NDArray[np.float64]:
+        # log_scale rescales the first record (the gain of its noise on the curve)
+        first = (start[0], start[1] * np.exp(log_scale))
+        pred = kernel_driven_trace(
+            float(np.exp(log_tau)), first, kernels, m, at, max_steps=_FIT_STEPS
+        )
+        with np.errstate(invalid="ignore"):
+            return np.log(np.maximum(pred, 1e-300))  # NaN where the flow was too long
+
+    def loss(log_tau: float) -> float:
+        err = float(np.mean((curve(log_tau) - target) ** 2))
+        return err if np.isfinite(err) else np.inf
+
+    return curve, loss
+
+
+#: Lag-one correlations of the record noise over which :func:`_shared_start_covariance`
+#: profiles its likelihood.
+_RHO_GRID = np.array([0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95, 0.98])
+
+
+def _shared_start_covariance(
+    jac: NDArray[np.float64], residuals: NDArray[np.float64], gain: NDArray[np.float64]
+) -> tuple[NDArray[np.float64], int]:
+    """``(cov, dof)`` of ``log tau`` fitted to a trajectory carried from a noisy first record.
+
+    With ``e_0, ..., e_n`` the noise of the records in ``log tr S_W``, the residual at record
+    ``i >= 1`` is ``g_i e_0 - e_i`` (``g_i`` the ``gain`` of the first record's scale on the
+    curve at ``i``): every residual shares the first record's noise, which a formula for
+    independent (or AR(1)) residuals cannot see. The noise is modelled as AR(1) along the
+    records, ``cov(e_i, e_j) = s2 rho^|i - j|`` with ``rho >= 0``; ``rho`` maximises the
+    Gaussian likelihood of the residuals (profiled over :data:`_RHO_GRID`, ``s2`` in closed
+    form, times ``n / (n - 1)`` for the fitted parameter), and ``cov`` is the least-squares
+    sandwich ``B J^T Sigma_r J B``, ``B = (J^T J)^-1``, ``Sigma_r`` the residuals' covariance
+    under that model. ``dof``: the effective records of :func:`effective_dof`.
+    """
+    n = residuals.size
+    if n < 2 or not (np.all(np.isfinite(jac)) and np.all(np.isfinite(residuals))):
+        return np.full((1, 1), np.inf), max(n - 1, 0)
+    mix = np.hstack([gain[:, None], -np.eye(n)])  # residuals = mix @ (e_0, ..., e_n)
+    lags = np.abs(np.subtract.outer(np.arange(n + 1), np.arange(n + 1)))
+    best: tuple[float, float, float, NDArray[np.float64]] | None = None
+    for rho in _RHO_GRID:
+        sigma = mix @ rho**lags @ mix.T
+        chol = np.linalg.cholesky(sigma)
+        z = np.linalg.solve(chol, residuals)
+        s2 = float(z @ z) / n
+        if s2 <= 0:
+            break
+        nll = n * np.log(s2) + 2 * float(np.sum(np.log(np.diag(chol))))
+        if best is None or nll < best[0]:
+            best = (nll, float(rho), s2, sigma)
+    if best is None:  # an exact fit: the records say nothing of the noise
+        return np.zeros((1, 1)), n - 1
+    _, rho, s2, sigma = best
+    bread = np.linalg.pinv(jac.T @ jac)
+    cov = bread @ (jac.T @ (s2 * n / (n - 1) * sigma) @ jac) @ bread
+    if not np.any(np.abs(jac) > 0):
+        cov = np.full((1, 1), np.inf)
+    return np.asarray(cov, np.float64), effective_dof(n, 1, rho, n - 1)
 
 
 def _search_tau(loss: Callable[[float], float]) -> Any:
@@ -480,10 +579,15 @@ def _fit(stream: Stream) -> TheoryFit:
     gaps = np.diff(steps)
     target = np.log(trace[1:])
 
-    ahead, loss = _ahead_fit(states, gaps, target, m)
+    k_all = (rec["kappas"][:, 0] - rec["kappas"][:, 1])[:, None, None] * rec["gram_w"]
+    seg_kernels = (steps, k_all[first : last_i + 1])
+    curve, loss = _trajectory_fit(
+        (float(steps[0]), rec["within_scatter"][first] / m), seg_kernels, m, steps[1:], target
+    )
     res = _search_tau(loss)
     log_tau = float(res.x)
     tau = float(np.exp(log_tau))
+    ahead, ahead_loss = _ahead_fit(states, gaps, target, m)
     verdict = predict_collapse(
         rec["gram_w"][last_i],
         rec["class_means"][last_i],
@@ -491,11 +595,12 @@ def _fit(stream: Stream) -> TheoryFit:
         rec["kappas"][last_i],
         m,
     )
-    fitted_log = ahead(log_tau)
+    fitted_log = curve(log_tau)
     residuals = fitted_log - target
     h = 1e-4
-    jac = ((ahead(log_tau + h) - ahead(log_tau - h)) / (2 * h))[:, None]
-    cov, _, dof = covariance_from_jacobian(jac, residuals)
+    jac = ((curve(log_tau + h) - curve(log_tau - h)) / (2 * h))[:, None]
+    gain = (curve(log_tau, h) - curve(log_tau, -h)) / (2 * h)
+    cov, dof = _shared_start_covariance(jac, residuals, gain)
     with np.errstate(over="ignore"):  # an unidentified tau: exp of a huge log bound
         intervals = intervals_from_covariance(
             ["flow_time_per_step"], [log_tau], cov, dof, log_scale=[True]
@@ -526,27 +631,31 @@ def _fit(stream: Stream) -> TheoryFit:
         )
 
     unit = "epoch" if stream.setting("epochs") is not None else "step"
-    curve = (steps[1:], np.exp(fitted_log))
+    trajectory = (steps[1:], np.exp(fitted_log))
+    one_ahead = ahead(log_tau)
     return TheoryFit(
         theory="ntk_collapse",
         params={"flow_time_per_step": tau, "m": float(m)},
         goodness={
-            "r2_log_within_scatter_ahead": r_squared(target, fitted_log),
-            "rms_log_error_ahead": float(np.sqrt(loss(log_tau))),
+            "r2_log_within_scatter": r_squared(target, fitted_log),
+            "rms_log_error": float(np.sqrt(loss(log_tau))),
+            "r2_log_within_scatter_ahead": r_squared(target, one_ahead),
+            "rms_log_error_ahead": float(np.sqrt(ahead_loss(log_tau))),
         },
         predictions={
             "collapses": verdict.collapses,
             "residual_fraction": verdict.residual_fraction,
             "slowest_rate": verdict.slowest_rate,
         },
-        fitted={"within_scatter": curve},
+        fitted={"within_scatter": trajectory},
         predict=predict,
         fit_until=end,
         notes=tuple(notes),
         intervals=intervals,
         interval_method=(
-            "least-squares Jacobian of the one-record-ahead log residuals in log tau, t(n-1), "
-            "exponentiated (one parameter; records serially correlated: optimistic)"
+            "least-squares sandwich in log tau for a trajectory carried from the first record: "
+            "residuals g_i e_0 - e_i with AR(1) record noise (rho by profile likelihood), "
+            "t(effective records), exponentiated"
         ),
         units={"flow_time_per_step": f"flow time/{unit}", "m": "samples per class"},
         bounds={"flow_time_per_step": TAU_BOUNDS},
@@ -554,7 +663,7 @@ def _fit(stream: Stream) -> TheoryFit:
         scales={"within_scatter": "log"},
         n_fitted=1,
         band=band,
-        ahead={"within_scatter": curve},
+        ahead={"within_scatter": (steps[1:], np.exp(one_ahead))},
         rivals={
             "the same flow under an isotropic kernel": _isotropic_rival(
                 states, gaps, target, m, end
