@@ -137,7 +137,7 @@ def test_force_fits_a_stream_outside_the_regime(tmp_path, monkeypatch, capsys):
     import numpy as np
 
     from ncdynamics import runs
-    from ncdynamics.experiments import confront
+    from ncdynamics.experiments import streams
     from ncdynamics.theories.confrontation import Assumption, Confrontation, Need, TheoryFit
 
     def fit(stream):
@@ -157,7 +157,7 @@ def test_force_fits_a_stream_outside_the_regime(tmp_path, monkeypatch, capsys):
         fit,
         (Assumption("loss", "squared error", mse_only),),
     )
-    monkeypatch.setattr(confront, "confrontations", lambda: [toy])
+    monkeypatch.setattr(streams, "confrontations", lambda: [toy])
     run = runs.create(tmp_path / "r", config={"loss": "cross-entropy"})
     for t in range(10):
         run.log(t, {"loss": float(np.exp(-0.2 * t))})
@@ -189,7 +189,7 @@ def test_compare_prints_what_the_windows_inside_the_regime_gave(capsys):
     # a stream out of regime as a whole (a learning-rate drop) used to print no more than
     # its reason, hiding the windows fitted between the drops
     from ncdynamics.cli import _print_compare
-    from ncdynamics.experiments.confront import CompareEntry
+    from ncdynamics.experiments.compare import CompareEntry
     from ncdynamics.experiments.windows import WindowFit
     from ncdynamics.theories.verdict import Verdict
 

@@ -13,7 +13,7 @@ import pytest
 
 from _browser import check_page, requires_chromium
 from ncdynamics import experiments, report, theories
-from ncdynamics.experiments import confront
+from ncdynamics.experiments.compare import compare
 from ncdynamics.report.confront import interval_determined
 
 
@@ -23,7 +23,7 @@ def page(tmp_path_factory) -> Path:
     run = experiments.run(
         "demo", "smoke", root / "demo", progress=False, epochs=12, depth=1, width=16
     )
-    entries = confront.compare(run)
+    entries = compare(run)
     return Path(report.write_compare_report(entries, run.path, root / "demo" / "compare"))
 
 
@@ -80,6 +80,6 @@ def test_the_run_report_links_to_its_compare_page(page: Path) -> None:
     (run_dir / "report.html").write_text(
         text.replace('<a href="compare/report.html">compare</a> (theory against run)', "")
     )
-    entries = confront.compare(run_dir)
+    entries = compare(run_dir)
     report.write_compare_report(entries, run_dir, run_dir / "compare")
     assert 'href="compare/report.html"' in (run_dir / "report.html").read_text()
