@@ -60,6 +60,14 @@ def test_compare_prints_each_theory_and_writes_report(demo_run, capsys):
     }
     assert table["reason"].notna().all()
     assert (demo_run / "compare" / "report.html").is_file()
+    # the citation that a reason's "[1]" refers to heads each theory's rows
+    from ncdynamics import theories
+
+    lines = out.splitlines()
+    for theory in ("alignment", "hadamard", "lesde", "ntk_collapse"):
+        cite = f"[1] ({theory}) {theories.get(theory).citation}"
+        first_row = next(i for i, line in enumerate(lines) if line.startswith(theory))
+        assert lines[first_row - 1] == cite, lines[first_row - 1]
 
 
 def test_forecast_scores_theories_and_baselines(demo_run, capsys, tmp_path):

@@ -572,10 +572,27 @@ def _interval_text(low: float, high: float) -> str:
     return f" [{_cell(low)}, {_cell(high)}]"
 
 
+def _citation_line(theory: str) -> str | None:
+    """``[1] (theory) <citation>``: what the theory's reasons cite as [1]; ``None`` for a
+    theory the registry does not know (one made up in a test)."""
+    from . import theories
+
+    try:
+        return f"[1] ({theory}) {theories.get(theory).citation}"
+    except (KeyError, ValueError):
+        return None
+
+
 def _print_compare(entries: Sequence[Any]) -> None:
     _print_verdicts_head()
     pad = _COLUMNS[0]
+    cited: set[str] = set()
     for e in entries:
+        if e.theory not in cited:  # the head of the theory's rows
+            cited.add(e.theory)
+            line = _citation_line(e.theory)
+            if line is not None:
+                print(line)
         _print_verdict(e.theory, e.stream, e.verdict)
         if e.fit is None:
             _print_regime_windows(e.windows)
@@ -862,6 +879,7 @@ def _cmd_list_theories() -> int:
         t = theories.get(name)
         confronts = "yes" if t.confrontation is not None else "no"
         print(f"{name:<{width}}{len(t.load_experiments()):<13}{confronts:<11}{t.title}")
+        print(f"{'':<{width + 24}}[1] {t.citation}")  # what a verdict reason's "[1]" cites
         print(f"{'':<{width + 24}}{t.docs}")
     return 0
 

@@ -38,6 +38,19 @@ def test_every_declared_assumption_is_listed(page: Path) -> None:
     assert declared and "declares no assumptions" not in text
 
 
+def test_each_theory_section_heads_with_its_citation(page: Path) -> None:
+    """A verdict reason that cites "[1]" resolves on the page: each theory's section opens
+    with its declaration's citation, marked [1]."""
+    text = page.read_text()
+    sections = text.split('<h2 class="theory">')[1:]
+    assert sections
+    for section in sections:
+        name = section.split("</h2>", 1)[0]
+        cited = html.escape(theories.get(name).citation, quote=True)
+        head = section.split('<p class="stream">', 1)[0]
+        assert f"[1] {cited}" in head, name
+
+
 def test_window_verdicts_are_a_table(page: Path) -> None:
     text = page.read_text()
     assert "<th>window (epochs)</th>" in text  # the demo's steps are its epochs

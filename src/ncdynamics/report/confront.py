@@ -604,6 +604,17 @@ def _summaries() -> dict[str, str]:
     return {c.theory: c.summary for c in confrontations()}
 
 
+def _citation(theory: str) -> str | None:
+    """The theory's citation (what its reasons cite as [1]); ``None`` when the registry does
+    not know it (a confrontation made up in a test)."""
+    from .. import theories
+
+    try:
+        return theories.get(theory).citation
+    except (KeyError, ValueError):
+        return None
+
+
 def _absent_note() -> str:
     absent = theories_without_confrontation()
     if not absent:
@@ -635,6 +646,9 @@ def _sections(entries: Sequence[Any], section: Callable[[Any], str]) -> str:
         head = f'<h2 class="theory">{_text(theory)}</h2>'
         if theory in summaries:
             head += f'<p class="muted">{_text(summaries[theory])}</p>'
+        citation = _citation(theory)
+        if citation is not None:
+            head += f'<p class="muted">[1] {_text(citation)}</p>'
         out.append(head + "".join(section(e) for e in group))
     return "".join(out)
 
