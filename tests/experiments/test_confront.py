@@ -64,9 +64,7 @@ def test_compare_fits_each_stream_and_names_what_is_missing(tmp_path):
     hadamard = by[("hadamard", "a/")]
     assert hadamard.verdict.verdict == "out of regime" and "off-diagonal" in hadamard.verdict.reason
     assert hadamard.fit is None
-    forced = {
-        (e.theory, e.stream): e for e in compare(_lesde_run(tmp_path / "f"), force=True)
-    }
+    forced = {(e.theory, e.stream): e for e in compare(_lesde_run(tmp_path / "f"), force=True)}
     assert forced[("hadamard", "a/")].status == "fitted" and forced[("hadamard", "a/")].forced
     missing = by[("ntk_collapse", "")]
     assert missing.status == "missing" and "ntk_invariant" in missing.message
@@ -83,6 +81,7 @@ def test_forecast_scores_theory_beside_both_baselines(tmp_path):
     e = next(e for e in entries if e.theory == "lesde")
     assert e.status == "fitted" and e.origins[0].cut == 20.0 and e.final_step == 40.0
     assert e.fit.fit_until == 20.0 and len(e.origins) == 1
+    assert not hasattr(e, "cutoff")  # one way to say it: the origins' cuts
     scores = pd.DataFrame(e.scores).set_index(["observable", "method"])
     # exact exponential data: the theory forecast is exact, the last value is not
     assert scores.loc[("mean_margin", "theory (lesde)"), "decades_off"] < 1e-9

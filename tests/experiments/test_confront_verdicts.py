@@ -245,9 +245,7 @@ def test_an_assumption_whose_settings_were_never_recorded_is_not_called_inside(t
     assert bare.unrecorded == ["loss"]
     assert "regime not checked for loss: the run records none of loss" in bare.verdict.reason
     assert bare.row()["regime.loss"] == "not recorded"
-    (said,) = compare(
-        _run(tmp_path / "said", values, config={"loss": "MSE"}), windows=False
-    )
+    (said,) = compare(_run(tmp_path / "said", values, config={"loss": "MSE"}), windows=False)
     assert said.unrecorded == [] and "regime not checked" not in said.verdict.reason
     (other,) = compare(_run(tmp_path / "other", values, config={"loss": "hinge"}))
     assert other.verdict.verdict == "out of regime" and other.unrecorded == []

@@ -25,13 +25,13 @@ from .._reasons import one_line_reason
 from .._validation import check_scalar
 from ..theories.confrontation import Confrontation, Series, Stream, TheoryFit
 from ..theories.verdict import Verdict, assess, failed_fit_verdict, observable_scale
+from . import streams
 from .forecast_scoring import (
     last_value_baseline,
     place_origins,
     power_law_baseline,
     score_method,
 )
-from . import streams
 from .streams import (
     ENTRY_STATUS,
     RegimeCheck,
@@ -119,11 +119,6 @@ class ForecastEntry:
     def fit(self) -> TheoryFit | None:
         """The fit of the first origin that has one."""
         return next((o.fit for o in self.origins if o.fit is not None), None)
-
-    @property
-    def cutoff(self) -> float:
-        """The first origin's cut (NaN without origins)."""
-        return self.origins[0].cut if self.origins else math.nan
 
     @property
     def scores(self) -> list[dict[str, Any]]:
