@@ -874,7 +874,7 @@ def _cmd_list_theories() -> int:
 
     names = theories.available()
     width = max(len(n) for n in names) + 2
-    print(f"{'theory':<{width}}{'experiments':<13}{'confronts':<11}title / docs")
+    print(f"{'theory':<{width}}{'experiments':<13}{'confronts':<11}title / [1] citation / docs")
     for name in names:
         t = theories.get(name)
         confronts = "yes" if t.confrontation is not None else "no"
