@@ -56,19 +56,20 @@ print(json.dumps({"total": time.perf_counter() - t0, "code": code}))
 """
 _ENGINE = """
 import sys, time, json
-from ncdynamics.experiments import confront
-confront.confrontations()
+from ncdynamics.experiments.compare import compare
+from ncdynamics.experiments.streams import confrontations
+confrontations()
 t0 = time.perf_counter()
-confront.compare(sys.argv[1])
+compare(sys.argv[1])
 print(json.dumps({"total": time.perf_counter() - t0, "code": 0}))
 """
 _SWEEP_BASE = """
 import sys, time, json
 from pathlib import Path
 t0 = time.perf_counter()
-from ncdynamics.experiments import confront
+from ncdynamics.experiments.compare import compare
 for d in sorted(p for p in Path(sys.argv[1]).iterdir() if (p / "status.json").is_file()):
-    confront.compare(d)
+    compare(d)
 print(json.dumps({"total": time.perf_counter() - t0, "code": 0}))
 """
 

@@ -5,7 +5,7 @@
 2. Batched gradient descent on the UFM (the fast path ``hadamard.fast_batched_gd.run_gd``),
    K = 16, d = 16, 10 realisations, 1e5 iterations: one batched run vs looping the
    realisations one at a time (target < 30 s, >= 5x), vs the plain reference
-   ``hadamard.ufm.run_gd_reference``, and vs a loop over the public ``ce_descent`` per step
+   ``theories.ufm.run_gd_reference``, and vs a loop over the public ``ce_descent`` per step
    (input checks and label matrix on every call: the baseline of the first docs).
 
 Variants are timed in interleaved rounds (median and range printed).
@@ -28,7 +28,7 @@ from ncdynamics.theories import hadamard as hd
 from ncdynamics.theories.hadamard.counterexamples import COUNTEREXAMPLES
 from ncdynamics.theories.hadamard.fast_batched_gd import run_gd
 from ncdynamics.theories.hadamard.model import payoffs
-from ncdynamics.theories.hadamard.ufm import ce_descent, run_gd_reference, state_matrices
+from ncdynamics.theories.ufm import ce_descent, run_gd_reference, state_matrices
 
 
 def bench_ode(t_max: float, rounds: int) -> None:

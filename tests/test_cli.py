@@ -86,3 +86,13 @@ def test_run_with_device_cpu_records_cpu_where_auto_would_pick_cuda(tmp_path, mo
     args = ["run", "alignment.xor", "--preset", "smoke", "--device", "cpu", "--no-progress"]
     assert main([*args, "--out", str(out)]) == 0
     assert json.loads((out / "status.json").read_text())["device"] == "cpu"
+
+
+def test_list_theories_shows_each_citation(capsys):
+    """``ncdyn list --theories`` shows what a verdict reason's "[1]" cites."""
+    from ncdynamics import theories
+
+    assert main(["list", "--theories"]) == 0
+    out = capsys.readouterr().out
+    for name in theories.available():
+        assert f"[1] {theories.get(name).citation}" in out, name

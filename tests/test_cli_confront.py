@@ -60,6 +60,14 @@ def test_compare_prints_each_theory_and_writes_report(demo_run, capsys):
     }
     assert table["reason"].notna().all()
     assert (demo_run / "compare" / "report.html").is_file()
+    # the citation that a reason's "[1]" refers to heads each theory's rows
+    from ncdynamics import theories
+
+    lines = out.splitlines()
+    for theory in ("alignment", "hadamard", "lesde", "ntk_collapse"):
+        cite = f"[1] ({theory}) {theories.get(theory).citation}"
+        first_row = next(i for i, line in enumerate(lines) if line.startswith(theory))
+        assert lines[first_row - 1] == cite, lines[first_row - 1]
 
 
 def test_forecast_scores_theories_and_baselines(demo_run, capsys, tmp_path):
@@ -137,7 +145,7 @@ def test_force_fits_a_stream_outside_the_regime(tmp_path, monkeypatch, capsys):
     import numpy as np
 
     from ncdynamics import runs
-    from ncdynamics.experiments import confront
+    from ncdynamics.experiments import streams
     from ncdynamics.theories.confrontation import Assumption, Confrontation, Need, TheoryFit
 
     def fit(stream):
@@ -157,7 +165,7 @@ def test_force_fits_a_stream_outside_the_regime(tmp_path, monkeypatch, capsys):
         fit,
         (Assumption("loss", "squared error", mse_only),),
     )
-    monkeypatch.setattr(confront, "confrontations", lambda: [toy])
+    monkeypatch.setattr(streams, "confrontations", lambda: [toy])
     run = runs.create(tmp_path / "r", config={"loss": "cross-entropy"})
     for t in range(10):
         run.log(t, {"loss": float(np.exp(-0.2 * t))})
@@ -189,7 +197,7 @@ def test_compare_prints_what_the_windows_inside_the_regime_gave(capsys):
     # a stream out of regime as a whole (a learning-rate drop) used to print no more than
     # its reason, hiding the windows fitted between the drops
     from ncdynamics.cli import _print_compare
-    from ncdynamics.experiments.confront import CompareEntry
+    from ncdynamics.experiments.compare import CompareEntry
     from ncdynamics.experiments.windows import WindowFit
     from ncdynamics.theories.verdict import Verdict
 

@@ -75,7 +75,7 @@ def _their_script(tmp_path, n_epochs=8):
             rec.step(model, epoch, **({"loss": loss.item()} if epoch else {}))
             if epoch % 4 == 0:
                 kernel = empirical_ntk(model, x_ntk)  # (20, 20, 10, 10)
-                run.log_kernel("ntk", epoch, kernel, ds.y_train[ntk_idx])
+                ncdynamics.runs.log_kernel(run, "ntk", epoch, kernel, ds.y_train[ntk_idx])
         rec.close()
     return run, tracker
 

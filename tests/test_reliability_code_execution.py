@@ -19,7 +19,8 @@ import pytest
 
 from cifar_format import py2_pickle
 from ncdynamics import data, report, runs
-from ncdynamics.experiments import confront
+from ncdynamics.experiments.compare import compare
+from ncdynamics.experiments.forecast import forecast
 from ncdynamics.theories.lesde.model import d_vectors
 
 # ---------------------------------------------------------------------------- item 6: HTML
@@ -194,11 +195,11 @@ def _hostile_stream_run(path: Path) -> runs.Run:
 def test_compare_and_forecast_reports_escape_streams_and_run_path(tmp_path, command):
     run = _hostile_stream_run(tmp_path / HOSTILE_NAMES[0])
     if command == "compare":
-        entries = confront.compare(run)
+        entries = compare(run)
         assert any(e.stream == f"{BREAKOUT}/" and e.status == "fitted" for e in entries)
         page = report.write_compare_report(entries, run.path, tmp_path / "out")
     else:
-        entries = confront.forecast(run, 0.5)
+        entries = forecast(run, 0.5)
         page = report.write_forecast_report(entries, run.path, tmp_path / "out", 0.5)
     assert_inert(page, (BREAKOUT, HOSTILE_NAMES[0]))
 

@@ -13,8 +13,9 @@ import pytest
 
 from ncdynamics import runs
 from ncdynamics.cli import main
-from ncdynamics.experiments import confront
+from ncdynamics.experiments.compare import compare
 from ncdynamics.report import write_compare_report
+from ncdynamics.runs._outputs import check_output_dir
 from ncdynamics.theories.lesde.model import d_vectors
 
 
@@ -116,27 +117,27 @@ def test_own_earlier_output_is_replaced_as_a_whole(tmp_path, capsys, command, ar
 def test_an_empty_directory_may_receive_the_output(tmp_path):
     run = _lesde_run(tmp_path / "run")
     (tmp_path / "empty").mkdir()
-    page = write_compare_report(confront.compare(run), run.path, tmp_path / "empty")
+    page = write_compare_report(compare(run), run.path, tmp_path / "empty")
     assert page.is_file() and (tmp_path / "empty" / ".ncdynamics-compare").is_file()
 
 
 def test_one_command_never_replaces_the_other_commands_output(tmp_path):
     run = _lesde_run(tmp_path / "run")
     out = tmp_path / "out"
-    write_compare_report(confront.compare(run), run.path, out)
+    write_compare_report(compare(run), run.path, out)
     before = _snapshot(out)
     with pytest.raises(FileExistsError, match="not an output of `forecast`"):
-        confront.check_output_dir(out, "forecast")
+        check_output_dir(out, "forecast")
     assert _snapshot(out) == before
 
 
 def test_symlinked_out_is_refused(tmp_path):
     run = _lesde_run(tmp_path / "run")
     out = tmp_path / "out"
-    write_compare_report(confront.compare(run), run.path, out)
+    write_compare_report(compare(run), run.path, out)
     (tmp_path / "link").symlink_to(out)
     with pytest.raises(FileExistsError, match="symbolic link"):
-        write_compare_report(confront.compare(run), run.path, tmp_path / "link")
+        write_compare_report(compare(run), run.path, tmp_path / "link")
     assert (tmp_path / "link").is_symlink() and (out / "report.html").is_file()
 
 
@@ -145,11 +146,11 @@ def test_replacing_an_output_never_touches_a_user_path_named_like_its_trash(tmp_
 
     run = _lesde_run(tmp_path / "run")
     out = tmp_path / "out"
-    write_compare_report(confront.compare(run), run.path, out)
+    write_compare_report(compare(run), run.path, out)
     decoy = tmp_path / f".out-old-{os.getpid()}"  # the name an earlier version moved into
     decoy.mkdir()
     (decoy / "keep.txt").write_text("mine")
-    write_compare_report(confront.compare(run), run.path, out)  # replaces its own output
+    write_compare_report(compare(run), run.path, out)  # replaces its own output
     assert (decoy / "keep.txt").read_text() == "mine"
     assert (out / "report.html").is_file()
     leftovers = [p.name for p in tmp_path.iterdir() if p.name.startswith(".out-")]
@@ -165,18 +166,18 @@ def test_a_killed_compare_leaves_no_hidden_folder_for_good(tmp_path):
     import sys
     import textwrap
 
-    from ncdynamics.report.confront import _write_dir
+    from ncdynamics.runs._outputs import write_output_dir
 
     out = tmp_path / "cmp"
     code = textwrap.dedent(
         f"""
         import os, signal
         from pathlib import Path
-        from ncdynamics.report.confront import _write_dir
+        from ncdynamics.runs._outputs import write_output_dir
         def fill(tmp):
             (tmp / "report.html").write_text("half")
             os.kill(os.getpid(), signal.SIGKILL)
-        _write_dir(Path({str(out)!r}), "compare", fill)
+        write_output_dir(Path({str(out)!r}), "compare", fill)
         """
     )
     done = subprocess.run([sys.executable, "-c", code], env=dict(os.environ), timeout=120)
@@ -187,6 +188,6 @@ def test_a_killed_compare_leaves_no_hidden_folder_for_good(tmp_path):
     users.mkdir()
     (users / "keep.txt").write_text("mine")
 
-    _write_dir(out, "compare", lambda tmp: (tmp / "report.html").write_text("done"))
+    write_output_dir(out, "compare", lambda tmp: (tmp / "report.html").write_text("done"))
     assert sorted(p.name for p in tmp_path.iterdir()) == [".cmp-notes", "cmp"]
     assert (users / "keep.txt").read_text() == "mine"

@@ -572,10 +572,27 @@ def _interval_text(low: float, high: float) -> str:
     return f" [{_cell(low)}, {_cell(high)}]"
 
 
+def _citation_line(theory: str) -> str | None:
+    """``[1] (theory) <citation>``: what the theory's reasons cite as [1]; ``None`` for a
+    theory the registry does not know (one made up in a test)."""
+    from . import theories
+
+    try:
+        return f"[1] ({theory}) {theories.get(theory).citation}"
+    except (KeyError, ValueError):
+        return None
+
+
 def _print_compare(entries: Sequence[Any]) -> None:
     _print_verdicts_head()
     pad = _COLUMNS[0]
+    cited: set[str] = set()
     for e in entries:
+        if e.theory not in cited:  # the head of the theory's rows
+            cited.add(e.theory)
+            line = _citation_line(e.theory)
+            if line is not None:
+                print(line)
         _print_verdict(e.theory, e.stream, e.verdict)
         if e.fit is None:
             _print_regime_windows(e.windows)
@@ -634,8 +651,9 @@ def _unfinished_note(run: Any) -> str | None:
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
-    from .experiments import confront
+    from .experiments.compare import compare
     from .experiments.sweep import is_sweep
+    from .runs._outputs import check_output_dir, default_out
 
     force = getattr(args, "force", False)
     windows = not getattr(args, "no_windows", False)
@@ -647,10 +665,10 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     from .report._reading import read_run  # JSON files read safely first (size, nesting)
 
     run = read_run(dirs[0])
-    out = args.out if args.out is not None else confront.default_out(run.path, "compare")
-    confront.check_output_dir(out, "compare")  # refuse a foreign --out before any work
+    out = args.out if args.out is not None else default_out(run.path, "compare")
+    check_output_dir(out, "compare")  # refuse a foreign --out before any work
     note = _unfinished_note(run)
-    entries = confront.compare(run, force=force, windows=windows)
+    entries = compare(run, force=force, windows=windows)
     if note is not None:
         print(f"note: {note}")
     _print_compare(entries)
@@ -741,13 +759,13 @@ def _no_claims_line(paths: Sequence[str | Path]) -> str:
 def _compare_many(
     dirs: Sequence[Path], out: Path | None, *, force: bool, windows: bool, fmt: str = "text"
 ) -> int:
-    from .experiments import confront
     from .experiments.compare_many import compare_runs, expand_run_dirs, summary_table
     from .report.confront import write_summary_report
+    from .runs._outputs import check_output_dir
 
     if out is None:
         out = dirs[0] / "compare" if len(dirs) == 1 else Path("compare")
-    confront.check_output_dir(out, "compare")  # refuse a foreign --out before any work
+    check_output_dir(out, "compare")  # refuse a foreign --out before any work
     if not expand_run_dirs(dirs):
         raise ValueError(f"`run_dir` {str(dirs[0])!r} holds no runs to compare.")
     results = compare_runs(dirs, force=force, windows=windows, progress=sys.stderr.isatty())
@@ -765,20 +783,21 @@ def _compare_many(
 
 def _cmd_forecast(args: argparse.Namespace) -> int:
     from . import report
-    from .experiments import confront
+    from .experiments.forecast import DEFAULT_AT, DEFAULT_CHANGE, forecast, forecast_table
+    from .runs._outputs import check_output_dir, default_out
 
-    at = confront.DEFAULT_AT if args.at is None else _fractions(args.at, "at")
-    change = confront.DEFAULT_CHANGE if args.change is None else _fractions(args.change, "change")
+    at = DEFAULT_AT if args.at is None else _fractions(args.at, "at")
+    change = DEFAULT_CHANGE if args.change is None else _fractions(args.change, "change")
     if not at and not change:
         raise ValueError("`at` and `change` are both empty; give at least one cut point.")
     from .report._reading import read_run
 
     run = read_run(args.run_dir)
     single = at[0] if args.at is not None and len(at) == 1 else None
-    out = args.out if args.out is not None else confront.default_out(run.path, "forecast", single)
-    confront.check_output_dir(out, "forecast")  # refuse a foreign --out before any work
-    entries = confront.forecast(run, at, change=change, force=args.force)
-    table = confront.forecast_table(entries)
+    out = args.out if args.out is not None else default_out(run.path, "forecast", single)
+    check_output_dir(out, "forecast")  # refuse a foreign --out before any work
+    entries = forecast(run, at, change=change, force=args.force)
+    table = forecast_table(entries)
     cols = ["theory", "stream", "cutoff", "observable", "method", "rmse", "error_unit"]
     cols += ["skill_vs_last_value", "skill_vs_power_law", "coverage"]
     scored = table.dropna(subset=["method"]) if "method" in table else table.iloc[:0]
@@ -855,11 +874,12 @@ def _cmd_list_theories() -> int:
 
     names = theories.available()
     width = max(len(n) for n in names) + 2
-    print(f"{'theory':<{width}}{'experiments':<13}{'confronts':<11}title / docs")
+    print(f"{'theory':<{width}}{'experiments':<13}{'confronts':<11}title / [1] citation / docs")
     for name in names:
         t = theories.get(name)
         confronts = "yes" if t.confrontation is not None else "no"
         print(f"{name:<{width}}{len(t.load_experiments()):<13}{confronts:<11}{t.title}")
+        print(f"{'':<{width + 24}}[1] {t.citation}")  # what a verdict reason's "[1]" cites
         print(f"{'':<{width + 24}}{t.docs}")
     return 0
 

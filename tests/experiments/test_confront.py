@@ -7,7 +7,15 @@ import pandas as pd
 import pytest
 
 from ncdynamics import runs
-from ncdynamics.experiments import confront
+from ncdynamics.experiments import streams
+from ncdynamics.experiments.compare import compare, compare_table
+from ncdynamics.experiments.forecast import forecast, forecast_table, power_law_extrapolation
+from ncdynamics.experiments.forecast_scoring import decades_off
+from ncdynamics.experiments.streams import (
+    confrontations,
+    find_streams,
+    theories_without_confrontation,
+)
 from ncdynamics.report import write_compare_report, write_forecast_report
 from ncdynamics.theories.confrontation import Stream
 from ncdynamics.theories.lesde.model import d_vectors
@@ -28,26 +36,26 @@ def _lesde_run(path, prefixes=("a/", "b/"), K=4):
 
 
 def test_confrontations_are_discovered_for_four_theories():
-    names = [c.theory for c in confront.confrontations()]
+    names = [c.theory for c in confrontations()]
     assert names == ["alignment", "hadamard", "lesde", "ntk_collapse"]
-    assert confront.theories_without_confrontation() == ["truncation"]
+    assert theories_without_confrontation() == ["truncation"]
 
 
 def test_find_streams_uses_metric_spelling_of_array_prefixes(tmp_path):
     run = _lesde_run(tmp_path / "r")
-    lesde = next(c for c in confront.confrontations() if c.theory == "lesde")
-    assert confront.find_streams(lesde, run) == ["a/", "b/"]
+    lesde = next(c for c in confrontations() if c.theory == "lesde")
+    assert find_streams(lesde, run) == ["a/", "b/"]
 
 
 def test_find_streams_ignores_names_that_merely_end_alike(tmp_path):
     run = runs.create(tmp_path / "r")
     run.save_array("xclass_means_logits", 0, np.eye(4))
-    lesde = next(c for c in confront.confrontations() if c.theory == "lesde")
-    assert confront.find_streams(lesde, run) == []
+    lesde = next(c for c in confrontations() if c.theory == "lesde")
+    assert find_streams(lesde, run) == []
 
 
 def test_compare_fits_each_stream_and_names_what_is_missing(tmp_path):
-    entries = confront.compare(_lesde_run(tmp_path / "r"))
+    entries = compare(_lesde_run(tmp_path / "r"))
     by = {(e.theory, e.stream): e for e in entries}
     assert by[("lesde", "a/")].status == "fitted"
     assert by[("lesde", "a/")].fit.params["rate_margin"] == pytest.approx(0.05, rel=1e-9)
@@ -56,25 +64,24 @@ def test_compare_fits_each_stream_and_names_what_is_missing(tmp_path):
     hadamard = by[("hadamard", "a/")]
     assert hadamard.verdict.verdict == "out of regime" and "off-diagonal" in hadamard.verdict.reason
     assert hadamard.fit is None
-    forced = {
-        (e.theory, e.stream): e for e in confront.compare(_lesde_run(tmp_path / "f"), force=True)
-    }
+    forced = {(e.theory, e.stream): e for e in compare(_lesde_run(tmp_path / "f"), force=True)}
     assert forced[("hadamard", "a/")].status == "fitted" and forced[("hadamard", "a/")].forced
     missing = by[("ntk_collapse", "")]
     assert missing.status == "missing" and "ntk_invariant" in missing.message
     assert missing.verdict.verdict == "missing"
     assert "pair_alignment" in by[("alignment", "")].message
-    table = confront.compare_table(entries)
+    table = compare_table(entries)
     assert {"theory", "stream", "status", "verdict", "reason", "params.alpha"} <= set(table.columns)
     assert "goodness.r2_log_mean_margin" in table.columns
 
 
 def test_forecast_scores_theory_beside_both_baselines(tmp_path):
     run = _lesde_run(tmp_path / "r", prefixes=("a/",))
-    entries = confront.forecast(run, 0.5, change=())
+    entries = forecast(run, 0.5, change=())
     e = next(e for e in entries if e.theory == "lesde")
-    assert e.status == "fitted" and e.cutoff == 20.0 and e.final_step == 40.0
+    assert e.status == "fitted" and e.origins[0].cut == 20.0 and e.final_step == 40.0
     assert e.fit.fit_until == 20.0 and len(e.origins) == 1
+    assert not hasattr(e, "cutoff")  # one way to say it: the origins' cuts
     scores = pd.DataFrame(e.scores).set_index(["observable", "method"])
     # exact exponential data: the theory forecast is exact, the last value is not
     assert scores.loc[("mean_margin", "theory (lesde)"), "decades_off"] < 1e-9
@@ -95,7 +102,7 @@ def test_forecast_scores_theory_beside_both_baselines(tmp_path):
 
 def test_forecast_places_origins_by_step_fraction_and_by_change(tmp_path):
     run = _lesde_run(tmp_path / "r", prefixes=("a/",))
-    e = next(e for e in confront.forecast(run) if e.theory == "lesde")
+    e = next(e for e in forecast(run) if e.theory == "lesde")
     placed = [o.placed_by for o in e.origins]
     assert "step fraction 0.3" in placed and any("total change" in p for p in placed)
     cuts = [o.cut for o in e.origins]
@@ -104,7 +111,7 @@ def test_forecast_places_origins_by_step_fraction_and_by_change(tmp_path):
     by = {o.placed_by: o.cut for o in e.origins}
     if "0.25 of the total change" in by:
         assert by["0.25 of the total change"] == 10.0
-    table = confront.forecast_table(entries := confront.forecast(run, (0.5,), change=(0.75,)))
+    table = forecast_table(entries := forecast(run, (0.5,), change=(0.75,)))
     assert {"cutoff", "placed_by", "rmse", "coverage", "skill_vs_power_law"} <= set(table.columns)
     assert len(next(x for x in entries if x.theory == "lesde").origins) == 2
 
@@ -112,9 +119,9 @@ def test_forecast_places_origins_by_step_fraction_and_by_change(tmp_path):
 def test_power_law_extrapolation_is_exact_on_a_power_law():
     steps = np.arange(0, 50.0)
     values = 3.0 * (steps + 1.0) ** -0.7
-    pred = confront.power_law_extrapolation(steps, values, 200.0, origin=0.0)
+    pred = power_law_extrapolation(steps, values, 200.0, origin=0.0)
     assert pred == pytest.approx(3.0 * 201.0**-0.7, rel=1e-10)
-    assert math.isnan(confront.power_law_extrapolation([1.0, 2.0], [0.0, 0.0], 5.0, origin=0.0))
+    assert math.isnan(power_law_extrapolation([1.0, 2.0], [0.0, 0.0], 5.0, origin=0.0))
 
 
 @pytest.mark.parametrize(
@@ -122,13 +129,13 @@ def test_power_law_extrapolation_is_exact_on_a_power_law():
     [(10.0, 1.0, 1.0), (0.1, 1.0, 1.0), (-1.0, 1.0, math.inf), (math.nan, 1.0, math.inf)],
 )
 def test_decades_off(pred, actual, want):
-    assert confront.decades_off(pred, actual) == pytest.approx(want)
+    assert decades_off(pred, actual) == pytest.approx(want)
 
 
 @pytest.mark.parametrize("at", [0.0, 1.0, -0.5, 2.0, math.nan])
 def test_forecast_rejects_fraction_outside_open_unit_interval(tmp_path, at):
     with pytest.raises(ValueError, match="`at`"):
-        confront.forecast(_lesde_run(tmp_path / "r"), at)
+        forecast(_lesde_run(tmp_path / "r"), at)
 
 
 def test_stream_cut_hides_later_records(tmp_path):
@@ -142,9 +149,9 @@ def test_stream_cut_hides_later_records(tmp_path):
 def test_reports_are_written_and_replace_the_old_output(tmp_path):
     run = _lesde_run(tmp_path / "r", prefixes=("a/",))
     out = tmp_path / "r" / "compare"
-    write_compare_report(confront.compare(run, force=True), run.path, out)
+    write_compare_report(compare(run, force=True), run.path, out)
     (out / "stale.txt").write_text("old")  # inside its own earlier output: replaced
-    page = write_compare_report(confront.compare(run, force=True), run.path, out)
+    page = write_compare_report(compare(run, force=True), run.path, out)
     assert page == out / "report.html" and not (out / "stale.txt").exists()
     html = page.read_text()
     assert "lesde" in html and html.count("<img") == len(list((out / "figures").glob("*.png")))
@@ -152,7 +159,7 @@ def test_reports_are_written_and_replace_the_old_output(tmp_path):
     assert pd.read_csv(out / "table.csv")["status"].tolist().count("fitted") == 2
     assert html.count('<h2 class="theory">') == 4  # one section per theory
     assert (out / "windows.csv").is_file()
-    page = write_forecast_report(confront.forecast(run, 0.5), run.path, tmp_path / "f", 0.5)
+    page = write_forecast_report(forecast(run, 0.5), run.path, tmp_path / "f", 0.5)
     table = pd.read_csv(tmp_path / "f" / "table.csv")
     assert {"observable", "method", "predicted", "actual", "decades_off", "rmse"} <= set(
         table.columns
@@ -165,7 +172,7 @@ def test_failed_report_leaves_previous_output_untouched(tmp_path, monkeypatch):
 
     run = _lesde_run(tmp_path / "r", prefixes=("a/",))
     out = tmp_path / "out"
-    write_compare_report(confront.compare(run), run.path, out)
+    write_compare_report(compare(run), run.path, out)
     before = (out / "report.html").read_text()
 
     def boom(*a, **k):
@@ -173,7 +180,7 @@ def test_failed_report_leaves_previous_output_untouched(tmp_path, monkeypatch):
 
     monkeypatch.setattr(rc, "_page", boom)
     with pytest.raises(RuntimeError, match="disk full"):
-        write_compare_report(confront.compare(run), run.path, out)
+        write_compare_report(compare(run), run.path, out)
     assert (out / "report.html").read_text() == before
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
 
@@ -181,15 +188,15 @@ def test_failed_report_leaves_previous_output_untouched(tmp_path, monkeypatch):
 def test_a_theory_that_raises_is_reported_failed_and_others_still_fit(tmp_path, monkeypatch):
     import dataclasses
 
-    confs = confront.confrontations()
+    confs = confrontations()
     lesde = next(c for c in confs if c.theory == "lesde")
 
     def broken(stream):
         raise IndexError("index 3 is out of bounds")
 
     patched = [dataclasses.replace(c, fit=broken) if c is lesde else c for c in confs]
-    monkeypatch.setattr(confront, "confrontations", lambda: patched)
-    entries = confront.compare(_lesde_run(tmp_path / "r", prefixes=("a/",)), force=True)
+    monkeypatch.setattr(streams, "confrontations", lambda: patched)
+    entries = compare(_lesde_run(tmp_path / "r", prefixes=("a/",)), force=True)
     by = {e.theory: e for e in entries}
     assert by["lesde"].status == "failed" and "IndexError: index 3" in by["lesde"].verdict.reason
     assert by["lesde"].verdict.verdict == "error"

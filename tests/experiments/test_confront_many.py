@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from ncdynamics import runs
-from ncdynamics.experiments import confront
+from ncdynamics.experiments import streams
 from ncdynamics.experiments.compare_many import compare_runs, expand_run_dirs, summary_table
 from ncdynamics.report.confront import summary_latex, write_summary_report
 from ncdynamics.theories.confrontation import Confrontation, Need, Stream, TheoryFit
@@ -38,7 +38,7 @@ TOY = Confrontation(
 
 @pytest.fixture(autouse=True)
 def only_toy(monkeypatch):
-    monkeypatch.setattr(confront, "confrontations", lambda: [TOY])
+    monkeypatch.setattr(streams, "confrontations", lambda: [TOY])
 
 
 def _run(path, rate, lr):

@@ -8,7 +8,9 @@ import numpy as np
 import pytest
 
 from ncdynamics import runs
-from ncdynamics.experiments import confront
+from ncdynamics.experiments import streams
+from ncdynamics.experiments.compare import compare
+from ncdynamics.experiments.forecast import forecast
 from ncdynamics.experiments.windows import MIN_WINDOW_RECORDS, window_plan
 from ncdynamics.theories.confrontation import (
     Assumption,
@@ -75,7 +77,7 @@ TOY = Confrontation(
 @pytest.fixture
 def only_toy(monkeypatch):
     def use(conf=TOY):
-        monkeypatch.setattr(confront, "confrontations", lambda: [conf])
+        monkeypatch.setattr(streams, "confrontations", lambda: [conf])
 
     use()
     return use
@@ -97,7 +99,7 @@ def _decay(steps, rate=0.05, noise=0.01, seed=0):
 
 def test_an_exponential_decay_holds_with_intervals_and_windows(tmp_path, only_toy):
     steps = np.arange(0, 80.0)
-    (e,) = confront.compare(_run(tmp_path / "r", _decay(steps)))
+    (e,) = compare(_run(tmp_path / "r", _decay(steps)))
     assert e.verdict.verdict == "holds", e.verdict.reason
     lo, hi = e.fit.intervals["rate"]
     assert lo < 0.05 < hi
@@ -115,12 +117,12 @@ def test_an_exponential_decay_holds_with_intervals_and_windows(tmp_path, only_to
 def test_a_stream_outside_the_regime_is_not_fitted_unless_forced(tmp_path, only_toy):
     steps = np.arange(0, 40.0)
     run = _run(tmp_path / "r", _decay(steps), config={"loss": "cross-entropy"})
-    (e,) = confront.compare(run)
+    (e,) = compare(run)
     assert e.verdict.verdict == "out of regime" and e.fit is None
     assert "'cross-entropy'" in e.verdict.reason and "--force" in e.verdict.reason
     assert e.status == "not applicable" and e.observed  # what was measured is still shown
     assert [(a.name, r) for a, r in e.regime] == [("loss", "the run trains with 'cross-entropy'")]
-    (forced,) = confront.compare(run, force=True)
+    (forced,) = compare(run, force=True)
     assert forced.fit is not None and forced.forced
     assert forced.verdict.verdict == "out of regime"
     assert "fitted anyway (--force): holds" in forced.verdict.reason
@@ -132,7 +134,7 @@ def test_per_stream_settings_decide_the_regime(tmp_path, only_toy):
     )
     for t in range(20):
         run.log(t, {"a/loss": math.exp(-0.1 * t), "b/loss": math.exp(-0.1 * t)})
-    by = {e.stream: e.verdict.verdict for e in confront.compare(run, windows=False)}
+    by = {e.stream: e.verdict.verdict for e in compare(run, windows=False)}
     assert by == {"a/": "holds", "b/": "out of regime"}
 
 
@@ -140,18 +142,18 @@ def test_a_window_that_holds_rescues_a_failing_stream_and_is_named(tmp_path, onl
     # exponential decay until step 40, then a plateau: one exponential fails on the whole
     steps = np.arange(0, 160.0)
     values = _decay(np.minimum(steps, 40.0), rate=0.08, noise=0.005)
-    (e,) = confront.compare(_run(tmp_path / "r", values))
+    (e,) = compare(_run(tmp_path / "r", values))
     assert e.verdict.verdict == "holds in a window", e.verdict.reason
     start, end = e.verdict.window
     assert start == 0 and end <= 40
     assert f"steps {start:g} to {end:g}" in e.verdict.reason and "whole stream" in e.verdict.reason
-    (plain,) = confront.compare(_run(tmp_path / "s", values), windows=False)
+    (plain,) = compare(_run(tmp_path / "s", values), windows=False)
     assert plain.verdict.verdict in ("fails", "degenerate") and not plain.windows
 
 
 def test_a_rate_indistinguishable_from_zero_is_degenerate(tmp_path, only_toy):
     rng = np.random.default_rng(3)
-    (e,) = confront.compare(_run(tmp_path / "r", np.exp(rng.normal(0, 0.1, 30))), windows=False)
+    (e,) = compare(_run(tmp_path / "r", np.exp(rng.normal(0, 0.1, 30))), windows=False)
     assert e.verdict.verdict == "degenerate"
     assert "rate" in e.verdict.reason
 
@@ -168,7 +170,7 @@ def test_a_fit_that_raises_gets_its_verdict(tmp_path, only_toy, error, verdict, 
         raise error
 
     only_toy(Confrontation("toy", "s", TOY.needs, _observe, broken))
-    (e,) = confront.compare(_run(tmp_path / "r", np.exp(-np.arange(10.0))))
+    (e,) = compare(_run(tmp_path / "r", np.exp(-np.arange(10.0))))
     assert e.verdict.verdict == verdict and fragment in e.verdict.reason
     assert e.fit is None
 
@@ -181,7 +183,7 @@ def test_a_broken_assumption_check_does_not_put_the_stream_out_of_regime(tmp_pat
         "toy", "s", TOY.needs, _observe, _fit, assumptions=(Assumption("lr", "constant", broken),)
     )
     only_toy(conf)
-    (e,) = confront.compare(_run(tmp_path / "r", np.exp(-0.1 * np.arange(20.0))), windows=False)
+    (e,) = compare(_run(tmp_path / "r", np.exp(-0.1 * np.arange(20.0))), windows=False)
     assert e.verdict.verdict == "holds"
     assert e.regime[0][1].startswith("could not check: KeyError")
 
@@ -189,7 +191,7 @@ def test_a_broken_assumption_check_does_not_put_the_stream_out_of_regime(tmp_pat
 def test_missing_names_the_needs_and_the_runs_own_reason(tmp_path, only_toy):
     run = runs.create(tmp_path / "r", config={"not_recorded": {"toy": "no loss is logged"}})
     run.log(0, {"other": 1.0})
-    (e,) = confront.compare(run)
+    (e,) = compare(run)
     assert e.verdict.verdict == "missing" and e.status == "missing"
     assert "scalar 'loss'" in e.verdict.reason and "no loss is logged" in e.verdict.reason
 
@@ -215,7 +217,7 @@ def test_windows_are_fitted_on_the_window_only(tmp_path, only_toy):
         return _fit(stream)
 
     only_toy(Confrontation("toy", "s", TOY.needs, _observe, spy))
-    (e,) = confront.compare(_run(tmp_path / "r", _decay(np.arange(0, 41.0))))
+    (e,) = compare(_run(tmp_path / "r", _decay(np.arange(0, 41.0))))
     assert seen[0] == (-math.inf, math.inf)
     windows = {(w.since, w.until) for w in e.windows}
     # every window is fitted on its records, and refitted on its earlier records only at the
@@ -239,15 +241,13 @@ def test_an_assumption_whose_settings_were_never_recorded_is_not_called_inside(t
     checked = Assumption("loss", "squared-error loss", _loss_is_mse, settings=("loss",))
     only_toy(Confrontation("toy", "s", TOY.needs, _observe, _fit, assumptions=(checked,)))
     values = _decay(np.arange(0, 60.0))
-    (bare,) = confront.compare(_run(tmp_path / "bare", values), windows=False)
+    (bare,) = compare(_run(tmp_path / "bare", values), windows=False)
     assert bare.unrecorded == ["loss"]
     assert "regime not checked for loss: the run records none of loss" in bare.verdict.reason
     assert bare.row()["regime.loss"] == "not recorded"
-    (said,) = confront.compare(
-        _run(tmp_path / "said", values, config={"loss": "MSE"}), windows=False
-    )
+    (said,) = compare(_run(tmp_path / "said", values, config={"loss": "MSE"}), windows=False)
     assert said.unrecorded == [] and "regime not checked" not in said.verdict.reason
-    (other,) = confront.compare(_run(tmp_path / "other", values, config={"loss": "hinge"}))
+    (other,) = compare(_run(tmp_path / "other", values, config={"loss": "hinge"}))
     assert other.verdict.verdict == "out of regime" and other.unrecorded == []
 
 
@@ -261,7 +261,7 @@ def test_forecast_of_a_stream_out_of_regime_uses_its_longest_window_inside(tmp_p
     for t in steps:
         run.log(int(t), {"lr": 0.1 if t < 40 else 0.01})  # a drop: out of regime as a whole
     run.flush()
-    (e,) = confront.forecast(run)
+    (e,) = forecast(run)
     # the two stretches are equally long: the later one is taken (as compare's windows do)
     assert e.origins and all(40 < o.cut < 79 for o in e.origins)
     assert e.verdict.verdict in ("holds in a window", "out of regime")

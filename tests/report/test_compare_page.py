@@ -13,7 +13,7 @@ import pytest
 
 from _browser import check_page, requires_chromium
 from ncdynamics import experiments, report, theories
-from ncdynamics.experiments import confront
+from ncdynamics.experiments.compare import compare
 from ncdynamics.report.confront import interval_determined
 
 
@@ -23,7 +23,7 @@ def page(tmp_path_factory) -> Path:
     run = experiments.run(
         "demo", "smoke", root / "demo", progress=False, epochs=12, depth=1, width=16
     )
-    entries = confront.compare(run)
+    entries = compare(run)
     return Path(report.write_compare_report(entries, run.path, root / "demo" / "compare"))
 
 
@@ -36,6 +36,19 @@ def test_every_declared_assumption_is_listed(page: Path) -> None:
             assert html.escape(a.statement, quote=True) in text, (name, a.name)
             declared += 1
     assert declared and "declares no assumptions" not in text
+
+
+def test_each_theory_section_heads_with_its_citation(page: Path) -> None:
+    """A verdict reason that cites "[1]" resolves on the page: each theory's section opens
+    with its declaration's citation, marked [1]."""
+    text = page.read_text()
+    sections = text.split('<h2 class="theory">')[1:]
+    assert sections
+    for section in sections:
+        name = section.split("</h2>", 1)[0]
+        cited = html.escape(theories.get(name).citation, quote=True)
+        head = section.split('<p class="stream">', 1)[0]
+        assert f"[1] {cited}" in head, name
 
 
 def test_window_verdicts_are_a_table(page: Path) -> None:
@@ -80,6 +93,6 @@ def test_the_run_report_links_to_its_compare_page(page: Path) -> None:
     (run_dir / "report.html").write_text(
         text.replace('<a href="compare/report.html">compare</a> (theory against run)', "")
     )
-    entries = confront.compare(run_dir)
+    entries = compare(run_dir)
     report.write_compare_report(entries, run_dir, run_dir / "compare")
     assert 'href="compare/report.html"' in (run_dir / "report.html").read_text()

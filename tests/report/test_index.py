@@ -31,10 +31,11 @@ def tree(tmp_path_factory):
     report.write_sweep_report(root / "sweeps" / "lr")
     lone = experiments.run("demo", "smoke", root / "lone", progress=False, **SMALL)
     report.write_report(lone)
-    from ncdynamics.experiments import confront
+    from ncdynamics.experiments.compare import compare
+    from ncdynamics.experiments.forecast import forecast
 
-    report.write_compare_report(confront.compare(lone), lone.path, lone.path / "compare")
-    entries = confront.forecast(lone, 0.5)
+    report.write_compare_report(compare(lone), lone.path, lone.path / "compare")
+    entries = forecast(lone, 0.5)
     report.write_forecast_report(entries, lone.path, lone.path / "forecast-0.5", 0.5)
     old = runs.create(root / "old", config={"a": 1}, experiment="demo", preset="smoke")
     status = old.status

@@ -54,14 +54,15 @@ def pages(tmp_path_factory):
         width=16,
         milestones=(100,),
     )
-    from ncdynamics.experiments import confront
+    from ncdynamics.experiments.compare import compare
     from ncdynamics.experiments.compare_many import compare_runs
+    from ncdynamics.experiments.forecast import forecast
 
-    entries = confront.compare(fitted, force=True)
+    entries = compare(fitted, force=True)
     return {
         "compare": report.write_compare_report(entries, fitted.path, root / "fitted" / "compare"),
         "forecast": report.write_forecast_report(
-            confront.forecast(fitted, 0.5, force=True), fitted.path, root / "forecast", 0.5
+            forecast(fitted, 0.5, force=True), fitted.path, root / "forecast", 0.5
         ),
         "summary": report.write_summary_report(compare_runs([res.path]), root / "summary"),
         "demo": report.write_report(demo),

@@ -82,8 +82,8 @@ def test_log_kernel_stores_block_statistics_and_arrays(tmp_path):
     feats = rng.normal(size=(12, 5)) + 3 * np.eye(5)[labels]
     kernel = feats @ feats.T
     with runs.create(tmp_path / "r") as run:
-        stats = run.log_kernel("my_ntk", 5, kernel, labels)
-        run.log_kernel("by_hand", 6, kernel_block_stats(kernel, labels))
+        stats = runs.log_kernel(run, "my_ntk", 5, kernel, labels)
+        runs.log_kernel(run, "by_hand", 6, kernel_block_stats(kernel, labels))
     assert repr(stats) == repr(kernel_block_stats(kernel, labels))
     again = runs.open(tmp_path / "r")
     wide = again.metrics_wide()
@@ -100,7 +100,39 @@ def test_log_kernel_needs_labels_for_a_raw_kernel(tmp_path):
     import numpy as np
 
     with runs.create(tmp_path / "r") as run, pytest.raises(ValueError, match="`labels`"):
-        run.log_kernel("k", 0, np.eye(4))
+        runs.log_kernel(run, "k", 0, np.eye(4))
+
+
+def test_log_kernel_writes_to_any_sink_and_is_not_a_run_method():
+    """The kernel bookkeeping lives beside the run store, not in ``Run``: any object with
+    ``log`` and ``save_array`` (a ``TeeSink``, a tracker) receives the same records."""
+    import numpy as np
+
+    class Sink:
+        def __init__(self):
+            self.scalars, self.arrays = {}, {}
+
+        def log(self, step, values):
+            self.scalars[step] = dict(values)
+
+        def save_array(self, name, step, array):
+            self.arrays[(name, step)] = np.asarray(array)
+
+    labels = np.repeat(np.arange(2), 3)
+    kernel = np.eye(6) + (labels[:, None] == labels[None, :])
+    sink = Sink()
+    stats = runs.log_kernel(sink, "k", 2, kernel, labels)
+    assert sorted(sink.scalars[2]) == [
+        "k/alignment",
+        "k/alignment_centered",
+        "k/block_residual",
+        "k/diagonal",
+        "k/different_class",
+        "k/same_class",
+    ]
+    assert sink.scalars[2]["k/alignment"] == stats.alignment
+    assert sorted(sink.arrays) == [("k.labels", 2), ("k.traced", 2)]
+    assert not hasattr(runs.Run, "log_kernel")
 
 
 def test_a_run_shows_inline_in_jupyter_with_escaped_text(tmp_path):

@@ -17,7 +17,7 @@ import pytest
 import torch
 
 from ncdynamics import data, experiments, runs
-from ncdynamics.experiments.confront import find_streams
+from ncdynamics.experiments.streams import find_streams
 from ncdynamics.models import MLP
 from ncdynamics.probes import PairAlignmentProbe
 from ncdynamics.theories.alignment.confront import CONFRONTATION

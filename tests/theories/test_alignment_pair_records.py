@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from ncdynamics import data, runs
-from ncdynamics.experiments.confront import find_streams
+from ncdynamics.experiments.streams import find_streams
 from ncdynamics.theories.alignment.confront import CONFRONTATION
 from ncdynamics.theories.alignment.experiments.pair_records import pair_records, record_pair
 from ncdynamics.theories.alignment.training import NetConfig, train_recording

@@ -8,7 +8,7 @@ from ncdynamics.theories.hadamard.estimate import fit_reduced, project_onto_hada
 from ncdynamics.theories.hadamard.fast_batched_gd import run_gd
 from ncdynamics.theories.hadamard.init import haar_orthogonal, matched_hadamard_init
 from ncdynamics.theories.hadamard.metrics import top_singular_values
-from ncdynamics.theories.hadamard.ufm import state_matrices
+from ncdynamics.theories.ufm import state_matrices
 
 
 def singular_values(traj, K):

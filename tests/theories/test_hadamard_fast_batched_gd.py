@@ -4,13 +4,13 @@ import numpy as np
 import pytest
 
 from ncdynamics.theories.hadamard.fast_batched_gd import run_gd
-from ncdynamics.theories.hadamard.ufm import (
+from ncdynamics.theories.labels import label_matrix
+from ncdynamics.theories.ufm import (
     pack_state,
     run_gd_reference,
     state_matrices,
     unpack_state,
 )
-from ncdynamics.theories.labels import label_matrix
 
 # float64 throughout: both paths take the same steps in a different operation order, so they
 # agree to rounding, amplified over ~150 steps

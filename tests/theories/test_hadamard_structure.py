@@ -9,11 +9,11 @@ from ncdynamics.theories.hadamard import structure
 from ncdynamics.theories.hadamard.structure import (
     hadamard_basis,
     psi_matrix,
-    softmax_columns,
     softmax_eigenvalues,
     sylvester,
     xor_permutation,
 )
+from ncdynamics.theories.ufm import softmax_columns
 
 POWERS = [2, 4, 8, 16, 32, 64]
 

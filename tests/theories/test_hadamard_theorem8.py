@@ -11,7 +11,7 @@ from ncdynamics.theories.hadamard.theorem8 import (
     thm8_prediction,
     thm8_time,
 )
-from ncdynamics.theories.hadamard.ufm import solve_gradient_flow, state_matrices, unpack_state
+from ncdynamics.theories.ufm import solve_gradient_flow, state_matrices, unpack_state
 
 
 def thm8_error(eps, rng, K=4, d=4, draws=3):

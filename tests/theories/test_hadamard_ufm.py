@@ -29,7 +29,7 @@ from ncdynamics.theories.hadamard.model import (
     to_reduced,
 )
 from ncdynamics.theories.hadamard.structure import sylvester
-from ncdynamics.theories.hadamard.ufm import (
+from ncdynamics.theories.ufm import (
     ce_descent,
     ce_loss,
     logit_descent,

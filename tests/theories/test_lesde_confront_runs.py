@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from ncdynamics import data, runs
-from ncdynamics.experiments import confront
+from ncdynamics.experiments.streams import find_streams
 from ncdynamics.models import MLP
 from ncdynamics.theories.confrontation import Stream
 from ncdynamics.theories.experiment import config_to_dict
@@ -101,7 +101,7 @@ def test_record_class_means_pools_blocks_of_draws(tmp_path):
     # block [0, 15): class c is drawn at iterations c, c+3, ..., mean iteration c + 6
     expected = (np.arange(K) + 6.0)[:, None] + np.eye(K)
     np.testing.assert_allclose(means[0], expected)
-    assert confront.find_streams(CONFRONTATION, run) == ["p0."]
+    assert find_streams(CONFRONTATION, run) == ["p0."]
 
 
 SMALL = {
@@ -128,7 +128,7 @@ def test_training_experiments_record_what_the_confrontation_reads(tmp_path, name
     run = runs.create(tmp_path / "run", config=config_to_dict(cfg), seed=0, experiment=name)
     spec.run(cfg, run, seed=0, progress=False)
     run.mark_completed()
-    streams = confront.find_streams(CONFRONTATION, run)
+    streams = find_streams(CONFRONTATION, run)
     assert streams == (["p0.", "p1."] if name == "lesde.fig4" else [""])
     for prefix in streams:
         stream = Stream(run, prefix)

@@ -68,7 +68,7 @@ def test_a_sweep_passes_its_device_to_every_run_and_checks_the_spelling(tmp_path
     run_dirs = sorted(p for p in res.path.iterdir() if (p / "status.json").is_file())
     assert len(run_dirs) == 2
     for run_dir in run_dirs:
-        assert experiments.confront.read_run(run_dir).status["device"] == "cpu"
+        assert experiments.read_run(run_dir).status["device"] == "cpu"
     with pytest.raises(ValueError, match="`device` must be"):
         experiments.sweep(
             "truncation.e1", "smoke", tmp_path / "t", grid={"n_seeds": [1]}, device="tpu"

@@ -15,7 +15,6 @@ from ncdynamics.training import (
     loop,
     param_groups,
     train,
-    train_with_config,
 )
 
 
@@ -181,8 +180,43 @@ def test_train_with_a_config_equals_train_with_keywords(tmp_path):
     options = {"epochs": 6, "lr": 0.08, "batch_size": 16, "seed": 3, "milestones": (3,)}
     by_keywords = train(make_model(), ds, progress=False, **options)
     config = TrainConfig(progress=False, **options)
-    by_config = train_with_config(make_model(), ds, config)
+    by_config = train(make_model(), ds, config)
     assert by_config == by_keywords
+    # keywords beside a config replace its fields
+    changed = train(make_model(), ds, dataclasses.replace(config, lr=1.0), lr=0.08)
+    assert changed == by_keywords
+
+
+def test_train_names_a_keyword_that_is_no_setting():
+    with pytest.raises(TypeError, match="`lrate`.*TrainConfig"):
+        train(make_model(), small_data(), epochs=1, lrate=0.1)
+    with pytest.raises(TypeError, match="`config` must be a TrainConfig"):
+        train(make_model(), small_data(), {"epochs": 1})
+    with pytest.raises(ValueError, match="`epochs`"):
+        train(make_model(), small_data())  # neither a config nor epochs
+
+
+def test_train_is_not_restated_by_keyword():
+    """``train`` forwards its settings to ``TrainConfig`` once: it has no parameter of its
+    own for any of the config's fields (they are documented there, checked there)."""
+    import inspect
+
+    own = set(inspect.signature(train).parameters)
+    assert own == {"model", "data", "config", "device", "recorder", "store", "settings"}
+    assert not hasattr(loop, "train_with_config")
+
+
+@pytest.mark.parametrize("bad", ["gpu", "tpu:0", 3.5])
+def test_train_checks_its_device_like_a_run_does(bad):
+    """``train(device=...)`` goes through the one device check (``resolve_device``)."""
+    with pytest.raises(ValueError, match="`device` must be 'auto', 'cpu', 'cuda' or 'cuda:N'"):
+        train(make_model(), small_data(), epochs=1, progress=False, device=bad)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the refusal on a CPU machine")
+def test_train_refuses_cuda_on_a_machine_without_it():
+    with pytest.raises(ValueError, match="needs CUDA"):
+        train(make_model(), small_data(), epochs=1, progress=False, device="cuda")
 
 
 def test_train_config_normalises_integers_and_is_frozen():

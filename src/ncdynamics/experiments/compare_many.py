@@ -1,6 +1,6 @@
 """``ncdyn compare`` on many runs: every run confronted, one summary table of verdicts.
 
-:func:`compare_runs` runs :func:`ncdynamics.experiments.confront.compare` on each run of a
+:func:`compare_runs` runs :func:`ncdynamics.experiments.compare.compare` on each run of a
 list of run directories and sweep directories (a sweep's runs are its subdirectories that
 hold a ``status.json``), and :func:`summary_table` lays the results out as one row per run and
 one column per theory and stream: the verdict, and the key parameters with their 95%
@@ -18,7 +18,8 @@ from typing import Any
 
 import pandas as pd
 
-from .confront import CompareEntry, compare, read_run
+from .compare import CompareEntry, compare
+from .streams import read_run
 from .sweep import is_sweep
 
 __all__ = [
@@ -83,7 +84,7 @@ def compare_runs(
     windows: bool = True,
     progress: bool = False,
 ) -> list[RunResult]:
-    """:func:`~ncdynamics.experiments.confront.compare` on every run of ``paths`` (see
+    """:func:`~ncdynamics.experiments.compare.compare` on every run of ``paths`` (see
     :func:`expand_run_dirs`); a run that cannot be read or compared gets its reason.
     ``progress`` shows a bar over the runs (each is seconds of fits)."""
     from tqdm.auto import tqdm

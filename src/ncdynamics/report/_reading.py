@@ -1,6 +1,6 @@
 """How the reports open a run: its JSON files checked by the run store's safe reader first.
 
-:func:`ncdynamics.experiments.confront.read_run` checks that the JSON files hold objects;
+:func:`ncdynamics.experiments.streams.read_run` checks that the JSON files hold objects;
 before it, :func:`read_run` here reads each of ``status.json``, ``config.json`` and
 ``summary.json`` that exists with :func:`ncdynamics.runs._io.read_json`, which refuses a
 symbolic link, a FIFO or device, a file over the size bound and JSON nested too deep, each
@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ..experiments.confront import read_run as _read_run
+from ..experiments.streams import read_run as _read_run
 from ..runs import Run
 from ..runs._io import read_json
 

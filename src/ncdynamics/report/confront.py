@@ -5,8 +5,8 @@ Both write into an output directory (by default ``RUN_DIR/compare`` and
 ``report.html`` with the figures embedded, and a marker ``.ncdynamics-compare`` /
 ``.ncdynamics-forecast`` that says whose output it is. The directory is replaced as a whole,
 so an interrupted write never leaves a mix of old and new files, and only when it holds that
-same command's earlier output (:func:`ncdynamics.experiments.confront.check_output_dir`): a
-run, a folder of runs or anyone's other files are refused, untouched.
+same command's earlier output (:func:`ncdynamics.runs._outputs.write_output_dir`, the one
+home of that rule): a run, a folder of runs or anyone's other files are refused, untouched.
 
 The compare page has one section per theory: for each stream its verdict and reason, the
 regime checks, a parameter table (value, 95% interval, unit, the value the theory predicts
@@ -21,12 +21,7 @@ their cells or scroll inside their own box, figures scale to the page width.
 from __future__ import annotations
 
 import base64
-import glob
 import math
-import os
-import shutil
-import sys
-import tempfile
 from collections.abc import Callable, Sequence
 from contextvars import ContextVar
 from pathlib import Path
@@ -35,19 +30,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..experiments.compare import CompareEntry, compare_table, windows_table
 from ..experiments.compare_many import RunResult, long_table, summary_table
-from ..experiments.confront import (
-    CompareEntry,
-    ForecastEntry,
-    check_output_dir,
-    compare_table,
-    confrontations,
-    forecast_table,
-    read_run,
-    theories_without_confrontation,
-    windows_table,
-    write_output_marker,
-)
+from ..experiments.forecast import ForecastEntry, forecast_table
+from ..experiments.streams import confrontations, read_run, theories_without_confrontation
+from ..runs._outputs import write_output_dir
 from ..theories.verdict import observable_scale
 from .html import _CSS, _text
 
@@ -617,6 +604,17 @@ def _summaries() -> dict[str, str]:
     return {c.theory: c.summary for c in confrontations()}
 
 
+def _citation(theory: str) -> str | None:
+    """The theory's citation (what its reasons cite as [1]); ``None`` when the registry does
+    not know it (a confrontation made up in a test)."""
+    from .. import theories
+
+    try:
+        return theories.get(theory).citation
+    except (KeyError, ValueError):
+        return None
+
+
 def _absent_note() -> str:
     absent = theories_without_confrontation()
     if not absent:
@@ -648,85 +646,24 @@ def _sections(entries: Sequence[Any], section: Callable[[Any], str]) -> str:
         head = f'<h2 class="theory">{_text(theory)}</h2>'
         if theory in summaries:
             head += f'<p class="muted">{_text(summaries[theory])}</p>'
+        citation = _citation(theory)
+        if citation is not None:
+            head += f'<p class="muted">[1] {_text(citation)}</p>'
         out.append(head + "".join(section(e) for e in group))
     return "".join(out)
 
 
 # ---------------------------------------------------------------------------- writers
-#: Inside a directory being built: a lock file held (``flock``) by the building process.
-_BUILDING = ".ncdynamics-building"
+def _write_pages(out: Path, command: str, fill: Callable[[Path], None]) -> Path:
+    """``fill`` a fresh directory (with an empty ``figures/``) that replaces ``out`` whole
+    (:func:`ncdynamics.runs._outputs.write_output_dir`: marker, check, swap), then link the
+    page from the run's own report; the path of ``report.html``."""
 
-
-def _hold_building_mark(tmp: Path) -> int:
-    """Mark ``tmp`` as ours and being built: ``tmp/.ncdynamics-building``, locked through
-    the returned descriptor until it is closed (a killed process drops the lock)."""
-    fd = os.open(tmp / _BUILDING, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
-    if sys.platform != "win32":
-        import fcntl
-
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    return fd
-
-
-def _remove_abandoned(out: Path) -> None:
-    """Remove the temporary siblings ``.<out>-<random>`` that a killed ``compare`` or
-    ``forecast`` left: real directories holding our building mark whose lock no live
-    process holds. Anything else of that look (a user's folder) is left alone."""
-    if sys.platform == "win32":  # pragma: no cover - no flock: nothing is removed
-        return
-    import fcntl
-
-    for entry in out.parent.glob(f".{glob.escape(out.name)}-*"):
-        mark = entry / _BUILDING
-        if entry.is_symlink() or not entry.is_dir() or mark.is_symlink() or not mark.is_file():
-            continue
-        try:
-            fd = os.open(mark, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
-        except OSError:
-            continue
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            continue  # its builder is alive
-        else:
-            shutil.rmtree(entry, ignore_errors=True)
-        finally:
-            os.close(fd)
-
-
-def _write_dir(out: Path, command: str, fill: Callable[[Path], None]) -> Path:
-    """Build the directory in a temporary sibling, then swap it in (no half-written output).
-
-    ``out`` is replaced only when it is ``command``'s own earlier output (checked before
-    anything is written and again just before the swap).
-    """
-    out = check_output_dir(out, command)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    _remove_abandoned(out)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
-    mark = -1
-    try:
-        mark = _hold_building_mark(tmp)
+    def with_figures(tmp: Path) -> None:
         (tmp / "figures").mkdir()
         fill(tmp)
-        write_output_marker(tmp, command)
-        os.unlink(tmp / _BUILDING)  # complete: no longer a directory being built
-        check_output_dir(out, command)
-        if out.exists():
-            # the old output moves into a fresh directory of our own, so no other path (a
-            # user's file with a guessable name) can be in the way or removed with it
-            trash = Path(tempfile.mkdtemp(prefix=f".{out.name}-old-", dir=out.parent))
-            os.replace(out, trash / out.name)
-            os.replace(tmp, out)
-            shutil.rmtree(trash, ignore_errors=True)
-        else:
-            os.replace(tmp, out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    finally:
-        if mark >= 0:
-            os.close(mark)
+
+    out = write_output_dir(out, command, with_figures)
     from .html import link_output_pages
 
     link_output_pages(out.parent)  # the run's own report links to this page
@@ -780,7 +717,7 @@ def _write_compare_report(
         windows_table(entries).to_csv(tmp / "windows.csv", index=False)
         (tmp / "report.html").write_text(_page("compare", intro, body))
 
-    return _write_dir(out, "compare", fill)
+    return _write_pages(out, "compare", fill)
 
 
 def _forecast_rows(e: ForecastEntry) -> list[list[str]]:
@@ -862,7 +799,7 @@ def write_forecast_report(
         forecast_table(entries).to_csv(tmp / "table.csv", index=False)
         (tmp / "report.html").write_text(_page("forecast", intro, body))
 
-    return _write_dir(out, "forecast", fill)
+    return _write_pages(out, "forecast", fill)
 
 
 # ---------------------------------------------------------------------------- many runs
@@ -929,4 +866,4 @@ def write_summary_report(results: list[RunResult], out: Path) -> Path:
         (tmp / "summary.html").write_text(page)
         (tmp / "report.html").write_text(page)
 
-    return _write_dir(out, "compare", fill)
+    return _write_pages(out, "compare", fill)

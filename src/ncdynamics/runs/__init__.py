@@ -3,6 +3,7 @@
 from ._errors import RunCorruptError as RunCorruptError
 from ._errors import RunExistsError as RunExistsError
 from ._errors import RunInUseError as RunInUseError
+from ._kernels import log_kernel as log_kernel
 from ._store import FORMAT_VERSION as FORMAT_VERSION
 from ._store import Run as Run
 from ._store import create as create
@@ -17,6 +18,7 @@ __all__ = [
     "RunExistsError",
     "RunInUseError",
     "create",
+    "log_kernel",
     "open",
     "open_run",
 ]

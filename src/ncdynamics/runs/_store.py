@@ -47,11 +47,11 @@ import zlib
 from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any
 
 import numpy as np
 import pandas as pd
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import NDArray
 
 from .._reasons import one_line_reason
 from ._checkpoint import load_checkpoint_file, reason
@@ -80,9 +80,6 @@ from ._layout import (
 from ._lock import DirLock, acquire
 from ._signals import interruption_reason, unwatch, watch
 from ._tables import read_metric_table, write_metric_table
-
-if TYPE_CHECKING:  # the probes import torch; the run store stays light until it needs them
-    from ..probes.kernels import KernelBlockStats
 
 __all__ = [
     "FORMAT_VERSION",
@@ -644,61 +641,6 @@ class Run:
             with os.fdopen(open_regular(p), "rb") as fh:
                 out[int(p.stem)] = np.load(fh, allow_pickle=False)
         return out
-
-    def log_kernel(
-        self,
-        name: str,
-        step: int,
-        kernel: ArrayLike | KernelBlockStats,
-        labels: ArrayLike | None = None,
-        *,
-        estimator: Literal["exact", "half-split"] = "exact",
-    ) -> KernelBlockStats:
-        """Record a kernel computed by hand (an NTK, a Gram matrix) with its block statistics.
-
-        ``kernel`` is a kernel in a layout of :func:`ncdynamics.probes.empirical_ntk` (full
-        ``(n, n, O, O)``, ``(O, n, n)`` or traced ``(n, n)``) with its ``labels`` of shape
-        ``(n,)``, or the :class:`~ncdynamics.probes.KernelBlockStats` already computed from
-        one (then ``labels`` are only stored). Scalars go to the metrics table as
-        ``<name>/diagonal``, ``<name>/same_class``, ``<name>/different_class``,
-        ``<name>/alignment``, ``<name>/alignment_centered`` and ``<name>/block_residual``;
-        arrays as ``<name>.traced`` (n, n), ``<name>.labels`` (n,) and, from a full kernel,
-        ``<name>.block_norms`` (O, O). Returns the statistics.
-
-        Raises
-        ------
-        ValueError
-            If ``kernel`` is an array and ``labels`` is missing, or they do not match.
-        """
-        from ..probes.kernels import KernelBlockStats, kernel_block_stats
-
-        _check_name(name, "name")
-        if isinstance(kernel, KernelBlockStats):
-            stats = kernel
-        elif labels is None:
-            raise ValueError(
-                "`labels` must be given with a kernel array (one class per sample); got None."
-            )
-        else:
-            stats = kernel_block_stats(kernel, labels, estimator=estimator)
-        v = stats.values
-        self.log(
-            step,
-            {
-                f"{name}/diagonal": v.diagonal,
-                f"{name}/same_class": v.same_class,
-                f"{name}/different_class": v.different_class,
-                f"{name}/alignment": stats.alignment,
-                f"{name}/alignment_centered": stats.centered_alignment,
-                f"{name}/block_residual": stats.block_residual,
-            },
-        )
-        self.save_array(f"{name}.traced", step, stats.traced)
-        if labels is not None:
-            self.save_array(f"{name}.labels", step, np.asarray(labels))
-        if stats.block_norms is not None:
-            self.save_array(f"{name}.block_norms", step, stats.block_norms)
-        return stats
 
     # ------------------------------------------------------------------ checkpoints
     def _checkpoints(self, tag: str) -> list[Path]:

@@ -5,7 +5,7 @@ battery and says, in numbers, whether its verdicts can be trusted:
 
 1. **smoke**: the theory's smoke experiment(s) run (``experiments.run(name, "smoke")``) and,
    where the run records what the theory needs, the theory is confronted with it
-   (:func:`ncdynamics.experiments.confront.compare`); a smoke run that raises, or an ``error``
+   (:func:`ncdynamics.experiments.compare.compare`); a smoke run that raises, or an ``error``
    verdict, is a failure;
 2. **true positives**: streams that the theory's own model generates, written as run
    directories whose config sits inside the theory's regime, with noise on the observables'
@@ -578,7 +578,7 @@ def _check(
     root: Path,
 ) -> CalibrationReport:
     from ..experiments import _registry as experiments
-    from ..experiments.confront import compare
+    from ..experiments.compare import compare
 
     report = CalibrationReport(theory.name)
     with _alone(theory):

@@ -3,16 +3,15 @@ that connect the Recorder to other trackers (TensorBoard, MLflow, Weights & Bias
 trainers (PyTorch Lightning, Hugging Face transformers)."""
 
 from .devices import current_device as current_device
+from .devices import device_for as device_for
 from .devices import resolve_device as resolve_device
 from .devices import use_device as use_device
 from .hf_callback import transformers_callback as transformers_callback
 from .loop import CheckpointStore as CheckpointStore
 from .loop import TrainConfig as TrainConfig
 from .loop import TrainResult as TrainResult
-from .loop import default_device as default_device
 from .loop import param_groups as param_groups
 from .loop import train as train
-from .loop import train_with_config as train_with_config
 from .mlflow_sink import MLflowSink as MLflowSink
 from .recorder import Recorder as Recorder
 from .recorder import Schedule as Schedule
@@ -38,14 +37,13 @@ __all__ = [
     "TrialError",
     "current_device",
     "WandbSink",
-    "default_device",
     "default_workers",
     "lightning_callback",
     "param_groups",
+    "device_for",
     "resolve_device",
     "run_trials",
     "train",
-    "train_with_config",
     "use_device",
     "transformers_callback",
 ]

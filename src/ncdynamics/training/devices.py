@@ -4,8 +4,9 @@
 when present, else the CPU) and refuses one this machine does not have. An experiment run
 (``experiments.run(..., device=...)``, ``ncdyn run --device``) makes its device current with
 :func:`use_device` for the duration of the run, and every training path puts its models and
-batches on :func:`current_device`, so a device chosen once reaches them all without being
-threaded through each experiment's config (a run resumed on another machine keeps its config).
+batches on :func:`device_for` (its own ``device=`` argument, checked, else
+:func:`current_device`), so a device chosen once reaches them all without being threaded
+through each experiment's config (a run resumed on another machine keeps its config).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ __all__ = [
     "check_device_spec",
     "chosen_device",
     "current_device",
+    "device_for",
     "resolve_device",
     "use_device",
 ]
@@ -85,6 +87,16 @@ def current_device() -> torch.device:
     """The device made current by :func:`use_device`, else ``auto``'s choice."""
     dev = _CURRENT.get()
     return dev if dev is not None else resolve_device("auto")
+
+
+def device_for(device: str | torch.device | None = None) -> torch.device:
+    """The device a training path runs on: ``device`` checked by :func:`resolve_device`
+    when given, else :func:`current_device` (the run's, or ``auto``'s choice).
+
+    The one place where a device argument becomes a :class:`torch.device`; every function
+    that takes ``device=`` goes through it.
+    """
+    return current_device() if device is None else resolve_device(device)
 
 
 def chosen_device() -> torch.device | None:

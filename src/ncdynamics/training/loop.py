@@ -10,6 +10,7 @@ repeats exactly what the killed one would have done.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
@@ -22,7 +23,7 @@ from .._validation import check_int, check_option, check_scalar
 from ..data import Dataset, class_balanced_batches
 from ..models.modes import eval_mode
 from ..probes.performance import LOSSES, classification_loss, loss_and_accuracy
-from .devices import current_device
+from .devices import device_for
 from .inputs import LabelledData, as_dataset
 from .recorder import Evaluation, Recorder
 
@@ -30,10 +31,8 @@ __all__ = [
     "CheckpointStore",
     "TrainConfig",
     "TrainResult",
-    "default_device",
     "param_groups",
     "train",
-    "train_with_config",
 ]
 
 
@@ -55,11 +54,6 @@ class TrainResult:
     epochs: int
     history: dict[str, list[float]] = field(default_factory=dict)
     final: dict[str, float] = field(default_factory=dict)
-
-
-def default_device() -> torch.device:
-    """The current device (:func:`ncdynamics.training.devices.current_device`)."""
-    return current_device()
 
 
 def param_groups(model: nn.Module, weight_decay: float, *, decay_all: bool = False) -> list[dict]:
@@ -124,7 +118,8 @@ class CheckpointStore(Protocol):
 
 @dataclass(frozen=True)
 class TrainConfig:
-    """The settings of :func:`train` (everything but the model, data and where things go).
+    """The settings of :func:`train` (everything but the model, data and where things go):
+    ``train(model, data, TrainConfig(epochs=5))``, or the same fields as keywords of ``train``.
 
     Attributes
     ----------
@@ -195,84 +190,25 @@ class TrainConfig:
             object.__setattr__(self, name, value)
 
 
-def train(
-    model: nn.Module,
-    data: Dataset | LabelledData,
-    *,
-    epochs: int,
-    loss: Literal["mse", "cross-entropy"] = "cross-entropy",
-    lr: float = 0.05,
-    momentum: float = 0.9,
-    nesterov: bool = False,
-    weight_decay: float = 0.0,
-    decay_all: bool = False,
-    milestones: tuple[int, ...] = (),
-    gamma: float = 0.1,
-    batch_size: int = 128,
-    per_class: int | None = None,
-    seed: int = 0,
-    device: str | torch.device | None = None,
-    recorder: Recorder | None = None,
-    store: CheckpointStore | None = None,
-    tag: str = "main",
-    checkpoint_every: int = 10,
-    evaluate_test: bool = True,
-    test_every: int = 1,
-    progress: bool = True,
-    desc: str = "train",
-) -> TrainResult:
-    """Train ``model`` on ``data`` with SGD and record along the way.
-
-    The keywords are the fields of :class:`TrainConfig` (see there), plus where things
-    run and go; ``train(model, data, epochs=e, ...)`` is
-    ``train_with_config(model, data, TrainConfig(epochs=e, ...), ...)``.
-
-    Parameters
-    ----------
-    model : nn.Module
-        Any classifier mapping inputs to ``(n, num_classes)`` logits; trained in place.
-    data : Dataset, torch Dataset or DataLoader
-        An :class:`ncdynamics.data.Dataset`, or the training samples in another container
-        of :mod:`ncdynamics.training.inputs` (a torch ``Dataset`` of ``(x, y)`` items, a
-        ``DataLoader``, a pair ``(x, y)``): read into memory once, with an empty test split;
-        batches are then drawn by this loop (the loader's own batching is not used).
-    epochs, loss, lr, momentum, nesterov, weight_decay, decay_all, milestones, gamma,
-    batch_size, per_class, seed, tag, checkpoint_every, evaluate_test, test_every,
-    progress, desc
-        The settings, see :class:`TrainConfig`.
-    device : str or torch.device, optional
-        Defaults to CUDA when available.
-    recorder : Recorder, optional
-        Called after every epoch (``recorder.step(model, epoch)``) and once before training
-        (epoch 0 is the initialisation; epoch e is the state after e epochs).
-    store : Run, optional
-        Where checkpoints go (``save_checkpoint``/``load_checkpoint``); enables resuming.
-
-    Returns
-    -------
-    TrainResult
-    """
-    config = TrainConfig(
-        epochs=epochs,
-        loss=loss,
-        lr=lr,
-        momentum=momentum,
-        nesterov=nesterov,
-        weight_decay=weight_decay,
-        decay_all=decay_all,
-        milestones=milestones,
-        gamma=gamma,
-        batch_size=batch_size,
-        per_class=per_class,
-        seed=seed,
-        tag=tag,
-        checkpoint_every=checkpoint_every,
-        evaluate_test=evaluate_test,
-        test_every=test_every,
-        progress=progress,
-        desc=desc,
-    )
-    return train_with_config(model, data, config, device=device, recorder=recorder, store=store)
+def _config_of(config: TrainConfig | None, settings: dict[str, Any]) -> TrainConfig:
+    """``config`` with ``settings`` (fields of :class:`TrainConfig`) in place of its own."""
+    if config is not None and not isinstance(config, TrainConfig):
+        raise TypeError(f"`config` must be a TrainConfig; got {type(config).__name__}.")
+    names = [f.name for f in dataclasses.fields(TrainConfig)]
+    unknown = sorted(set(settings) - set(names))
+    if unknown:
+        raise TypeError(
+            f"`{unknown[0]}` is not a setting of train(); the settings are the fields of "
+            f"TrainConfig: {', '.join(names)}."
+        )
+    if config is not None:
+        return dataclasses.replace(config, **settings)
+    if "epochs" not in settings:
+        raise ValueError(
+            "`epochs` must be given, as train(model, data, TrainConfig(epochs=...)) or "
+            "train(model, data, epochs=...); got neither."
+        )
+    return TrainConfig(**settings)
 
 
 @dataclass(frozen=True)
@@ -377,32 +313,63 @@ def _record_epoch(
     return True
 
 
-def train_with_config(
+def train(
     model: nn.Module,
     data: Dataset | LabelledData,
-    config: TrainConfig,
+    config: TrainConfig | None = None,
     *,
     device: str | torch.device | None = None,
     recorder: Recorder | None = None,
     store: CheckpointStore | None = None,
+    **settings: Any,
 ) -> TrainResult:
-    """:func:`train` with its settings in a :class:`TrainConfig`.
+    """Train ``model`` on ``data`` with SGD and record along the way.
+
+    Parameters
+    ----------
+    model : nn.Module
+        Any classifier mapping inputs to ``(n, num_classes)`` logits; trained in place.
+    data : Dataset, torch Dataset or DataLoader
+        An :class:`ncdynamics.data.Dataset`, or the training samples in another container
+        of :mod:`ncdynamics.training.inputs` (a torch ``Dataset`` of ``(x, y)`` items, a
+        ``DataLoader``, a pair ``(x, y)``): read into memory once, with an empty test split;
+        batches are then drawn by this loop (the loader's own batching is not used).
+    config : TrainConfig, optional
+        The settings (epochs, loss, SGD, batches, seed, checkpoints, progress).
+    device : str or torch.device, optional
+        Checked by :func:`ncdynamics.training.devices.device_for`; defaults to the run's
+        device (``ncdyn run --device``), else CUDA when available.
+    recorder : Recorder, optional
+        Called after every epoch (``recorder.step(model, epoch)``) and once before training
+        (epoch 0 is the initialisation; epoch e is the state after e epochs).
+    store : Run, optional
+        Where checkpoints go (``save_checkpoint``/``load_checkpoint``); enables resuming.
+    **settings
+        Fields of :class:`TrainConfig`, forwarded to it: ``train(model, data, epochs=5,
+        lr=0.1)`` is ``train(model, data, TrainConfig(epochs=5, lr=0.1))``; beside a
+        ``config`` they replace its fields.
+
+    Returns
+    -------
+    TrainResult
 
     Raises
     ------
+    TypeError
+        A keyword that is no field of :class:`TrainConfig`, or a ``config`` of another type.
     ValueError
-        An empty training set.
+        A setting out of range (see :class:`TrainConfig`), a device this machine does not
+        have, or an empty training set.
     FloatingPointError
         The training loss is not finite (the message names the epoch).
     """
+    config = _config_of(config, settings)
     data = as_dataset(data)
     if len(data.y_train) == 0:
         raise ValueError(
             "`data` must hold at least one training sample; got an empty training set."
         )
-    split = _to_device(
-        model, data, torch.device(device) if device is not None else default_device()
-    )
+    split = _to_device(model, data, device_for(device))
     optimizer, scheduler = _optimizer(model, config)
     start = _resume(store, config.tag, model, optimizer, scheduler)
     if start is None:

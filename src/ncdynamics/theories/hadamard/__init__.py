@@ -11,14 +11,9 @@ reverse KL, Frobenius, log-ratio) can increase for ``K >= 8`` (or ``K >= 16``).
 Modules
 -------
 structure
-    Sylvester matrices, the basis ``U``, ``Ψ``, column softmax and Theorem 1's eigenvalues.
-ufm
-    Loss, descent directions, the state ``[W; H^T]``, gradient flow, logit descent and the
-    plain one-realisation gradient descent (the reference of the fast path).
+    Sylvester matrices, the basis ``U``, ``Ψ`` and Theorem 1's eigenvalues.
 fast_batched_gd
     Fast path: gradient descent on ``R`` realisations at once (CE and MSE).
-iterate
-    The one loop of the discrete-time trajectories (iterate a map, record at given steps).
 init
     Random, Hadamard, matched-Hadamard and Theorem 8 initialisations.
 model
@@ -39,6 +34,11 @@ confront
     The reduced ODE confronted with a run's class-mean logits (``ncdyn compare``).
 experiments
     Figures 1--10 of [1] as registered experiments ``hadamard.*``, one module per recipe.
+
+The UFM itself (losses, descent directions, the state ``[W; H^T]``, gradient flow, logit
+descent, the plain one-realisation gradient descent) and the loop of discrete-time
+trajectories live in the shared floor, :mod:`ncdynamics.theories.ufm` and
+:mod:`ncdynamics.theories.iterate`, for every theory on the UFM.
 
 Simulations return :class:`~ncdynamics.theories.Trajectory`; the class count is
 ``n_classes`` in every public signature (``K`` in [1]). The simplex ``S = I - 1 1^T/K`` and

@@ -1,7 +1,7 @@
 """Fast path: gradient descent on ``R`` UFM realisations at once, in preallocated buffers.
 
 The same iteration as the plain reference
-:func:`~ncdynamics.theories.hadamard.ufm.run_gd_reference` ([1], Eq. (2), discretised)::
+:func:`~ncdynamics.theories.ufm.run_gd_reference` ([1], Eq. (2), discretised)::
 
     W ← W + η (Y - P) H^T,     H ← H + η W^T (Y - P)
 
@@ -25,8 +25,8 @@ import numpy as np
 
 from ..._validation import check_int, check_option, check_scalar
 from ..integrate import Trajectory
-from .iterate import check_steps
-from .ufm import LOSSES, Loss, check_pair
+from ..iterate import check_steps
+from ..ufm import LOSSES, Loss, check_pair
 
 __all__ = ["run_gd"]
 
@@ -58,7 +58,7 @@ def run_gd(
     -------
     Trajectory
         ``ts`` the iterations (as floats); ``ys`` the states ``[W; H^T]``
-        (:func:`~ncdynamics.theories.hadamard.ufm.unpack_state`) of shape
+        (:func:`~ncdynamics.theories.ufm.unpack_state`) of shape
         (R, n_log, K + K n, d), or (n_log, K + K n, d) for unbatched input; ``n_evals`` the
         gradient evaluations per realisation.
 

@@ -24,9 +24,9 @@ from numpy.typing import NDArray
 
 from ..._validation import check_array, check_int
 from ..geometry import centering_matrix
+from ..ufm import ce_loss_from_logits
 from .model import ReducedParams, _log_d, growth_rates, margins
 from .structure import check_power_of_two, hadamard_basis
-from .ufm import ce_loss_from_logits
 
 __all__ = [
     "dkl_dt",

@@ -25,7 +25,7 @@ from numpy.typing import NDArray
 
 from ..._validation import check_array, check_int, check_option, check_scalar
 from ..integrate import Trajectory, solve_ode
-from .iterate import check_steps, iterate_map
+from ..iterate import check_steps, iterate_map
 from .structure import check_power_of_two, psi_matrix
 
 __all__ = [

@@ -24,7 +24,6 @@ __all__ = [
     "hadamard_basis",
     "is_power_of_two",
     "psi_matrix",
-    "softmax_columns",
     "softmax_eigenvalues",
     "sylvester",
     "xor_permutation",
@@ -109,27 +108,6 @@ def psi_matrix(n_classes: int) -> NDArray[np.float64]:
     """
     core = sylvester(n_classes)[1:, 1:]
     return 1.0 - core
-
-
-def softmax_columns(Z: Any) -> NDArray[np.float64]:
-    """Column-wise softmax ``P(Z)_ij = exp(Z_ij) / Σ_i' exp(Z_i'j)`` ([1], §2).
-
-    The class axis is the second to last, so a batch ``(R, K, N)`` works as well as a single
-    ``(K, N)`` matrix (and a vector ``(K,)`` is treated as one column).
-
-    Parameters
-    ----------
-    Z : array_like of shape (..., K, N) or (K,)
-
-    Returns
-    -------
-    ndarray, same shape as ``Z``; each column sums to one.
-    """
-    Z = check_array(Z, "Z", dtype=np.float64, min_size=1)
-    axis = 0 if Z.ndim == 1 else -2
-    shifted = Z - Z.max(axis=axis, keepdims=True)
-    E = np.exp(shifted)
-    return E / E.sum(axis=axis, keepdims=True)
 
 
 def softmax_eigenvalues(a: Any) -> NDArray[np.float64]:

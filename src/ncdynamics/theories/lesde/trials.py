@@ -31,7 +31,7 @@ from numpy.typing import NDArray
 
 from ..._validation import check_array, check_int, check_labels, check_option, check_scalar
 from ...models.lenet import LeNet
-from ...training.devices import current_device, resolve_device
+from ...training.devices import device_for
 from .fast_lenet_step import LeNetSGD
 from .reference_lenet_step import stacked_gradients
 
@@ -158,7 +158,7 @@ class BatchedTrainer:
             for _ in range(self.n_trials)
         ]
         params, _ = stack_module_state(nets)
-        self.device = torch.device(device)
+        self.device = device_for(device)
         self._params = {k: v.detach().to(self.device, copy=True) for k, v in params.items()}
         self._template = copy.deepcopy(nets[0])
         self.dtype = dtype
@@ -301,7 +301,7 @@ def train_trials(
             val_subset=val_subset,
             n_classes=n_classes,
             callback=callback,
-            device=current_device() if device is None else resolve_device(device),
+            device=device_for(device),
             dtype=dtype,
         )
     finally:

@@ -31,7 +31,7 @@ from ...models import VGG, DenseNetBC, ResNet20
 from ...probes import InvariantProbe, Probe, ProbeInput, ProbeOutput, empirical_ntk, make_probe
 from ...probes.kernels import block_norms
 from ...probes.ntk_probes import class_ordered_subset
-from ...training import Recorder, Schedule, current_device, train
+from ...training import Recorder, Schedule, train
 from ..experiment import RunWriter
 
 __all__ = [
@@ -340,7 +340,6 @@ def train_one(
             milestones=milestones,
             per_class=cfg.per_class,
             seed=seed,
-            device=current_device(),
             recorder=rec,
             progress=False,
         )

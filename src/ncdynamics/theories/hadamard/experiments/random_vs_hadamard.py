@@ -20,6 +20,7 @@ from numpy.typing import NDArray
 from ...._validation import check_int, check_scalar
 from ...claims import Part, claim
 from ...experiment import RunWriter
+from ...ufm import state_matrices
 from ..estimate import ReducedFit, fit_reduced
 from ..fast_batched_gd import run_gd
 from ..init import matched_hadamard_init, random_init
@@ -33,7 +34,6 @@ from ..model import (
     to_reduced,
 )
 from ..structure import check_power_of_two
-from ..ufm import state_matrices
 from ._plotting import log_axes, mean_se, pyplot
 
 if TYPE_CHECKING:

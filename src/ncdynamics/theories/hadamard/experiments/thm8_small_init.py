@@ -19,10 +19,10 @@ from numpy.typing import NDArray
 from ...._validation import check_int
 from ...claims import Part, claim
 from ...experiment import RunWriter
+from ...ufm import solve_gradient_flow, state_matrices, unpack_state
 from ..fast_batched_gd import run_gd
 from ..init import theorem8_init
 from ..theorem8 import etf_distance, thm8_prediction, thm8_time
-from ..ufm import solve_gradient_flow, state_matrices, unpack_state
 from ._plotting import log_axes, mean_se, pyplot
 
 if TYPE_CHECKING:

@@ -1,4 +1,9 @@
-"""The unconstrained features model (UFM) with summed cross-entropy: loss, flows and GD.
+"""The unconstrained features model (UFM): losses, descent, gradient flow and GD.
+
+The shared floor's model of a network whose penultimate features are free variables: a
+classifier ``W`` and features ``H`` trained together on the labels, under the summed
+cross-entropy or the squared error. Every theory that works on the UFM uses this module
+(Hadamard's reduced dynamics are tested against it); a new theory on the UFM starts here.
 
 Layouts (a batch of ``R`` realisations first where a function accepts one):
 
@@ -12,14 +17,21 @@ Layouts (a batch of ``R`` realisations first where a function accepts one):
   :class:`~ncdynamics.theories.Trajectory` with ``ys`` of shape (n_times, K + K n, d), or
   (R, n_times, K + K n, d) for R realisations.
 
-The loss is the *sum* over samples of [1], Eq. (1). Gradient flow is Eq. (2)::
+The cross-entropy loss is the *sum* over samples ([1], Eq. (1)); the squared error is
+``½ ‖Y - W H‖_F²``. With ``G = Y - P(WH)`` (cross-entropy, ``P`` the column softmax) or
+``G = Y - WH`` (squared error), gradient flow is ([1], Eqs. (2) and (4))::
 
-    dW/dt = (Y - P(WH)) H^T,     dH/dt = W^T (Y - P(WH))
+    dW/dt = G H^T,     dH/dt = W^T G
 
 and gradient descent takes simultaneous steps of size ``η`` along these directions, so GD
 iteration ``k`` approximates flow time ``t = η k``. :func:`run_gd_reference` is the plain
-one-realisation loop; the batched fast path that the experiments use is
+one-realisation loop; the Hadamard theory's batched fast path is
 :func:`ncdynamics.theories.hadamard.fast_batched_gd.run_gd`.
+
+References
+----------
+.. [1] C. Garrod, J. P. Keating and C. Thrampoulidis, "Diagonalizing the Softmax: Hadamard
+   Initialization for Tractable Cross-Entropy Dynamics", preprint, 2025.
 """
 
 from __future__ import annotations
@@ -29,14 +41,15 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from ..._validation import check_array, check_int, check_option, check_scalar
-from ..integrate import Trajectory, solve_ode
-from ..labels import label_matrix
+from .._validation import check_array, check_int, check_option, check_scalar
+from .integrate import Trajectory, solve_ode
 from .iterate import check_steps, iterate_map
-from .structure import softmax_columns
+from .labels import label_matrix
 
 __all__ = [
+    "LOSSES",
     "Loss",
+    "check_pair",
     "ce_descent",
     "ce_loss",
     "ce_loss_from_logits",
@@ -46,6 +59,7 @@ __all__ = [
     "pack_state",
     "run_gd_reference",
     "run_logit_gd",
+    "softmax_columns",
     "solve_gradient_flow",
     "state_matrices",
     "unpack_state",
@@ -73,6 +87,27 @@ def check_pair(W: Any, H: Any, n: int) -> Pair:
             f"n={n}; got {H.shape}."
         )
     return W, H
+
+
+def softmax_columns(Z: Any) -> NDArray[np.float64]:
+    """Column-wise softmax ``P(Z)_ij = exp(Z_ij) / Σ_i' exp(Z_i'j)`` ([1], §2).
+
+    The class axis is the second to last, so a batch ``(R, K, N)`` works as well as a single
+    ``(K, N)`` matrix (and a vector ``(K,)`` is treated as one column).
+
+    Parameters
+    ----------
+    Z : array_like of shape (..., K, N) or (K,)
+
+    Returns
+    -------
+    ndarray, same shape as ``Z``; each column sums to one.
+    """
+    Z = check_array(Z, "Z", dtype=np.float64, min_size=1)
+    axis = 0 if Z.ndim == 1 else -2
+    shifted = Z - Z.max(axis=axis, keepdims=True)
+    E = np.exp(shifted)
+    return E / E.sum(axis=axis, keepdims=True)
 
 
 # ----------------------------------------------------------------------------- state
@@ -209,7 +244,7 @@ def run_gd_reference(
 
     (``P`` replaced by ``W H`` for ``loss="mse"``, Eq. (4)). This is the reference that the
     batched fast path :func:`~ncdynamics.theories.hadamard.fast_batched_gd.run_gd` is tested
-    against; use that one for work.
+    against; use that one for many realisations.
 
     Parameters
     ----------
@@ -280,9 +315,16 @@ def run_logit_gd(Z0: Any, *, steps: Any, learning_rate: float, n: int = 1) -> Tr
 
 
 def solve_gradient_flow(
-    W0: Any, H0: Any, ts: Any, *, n: int = 1, rtol: float = 1e-10, atol: float = 1e-14
+    W0: Any,
+    H0: Any,
+    ts: Any,
+    *,
+    n: int = 1,
+    loss: Loss = "ce",
+    rtol: float = 1e-10,
+    atol: float = 1e-14,
 ) -> Trajectory:
-    """Integrate the CE gradient flow (2) of [1] for one realisation with an ODE solver.
+    """Integrate the gradient flow of one realisation with an ODE solver ([1], Eqs. (2), (4)).
 
     Uses DOP853; meant for small problems where GD's O(η) error matters (Theorem 8 checks).
 
@@ -291,6 +333,12 @@ def solve_gradient_flow(
     W0 : array_like of shape (K, d)
     H0 : array_like of shape (d, K n)
     ts : array_like of shape (n_times,), increasing, starting at the initial time.
+    n : int, default=1
+        Samples per class.
+    loss : {"ce", "mse"}, default="ce"
+        Summed cross-entropy, or the squared error ``½ ‖Y - W H‖_F²``.
+    rtol, atol : float
+        Tolerances of the solver.
 
     Returns
     -------
@@ -301,13 +349,15 @@ def solve_gradient_flow(
     W0, H0 = check_pair(W0, H0, n)
     if W0.ndim != 2:
         raise ValueError(f"`W0` must be a single (K, d) matrix; got shape {W0.shape}.")
+    check_option(loss, "loss", LOSSES)
     K, d = W0.shape
     nw = K * d
+    Y = label_matrix(K, n)
 
     def rhs(t: float, y: NDArray[np.float64], _: Any) -> NDArray[np.float64]:
         W = y[:nw].reshape(K, d)
         H = y[nw:].reshape(d, K * n)
-        dW, dH = ce_descent(W, H, n=n)
+        dW, dH = _directions(W, H, Y, loss)
         return np.concatenate([dW.ravel(), dH.ravel()])
 
     y0 = np.concatenate([W0.ravel(), H0.ravel()])

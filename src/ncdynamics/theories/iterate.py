@@ -1,7 +1,7 @@
 """Discrete-time trajectories: iterate a map and record the iterates at chosen iterations.
 
-Gradient descent on the UFM (:func:`~ncdynamics.theories.hadamard.ufm.run_gd_reference`), on
-the logits (:func:`~ncdynamics.theories.hadamard.ufm.run_logit_gd`) and its exact image on the
+Gradient descent on the UFM (:func:`~ncdynamics.theories.ufm.run_gd_reference`), on
+the logits (:func:`~ncdynamics.theories.ufm.run_logit_gd`) and its exact image on the
 reduced singular values (:func:`~ncdynamics.theories.hadamard.model.discrete_gd_map`) are all
 ``x_{k+1} = step(x_k)`` recorded at iterations ``steps``; this module is that one loop. The
 batched fast path (:mod:`~ncdynamics.theories.hadamard.fast_batched_gd`) has its own loop.
@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 import numpy as np
 from numpy.typing import NDArray
 
-from ..._validation import check_array
+from .._validation import check_array
 
 __all__ = ["check_steps", "iterate_map"]
 
