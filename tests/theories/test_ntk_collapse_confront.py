@@ -219,7 +219,7 @@ def test_a_decay_the_flow_does_not_make_does_not_hold(tmp_path, family, seed):
     misses such a curve by 12% or more in log (0.3-0.6% on the flow's own streams), so
     neither the stream nor a window of it may hold. Before issue 28's fix these four held
     (fitted one record ahead, R² 0.91-0.95)."""
-    from ncdynamics.experiments.confront import compare
+    from ncdynamics.experiments.compare import compare
     from ncdynamics.theories.ntk_collapse.calibration import generic_stream
     from ncdynamics.theories.testing import GENERIC_FAMILIES, POSITIVE
 

@@ -51,8 +51,8 @@ fitted parameter's 95% interval makes the verdict ``fails`` (rule 2: the theory 
 shape on a clock the settings do not give), and the reason always says where it lies
 (:func:`expected_notes`).
 
-The others come from the engine that runs the fits (``ncdynamics.experiments.confront``):
-``missing`` (no stream has the records), ``out of regime`` (an
+The others come from the engine that runs the fits (``ncdynamics.experiments.compare``
+and ``.streams``): ``missing`` (no stream has the records), ``out of regime`` (an
 :class:`~ncdynamics.theories.confrontation.Assumption` fails), ``error`` (the fit raised) and
 ``holds in a window`` (the whole stream does not hold but a window of it does).
 
