@@ -79,8 +79,9 @@ AIC_MARGIN = 2.0
 HELDOUT_FIT_FRACTION = 0.75
 _METHOD = (
     "least-squares Jacobian (Gauss-Newton) of the joint log fit, each observable weighted "
-    "by its residual scale, t(n-p); derived rates by the delta method. Optimistic for "
-    "serially correlated records"
+    "by its residual scale; AR(1) sandwich with rho and the noise variance by restricted "
+    "likelihood (REML, posterior median of rho under Jeffreys' prior), t on the effective "
+    "record count; derived rates by the delta method"
 )
 
 Array = NDArray[np.float64]
