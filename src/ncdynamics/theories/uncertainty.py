@@ -273,7 +273,7 @@ def delta_band(
     return out
 
 
-#: Values of the common AR(1) coefficient over which :func:`ar1_reml_covariance` averages.
+#: Values of the common AR(1) coefficient that :func:`ar1_reml_covariance` weighs.
 REML_RHO_GRID = np.linspace(0.0, 0.99, 100)
 
 
@@ -298,11 +298,13 @@ def ar1_reml_covariance(
     likelihood of the residuals themselves, ``-1/2 [(n - p) log s2 + log|R| + log|J^T R^-1
     J|]`` at the profiled ``s2 = r^T P r / (n - p)``, ``P = R^-1 - R^-1 J (J^T R^-1 J)^-1
     J^T R^-1``, which accounts for what the fit removed. With 20-60 records ``rho`` is not
-    well determined near 1, so instead of plugging in its best value the sandwich ``B J^T
-    s2(rho) R(rho) J B`` (``B = (J^T J)^+``) is averaged over :data:`REML_RHO_GRID`, weighted
-    by the restricted likelihood times Jeffreys' prior ``(1 - rho^2)^(-1/2)`` for an AR(1)
-    coefficient: the intervals widen when the records cannot rule out a slow noise. ``rho``
-    returned is that average, and ``dof`` is :func:`effective_dof` at it.
+    well determined near 1, so it is not the likelihood's maximum that is used but the median
+    of its posterior over :data:`REML_RHO_GRID` under Jeffreys' prior ``(1 - rho^2)^(-1/2)``
+    for an AR(1) coefficient, which leans towards a slow noise when the records cannot rule
+    it out; the mean of that posterior (or of the sandwiches over it) is pulled towards
+    ``rho = 1``, where a trend's variance explodes, and gives intervals 1.4-2.6 times too wide
+    under independent noise. ``cov`` is the sandwich ``B J^T s2 R J B`` (``B = (J^T J)^+``)
+    at that ``rho`` and its ``s2``, and ``dof`` is :func:`effective_dof` there.
 
     Costs one ``p x p`` solve per grid value (cheap next to a fit). ``cov`` is all-``inf``
     when ``n <= p`` or an input is not finite; a direction the residuals do not depend on gets
