@@ -80,3 +80,14 @@ def test_shapes_and_degenerate_inputs():
     assert np.all(np.isinf(ar1_reml_covariance(X[:3], res[:3])[0]))
     with pytest.raises(ValueError, match="`residuals` must have 50 entries"):
         ar1_reml_covariance(jac, res[:10])
+
+
+def test_covariance_is_the_ar1_sandwich_at_the_returned_rho():
+    rng = np.random.default_rng(1)
+    jac = rng.standard_normal((30, 3))
+    res = 0.3 * np.cumsum(rng.standard_normal(30)) + rng.standard_normal(30)
+    cov, s2, _, rho = ar1_reml_covariance(jac, res)
+    lags = np.abs(np.subtract.outer(np.arange(30), np.arange(30)))
+    bread = np.linalg.inv(jac.T @ jac)
+    np.testing.assert_allclose(cov, bread @ jac.T @ (s2 * rho**lags) @ jac @ bread, rtol=1e-10)
+    assert 0.0 < rho < 0.99  # a random walk plus noise: correlated, not a walk

@@ -331,7 +331,6 @@ def ar1_reml_covariance(
     a = np.zeros((g, q, q))
     u = np.zeros((g, q))
     rr = np.zeros(g)
-    meat = np.zeros((g, q, q))
     log_det_r = np.zeros(g)
     for idx in parts:
         js, rs = j[idx], res[idx]
@@ -340,12 +339,9 @@ def ar1_reml_covariance(
         zr = rs[None] - rho[:, None] * np.concatenate([[0.0], rs[:-1]])[None]
         zj[:, 0] *= np.sqrt(one_minus)[:, None]
         zr[:, 0] *= np.sqrt(one_minus)
-        a += np.einsum("gmi,gmk->gik", zj, zj) / one_minus[:, None, None]
+        a += np.matmul(zj.transpose(0, 2, 1), zj) / one_minus[:, None, None]
         u += np.einsum("gmi,gm->gi", zj, zr) / one_minus[:, None]
         rr += np.einsum("gm,gm->g", zr, zr) / one_minus
-        lags = np.abs(np.subtract.outer(np.arange(m), np.arange(m)))
-        corr = rho[:, None, None] ** lags[None]
-        meat += np.einsum("mi,gmn,nk->gik", js, corr, js)
         log_det_r += (m - 1) * np.log(one_minus)
     a_inv = np.linalg.pinv(a)
     quad = rr - np.einsum("gi,gik,gk->g", u, a_inv, u)
@@ -358,7 +354,15 @@ def ar1_reml_covariance(
     # pulled towards rho = 1, where a trend's variance explodes, and are over-wide when the
     # noise is independent
     k = min(int(np.searchsorted(np.cumsum(weight), 0.5)), g - 1)
+    meat = np.zeros((q, q))
+    for idx in parts:  # J^T R J with (R x)_i = sum_j rho^|i-j| x_j: a forward and a backward pass
+        js = j[idx]
+        ahead, behind = js.copy(), js.copy()
+        for i in range(1, idx.size):
+            ahead[i] += rho[k] * ahead[i - 1]
+            behind[-1 - i] += rho[k] * behind[-i]
+        meat += js.T @ (ahead + behind - js)
     bread = np.linalg.pinv(j.T @ j)
     cov = np.full((p, p), np.inf)
-    cov[np.ix_(~flat, ~flat)] = bread @ (s2[k] * meat[k]) @ bread
+    cov[np.ix_(~flat, ~flat)] = bread @ (s2[k] * meat) @ bread
     return cov, float(s2[k]), effective_dof(n, p, float(rho[k]), dof), float(rho[k])
