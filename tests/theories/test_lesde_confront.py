@@ -21,7 +21,12 @@ from lesde_confront_cases import (
 from scipy import integrate
 
 from ncdynamics.theories.confrontation import NotApplicable, Stream
-from ncdynamics.theories.lesde.confront import CONFRONTATION, choose_rate_law, margin_projections
+from ncdynamics.theories.lesde.confront import (
+    CONFRONTATION,
+    RIVAL,
+    choose_rate_law,
+    margin_projections,
+)
 from ncdynamics.theories.lesde.estimate import (
     TAIL_INDEX_BOUNDS,
     fit_margin_rates,
@@ -145,6 +150,32 @@ def test_exact_constant_rates_keep_the_simpler_law(tmp_path):
     # drift extrapolates them exactly too, so the records cannot tell the theory from it
     assert verdict.verdict == "not distinguished", verdict.reason
     assert "random walk with drift" in verdict.reason
+
+
+def test_constant_rates_never_hold_since_two_exponentials_say_the_same(tmp_path):
+    """With two margins and two constant rates the L-model is a line in log per margin, any
+    two slopes being some alpha, beta: it predicts nothing two exponentials do not. Margins
+    that grow exponentially (a stretch of a generic curve that is straight in log, issue 28's
+    false positives in a window) were judged ``holds`` for 2 of these 10 seeds; the rival,
+    each margin's own line in log, must now stop every one the generic panel does not."""
+    steps = np.unique(np.round(np.geomspace(10.0, 60.0, 14)))
+    by_rival = 0
+    for seed in range(10):
+        means = margin_means(
+            steps, 0.06 * steps, -0.01 * steps, noise=0.02, rng=np.random.default_rng(seed)
+        )
+        fit, verdict = _judge(Stream(write_means(tmp_path / str(seed), steps, means)))
+        assert fit.predictions["rate_law"] == "constant"
+        assert verdict.verdict == "not distinguished", (seed, verdict.reason)
+        by_rival += RIVAL in verdict.reason
+    assert by_rival >= 2
+
+
+def test_decaying_rates_beat_each_margins_own_exponential_held_out(decaying):
+    stream, _ = decaying
+    fit, verdict = _judge(stream)
+    assert list(fit.rivals) == [RIVAL]
+    assert verdict.skill[f"rival_ratio.{RIVAL}"] < 0.1
 
 
 def test_forecast_far_beyond_float_range_is_inf_without_warning(tmp_path):

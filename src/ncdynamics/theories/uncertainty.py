@@ -35,6 +35,7 @@ __all__ = [
     "LEVEL",
     "MIN_EFFECTIVE_DOF",
     "ar1_meat",
+    "ar1_reml_covariance",
     "effective_dof",
     "covariance_from_jacobian",
     "delta_band",
@@ -270,3 +271,98 @@ def delta_band(
                 lo, hi = np.sort(np.stack([sign * np.exp(lo), sign * np.exp(hi)]), axis=0)
         out[name] = (lo, hi)
     return out
+
+
+#: Values of the common AR(1) coefficient that :func:`ar1_reml_covariance` weighs.
+REML_RHO_GRID = np.linspace(0.0, 0.99, 100)
+
+
+def ar1_reml_covariance(
+    jacobian: ArrayLike,
+    residuals: ArrayLike,
+    *,
+    series: int = 1,
+    layout: str = "concatenated",
+) -> tuple[NDArray[np.float64], float, int, float]:
+    """``(cov, s2, dof, rho)``: an AR(1) sandwich that does not trust the residuals' own
+    lag-one correlation.
+
+    A fit with several parameters absorbs the slow part of a correlated noise: its residuals
+    ``r = M e`` (``M = I - J J^+``) have a much smaller lag-one autocorrelation and a smaller
+    variance than the noise ``e`` itself (with 25 records, six parameters and ``rho = 0.9``,
+    about 0.45 instead of 0.9), so :func:`covariance_from_jacobian`, which reads both off the
+    residuals, gives intervals that are too narrow exactly when the noise is slow. Here the
+    noise model, AR(1) with one coefficient ``rho`` and one variance ``s2`` shared by the
+    ``series`` residual series (weighted to one scale, as the fits weight them; no
+    correlation across series), is estimated by **restricted** maximum likelihood (REML): the
+    likelihood of the residuals themselves, ``-1/2 [(n - p) log s2 + log|R| + log|J^T R^-1
+    J|]`` at the profiled ``s2 = r^T P r / (n - p)``, ``P = R^-1 - R^-1 J (J^T R^-1 J)^-1
+    J^T R^-1``, which accounts for what the fit removed. With 20-60 records ``rho`` is not
+    well determined near 1, so it is not the likelihood's maximum that is used but the median
+    of its posterior over :data:`REML_RHO_GRID` under Jeffreys' prior ``(1 - rho^2)^(-1/2)``
+    for an AR(1) coefficient, which leans towards a slow noise when the records cannot rule
+    it out; the mean of that posterior (or of the sandwiches over it) is pulled towards
+    ``rho = 1``, where a trend's variance explodes, and gives intervals 1.4-2.6 times too wide
+    under independent noise. ``cov`` is the sandwich ``B J^T s2 R J B`` (``B = (J^T J)^+``)
+    at that ``rho`` and its ``s2``, and ``dof`` is :func:`effective_dof` there.
+
+    Costs one ``p x p`` solve per grid value (cheap next to a fit). ``cov`` is all-``inf``
+    when ``n <= p`` or an input is not finite; a direction the residuals do not depend on gets
+    an infinite variance, as in :func:`covariance_from_jacobian`.
+    """
+    jac = np.atleast_2d(np.asarray(jacobian, dtype=np.float64))
+    res = np.asarray(residuals, dtype=np.float64).ravel()
+    n, p = jac.shape
+    if res.size != n:
+        raise ValueError(
+            f"`residuals` must have {n} entries (rows of the Jacobian); got {res.size}."
+        )
+    dof = n - p
+    if dof <= 0 or not np.all(np.isfinite(jac)) or not np.all(np.isfinite(res)):
+        return np.full((p, p), np.inf), float("nan"), dof, float("nan")
+    flat = ~np.any(np.abs(jac) > 0, axis=0)
+    j = jac[:, ~flat]
+    q = j.shape[1]
+    parts = _series_index(n, series, layout)
+    rho = REML_RHO_GRID
+    g = rho.size
+    one_minus = 1.0 - rho**2
+    # whitening: z_0 = sqrt(1 - rho^2) x_0, z_i = x_i - rho x_(i-1); x^T R^-1 x = |z|^2/(1-rho^2)
+    a = np.zeros((g, q, q))
+    u = np.zeros((g, q))
+    rr = np.zeros(g)
+    log_det_r = np.zeros(g)
+    for idx in parts:
+        js, rs = j[idx], res[idx]
+        m = idx.size
+        zj = js[None] - rho[:, None, None] * np.concatenate([np.zeros((1, q)), js[:-1]])[None]
+        zr = rs[None] - rho[:, None] * np.concatenate([[0.0], rs[:-1]])[None]
+        zj[:, 0] *= np.sqrt(one_minus)[:, None]
+        zr[:, 0] *= np.sqrt(one_minus)
+        a += np.matmul(zj.transpose(0, 2, 1), zj) / one_minus[:, None, None]
+        u += np.einsum("gmi,gm->gi", zj, zr) / one_minus[:, None]
+        rr += np.einsum("gm,gm->g", zr, zr) / one_minus
+        log_det_r += (m - 1) * np.log(one_minus)
+    a_inv = np.linalg.pinv(a)
+    quad = rr - np.einsum("gi,gik,gk->g", u, a_inv, u)
+    s2 = np.maximum(quad, 1e-300) / dof
+    log_det_a = np.linalg.slogdet(a)[1]
+    loglik = -0.5 * (dof * np.log(s2) + log_det_r + log_det_a)
+    weight = np.exp(loglik - loglik.max()) / np.sqrt(one_minus)
+    weight /= weight.sum()
+    # the posterior median of rho: the mean of the sandwiches, or rho's posterior mean, are
+    # pulled towards rho = 1, where a trend's variance explodes, and are over-wide when the
+    # noise is independent
+    k = min(int(np.searchsorted(np.cumsum(weight), 0.5)), g - 1)
+    meat = np.zeros((q, q))
+    for idx in parts:  # J^T R J with (R x)_i = sum_j rho^|i-j| x_j: a forward and a backward pass
+        js = j[idx]
+        ahead, behind = js.copy(), js.copy()
+        for i in range(1, idx.size):
+            ahead[i] += rho[k] * ahead[i - 1]
+            behind[-1 - i] += rho[k] * behind[-i]
+        meat += js.T @ (ahead + behind - js)
+    bread = np.linalg.pinv(j.T @ j)
+    cov = np.full((p, p), np.inf)
+    cov[np.ix_(~flat, ~flat)] = bread @ (s2[k] * meat) @ bread
+    return cov, float(s2[k]), effective_dof(n, p, float(rho[k]), dof), float(rho[k])

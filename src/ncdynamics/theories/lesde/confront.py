@@ -79,8 +79,9 @@ AIC_MARGIN = 2.0
 HELDOUT_FIT_FRACTION = 0.75
 _METHOD = (
     "least-squares Jacobian (Gauss-Newton) of the joint log fit, each observable weighted "
-    "by its residual scale, t(n-p); derived rates by the delta method. Optimistic for "
-    "serially correlated records"
+    "by its residual scale; AR(1) sandwich with rho and the noise variance by restricted "
+    "likelihood (REML, posterior median of rho under Jeffreys' prior), t on the effective "
+    "record count; derived rates by the delta method"
 )
 
 Array = NDArray[np.float64]
@@ -211,6 +212,27 @@ def _heldout_rmse(law: RateLaw, steps: Array, ys: Array, yb: Array, k: int) -> f
     return float(np.sqrt(np.mean(err**2))) if np.all(np.isfinite(err)) else math.inf
 
 
+#: The rival every lesde fit must beat held out (``TheoryFit.rivals``).
+RIVAL = "each margin growing exponentially at its own rate"
+
+
+def _lines_in_log(
+    steps: Array, logs: dict[str, Array], sign_of: dict[str, float]
+) -> Callable[[Array], dict[str, Array]]:
+    """Each margin a line in log fitted alone: the constant-rate law without the elasticities
+    the two margins share. With two margins and two constant rates the L-model is exactly
+    this (any two slopes are some alpha, beta), so it predicts nothing a pair of exponentials
+    does not; the decaying rates must predict the later records better than it."""
+    coefs = {n: np.polyfit(steps.astype(np.float64), y, 1) for n, y in logs.items()}
+
+    def lines(at: Array) -> dict[str, Array]:
+        t = np.asarray(at, dtype=np.float64)
+        with np.errstate(over="ignore"):
+            return {n: sign_of[n] * np.exp(np.polyval(c, t)) for n, c in coefs.items()}
+
+    return lines
+
+
 def choose_rate_law(
     fits: dict[str, MarginRateFit | None], heldout: dict[str, float]
 ) -> tuple[str, str]:
@@ -319,6 +341,11 @@ def _fit(stream: Stream) -> TheoryFit:
             out[name] = (ends[0], ends[1])
         return out
 
+    if law == "constant":  # the constant law *is* a line in log per margin: the same curves
+        lines: Callable[[Array], dict[str, Array]] = predict
+    else:
+        lines = _lines_in_log(steps, {"mean_margin": ys, "margin_spread": yb}, sign_of)
+
     curves = predict(steps)
     goodness = {
         f"r2_log_{n}": r_squared(y, np.log(np.abs(curves[n])))
@@ -364,6 +391,7 @@ def _fit(stream: Stream) -> TheoryFit:
         n_fitted=len(fit.names),
         band=band,
         alternatives=alternatives,
+        rivals={RIVAL: lines},
     )
 
 

@@ -602,7 +602,7 @@ def fit_margin_rates(
     -------
     MarginRateFit
     """
-    from ..uncertainty import covariance_from_jacobian, numeric_jacobian
+    from ..uncertainty import ar1_reml_covariance, numeric_jacobian
 
     t = check_array(steps, "steps", ndim=1, dtype=np.float64)
     ys = check_array(log_margin, "log_margin", shape=t.shape, dtype=np.float64)
@@ -628,7 +628,7 @@ def fit_margin_rates(
         f1, f2 = _log_curves(law, th, t, k)
         return np.concatenate([w[0] * (ys - f1), w[1] * (yb - f2)])
 
-    cov, _, dof = covariance_from_jacobian(
+    cov, _, dof, _ = ar1_reml_covariance(
         numeric_jacobian(weighted, theta), weighted(theta), series=2
     )
     n_res, n_par = 2 * t.size, n_params + 2  # the two variances are parameters too

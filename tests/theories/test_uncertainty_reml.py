@@ -1,0 +1,93 @@
+"""``ar1_reml_covariance``: intervals that survive a slow noise the fit partly absorbs.
+
+The oracle is a linear model, whose estimator's covariance is known exactly: with design
+``X`` and noise covariance ``Sigma``, ``cov = B X^T Sigma X B``, ``B = (X^T X)^-1``.
+"""
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from ncdynamics.theories.testing import noise_series
+from ncdynamics.theories.uncertainty import (
+    ar1_reml_covariance,
+    covariance_from_jacobian,
+    residual_autocorrelation,
+)
+
+N, DRAWS = 25, 200
+T = np.linspace(0.0, 1.0, N)
+X = np.stack([np.ones(N), T, T**2, T**3], axis=1)  # a smooth fit absorbs slow noise
+
+
+def _exact_sd(rho):
+    lags = np.abs(np.subtract.outer(np.arange(N), np.arange(N)))
+    bread = np.linalg.inv(X.T @ X)
+    return np.sqrt(np.diag(bread @ X.T @ (rho**lags) @ X @ bread))
+
+
+def _draws(kind, method):
+    rng = np.random.default_rng(7)
+    hits, ses, rhos = [], [], []
+    for _ in range(DRAWS):
+        e = noise_series(rng, N, kind)
+        coef = np.linalg.lstsq(X, e, rcond=None)[0]  # the true coefficients are 0
+        res = e - X @ coef
+        if method == "reml":
+            cov, _, dof, _ = ar1_reml_covariance(X, res)
+        else:
+            cov, _, dof = covariance_from_jacobian(X, res)
+        se = np.sqrt(np.diag(cov))
+        hits.append(np.abs(coef) <= stats.t.ppf(0.975, dof) * se)
+        ses.append(se)
+        rhos.append(residual_autocorrelation(res))
+    return np.mean(hits, axis=0), np.median(ses, axis=0), float(np.mean(rhos))
+
+
+def test_residuals_hide_the_correlation_of_a_slow_noise():
+    # the premise: after a four-parameter smooth fit, the residuals of AR(1) noise with
+    # rho = 0.9 look far less correlated, even with the small-sample correction
+    *_, rho = _draws("ar1", "plug-in")
+    assert rho < 0.6
+
+
+@pytest.mark.parametrize("kind", ["independent", "ar1"])
+def test_reml_intervals_cover_and_match_the_exact_standard_error(kind):
+    coverage, se, _ = _draws(kind, "reml")
+    # 200 draws; under AR(1) the intercept is the hardest (0.87: the records cannot rule out
+    # a smaller rho when the fit has absorbed the noise's slow swings)
+    assert np.mean(coverage) >= 0.9 and np.all(coverage >= 0.85), coverage
+    exact = _exact_sd(0.9 if kind == "ar1" else 0.0)
+    assert np.all((se / exact > 0.6) & (se / exact < 1.4)), se / exact
+
+
+def test_plug_in_intervals_are_too_narrow_under_slow_noise():
+    coverage, *_ = _draws("ar1", "plug-in")
+    assert np.mean(coverage) < 0.85, coverage
+
+
+def test_shapes_and_degenerate_inputs():
+    rng = np.random.default_rng(0)
+    res = rng.standard_normal(2 * N)
+    jac = np.concatenate([X, X])
+    cov, s2, dof, rho = ar1_reml_covariance(jac, res, series=2)
+    assert cov.shape == (4, 4) and np.all(np.isfinite(cov)) and s2 > 0
+    assert 0.0 <= rho <= 0.99 and 0 < dof <= 2 * N - 4
+    flat = np.concatenate([jac, np.zeros((2 * N, 1))], axis=1)
+    cov_flat = ar1_reml_covariance(flat, res, series=2)[0]
+    assert np.all(np.isinf(cov_flat[4])) and np.all(np.isinf(cov_flat[:, 4]))
+    assert np.all(np.isfinite(cov_flat[:4, :4]))
+    assert np.all(np.isinf(ar1_reml_covariance(X[:3], res[:3])[0]))
+    with pytest.raises(ValueError, match="`residuals` must have 50 entries"):
+        ar1_reml_covariance(jac, res[:10])
+
+
+def test_covariance_is_the_ar1_sandwich_at_the_returned_rho():
+    rng = np.random.default_rng(1)
+    jac = rng.standard_normal((30, 3))
+    res = 0.3 * np.cumsum(rng.standard_normal(30)) + rng.standard_normal(30)
+    cov, s2, _, rho = ar1_reml_covariance(jac, res)
+    lags = np.abs(np.subtract.outer(np.arange(30), np.arange(30)))
+    bread = np.linalg.inv(jac.T @ jac)
+    np.testing.assert_allclose(cov, bread @ jac.T @ (s2 * rho**lags) @ jac @ bread, rtol=1e-10)
+    assert 0.0 < rho < 0.99  # a random walk plus noise: correlated, not a walk
