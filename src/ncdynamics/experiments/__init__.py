@@ -3,6 +3,8 @@
 from ..theories.experiment import PRESETS as PRESETS
 from ..theories.experiment import ExperimentSpec as ExperimentSpec
 from ._registry import config_of as config_of
+from .atlas import atlas as atlas
+from .dependence import fit_dependence as fit_dependence
 from ._registry import get as get
 from ._registry import list_experiments as list_experiments
 from ._registry import run as run
@@ -23,7 +25,9 @@ from .sweep import sweep as sweep
 from .sweep import write_sweep_table as write_sweep_table
 
 __all__ = [
+    "atlas",
     "compare",
+    "fit_dependence",
     "forecast",
     "PRESETS",
     "Executor",

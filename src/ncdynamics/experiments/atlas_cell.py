@@ -87,7 +87,7 @@ class AtlasCellConfig:
     train_per_class: int = 32
     loss: Literal["mse", "cross-entropy"] = "mse"
     optimizer: str = "gd"
-    lr: float = 0.5
+    lr: float = 0.1
     momentum: float = 0.9
     batch_size: int = 16
     depth: int = 2
