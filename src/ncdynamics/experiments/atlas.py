@@ -360,6 +360,11 @@ def confront_run(run: runs.Run | str | os.PathLike[str], *, key: str | None = No
     return True
 
 
+def _confront_task(path: str, key: str) -> bool:
+    """A task of the executor: :func:`confront_run` under the key of the calling process."""
+    return confront_run(path, key=key)
+
+
 def _after_run(run: runs.Run) -> None:
     """The sweeps' ``after_run`` (in the worker): confront the completed run."""
     confront_run(run)
@@ -575,7 +580,7 @@ def _confront_missing(
         if state == "completed" and _cached_rows(run_dir / _CACHE, key) is None:
             todo.append(run_dir)
     done_by_sweeps = _confronted_since(path, plan, key, since)
-    tasks = [Task(str(p), confront_run, (str(p),)) for p in todo]
+    tasks = [Task(str(p), _confront_task, (str(p), key)) for p in todo]
     bar = tqdm(total=len(tasks), desc="atlas confront", disable=not progress, leave=False)
     try:
         for _ in executor.run(tasks):
@@ -689,6 +694,13 @@ def _pool(values: np.ndarray, lows: np.ndarray, highs: np.ndarray) -> tuple[floa
         return math.exp(centre), math.exp(centre - half), float(np.exp(centre + half))
 
 
+def _numbers(table: pd.DataFrame, column: str) -> np.ndarray:
+    """``table[column]`` as floats (NaN where not a number; all NaN without the column)."""
+    if column not in table.columns:
+        return np.full(len(table), np.nan)
+    return np.asarray(pd.to_numeric(table[column], errors="coerce"), dtype=np.float64)
+
+
 def aggregate_cells(run_table: pd.DataFrame) -> pd.DataFrame:
     """One row per cell (combination of the axes' settings) and theory.
 
@@ -726,21 +738,17 @@ def aggregate_cells(run_table: pd.DataFrame) -> pd.DataFrame:
         for p in KEY_PARAMS.get(str(row["theory"]), ()):
             if p not in group.columns:
                 continue
-            vals = pd.to_numeric(determined[p], errors="coerce").to_numpy(float)
-            lo = pd.to_numeric(determined.get(f"{p}.low"), errors="coerce")
-            hi = pd.to_numeric(determined.get(f"{p}.high"), errors="coerce")
-            lows = lo.to_numpy(float) if lo is not None else np.full(vals.shape, np.nan)
-            highs = hi.to_numpy(float) if hi is not None else np.full(vals.shape, np.nan)
-            value, low, high = _pool(vals, lows, highs)
+            vals = _numbers(determined, p)
+            value, low, high = _pool(
+                vals, _numbers(determined, f"{p}.low"), _numbers(determined, f"{p}.high")
+            )
             row[p], row[f"{p}.low"], row[f"{p}.high"] = value, low, high
             row[f"{p}.n"] = int(np.sum(np.isfinite(vals) & (vals > 0)))
-            exp = pd.to_numeric(group.get(f"{p}.expected"), errors="coerce")
-            expected = (
-                float(np.nanmedian(exp)) if exp is not None and exp.notna().any() else math.nan
-            )
+            exp = _numbers(group, f"{p}.expected")
+            expected = float(np.nanmedian(exp)) if np.isfinite(exp).any() else math.nan
             row[f"{p}.expected"] = expected
             row[f"{p}.ratio"] = (
-                value / expected if expected and math.isfinite(expected) else math.nan
+                value / expected if math.isfinite(expected) and expected else math.nan
             )
         rows.append(row)
     out = pd.DataFrame(rows)
