@@ -605,7 +605,8 @@ def _confronted_since(path: Path, plan: AtlasPlan, key: str, since: float) -> in
 # ---------------------------------------------------------------------------- tables
 def collect_runs(path: Path, plan: AtlasPlan, key: str | None = None) -> pd.DataFrame:
     """One row per run and theory: block, run id, seed, every axis's setting, status,
-    verdict, reason, and the key parameters with their intervals and expected values."""
+    verdict, reason, ``outside`` (the assumptions of the theory the run is outside, by name)
+    and the key parameters with their intervals and expected values."""
     key = key or engine_key()
     axes = list(dict.fromkeys(a for b in plan.blocks for a in b.axes))
     rows: list[dict[str, Any]] = []
@@ -649,6 +650,7 @@ def collect_runs(path: Path, plan: AtlasPlan, key: str | None = None) -> pd.Data
                 "stream": entry.get("stream", ""),
                 "verdict": entry.get("verdict"),
                 "reason": entry.get("reason", ""),
+                "outside": ", ".join(_outside(entry)),
             }
             for p in KEY_PARAMS.get(str(entry.get("theory")), ()):
                 for suffix in ("", ".low", ".high", ".expected"):
@@ -659,6 +661,17 @@ def collect_runs(path: Path, plan: AtlasPlan, key: str | None = None) -> pd.Data
         table = table.drop_duplicates(subset=[*axes, "seed", "theory", "stream"], keep="first")
     table.attrs["axes"] = axes
     return table.reset_index(drop=True)
+
+
+def _outside(entry: Mapping[str, Any]) -> list[str]:
+    """The names of the assumptions a confronted stream is outside (``regime.<name>`` holds
+    the reason; empty when inside, ``not recorded`` when unchecked)."""
+    out = []
+    for k, v in entry.items():
+        if k.startswith("regime.") and isinstance(v, str) and v:
+            if v != "not recorded" and not v.startswith("could not check"):
+                out.append(k[len("regime.") :])
+    return out
 
 
 def _setting(v: Any) -> Any:
@@ -707,6 +720,7 @@ def aggregate_cells(run_table: pd.DataFrame) -> pd.DataFrame:
     Columns: the settings, ``theory``, ``n_runs``, ``share.<verdict>`` for every verdict of
     :data:`ncdynamics.theories.verdict.VERDICTS` (they sum to 1), ``verdict`` (the most common;
     a tie goes to the better verdict) and its ``reason`` (the first run's with that verdict),
+    ``outside`` (the assumptions those runs are outside, the most common list),
     and per key parameter its value, ``.low``/``.high`` (95%, module docstring), ``.n`` (runs
     that gave it), ``.expected`` (the theory's prediction from the settings, median over the
     seeds) and ``.ratio`` (value / expected).
@@ -734,6 +748,10 @@ def aggregate_cells(run_table: pd.DataFrame) -> pd.DataFrame:
         modal = max(counts.index, key=lambda v: (counts[v], -order.get(v, len(order))))
         row["verdict"] = modal
         row["reason"] = str(group.loc[verdicts == modal, "reason"].iloc[0])
+        if "outside" in group.columns:
+            named = group.loc[verdicts == modal, "outside"].dropna().astype(str)
+            named = named[named != ""]
+            row["outside"] = str(named.value_counts().index[0]) if len(named) else ""
         determined = group[verdicts.isin(_DETERMINED)]
         for p in KEY_PARAMS.get(str(row["theory"]), ()):
             if p not in group.columns:
