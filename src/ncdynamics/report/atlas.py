@@ -141,8 +141,8 @@ def atlas_parameter_figure(cells: pd.DataFrame, theory: str) -> Any | None:
                 capsize=2,
                 label=_plain(name) or "cells",
             )
-            exp = pd.to_numeric(g.get(f"{p}.expected"), errors="coerce")
-            if exp is not None and exp.notna().any():
+            exp = pd.to_numeric(g.get(f"{p}.expected", pd.Series(dtype=float)), errors="coerce")
+            if exp.notna().any():
                 ax.plot(x, exp.to_numpy(float), ls="--", color=line[0].get_color())
         ax.set_xscale("log" if AXES[a].scale == "log" else "linear")
         ax.set_yscale("log")
