@@ -337,3 +337,27 @@ def test_the_cell_states_its_regime_settings():
     assert mom.streams["net"]["momentum"] == 0.8
     adam = AtlasCellConfig(optimizer="adam")
     assert adam.streams["net"]["optimizer"] == "adam" and "momentum" not in adam.streams["net"]
+
+
+def test_a_theory_that_holds_in_a_window_reports_that_windows_parameters():
+    from ncdynamics.experiments.atlas import _entry_row
+    from ncdynamics.experiments.confront import CompareEntry
+    from ncdynamics.experiments.windows import WindowFit
+    from ncdynamics.theories.verdict import Verdict
+
+    windows = [
+        WindowFit(0, 100, 20, Verdict("fails", "no"), {"tau": 9.0}, {"tau": (8.0, 10.0)}),
+        WindowFit(100, 300, 40, Verdict("holds", "yes"), {"tau": 2.0}, {"tau": (1.5, 2.5)}),
+        WindowFit(200, 300, 20, Verdict("holds", "yes"), {"tau": 3.0}, {"tau": (2.0, 4.0)}),
+    ]
+    entry = CompareEntry(
+        "ntk_collapse", "net/", Verdict("holds in a window", "w", (100, 300)), windows=windows
+    )
+    row = _entry_row(entry)
+    assert row["params.tau"] == 2.0 and (row["params.tau.low"], row["params.tau.high"]) == (
+        1.5,
+        2.5,
+    )
+    assert row["params_from"] == "window 100-300"
+    plain = _entry_row(CompareEntry("ntk_collapse", "net/", Verdict("out of regime", "x")))
+    assert "params.tau" not in plain and plain["params_from"] == ""

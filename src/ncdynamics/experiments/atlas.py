@@ -37,7 +37,8 @@ adds the spread between seeds (``sd^2 / n``) and the mean of the seeds' own vari
 their 95% intervals) divided by ``n``; one seed keeps its own interval. Estimates are taken from
 the runs whose verdict rests on a fit that the data determined (``holds``, ``holds in a
 window``, ``not distinguished``, ``fails``); ``degenerate`` fits (a parameter on its bound) and
-unfitted runs are left out. A dependence check uses only the runs whose fit describes their
+unfitted runs are left out; a run that holds in a window gives the parameters of the longest
+window it holds on (``params_from`` in the runs table). A dependence check uses only the runs whose fit describes their
 records (``holds``, ``holds in a window``, ``not distinguished``): the parameter of a failed fit
 is not the theory's parameter.
 
@@ -66,8 +67,10 @@ from .._reasons import one_line_reason
 from .._validation import check_int, check_option
 from ..runs._io import atomic_write, read_json, write_json
 from ..theories.verdict import VERDICTS
+from .confront import CompareEntry
 from .dependence import fit_dependence
 from .executors import Executor, LocalExecutor, Task
+from .windows import best_window
 
 __all__ = [
     "AXES",
@@ -88,6 +91,8 @@ __all__ = [
 ]
 
 ATLAS_FORMAT_VERSION = 1
+#: Version of the rows cached in ``RUN/atlas/compare.json`` (part of :func:`engine_key`).
+CACHE_FORMAT_VERSION = 2
 ATLAS_PRESETS = ("smoke", "cpu", "paper")
 
 
@@ -301,8 +306,9 @@ _ENGINE_MODULES = (
 
 
 def engine_key() -> str:
-    """A key of the verdict engine as installed: the package version and a hash of the
-    sources of the engine and of every theory's confrontation (and its estimator). A cached
+    """A key of the verdict engine as installed: the package version, the format of the
+    cached rows, and a hash of the sources of the engine and of every theory's confrontation
+    (and its estimator). A cached
     confrontation made under another key is made again."""
     from .. import __version__, theories
 
@@ -310,7 +316,7 @@ def engine_key() -> str:
     for t in theories.available():
         pkg = theories.get(t).package
         names += [f"{pkg}.confront", f"{pkg}.estimate"]
-    digest = hashlib.sha256(__version__.encode())
+    digest = hashlib.sha256(f"{__version__} cache {CACHE_FORMAT_VERSION}".encode())
     for name in names:
         try:
             mod = importlib.import_module(name)
@@ -339,6 +345,27 @@ def _jsonable_row(row: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _entry_row(entry: CompareEntry) -> dict[str, Any]:
+    """A compare entry as a cached row: :meth:`CompareEntry.row`, with the parameters of the
+    window it holds on when its verdict is ``holds in a window`` (the whole stream's fit, if
+    any, failed or was out of regime there); ``params_from`` says which."""
+    row = _jsonable_row(entry.row())
+    row["params_from"] = "whole stream" if entry.fit is not None else ""
+    best = (
+        best_window(list(entry.windows)) if entry.verdict.verdict == "holds in a window" else None
+    )
+    if best is not None:
+        for k in [k for k in row if k.startswith("params.")]:
+            if not k.endswith((".unit", ".expected")):
+                del row[k]
+        for k, v in best.params.items():
+            row[f"params.{k}"] = float(v)
+        for k, (lo, hi) in best.intervals.items():
+            row[f"params.{k}.low"], row[f"params.{k}.high"] = float(lo), float(hi)
+        row["params_from"] = f"window {best.since:g}-{best.until:g}"
+    return row
+
+
 def confront_run(run: runs.Run | str | os.PathLike[str], *, key: str | None = None) -> bool:
     """Confront one run with every theory, cached in ``RUN/atlas/compare.json``.
 
@@ -353,7 +380,7 @@ def confront_run(run: runs.Run | str | os.PathLike[str], *, key: str | None = No
     if _cached_rows(cache, key) is not None:
         return False
     try:
-        rows = [_jsonable_row(e.row()) for e in compare(path)]
+        rows = [_entry_row(e) for e in compare(path)]
     except Exception as exc:  # a damaged run must not stop the atlas
         rows = [{"theory": "*", "verdict": "error", "reason": one_line_reason(exc)}]
     write_json(cache, {"engine": key, "rows": rows})
@@ -651,6 +678,7 @@ def collect_runs(path: Path, plan: AtlasPlan, key: str | None = None) -> pd.Data
                 "verdict": entry.get("verdict"),
                 "reason": entry.get("reason", ""),
                 "outside": ", ".join(_outside(entry)),
+                "params_from": entry.get("params_from", ""),
             }
             for p in KEY_PARAMS.get(str(entry.get("theory")), ()):
                 for suffix in ("", ".low", ".high", ".expected"):
