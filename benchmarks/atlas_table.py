@@ -53,16 +53,97 @@ GROUPS: dict[str, tuple[str, ...]] = {
     "records missing": ("missing",),
 }
 
-#: The boundaries the papers predict: (theory, block, what the paper says).
-BOUNDARIES: tuple[tuple[str, str, str], ...] = (
-    ("alignment", "init", "the two-point theory breaks down at very large initial scale"),
-    ("alignment", "adam", "with Adam the theory fits poorly (Fig. 15, App. C.5)"),
-    ("alignment", "optimiser", "derived for plain gradient descent (eq. (3))"),
-    ("hadamard", "classes", "exact only for K a power of two (Sec. 3)"),
-    ("hadamard", "optimiser", "full-batch GD without momentum (eq. (9))"),
-    ("lesde", "lr", "a constant step; rates per step (Thm 2.1)"),
-    ("ntk_collapse", "lr", "squared error, end of training (eq. (44))"),
+#: The boundaries the papers predict: (theory, block, what the paper says, rule). A rule is
+#: ``("never", where)``: the theory should hold in no cell of the block matching ``where``; or
+#: ``("falls", axis, where)``: its holds share should be lower at the largest value of ``axis``
+#: than at the best other value, among the cells matching ``where``.
+BOUNDARIES: tuple[tuple[str, str, str, tuple[Any, ...]], ...] = (
+    (
+        "alignment",
+        "init",
+        "the two-point theory breaks down at very large initial scale",
+        ("falls", "init_scale", {"loss": ("mse",)}),
+    ),
+    (
+        "alignment",
+        "adam",
+        "with Adam the theory fits poorly (Fig. 15, App. C.5)",
+        ("never", {"loss": ("mse",)}),
+    ),
+    (
+        "alignment",
+        "optimiser",
+        "plain gradient descent (eq. (3)): momentum is outside",
+        ("never", {"loss": ("mse",), "optimizer": ("momentum",)}),
+    ),
+    (
+        "hadamard",
+        "classes",
+        "exact only for K a power of two (Sec. 3)",
+        ("never", {"n_classes": (3, 5, 6, 7, 9, 10)}),
+    ),
+    (
+        "hadamard",
+        "optimiser",
+        "full-batch gradient descent without momentum (eq. (9))",
+        ("never", {"optimizer": ("sgd", "momentum")}),
+    ),
+    (
+        "lesde",
+        "lr",
+        "the logit dynamics of softmax cross-entropy (App. B)",
+        ("never", {"loss": ("mse",)}),
+    ),
+    (
+        "ntk_collapse",
+        "lr",
+        "the flows are derived for the squared error (eqs. (19)-(44))",
+        ("never", {"loss": ("cross-entropy",)}),
+    ),
 )
+
+
+def _held(r: pd.Series) -> float:
+    return float(r.get("share.holds", 0.0)) + float(r.get("share.holds in a window", 0.0))
+
+
+def _match(cells: pd.DataFrame, where: dict[str, tuple[Any, ...]]) -> pd.DataFrame:
+    keep = pd.Series(True, index=cells.index)
+    for k, values in where.items():
+        keep &= cells[k].astype(str).isin([str(v) for v in values])
+    return cells[keep]
+
+
+def judge_boundary(cells: pd.DataFrame, rule: tuple[Any, ...]) -> str:
+    """Whether the measured verdicts of a block's cells agree with a paper's boundary (see
+    :data:`BOUNDARIES`), in words with the numbers."""
+    anywhere = int((cells.apply(_held, axis=1) > 0).sum()) if not cells.empty else 0
+    located = (
+        "" if anywhere else " (it holds in no cell of this block, so the boundary is not located)"
+    )
+    if rule[0] == "never":
+        sub = _match(cells, rule[1])
+        held = sub[sub.apply(_held, axis=1) > 0] if not sub.empty else sub
+        if sub.empty:
+            return "no cell of the block is on the far side"
+        if held.empty:
+            return f"agrees: holds in none of the {len(sub)} cells beyond it{located}"
+        return f"does not agree: holds in {len(held)} of the {len(sub)} cells beyond it"
+    _, axis, where = rule
+    sub = _match(cells, where)
+    values = pd.to_numeric(sub[axis], errors="coerce")
+    if sub.empty or values.nunique() < 2:
+        return "not enough cells along the axis"
+    top = values.max()
+    at_top = float(sub[values == top].apply(_held, axis=1).max())
+    others = sub[values != top]
+    best = others.apply(_held, axis=1)
+    best_value = others.loc[best.idxmax(), axis]
+    word = "agrees" if at_top < float(best.max()) else "does not agree"
+    return (
+        f"{word}: holds share {at_top:.0%} at {axis}={_fmt(float(top))}, "
+        f"{float(best.max()):.0%} at {axis}={_fmt(float(best_value))}{located}"
+    )
 
 
 def _fmt(x: Any) -> str:
@@ -219,13 +300,13 @@ def render(found: dict[str, Any]) -> str:
             out.append(f"- **{group}** in {len(hit)} cells: " + "; ".join(items) + ".")
         out.append("")
     out.append("### The boundaries the papers predict, against the measured verdicts\n")
-    out.append("| theory | block | the paper | measured along the block (holds share, verdict) |")
-    out.append("|---|---|---|---|")
+    out.append("| theory | block | the paper | measured (holds share, verdict) | the atlas |")
+    out.append("|---|---|---|---|---|")
     runs = found["runs"]
-    for theory, block, paper in BOUNDARIES:
+    for theory, block, paper, rule in BOUNDARIES:
         sub = runs[(runs["block"] == block) & (runs["theory"] == theory)]
         if sub.empty:
-            out.append(f"| {theory} | {block} | {paper} | no completed run |")
+            out.append(f"| {theory} | {block} | {paper} | no completed run | |")
             continue
         sub = sub.copy()
         sub.attrs["axes"] = axes
@@ -236,9 +317,9 @@ def render(found: dict[str, Any]) -> str:
             where = ", ".join(
                 f"{a}={_fmt(r[a]) if isinstance(r[a], float) else r[a]}" for a in names
             )
-            held = float(r.get("share.holds", 0.0)) + float(r.get("share.holds in a window", 0.0))
-            parts.append(f"{where}: {held:.0%}, {r['verdict']}")
-        out.append(f"| {theory} | {block} | {paper} | {'<br>'.join(parts)} |")
+            parts.append(f"{where}: {_held(r):.0%}, {r['verdict']}")
+        verdict = judge_boundary(agg, rule)
+        out.append(f"| {theory} | {block} | {paper} | {'<br>'.join(parts)} | {verdict} |")
     out.append("")
     out.append("### Dependence on the learning rate, against the prediction\n")
     deps = found["dependence"]
