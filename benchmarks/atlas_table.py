@@ -243,8 +243,15 @@ _NOT_FITTED = " (not fitted; --force fits it anyway)"
 
 
 def _first_clause(reason: str, limit: int = 110) -> str:
-    """A reason's first clause, without the note that the stream was not fitted."""
-    text = reason.replace(_NOT_FITTED, "").split("; ")[0]
+    """A reason's first clause (up to the first ``; `` outside parentheses), without the
+    note that the stream was not fitted."""
+    text = reason.replace(_NOT_FITTED, "")
+    depth = 0
+    for i, c in enumerate(text):
+        depth += (c == "(") - (c == ")")
+        if depth == 0 and text.startswith("; ", i):
+            text = text[:i]
+            break
     return text if len(text) <= limit else text[: limit - 3].rstrip() + "..."
 
 
@@ -336,11 +343,17 @@ def render(found: dict[str, Any]) -> str:
         for _, r in deps.iterrows():
             out.append(
                 f"| {r['theory']} | {r['param']} | {r['line']} | {_fmt(float(r['predicted']))} | "
-                f"{_fmt(r['slope'])} [{_fmt(r['low'])}, {_fmt(r['high'])}] | {r['verdict']} | "
+                f"{_interval(r)} | {r['verdict']} | "
                 f"{int(r['n_runs'])} at {int(r['n_settings'])} rates |"
             )
         out.append("")
     return "\n".join(out)
+
+
+def _interval(r: pd.Series) -> str:
+    if not math.isfinite(float(r["slope"])):
+        return "-"
+    return f"{_fmt(float(r['slope']))} [{_fmt(float(r['low']))}, {_fmt(float(r['high']))}]"
 
 
 def rewrite(text: str, found: dict[str, Any] | None) -> str:

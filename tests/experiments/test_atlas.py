@@ -163,26 +163,11 @@ def test_the_dependence_table_fails_a_sweep_whose_parameter_does_not_scale():
     rows = []
     for lr in (0.05, 0.1, 0.2, 0.4):
         for seed in range(2):
-            p = 0.2 * lr**0.3 * (1.01 if seed else 0.99)
-            rows.append(
-                _row(
-                    "mse",
-                    lr,
-                    seed,
-                    "holds",
-                    **{"inv_tau_h": p, "inv_tau_h.low": 0.95 * p, "inv_tau_h.high": 1.05 * p},
-                )
-            )
-            q = 0.5 * lr * (1.01 if seed else 0.99)
-            rows.append(
-                _row(
-                    "mse",
-                    lr,
-                    seed,
-                    "holds",
-                    **{"inv_tau_y": q, "inv_tau_y.low": 0.95 * q, "inv_tau_y.high": 1.05 * q},
-                )
-            )
+            p = 0.2 * lr**0.3 * (1.01 if seed else 0.99)  # not proportional to lr
+            q = 0.5 * lr * (1.01 if seed else 0.99)  # proportional
+            params = {"inv_tau_h": p, "inv_tau_h.low": 0.95 * p, "inv_tau_h.high": 1.05 * p}
+            params |= {"inv_tau_y": q, "inv_tau_y.low": 0.95 * q, "inv_tau_y.high": 1.05 * q}
+            rows.append(_row("mse", lr, seed, "holds", **params))
     deps = dependence_table(_runs(rows)).set_index("param")
     assert deps.loc["inv_tau_h", "verdict"] == "disagrees"
     assert deps.loc["inv_tau_y", "verdict"] == "agrees"
@@ -361,3 +346,10 @@ def test_a_theory_that_holds_in_a_window_reports_that_windows_parameters():
     assert row["params_from"] == "window 100-300"
     plain = _entry_row(CompareEntry("ntk_collapse", "net/", Verdict("out of regime", "x")))
     assert "params.tau" not in plain and plain["params_from"] == ""
+
+
+def test_a_cell_that_two_blocks_ran_counts_once_per_seed():
+    rows = [{**_row("mse", 0.1, 0, "holds"), "block": b} for b in ("lr", "init")]
+    rows.append({**_row("mse", 0.1, 1, "fails"), "block": "lr"})
+    cell = aggregate_cells(_runs(rows)).iloc[0]
+    assert cell["n_runs"] == 2 and cell["share.holds"] == 0.5

@@ -38,9 +38,9 @@ their 95% intervals) divided by ``n``; one seed keeps its own interval. Estimate
 the runs whose verdict rests on a fit that the data determined (``holds``, ``holds in a
 window``, ``not distinguished``, ``fails``); ``degenerate`` fits (a parameter on its bound) and
 unfitted runs are left out; a run that holds in a window gives the parameters of the longest
-window it holds on (``params_from`` in the runs table). A dependence check uses only the runs whose fit describes their
-records (``holds``, ``holds in a window``, ``not distinguished``): the parameter of a failed fit
-is not the theory's parameter.
+window it holds on (``params_from`` in the runs table). A dependence check uses only the runs
+whose fit describes their records (``holds``, ``holds in a window``, ``not distinguished``):
+the parameter of a failed fit is not the theory's parameter.
 
 **Adding an axis** is adding an option to the base experiment's config (if it has none) and
 an :class:`Axis` to :data:`AXES`; a plan then names it in a block. See ``docs/atlas.md``.
@@ -633,7 +633,8 @@ def _confronted_since(path: Path, plan: AtlasPlan, key: str, since: float) -> in
 def collect_runs(path: Path, plan: AtlasPlan, key: str | None = None) -> pd.DataFrame:
     """One row per run and theory: block, run id, seed, every axis's setting, status,
     verdict, reason, ``outside`` (the assumptions of the theory the run is outside, by name)
-    and the key parameters with their intervals and expected values."""
+    and the key parameters with their intervals and expected values. A cell that two blocks
+    both ran has a row from each; the cells and the dependence checks count it once."""
     key = key or engine_key()
     axes = list(dict.fromkeys(a for b in plan.blocks for a in b.axes))
     rows: list[dict[str, Any]] = []
@@ -685,10 +686,20 @@ def collect_runs(path: Path, plan: AtlasPlan, key: str | None = None) -> pd.Data
                     row[f"{p}{suffix}"] = entry.get(f"params.{p}{suffix}", math.nan)
             rows.append(row)
     table = pd.DataFrame(rows)
-    if not table.empty and "seed" in table.columns:  # one cell run twice (two blocks): once
-        table = table.drop_duplicates(subset=[*axes, "seed", "theory", "stream"], keep="first")
     table.attrs["axes"] = axes
-    return table.reset_index(drop=True)
+    return table
+
+
+def _unique_runs(table: pd.DataFrame) -> pd.DataFrame:
+    """The run table with a cell that two blocks both ran (the base point) counted once per
+    seed: the same settings and seed train the same network."""
+    axes = _axes_of(table)
+    keys = [k for k in (*axes, "seed", "theory", "stream") if k in table.columns]
+    if table.empty or "seed" not in table.columns:
+        return table
+    out = table.drop_duplicates(subset=keys, keep="first").reset_index(drop=True)
+    out.attrs["axes"] = axes
+    return out
 
 
 def _outside(entry: Mapping[str, Any]) -> list[str]:
@@ -756,6 +767,7 @@ def aggregate_cells(run_table: pd.DataFrame) -> pd.DataFrame:
     axes = _axes_of(run_table)
     if run_table.empty or "theory" not in run_table.columns:
         return pd.DataFrame(columns=[*axes, "theory", "n_runs", "verdict", "reason"])
+    run_table = _unique_runs(run_table)
     table = (
         run_table[run_table["theory"] != "*"]
         if (run_table["theory"] == "*").any() and (run_table["theory"] != "*").any()
@@ -811,6 +823,7 @@ def dependence_table(run_table: pd.DataFrame) -> pd.DataFrame:
     rows: list[dict[str, Any]] = []
     if run_table.empty or "theory" not in run_table.columns:
         return pd.DataFrame(rows, columns=list(_DEPENDENCE_COLUMNS))
+    run_table = _unique_runs(run_table)
     for pred in PREDICTED:
         if pred.axis not in axes:
             continue
