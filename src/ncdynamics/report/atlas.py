@@ -48,9 +48,17 @@ def _varying(cells: pd.DataFrame) -> list[str]:
     return [a for a in _axes(cells) if cells[a].astype(str).nunique() > 1]
 
 
-def cell_label(row: pd.Series, axes: list[str]) -> str:
-    """``loss=mse, lr=0.1``: the settings that differ between the cells."""
-    return ", ".join(f"{a}={_value(row[a])}" for a in axes)
+def base_point(cells: pd.DataFrame) -> dict[str, str]:
+    """The most common value of each varying axis over the cells (the plan's base point,
+    since every block varies only its own axes)."""
+    return {a: str(cells[a].astype(str).mode().iloc[0]) for a in _varying(cells)}
+
+
+def cell_label(row: pd.Series, axes: list[str], base: dict[str, str] | None = None) -> str:
+    """``loss=mse, lr=0.1``: the settings that differ between the cells; with ``base``, only
+    those off the base point (and the loss, always)."""
+    shown = [a for a in axes if base is None or a == "loss" or str(row[a]) != base.get(a)]
+    return ", ".join(f"{a}={_value(row[a])}" for a in shown) or "the base point"
 
 
 def _value(v: Any) -> str:
@@ -64,8 +72,8 @@ def atlas_map_figure(cells: pd.DataFrame, theory: str) -> Any:
     import matplotlib.pyplot as plt
 
     sub = cells[cells["theory"] == theory].reset_index(drop=True)
-    axes = _varying(cells)
-    labels = [_plain(cell_label(r, axes)) for _, r in sub.iterrows()]
+    axes, base = _varying(cells), base_point(cells)
+    labels = [_plain(cell_label(r, axes, base)) for _, r in sub.iterrows()]
     height = max(2.2, 0.26 * len(sub) + 1.2)
     fig, ax = plt.subplots(figsize=(10.5, height))
     left = np.zeros(len(sub))
@@ -106,6 +114,7 @@ def atlas_parameter_figure(cells: pd.DataFrame, theory: str) -> Any | None:
     import matplotlib.pyplot as plt
 
     sub = cells[cells["theory"] == theory]
+    base = base_point(cells)
     panels = []
     for p in KEY_PARAMS.get(theory, ()):
         if p not in sub.columns:
@@ -132,7 +141,11 @@ def atlas_parameter_figure(cells: pd.DataFrame, theory: str) -> Any | None:
             lo = np.clip(v - g[f"{p}.low"].to_numpy(float), 0, None)
             hi = np.clip(g[f"{p}.high"].to_numpy(float) - v, 0, None)
             key_t = key if isinstance(key, tuple) else (key,)
-            name = ", ".join(f"{o}={_value(k)}" for o, k in zip(others, key_t, strict=True))
+            name = ", ".join(
+                f"{o}={_value(k)}"
+                for o, k in zip(others, key_t, strict=True)
+                if o == "loss" or str(k) != base.get(o)
+            )
             line = ax.errorbar(
                 x,
                 v,
@@ -145,6 +158,9 @@ def atlas_parameter_figure(cells: pd.DataFrame, theory: str) -> Any | None:
             if exp.notna().any():
                 ax.plot(x, exp.to_numpy(float), ls="--", color=line[0].get_color())
         ax.set_xscale("log" if AXES[a].scale == "log" else "linear")
+        ax.xaxis.set_minor_formatter(NullFormatter())  # a label at each setting, not between
+        ax.set_xticks(sorted(set(pd.to_numeric(sub[a], errors="coerce").dropna())))
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
         ax.set_yscale("log")
         ax.set_xlabel(_plain(AXES[a].label))
         ax.set_ylabel(_plain(p))
@@ -168,18 +184,21 @@ def _embed(path: Path, fig: Any, name: str, caption: str) -> str:
 
 
 def _summary(cells: pd.DataFrame, axes: list[str]) -> str:
+    base = base_point(cells)
     head = "".join(f"<th>{_text(g)}</th>" for g in GROUPS)
     rows = []
     for theory, sub in cells.groupby("theory", sort=True):
         tds = []
         for verdicts in GROUPS.values():
             hit = sub[sub["verdict"].isin(verdicts)]
-            names = "; ".join(cell_label(r, axes) for _, r in hit.iterrows())
+            names = "; ".join(cell_label(r, axes, base) for _, r in hit.iterrows())
             more = f"<div class='muted'>{_text(names)}</div>" if 0 < len(hit) <= 6 else ""
             tds.append(f"<td>{len(hit)} of {len(sub)}{more}</td>")
         rows.append(f"<tr><th>{_text(theory)}</th>{''.join(tds)}</tr>")
     return (
-        "<table class='fit'><colgroup><col style='width:13%'></colgroup><tr><th>theory</th>"
+        "<table class='fit'><colgroup><col style='width:12%'>"
+        + "<col style='width:14.6%'>" * len(GROUPS)
+        + "</colgroup><tr><th>theory</th>"
         + head
         + "</tr>"
         + "".join(rows)
@@ -214,12 +233,13 @@ def _param_text(row: pd.Series, theory: str) -> str:
 
 
 def _theory_table(cells: pd.DataFrame, theory: str, axes: list[str]) -> str:
+    base = base_point(cells)
     sub = cells[cells["theory"] == theory]
     rows = []
     for _, r in sub.iterrows():
         rows.append(
             "<tr>"
-            f"<td>{_text(cell_label(r, axes))}</td>"
+            f"<td>{_text(cell_label(r, axes, base))}</td>"
             f"<td class='num'>{_text(int(r['n_runs']))}</td>"
             f"<td>{_badge(str(r['verdict']))}<div class='muted'>{_text(_share_text(r))}</div></td>"
             f"<td>{_param_text(r, theory)}</td>"
