@@ -112,6 +112,7 @@ def atlas_parameter_figure(cells: pd.DataFrame, theory: str) -> Any | None:
     of the other settings; bars: the cell's 95% interval; dashed: the theory's prediction
     from the settings); ``None`` when no parameter was estimated at two settings of an axis."""
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import FuncFormatter, NullFormatter
 
     sub = cells[cells["theory"] == theory]
     base = base_point(cells)
