@@ -52,7 +52,7 @@ def _atlas_dir(path: Path) -> Path:
                 {
                     "loss": "cross-entropy",
                     "lr": lr,
-                    "dataset": "<b>bold</b>",
+                    "dataset": "<b>bold</b>" if lr == 0.4 else "digits",
                     "seed": seed,
                     "theory": "hadamard",
                     "stream": "net/",
