@@ -3,13 +3,13 @@
 from ..theories.experiment import PRESETS as PRESETS
 from ..theories.experiment import ExperimentSpec as ExperimentSpec
 from ._registry import config_of as config_of
-from .atlas import atlas as atlas
-from .dependence import fit_dependence as fit_dependence
 from ._registry import get as get
 from ._registry import list_experiments as list_experiments
 from ._registry import run as run
+from .atlas import atlas as atlas
 from .confront import compare as compare
 from .confront import forecast as forecast
+from .dependence import fit_dependence as fit_dependence
 from .executors import Executor as Executor
 from .executors import LocalExecutor as LocalExecutor
 from .executors import Outcome as Outcome
