@@ -353,3 +353,23 @@ def test_a_cell_that_two_blocks_ran_counts_once_per_seed():
     rows.append({**_row("mse", 0.1, 1, "fails"), "block": "lr"})
     cell = aggregate_cells(_runs(rows)).iloc[0]
     assert cell["n_runs"] == 2 and cell["share.holds"] == 0.5
+
+
+def test_the_cnn_base_model_trains_a_cell_and_records_for_every_theory(tmp_path):
+    from ncdynamics import experiments
+
+    run = experiments.run(
+        "atlas", "smoke", tmp_path / "cnn", model="cnn", epochs=2, width=8, progress=False
+    )
+    assert run.state == "completed"
+    assert "net.class_means_logits" in run.array_names()
+    assert "net/pair_a" in run.metrics_wide().columns
+
+
+def test_the_cnn_base_model_needs_square_images():
+    import torch
+
+    from ncdynamics.experiments.atlas_cell import BASE_MODELS
+
+    with pytest.raises(ValueError, match="model 'cnn' needs square one-channel images"):
+        BASE_MODELS["cnn"](10, 4, AtlasCellConfig(model="cnn"), torch.Generator())

@@ -212,6 +212,7 @@ PLANS: dict[str, AtlasPlan] = {
             Block(
                 "data", {"loss": _LOSSES, "dataset": ("digits", "gaussian-clusters", "mnist-5k")}
             ),
+            Block("model", {"loss": _LOSSES, "model": ("mlp", "cnn")}, {"dataset": "mnist-5k"}),
         ),
         seeds=5,
     ),

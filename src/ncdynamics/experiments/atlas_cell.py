@@ -48,7 +48,7 @@ from torch import nn
 
 from .. import data as nc_data
 from .._validation import check_int, check_option, check_scalar
-from ..models import MLP
+from ..models import MLP, SmallCNN
 from ..probes import PairAlignmentProbe, PerformanceProbe
 from ..probes.performance import LOSSES, classification_loss
 from ..theories.experiment import ExperimentSpec, RunWriter
@@ -71,9 +71,39 @@ def _mlp(in_features: int, n_classes: int, cfg: AtlasCellConfig, gen: torch.Gene
     return MLP(in_features, n_classes, depth=cfg.depth, width=cfg.width, generator=gen)
 
 
-#: Base models by name: ``builder(in_features, n_classes, config, generator)``.
+class _FlatImages(nn.Module):
+    """A :class:`~ncdynamics.models.SmallCNN` fed the cell's flattened inputs, read as square
+    one-channel images; ``features`` and ``classifier`` as the recorder expects."""
+
+    def __init__(self, net: SmallCNN) -> None:
+        super().__init__()
+        self.net = net
+        self.classifier = net.classifier
+
+    def features(self, x: torch.Tensor) -> torch.Tensor:
+        s = self.net.input_size
+        return self.net.features(x.reshape(x.shape[0], 1, s, s))  # (n, width)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.classifier(self.features(x))  # (n, n_classes)
+
+
+def _cnn(in_features: int, n_classes: int, cfg: AtlasCellConfig, gen: torch.Generator) -> nn.Module:
+    side = math.isqrt(in_features)
+    if side * side != in_features or side < 4:
+        raise ValueError(
+            f"model 'cnn' needs square one-channel images of side >= 4; the dataset gives "
+            f"{in_features} input features."
+        )
+    return _FlatImages(SmallCNN(1, n_classes, width=cfg.width, input_size=side, generator=gen))
+
+
+#: Base models by name: ``builder(in_features, n_classes, config, generator)``; ``cnn`` is
+#: :class:`~ncdynamics.models.SmallCNN` (two conv stages, ``width`` features) on square
+#: one-channel images (digits, mnist-5k), ``depth`` unused.
 BASE_MODELS: dict[str, Callable[[int, int, AtlasCellConfig, torch.Generator], nn.Module]] = {
     "mlp": _mlp,
+    "cnn": _cnn,
 }
 
 
