@@ -181,6 +181,20 @@ MUTATIONS: tuple[Mutation, ...] = (
         "if low < 0 < high:",
         ("tests/theories/test_verdict.py",),
     ),
+    Mutation(
+        "dependence: the runs' own uncertainty ignored (min instead of max)",
+        "experiments/dependence.py",
+        "se_slope = math.sqrt(max(var_scatter, var_runs))",
+        "se_slope = math.sqrt(min(var_scatter, var_runs))",
+        ("tests/experiments/test_atlas.py",),
+    ),
+    Mutation(
+        "atlas: a cell's interval without the spread between seeds",
+        "experiments/atlas.py",
+        "var = float(np.var(v, ddof=1)) / n + float(np.mean(se**2)) / n",
+        "var = float(np.mean(se**2)) / n",
+        ("tests/experiments/test_atlas.py",),
+    ),
 )
 
 

@@ -28,7 +28,7 @@ from ncdynamics import experiments
 from ncdynamics.theories.lesde.trials import BatchedTrainer
 from ncdynamics.training import devices
 
-THEORIES = ("alignment", "hadamard", "lesde", "ntk_collapse", "truncation", "demo")
+THEORIES = ("alignment", "hadamard", "lesde", "ntk_collapse", "truncation", "demo", "atlas")
 
 _HADAMARD = "the reduced logit ODE and its small-net GD, in NumPy"
 _TRUNCATION = "the effective flows and GD on the layer maps, in NumPy and CPU float64 tensors"

@@ -40,6 +40,9 @@ REWRITES = {
         "--workers 1 --no-progress --out runs/sweep"
     ),
     "ncdyn demo --resume --format latex": "ncdyn demo --preset smoke --resume --format latex",
+    "ncdyn atlas --preset cpu --workers 2": (
+        "ncdyn atlas --preset smoke --seeds 1 --no-progress --out runs/atlas"
+    ),
     "ncdyn claims --run cpu --seeds 0,1,2 --only lesde.fig1 --out runs/claims": (
         "ncdyn claims --run smoke --seeds 0 --only lesde.fig1 --out runs/claims"
     ),

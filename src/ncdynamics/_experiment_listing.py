@@ -90,6 +90,12 @@ BUILTIN: tuple[tuple[str, str, str, str], ...] = (
         "Fig. 6: XOR representational structure vs eq. (10)",
     ),
     (
+        "atlas",
+        "core",
+        "smoke cpu paper",
+        "one cell of the regime atlas: a network trained and recorded for every theory",
+    ),
+    (
         "hadamard.fig1",
         "hadamard",
         "smoke cpu paper",

@@ -19,6 +19,8 @@ EXIT_FAILED = 1
 #: The preset names of `run`, `sweep` and `claims --run` (ncdynamics.theories.experiment.PRESETS,
 #: spelled out so that building the parser imports nothing heavy; a test keeps them equal).
 _PRESETS = ("smoke", "cpu", "paper", "gpu")
+#: The atlas plans (ncdynamics.experiments.atlas.ATLAS_PRESETS; a test keeps them equal).
+_ATLAS_PRESETS = ("smoke", "cpu", "paper")
 SEED_MAX = 2**32 - 1  # seeds offset per trial (seed + 10_000 + i) stay far inside int64
 
 
@@ -345,6 +347,34 @@ def _build_parser() -> argparse.ArgumentParser:
     _format_flag(
         swp, "SWEEP/table.csv (every column) or SWEEP/table.tex (grid, seed, status, summary)"
     )
+
+    atl = sub.add_parser(
+        "atlas",
+        help="the regime atlas: where each theory holds over a grid of training settings",
+        description="Train the atlas cell over the blocks of a preset's plan (loss, optimiser, "
+        "learning rate, width, init scale, classes, data) as sweeps, confront every run with "
+        "every theory, and write the cells table (verdict shares, key parameters against the "
+        "theories' predictions), the dependence checks and the atlas page. Running the same "
+        "command again does only the runs and confrontations that are missing. See "
+        "docs/atlas.md.",
+    )
+    atl.add_argument(
+        "--preset", default="smoke", choices=_ATLAS_PRESETS, help="the atlas plan (default smoke)"
+    )
+    atl.add_argument(
+        "--seeds", type=int, default=None, help="seeds 0..N-1 per cell (default: the plan's)"
+    )
+    atl.add_argument(
+        "--out", type=Path, default=None, help="atlas directory (default runs/atlas-PRESET)"
+    )
+    atl.add_argument("--backend", default="local", choices=("local", "ray"), help="local or Ray")
+    atl.add_argument("--address", default=None, metavar="ADDR", help="a running Ray cluster")
+    atl.add_argument(
+        "--workers", type=int, default=1, help="worker processes or Ray CPUs (default 1)"
+    )
+    atl.add_argument("--threads", type=int, default=1, help="intra-op threads per worker")
+    atl.add_argument("--device", default="auto", help="where each run trains (default auto)")
+    atl.add_argument("--no-progress", action="store_true", help="hide the progress bars")
     return parser
 
 
@@ -445,6 +475,43 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     print(f"table:  {result.path / 'table.csv'}")
     print(f"report: {path}")
     return 0 if result.ok else EXIT_FAILED
+
+
+def _cmd_atlas(args: argparse.Namespace) -> int:
+    from . import experiments
+    from .experiments.atlas import atlas
+    from .report.atlas import write_atlas_report
+
+    if args.seeds is not None and args.seeds < 1:
+        raise ValueError(f"`--seeds` must be at least 1; got {args.seeds}.")
+    if args.workers < 1:
+        raise ValueError(f"`--workers` must be at least 1; got {args.workers}.")
+    executor = experiments.make_executor(
+        args.backend, workers=args.workers, threads_per_worker=args.threads, address=args.address
+    )
+    with executor:
+        cells = atlas(
+            args.preset,
+            args.out,
+            seeds=args.seeds,
+            executor=executor,
+            progress=not args.no_progress,
+            device=args.device,
+        )
+    info = cells.attrs["atlas"]
+    path = Path(info["path"])
+    page = write_atlas_report(path)
+    if not cells.empty:
+        counts = cells.groupby("theory")["verdict"].value_counts().unstack(fill_value=0)
+        print(counts.to_string())
+    print(
+        f"runs:   {info['runs_now']} run now, {info['runs_failed']} failed; "
+        f"confronted now: {info['confronted_now']}"
+    )
+    print(f"atlas:  {path}")
+    print(f"cells:  {path / 'cells.csv'}")
+    print(f"report: {page}")
+    return EXIT_FAILED if info["runs_failed"] else 0
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
@@ -919,6 +986,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         return _cmd_report(args)
     if args.command == "sweep":
         return _cmd_sweep(args)
+    if args.command == "atlas":
+        return _cmd_atlas(args)
     if args.command == "compare":
         return _cmd_compare(args)
     if args.command == "forecast":
@@ -949,7 +1018,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         hint = (
             "run the same command again to resume"
-            if args.command == "sweep"
+            if args.command in ("sweep", "atlas")
             else ("resume with --resume")
         )
         print(f"ncdyn: interrupted; {hint}", file=sys.stderr)

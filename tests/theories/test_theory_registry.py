@@ -52,7 +52,7 @@ def test_builtin_theories_are_declared_and_discovered():
 
 def test_every_registered_experiment_comes_from_a_declaration():
     declared = {s.name for n in theories.available() for s in theories.get(n).load_experiments()}
-    assert {s.name for s in experiments.list_experiments()} == declared | {"demo"}
+    assert {s.name for s in experiments.list_experiments()} == declared | {"demo", "atlas"}
 
 
 def test_unknown_theory_lists_the_known_ones():

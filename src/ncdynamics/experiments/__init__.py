@@ -7,10 +7,12 @@ from ._registry import config_of as config_of
 from ._registry import get as get
 from ._registry import list_experiments as list_experiments
 from ._registry import run as run
+from .atlas import atlas as atlas
 from .compare import CompareEntry as CompareEntry
 from .compare import compare as compare
 from .compare_many import RunResult as RunResult
 from .compare_many import compare_runs as compare_runs
+from .dependence import fit_dependence as fit_dependence
 from .executors import Executor as Executor
 from .executors import LocalExecutor as LocalExecutor
 from .executors import Outcome as Outcome
@@ -32,8 +34,10 @@ __all__ = [
     "CompareEntry",
     "ForecastEntry",
     "RunResult",
+    "atlas",
     "compare",
     "compare_runs",
+    "fit_dependence",
     "forecast",
     "read_run",
     "PRESETS",

@@ -1,8 +1,8 @@
 """The experiments of every theory, by name, and the runner that fills a run directory.
 
 The experiments come from the theory registry (:func:`ncdynamics.theories.available`): each
-theory's declaration names its experiments. The core ``demo`` is the one experiment that
-belongs to no theory.
+theory's declaration names its experiments. The core ``demo`` and ``atlas`` (one cell of the
+regime atlas, :mod:`ncdynamics.experiments.atlas`) belong to no theory.
 """
 
 from __future__ import annotations
@@ -27,9 +27,10 @@ __all__ = ["get", "list_experiments", "run"]
 
 
 def _core() -> tuple[ExperimentSpec, ...]:
-    from .demo import EXPERIMENTS
+    from .atlas_cell import EXPERIMENTS as ATLAS
+    from .demo import EXPERIMENTS as DEMO
 
-    return EXPERIMENTS
+    return (*DEMO, *ATLAS)
 
 
 def _collect() -> dict[str, ExperimentSpec]:

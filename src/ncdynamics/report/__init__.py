@@ -5,7 +5,8 @@ save with ``run.save_figure(fig, name)``: :func:`metric_figures` (a run's scalar
 one figure per family), :func:`comparison_figures` (several runs overlaid, seeds as bands),
 :func:`class_means_figures` (recorded class means), :func:`kernel_figures` (the NTK probes'
 kernels, block norms and alignment) and :func:`sweep_figures` (a sweep's summary);
-:func:`overview_figure` is one small figure. :func:`metric_groups` and
+:func:`overview_figure` is one small figure; :func:`write_atlas_report` draws the page of a
+regime atlas. :func:`metric_groups` and
 :func:`static_metrics` say how metrics are grouped into panels and which are only listed.
 Display names and units of every metric come from :mod:`ncdynamics.report.labels`.
 
@@ -14,6 +15,7 @@ The writers return the path of what they wrote; :func:`write_report` and
 inline in Jupyter. See docs/reports.md.
 """
 
+from .atlas import write_atlas_report as write_atlas_report
 from .comparison import write_comparison_report as write_comparison_report
 from .confront import write_compare_report as write_compare_report
 from .confront import write_forecast_report as write_forecast_report
@@ -41,6 +43,7 @@ __all__ = [
     "comparison_figures",
     "overview_figure",
     "static_metrics",
+    "write_atlas_report",
     "write_comparison_report",
     "find_entries",
     "kernel_figures",
