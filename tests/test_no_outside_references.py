@@ -37,7 +37,7 @@ _THEORY = r"(?:ntk_collapse|ntk collapse|NTK-collapse|lesde|LE-SDE|hadamard|alig
 PATTERNS = {
     # "spec §2.5", "spec O17", "spec E7", "spec T22", "spec ntk_collapse §4", "spec oracles"
     "a section, oracle or experiment of a spec": re.compile(
-        rf"\b{_SPEC_WORD}\s+(?:{_SECTION}|[A-Z]{{1,2}}\d|{_THEORY}\b|oracles?\b|settings\b|setup\b)"
+        rf"\b{_SPEC_WORD}\s+(?:{_SECTION}|[A-Z]{{0,2}}\d|{_THEORY}\b|oracles?\b|settings\b|setup\b)"
     ),
     # "the spec", "of the spec", "the LE-SDE spec", "the project's spec", "the spec's pilot"
     "a spec as a document": re.compile(
