@@ -37,7 +37,8 @@ _THEORY = r"(?:ntk_collapse|ntk collapse|NTK-collapse|lesde|LE-SDE|hadamard|alig
 PATTERNS = {
     # "spec §2.5", "spec O17", "spec E7", "spec T22", "spec ntk_collapse §4", "spec oracles"
     "a section, oracle or experiment of a spec": re.compile(
-        rf"\b{_SPEC_WORD}\s+(?:{_SECTION}|[A-Z]{{0,2}}\d|{_THEORY}\b|oracles?\b|settings\b|setup\b)"
+        rf"\b{_SPEC_WORD}\s+(?:{_SECTION}|[A-Z]{{0,2}}\d|{_THEORY}\b|oracles?\b|settings\b|setup\b)",
+        re.IGNORECASE,
     ),
     # "the spec", "of the spec", "the LE-SDE spec", "the project's spec", "the spec's pilot"
     "a spec as a document": re.compile(
@@ -47,7 +48,7 @@ PATTERNS = {
     "the style guide": re.compile(r"\bSTYLE(?:\.md\b|\s+[A-Z]\.\d)"),
     "the design note": re.compile(r"\bDESIGN\.md\b"),
     "the performance note": re.compile(r"\bPERF\.md\b"),
-    "the planning folder": re.compile(r"(?:\.\./|shared/)(?:specs|seeds)\b"),
+    "the planning folder": re.compile(r"(?:\.\./|shared/)(?:specs|seeds)\b|\bseed 0\d\d\b"),
 }
 
 
@@ -96,6 +97,8 @@ def test_patterns_catch_the_forms_that_were_used():
         "§3.1 of the spec",
         "spec \\u00a73 E2",
         "../specs/lesde.md",
+        "Spec §2.4: final loss",
+        "arXiv preprint (seed 003 of this project)",
     ]
     for line in cited:
         assert any(p.search(line) for p in PATTERNS.values()), line

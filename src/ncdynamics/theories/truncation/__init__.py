@@ -18,8 +18,8 @@ The errata implemented here are listed in ``docs/theories/truncation.md``.
 References
 ----------
 .. [1] T. Chen, "Derivation of effective gradient flow equations and dynamical truncation of
-   training data in deep learning", arXiv preprint (seed 003 of this project; no
-   identifier is printed in the text we hold).
+   training data in deep learning", arXiv preprint (no identifier is printed in the
+   text we hold).
 
 The package exports ``THEORY`` (its declaration) and the few names a user calls first:
 :func:`simplex_design`, :func:`separated_flow`. Everything else is reached by module (``from
@@ -39,8 +39,8 @@ THEORY = _Theory(
     title="Effective gradient flow and dynamical truncation of data in ReLU networks",
     citation=(
         'T. Chen, "Derivation of effective gradient flow equations and dynamical truncation '
-        'of training data in deep learning", arXiv preprint (seed 003 of this project; no '
-        "identifier is printed in the text we hold)."
+        'of training data in deep learning", arXiv preprint (no identifier is printed in the '
+        "text we hold)."
     ),
     package=__name__,
     experiments="ncdynamics.theories.truncation.experiments:EXPERIMENTS",
