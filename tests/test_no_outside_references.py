@@ -83,7 +83,7 @@ def _pending(path: Path) -> bool:
     return path.relative_to(ROOT).as_posix() in PENDING
 
 
-def test_patterns_catch_the_forms_that_were_used():
+def test_patterns_catch_the_forms_that_were_used() -> None:
     cited = [
         "(spec §2.5)",
         "spec ntk_collapse §4",
@@ -116,7 +116,7 @@ def test_patterns_catch_the_forms_that_were_used():
         assert not any(p.search(line) for p in PATTERNS.values()), line
 
 
-def test_no_reference_to_a_document_outside_the_repository():
+def test_no_reference_to_a_document_outside_the_repository() -> None:
     hits = _hits([p for p in _files() if not _pending(p)])
     assert not hits, "cites a document outside the repository:\n" + "\n".join(hits)
 
@@ -126,7 +126,7 @@ def test_no_reference_to_a_document_outside_the_repository():
     reason="files being rewritten on another branch this session still cite the specs; "
     "when this passes, empty PENDING",
 )
-def test_no_reference_in_the_files_being_rewritten():
+def test_no_reference_in_the_files_being_rewritten() -> None:
     pending = [p for p in _files() if _pending(p)]
     assert len(pending) == len(PENDING)
     hits = _hits(pending)
