@@ -48,6 +48,7 @@ PATTERNS = {
     "the style guide": re.compile(r"\bSTYLE(?:\.md\b|\s+[A-Z]\.\d)"),
     "the design note": re.compile(r"\bDESIGN\.md\b"),
     "the performance note": re.compile(r"\bPERF\.md\b"),
+    "the planning notes": re.compile(r"\bplanning notes?\b", re.IGNORECASE),
     "the planning folder": re.compile(r"(?:\.\./|shared/)(?:specs|seeds)\b|\bseed 0\d\d\b"),
 }
 
@@ -99,6 +100,7 @@ def test_patterns_catch_the_forms_that_were_used() -> None:
         "../specs/lesde.md",
         "Spec §2.4: final loss",
         "arXiv preprint (seed 003 of this project)",
+        "the comparison of the planning notes",
     ]
     for line in cited:
         assert any(p.search(line) for p in PATTERNS.values()), line
