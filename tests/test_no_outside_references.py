@@ -123,6 +123,11 @@ def test_no_reference_to_a_document_outside_the_repository() -> None:
     assert not hits, "cites a document outside the repository:\n" + "\n".join(hits)
 
 
+def test_every_pending_file_exists() -> None:
+    missing = [name for name in PENDING if not (ROOT / name).is_file()]
+    assert not missing, f"PENDING names files that are gone; remove them from it: {missing}"
+
+
 @pytest.mark.xfail(
     strict=True,
     reason="files being rewritten on another branch this session still cite the specs; "
@@ -130,6 +135,5 @@ def test_no_reference_to_a_document_outside_the_repository() -> None:
 )
 def test_no_reference_in_the_files_being_rewritten() -> None:
     pending = [p for p in _files() if _pending(p)]
-    assert len(pending) == len(PENDING)
     hits = _hits(pending)
     assert not hits, "cites a document outside the repository:\n" + "\n".join(hits)
