@@ -17,19 +17,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[1]
 SCANNED = ("src", "tests", "docs", "benchmarks", "README.md", "CONTRIBUTING.md")
 SUFFIXES = {".py", ".md", ".json", ".toml", ".txt", ".cfg", ".yml", ".yaml"}
-
-# Files another engineer is rewriting this session: their references are listed in the
-# hand-over note of the branch that cleaned the rest. Checked by the xfail test below, so
-# nothing is skipped; remove a file from this list once its references are gone.
-PENDING = (
-    "src/ncdynamics/theories/hadamard/confront.py",
-    "src/ncdynamics/theories/lesde/confront.py",
-)
 
 _SPEC_WORD = r"specs?(?:'s)?"
 _SECTION = r"(?:§|\\u00a7)"  # claims-cpu.json stores the section sign escaped
@@ -80,10 +70,6 @@ def _hits(paths: list[Path]) -> list[str]:
     return hits
 
 
-def _pending(path: Path) -> bool:
-    return path.relative_to(ROOT).as_posix() in PENDING
-
-
 def test_patterns_catch_the_forms_that_were_used() -> None:
     cited = [
         "(spec §2.5)",
@@ -119,21 +105,5 @@ def test_patterns_catch_the_forms_that_were_used() -> None:
 
 
 def test_no_reference_to_a_document_outside_the_repository() -> None:
-    hits = _hits([p for p in _files() if not _pending(p)])
-    assert not hits, "cites a document outside the repository:\n" + "\n".join(hits)
-
-
-def test_every_pending_file_exists() -> None:
-    missing = [name for name in PENDING if not (ROOT / name).is_file()]
-    assert not missing, f"PENDING names files that are gone; remove them from it: {missing}"
-
-
-@pytest.mark.xfail(
-    strict=True,
-    reason="files being rewritten on another branch this session still cite the specs; "
-    "when this passes, empty PENDING",
-)
-def test_no_reference_in_the_files_being_rewritten() -> None:
-    pending = [p for p in _files() if _pending(p)]
-    hits = _hits(pending)
+    hits = _hits(list(_files()))
     assert not hits, "cites a document outside the repository:\n" + "\n".join(hits)

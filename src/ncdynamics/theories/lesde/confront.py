@@ -3,7 +3,8 @@
 In the logits-as-features model of [1] (Sec. 3.2.2, eq. (8)) only the margin projections of
 the class means move. With ``s_k = d_k . Xbar^k / |d_k|^2`` (``d_k = e_k - 1/K``), their sum
 ``S`` and the norm of their spread ``|b|``, ``b = s - mean(s)``, the exact reduction of the
-L-model (spec §1.7; the projection estimator
+L-model ([1] Sec. 3.2.2 with erratum 3 of docs/theories/lesde.md; derived in the docstring
+of the projection estimator
 :func:`~ncdynamics.theories.lesde.estimate.estimate_ab_projection`) gives, for any
 time-dependent elasticities,
 
