@@ -217,7 +217,11 @@ def test_compare_prints_what_the_windows_inside_the_regime_gave(capsys):
     )
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].split() == ["theory", "stream", "verdict", "reason"]  # a header
-    assert lines[2].split() == ["windows", "inside", "the", "regime:", "steps", "0-25",
+    # each theory's rows open with its citation, so a reason's "[1]" resolves
+    assert [line.split()[:2] for line in (lines[1], lines[4], lines[7])] == [
+        ["[1]", "(alignment)"], ["[1]", "(hadamard)"], ["[1]", "(lesde)"]
+    ]  # fmt: skip
+    assert lines[3].split() == ["windows", "inside", "the", "regime:", "steps", "0-25",
                                 "fails,", "steps", "100-149", "holds"]  # fmt: skip
-    assert lines[4].split()[1:] == ["none", "of", "1", "inside", "the", "regime"]
-    assert len(lines) == 6  # no windows: no line
+    assert lines[6].split()[1:] == ["none", "of", "1", "inside", "the", "regime"]
+    assert len(lines) == 9  # no windows: no line
