@@ -177,7 +177,7 @@ def test_ntk_collapse_recovers_flow_time_per_step(tmp_path, rng):
     assert fit.shown.goodness["rms_log_error_ahead"] < 1e-6
     # the forecast from a cut stream reproduces the later records
     early = NTK.fit(Stream(run).cut(25))
-    late = early.predict(steps[steps > 25])["within_scatter"]
+    late = early.curves.predict(steps[steps > 25])["within_scatter"]
     actual = np.trace(sol.y[:, steps > 25].T.reshape(-1, n, n), axis1=1, axis2=2) * m
     assert np.allclose(late, actual, rtol=1e-4)
 

@@ -58,10 +58,7 @@ def test_recovers_time_scale_from_a_late_uneven_stream_cut_mid_transient(tmp_pat
     low, high = fit.intervals["time_scale"]
     assert low < c < high
     assert fit.params["time_scale"].value == pytest.approx(c, rel=0.05)
-    assert (
-        fit.params["time_scale"].unit == "1/step"
-        and fit.params["time_scale"].value.expected is None
-    )
+    assert fit.params["time_scale"].unit == "1/step" and fit.params["time_scale"].expected is None
     assert fit.params["time_scale"].bound[0] < low and high < fit.params["time_scale"].bound[1]
     assert verdict.verdict == "holds", verdict.reason
     # the prediction starts from the first record (step 30), not from step 0
