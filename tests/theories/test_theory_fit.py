@@ -68,3 +68,16 @@ def test_the_parts_are_frozen():
         fit.params["a"].value = 2.0  # type: ignore[misc]
     with pytest.raises(dataclasses.FrozenInstanceError):
         fit.curves = _curves([1.0])  # type: ignore[misc]
+
+
+def test_a_fit_built_the_old_way_is_refused_in_one_line():
+    # a plugin written against the flat record passes floats for params: say so at once,
+    # not as an AttributeError deep in the verdict
+    with pytest.raises(TypeError, match=r"^params\['rate'\] must be a Param; got float 0\.1\.$"):
+        TheoryFit("t", {"rate": 0.1}, _curves([0.0]))  # type: ignore[dict-item]
+    with pytest.raises(TypeError, match=r"^curves must be a Curves; got dict\.$"):
+        TheoryFit("t", {}, {"y": ([0.0], [1.0])})  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"^uncertainty must be an Uncertainty; got str\.$"):
+        TheoryFit("t", {}, _curves([0.0]), uncertainty="t(n-p)")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"^shown must be a Shown; got dict\.$"):
+        TheoryFit("t", {}, _curves([0.0]), shown={})  # type: ignore[arg-type]

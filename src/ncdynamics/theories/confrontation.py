@@ -337,6 +337,18 @@ class TheoryFit:
     uncertainty: Uncertainty = field(default_factory=Uncertainty)
     shown: Shown = field(default_factory=Shown)
 
+    def __post_init__(self) -> None:
+        for name, p in self.params.items():
+            if not isinstance(p, Param):
+                raise TypeError(f"params[{name!r}] must be a Param; got {type(p).__name__} {p!r}.")
+        parts = (("curves", Curves, "a"), ("uncertainty", Uncertainty, "an"), ("shown", Shown, "a"))
+        for attr, kind, article in parts:
+            value = getattr(self, attr)
+            if not isinstance(value, kind):
+                raise TypeError(
+                    f"{attr} must be {article} {kind.__name__}; got {type(value).__name__}."
+                )
+
     @property
     def values(self) -> dict[str, float]:
         """Parameter name -> fitted value."""
