@@ -329,14 +329,12 @@ def _fit(stream: Stream) -> TheoryFit:
 
     unit = f"1/{_time_unit(stream)}"
     notes = [] if best.success else [f"least squares: {best.message}"]
-    expected: dict[str, float] = {}
     goodness = {
         "r2_log_singular_values": r2,
         "rms_log_error": float(np.sqrt(best.loss)),
         "offdiagonal_fraction_last": offdiag,
     }
     if c_expected is not None:
-        expected["time_scale"] = c_expected
         goodness["time_scale_over_expected"] = reduced.time_scale / c_expected
         notes.append(f"expected time scale {c_expected:.4g} {unit}: {how}")
     else:
@@ -354,10 +352,10 @@ def _fit(stream: Stream) -> TheoryFit:
                 unit=unit,
                 bound=best.extra["bounds"],
                 sign=1,
-                expected=expected.get("time_scale"),
+                expected=c_expected,
                 # gradient descent follows the flow (2) to first order in its step, which is
                 # c itself in reduced time: the predicted c is good to about that relative error
-                expected_rtol=expected.get("time_scale", 0.0),
+                expected_rtol=float(c_expected) if c_expected is not None else 0.0,
             ),
             **{
                 name: Param(v, interval=intervals[name], unit="reduced logit (sigma / K)")
