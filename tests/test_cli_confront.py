@@ -146,13 +146,20 @@ def test_force_fits_a_stream_outside_the_regime(tmp_path, monkeypatch, capsys):
 
     from ncdynamics import runs
     from ncdynamics.experiments import streams
-    from ncdynamics.theories.confrontation import Assumption, Confrontation, Need, TheoryFit
+    from ncdynamics.theories.confrontation import (
+        Assumption,
+        Confrontation,
+        Curves,
+        Need,
+        Param,
+        TheoryFit,
+    )
 
     def fit(stream):
         steps, loss = stream.scalar("loss")
         slope, icept = np.polyfit(steps, np.log(loss), 1)
         curve = np.exp(icept + slope * steps)
-        return TheoryFit("toy", {"rate": -slope}, {}, {}, {"loss": (steps, curve)}, None, 9.0)
+        return TheoryFit("toy", {"rate": Param(-slope)}, Curves({"loss": (steps, curve)}, None))
 
     def mse_only(stream):
         return None if stream.setting("loss") == "mse" else "the loss is not mse"

@@ -22,7 +22,7 @@ battery and says, in numbers, whether its verdicts can be trusted:
    divided by the reported standard error (the interval's half-width / 1.96): near 1 when the
    intervals are honest, above 1 when they are too narrow;
 5. **invariants** of every fit: at least one free parameter, an interval for each, and each
-   fitted observable predicted by ``fit.predict`` after the last fitted record.
+   fitted observable predicted by ``fit.curves.predict`` after the last fitted record.
 
 The streams come from the theory's :class:`Calibration` (its declaration names it:
 ``Theory(..., calibration="pkg.calibration:CALIBRATION")``). A theory that declares no
@@ -465,13 +465,13 @@ def fit_invariants(fit: TheoryFit) -> list[str]:
     for name, (low, high) in fit.intervals.items():
         if math.isnan(low) or math.isnan(high) or low > high:
             out.append(f"interval of {name} is [{low}, {high}]")
-    if not fit.fitted:
+    if not fit.curves.fitted:
         out.append("no fitted observable")
-    for name, (steps, _) in fit.fitted.items():
+    for name, (steps, _) in fit.curves.fitted.items():
         span = float(steps[-1] - steps[0]) if steps.size > 1 else 1.0
         at = np.array([fit.fit_until + 0.05 * span + 1.0])
         try:
-            predicted = fit.predict(at)
+            predicted = fit.curves.predict(at)
         except Exception as exc:
             out.append(f"predict raised {one_line_reason(exc)}")
             break
@@ -615,8 +615,8 @@ def _check(
                         s,
                         e.verdict.verdict,
                         e.verdict.reason,
-                        dict(fit.params) if fit is not None else {},
-                        dict(fit.intervals) if fit is not None else {},
+                        fit.values if fit is not None else {},
+                        fit.intervals if fit is not None else {},
                     )
                 )
                 for w in [fit, *(getattr(x, "fit", None) for x in e.windows)]:

@@ -51,11 +51,15 @@ from numpy.typing import NDArray
 from ..confrontation import (
     Assumption,
     Confrontation,
+    Curves,
     Need,
     NotApplicable,
+    Param,
     Series,
+    Shown,
     Stream,
     TheoryFit,
+    Uncertainty,
     Undetermined,
 )
 from ..integrate import ConvergenceWarning
@@ -325,48 +329,58 @@ def _fit(stream: Stream) -> TheoryFit:
 
     unit = f"1/{_time_unit(stream)}"
     notes = [] if best.success else [f"least squares: {best.message}"]
-    expected: dict[str, float] = {}
     goodness = {
         "r2_log_singular_values": r2,
         "rms_log_error": float(np.sqrt(best.loss)),
         "offdiagonal_fraction_last": offdiag,
     }
     if c_expected is not None:
-        expected["time_scale"] = c_expected
         goodness["time_scale_over_expected"] = reduced.time_scale / c_expected
         notes.append(f"expected time scale {c_expected:.4g} {unit}: {how}")
     else:
         notes.append(f"no expected time scale: {how}")
+    values = {
+        "time_scale": reduced.time_scale,
+        **{f"a0_{i}": float(v) for i, v in enumerate(reduced.a0)},
+    }
     return TheoryFit(
         theory="hadamard",
         params={
-            "time_scale": reduced.time_scale,
-            **{f"a0_{i}": float(v) for i, v in enumerate(reduced.a0)},
+            "time_scale": Param(
+                values["time_scale"],
+                interval=intervals["time_scale"],
+                unit=unit,
+                bound=best.extra["bounds"],
+                sign=1,
+                expected=c_expected,
+                # gradient descent follows the flow (2) to first order in its step, which is
+                # c itself in reduced time: the predicted c is good to about that relative error
+                expected_rtol=float(c_expected) if c_expected is not None else 0.0,
+            ),
+            **{
+                name: Param(v, interval=intervals[name], unit="reduced logit (sigma / K)")
+                for name, v in values.items()
+                if name != "time_scale"
+            },
         },
-        goodness=goodness,
-        predictions={"singular_values_at_end": [float(v) for v in pred_sigma[-1]]},
-        fitted={n: (steps, v) for n, v in fitted.items()},
-        predict=predict,
-        fit_until=float(steps[-1]),
-        notes=tuple(notes),
-        intervals=intervals,
-        interval_method=(
-            "least-squares Jacobian of the log singular-value residuals in log parameters, "
-            "AR(1) sandwich per singular value, t on the effective record count, exponentiated"
+        curves=Curves(
+            fitted={n: (steps, v) for n, v in fitted.items()},
+            predict=predict,
+            band=band,
+            scales=dict.fromkeys(_OBSERVABLES, "log"),
         ),
-        units={
-            "time_scale": unit,
-            **{f"a0_{i}": "reduced logit (sigma / K)" for i in range(k - 1)},
-        },
-        bounds={"time_scale": best.extra["bounds"]},
-        signs={"time_scale": 1},
-        expected=expected,
-        # gradient descent follows the flow (2) to first order in its step, which is c itself
-        # in reduced time: the predicted c is good to about that relative error
-        expected_rtol={k: float(v) for k, v in expected.items()},
-        scales=dict.fromkeys(_OBSERVABLES, "log"),
-        n_fitted=len(names),
-        band=band,
+        uncertainty=Uncertainty(
+            method=(
+                "least-squares Jacobian of the log singular-value residuals in log parameters, "
+                "AR(1) sandwich per singular value, t on the effective record count, exponentiated"
+            ),
+            n_fitted=len(names),
+        ),
+        shown=Shown(
+            goodness=goodness,
+            predictions={"singular_values_at_end": [float(v) for v in pred_sigma[-1]]},
+            notes=tuple(notes),
+        ),
     )
 
 
