@@ -262,3 +262,16 @@ def test_a_drifting_random_walk_rarely_holds_where_the_true_decay_mostly_does():
             held[kind] += v.verdict == "holds"
     assert held["true"] >= 15, held
     assert held["walk"] <= 3, held
+
+
+def test_a_residual_too_large_to_square_scores_infinite_without_a_warning():
+    """A prediction off by 1e200 (a diverging extrapolation) is the worst score, inf, and says
+    nothing on stderr: the overflow is the answer, not an accident."""
+    import warnings
+
+    from ncdynamics.theories.verdict import _sse
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert _sse(np.array([1.0, 2.0]), np.array([1.0, 1e200])) == math.inf
+        assert _sse(np.array([1.0, 2.0]), np.array([1.0, 2.5])) == 0.25

@@ -394,9 +394,10 @@ def _sse(y: NDArray[np.float64], f: Any, floor: float = 0.0) -> float:
     """Sum of squares of ``y - f``, at least ``floor`` per term (``inf`` if not finite)."""
     with np.errstate(all="ignore"):
         r = np.asarray(y - f, np.float64)
-    if not (r.size and np.all(np.isfinite(r))):
-        return math.inf
-    return float(np.sum(np.maximum(r * r, floor)))
+        if not (r.size and np.all(np.isfinite(r))):
+            return math.inf
+        # a residual too large to square (a diverging extrapolation) is the worst score: inf
+        return float(np.sum(np.maximum(r * r, floor)))
 
 
 def _floor(y: NDArray[np.float64]) -> float:
