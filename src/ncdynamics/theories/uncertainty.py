@@ -102,6 +102,22 @@ def _series_index(n: int, series: int, layout: str) -> list[NDArray[np.intp]]:
     raise ValueError(f"`layout` must be 'concatenated' or 'interleaved'; got {layout!r}.")
 
 
+def _jacobian_and_residuals(
+    jacobian: ArrayLike, residuals: ArrayLike
+) -> tuple[NDArray[np.float64], NDArray[np.float64], int, bool]:
+    """The Jacobian (2-D) and residuals (flat) as float64, the residual degrees of freedom,
+    and whether a covariance can be computed (more residuals than parameters, all finite)."""
+    jac = np.atleast_2d(np.asarray(jacobian, dtype=np.float64))
+    res = np.asarray(residuals, dtype=np.float64).ravel()
+    n, p = jac.shape
+    if res.size != n:
+        raise ValueError(
+            f"`residuals` must have {n} entries (rows of the Jacobian); got {res.size}."
+        )
+    dof = n - p
+    return jac, res, dof, dof > 0 and bool(np.all(np.isfinite(jac)) and np.all(np.isfinite(res)))
+
+
 def covariance_from_jacobian(
     jacobian: ArrayLike,
     residuals: ArrayLike,
@@ -128,15 +144,9 @@ def covariance_from_jacobian(
     the residuals do not depend on (a column of zeros) gets an infinite variance instead of
     the pseudo-inverse's zero, since the data say nothing about it.
     """
-    jac = np.atleast_2d(np.asarray(jacobian, dtype=np.float64))
-    res = np.asarray(residuals, dtype=np.float64).ravel()
+    jac, res, dof, usable = _jacobian_and_residuals(jacobian, residuals)
     n, p = jac.shape
-    if res.size != n:
-        raise ValueError(
-            f"`residuals` must have {n} entries (rows of the Jacobian); got {res.size}."
-        )
-    dof = n - p
-    if dof <= 0 or not np.all(np.isfinite(jac)) or not np.all(np.isfinite(res)):
+    if not usable:
         return np.full((p, p), np.inf), float("nan"), dof
     s2 = float(res @ res) / dof
     bread = np.linalg.pinv(jac.T @ jac)
@@ -310,15 +320,9 @@ def ar1_reml_covariance(
     when ``n <= p`` or an input is not finite; a direction the residuals do not depend on gets
     an infinite variance, as in :func:`covariance_from_jacobian`.
     """
-    jac = np.atleast_2d(np.asarray(jacobian, dtype=np.float64))
-    res = np.asarray(residuals, dtype=np.float64).ravel()
+    jac, res, dof, usable = _jacobian_and_residuals(jacobian, residuals)
     n, p = jac.shape
-    if res.size != n:
-        raise ValueError(
-            f"`residuals` must have {n} entries (rows of the Jacobian); got {res.size}."
-        )
-    dof = n - p
-    if dof <= 0 or not np.all(np.isfinite(jac)) or not np.all(np.isfinite(res)):
+    if not usable:
         return np.full((p, p), np.inf), float("nan"), dof, float("nan")
     flat = ~np.any(np.abs(jac) > 0, axis=0)
     j = jac[:, ~flat]
