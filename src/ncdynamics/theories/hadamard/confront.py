@@ -20,8 +20,9 @@ logits are far off it, is in the regime only in a later window.
 
 **Predicted time scale.** Gradient descent with step ``eta`` on the *summed* loss (1) is the
 flow (2) at time ``t = eta k``, and the reduced time is ``tau = 2 sqrt(n) t`` ([1] eqs.
-(9)-(10); docs/theories/hadamard.md, Units and erratum 5), so ``c = 2 sqrt(n) eta`` per iteration. The theory's own experiments
-(``hadamard.*``) run exactly that, one record step per iteration. A run of
+(9)-(10); docs/theories/hadamard.md, Units and erratum 5), so ``c = 2 sqrt(n) eta`` per
+iteration. The theory's own experiments (``hadamard.*``) run exactly that, one record step
+per iteration. A run of
 :func:`ncdynamics.training.train` records per epoch and averages the loss over batches of
 ``B`` samples (with momentum ``mu``): one SGD step moves like ``eta / N`` on the summed loss of
 all ``N`` samples, an epoch has ``N / B`` steps, and momentum multiplies the step by
