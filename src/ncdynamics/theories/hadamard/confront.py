@@ -47,7 +47,9 @@ the fitted curve absorbed; a summary's record noise is at least what the ``K - 1
 series say for it (``s2 / (K - 1)`` for the mean of the logs, ``2 s2`` for a log ratio), and
 the quantile is Student's t on the effective records. The residuals' root mean square with the
 normal quantile, as before, held 0.92 (independent) and 0.74 (AR(1), rho = 0.9) of later
-records on the calibration kit's streams; this band holds 0.98 and 0.96 (3 streams each).
+records on the calibration kit's streams; this band holds 0.99 and 0.97 (6 streams each),
+wider than needed under independent noise (records' error over the band's standard error 0.5
+for the anisotropy, 0.9 for the scale; 3 streams).
 """
 
 from __future__ import annotations
