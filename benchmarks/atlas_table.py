@@ -114,21 +114,33 @@ def _match(cells: pd.DataFrame, where: dict[str, tuple[Any, ...]]) -> pd.DataFra
     return cells[keep]
 
 
+def _out_of_regime(r: pd.Series) -> bool:
+    return float(r.get("share.out of regime", 0.0)) >= 1.0
+
+
 def judge_boundary(cells: pd.DataFrame, rule: tuple[Any, ...]) -> str:
     """Whether the measured verdicts of a block's cells agree with a paper's boundary (see
-    :data:`BOUNDARIES`), in words with the numbers."""
-    anywhere = int((cells.apply(_held, axis=1) > 0).sum()) if not cells.empty else 0
-    located = (
-        "" if anywhere else " (it holds in no cell of this block, so the boundary is not located)"
-    )
+    :data:`BOUNDARIES`), in words with the numbers.
+
+    The judgment can only be ``agrees`` where it could have failed: the theory must hold in
+    some cell of the block (else the boundary is ``not located``), and for a boundary that
+    the theory's declared regime already draws, cells put out of regime by that declaration
+    confirm nothing measured (``by declaration only``)."""
+    if cells.empty or not (cells.apply(_held, axis=1) > 0).any():
+        return "not located: the theory holds in no cell of this block, on either side"
     if rule[0] == "never":
         sub = _match(cells, rule[1])
-        held = sub[sub.apply(_held, axis=1) > 0] if not sub.empty else sub
         if sub.empty:
             return "no cell of the block is on the far side"
-        if held.empty:
-            return f"agrees: holds in none of the {len(sub)} cells beyond it{located}"
-        return f"does not agree: holds in {len(held)} of the {len(sub)} cells beyond it"
+        held = sub[sub.apply(_held, axis=1) > 0]
+        if not held.empty:
+            return f"does not agree: holds in {len(held)} of the {len(sub)} cells beyond it"
+        if sub.apply(_out_of_regime, axis=1).all():
+            return (
+                f"by declaration only: the {len(sub)} cells beyond it are out of the theory's "
+                "declared regime, so no fit was tried there"
+            )
+        return f"agrees: holds in none of the {len(sub)} cells beyond it"
     _, axis, where = rule
     sub = _match(cells, where)
     values = pd.to_numeric(sub[axis], errors="coerce")
@@ -138,11 +150,13 @@ def judge_boundary(cells: pd.DataFrame, rule: tuple[Any, ...]) -> str:
     at_top = float(sub[values == top].apply(_held, axis=1).max())
     others = sub[values != top]
     best = others.apply(_held, axis=1)
+    if float(best.max()) <= 0:
+        return f"not located: the theory holds in no cell below {axis}={_fmt(float(top))}"
     best_value = others.loc[best.idxmax(), axis]
     word = "agrees" if at_top < float(best.max()) else "does not agree"
     return (
         f"{word}: holds share {at_top:.0%} at {axis}={_fmt(float(top))}, "
-        f"{float(best.max()):.0%} at {axis}={_fmt(float(best_value))}{located}"
+        f"{float(best.max()):.0%} at {axis}={_fmt(float(best_value))}"
     )
 
 

@@ -443,7 +443,7 @@ def _first_call(model: nn.Module, x: torch.Tensor, args: argparse.Namespace, syn
 
 def _generic(model: nn.Module, x: torch.Tensor, args: argparse.Namespace, sync) -> None:
     """Trace and diagonal against full with the generic ``jacobian`` method (same Jacobian,
-    only the contraction differs: the comparison of the planning notes)."""
+    only the contraction differs)."""
 
     def jac(mode: str) -> Callable[[], object]:
         return lambda: empirical_ntk(model, x, method="jacobian", mode=mode, memory_budget=BUDGET)  # type: ignore[arg-type]

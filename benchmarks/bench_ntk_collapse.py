@@ -1,9 +1,9 @@
-"""Benchmarks of the ntk_collapse theory and measurement (spec ntk_collapse).
+"""Benchmarks of the ntk_collapse theory and measurement (docs/theories/ntk_collapse.md).
 
 1. Gradient flow to t_end: the decomposed system (25) with the vectorised Jacobian (ours)
    against the full system (19) with the solver's own finite-difference Jacobian (naive).
-2. Invariant metrics of spec §2.5: the basis-free formula (ours) against E (26) built from an
-   explicit orthogonal basis Q (naive).
+2. Invariant metrics (the paper's eqs. (26), (28)): the basis-free formula (ours) against
+   E (26) built from an explicit orthogonal basis Q (naive).
 3. The kernel on a class-ordered probe subset against training time for one run of the
    ``cpu`` preset of ``ntk_collapse.fig2`` at its default probe schedule (the split).
 

@@ -42,3 +42,37 @@ def test_the_published_region_states_what_it_covers():
     assert "planned runs completed and confronted" in region
     for theory in ("alignment", "hadamard", "lesde", "ntk_collapse"):
         assert f"#### {theory}" in region
+
+
+def _cells(rows):
+    import pandas as pd
+
+    out = []
+    for settings, verdict in rows:
+        shares = {f"share.{v}": 0.0 for v in ("holds", "holds in a window", "out of regime")}
+        shares[f"share.{verdict}"] = 1.0
+        out.append({**settings, **shares, "verdict": verdict})
+    return pd.DataFrame(out)
+
+
+def test_a_boundary_is_judged_only_where_it_could_have_failed():
+    """A paper's boundary 'agrees' only when the theory holds on its near side and not beyond;
+    holding nowhere leaves the boundary not located, and cells beyond it that the regime check
+    put out of regime confirm nothing measured."""
+    rule = ("never", {"optimizer": ("momentum",)})
+    near, far = {"optimizer": "gd"}, {"optimizer": "momentum"}
+    assert table.judge_boundary(_cells([(near, "holds"), (far, "fails")]), rule).startswith(
+        "agrees"
+    )
+    assert table.judge_boundary(_cells([(near, "holds"), (far, "holds")]), rule).startswith(
+        "does not agree"
+    )
+    nowhere = table.judge_boundary(_cells([(near, "fails"), (far, "fails")]), rule)
+    assert nowhere.startswith("not located"), nowhere
+    declared = table.judge_boundary(_cells([(near, "holds"), (far, "out of regime")]), rule)
+    assert declared.startswith("by declaration only"), declared
+    falls = ("falls", "init_scale", {})
+    rising = _cells([({"init_scale": 1.0}, "holds"), ({"init_scale": 4.0}, "fails")])
+    assert table.judge_boundary(rising, falls).startswith("agrees")
+    flat = _cells([({"init_scale": 1.0}, "fails"), ({"init_scale": 4.0}, "fails")])
+    assert table.judge_boundary(flat, falls).startswith("not located")

@@ -146,13 +146,20 @@ def test_force_fits_a_stream_outside_the_regime(tmp_path, monkeypatch, capsys):
 
     from ncdynamics import runs
     from ncdynamics.experiments import streams
-    from ncdynamics.theories.confrontation import Assumption, Confrontation, Need, TheoryFit
+    from ncdynamics.theories.confrontation import (
+        Assumption,
+        Confrontation,
+        Curves,
+        Need,
+        Param,
+        TheoryFit,
+    )
 
     def fit(stream):
         steps, loss = stream.scalar("loss")
         slope, icept = np.polyfit(steps, np.log(loss), 1)
         curve = np.exp(icept + slope * steps)
-        return TheoryFit("toy", {"rate": -slope}, {}, {}, {"loss": (steps, curve)}, None, 9.0)
+        return TheoryFit("toy", {"rate": Param(-slope)}, Curves({"loss": (steps, curve)}, None))
 
     def mse_only(stream):
         return None if stream.setting("loss") == "mse" else "the loss is not mse"
@@ -217,7 +224,11 @@ def test_compare_prints_what_the_windows_inside_the_regime_gave(capsys):
     )
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].split() == ["theory", "stream", "verdict", "reason"]  # a header
-    assert lines[2].split() == ["windows", "inside", "the", "regime:", "steps", "0-25",
+    # each theory's rows open with its citation, so a reason's "[1]" resolves
+    assert [line.split()[:2] for line in (lines[1], lines[4], lines[7])] == [
+        ["[1]", "(alignment)"], ["[1]", "(hadamard)"], ["[1]", "(lesde)"]
+    ]  # fmt: skip
+    assert lines[3].split() == ["windows", "inside", "the", "regime:", "steps", "0-25",
                                 "fails,", "steps", "100-149", "holds"]  # fmt: skip
-    assert lines[4].split()[1:] == ["none", "of", "1", "inside", "the", "regime"]
-    assert len(lines) == 6  # no windows: no line
+    assert lines[6].split()[1:] == ["none", "of", "1", "inside", "the", "regime"]
+    assert len(lines) == 9  # no windows: no line

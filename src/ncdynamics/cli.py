@@ -666,18 +666,18 @@ def _print_compare(entries: Sequence[Any]) -> None:
             continue
         fit = e.fit
         items = []
-        for k, v in fit.params.items():
-            text = f"{k}={_cell(v)}"
-            if k in fit.intervals:
-                text += _interval_text(*fit.intervals[k])
-            if fit.units.get(k):
-                text += f" {fit.units[k]}"
-            if k in fit.expected:
-                text += f" (settings: {_cell(fit.expected[k])})"
+        for k, p in fit.params.items():
+            text = f"{k}={_cell(p.value)}"
+            if p.interval is not None:
+                text += _interval_text(*p.interval)
+            if p.unit:
+                text += f" {p.unit}"
+            if p.expected is not None:
+                text += f" (settings: {_cell(p.expected)})"
             items.append(text)
         print(f"{'':<{pad}}{'params':<12}{', '.join(items)}")
         for group in ("goodness", "predictions"):
-            values = ", ".join(f"{k}={_cell(v)}" for k, v in getattr(fit, group).items())
+            values = ", ".join(f"{k}={_cell(v)}" for k, v in getattr(fit.shown, group).items())
             if values:
                 print(f"{'':<{pad}}{group:<12}{values}")
         holding = [w for w in e.windows if w.verdict.verdict == "holds"]

@@ -1,4 +1,4 @@
-"""GEOMNIST (spec §3.1, oracle 12) and exact per-class label corruption (oracle 11)."""
+"""GEOMNIST (oracle 12, docs/theories/lesde.md) and exact per-class label corruption (oracle 11)."""
 
 import numpy as np
 import pytest

@@ -145,8 +145,26 @@ def test_identical_seeds_cannot_narrow_the_interval_below_the_fits_own():
     tight = fit_dependence(lr, p, predicted=1.0)
     assert tight.verdict == "disagrees"
     wide = fit_dependence(lr, p, predicted=1.0, low=p / 2, high=p * 2)
-    assert wide.verdict == "agrees", wide.reason
+    assert wide.low < 0 < 1.0 < wide.high  # the fits' own intervals make it this wide
+    assert wide.verdict == "undetermined", wide.reason
     assert "own intervals" in wide.reason
+
+
+def test_an_interval_that_also_holds_no_dependence_does_not_agree():
+    """``agrees`` must be able to fail against the null of no dependence at all: a parameter
+    that does not move with the setting, measured so noisily that the interval reaches both
+    0 and the predicted 1, is ``undetermined``, not a confirmation."""
+    rng = np.random.default_rng(3)
+    lr = np.repeat([0.05, 0.1, 0.2], 2)
+    flat = 0.01 * np.exp(0.8 * rng.standard_normal(lr.size))  # no dependence on lr
+    dep = fit_dependence(lr, flat, predicted=1.0)
+    assert dep.low < 0 and dep.high > 1.0
+    assert dep.verdict == "undetermined", dep.reason
+    assert "no dependence" in dep.reason
+    # the same noise on a proportional parameter, with many runs, does agree
+    lr = np.repeat([0.01, 0.04, 0.16, 0.64], 6)
+    prop = 0.3 * lr * np.exp(0.3 * np.random.default_rng(4).standard_normal(lr.size))
+    assert fit_dependence(lr, prop, predicted=1.0).verdict == "agrees"
 
 
 @pytest.mark.parametrize(

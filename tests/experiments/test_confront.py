@@ -58,7 +58,7 @@ def test_compare_fits_each_stream_and_names_what_is_missing(tmp_path):
     entries = compare(_lesde_run(tmp_path / "r"))
     by = {(e.theory, e.stream): e for e in entries}
     assert by[("lesde", "a/")].status == "fitted"
-    assert by[("lesde", "a/")].fit.params["rate_margin"] == pytest.approx(0.05, rel=1e-9)
+    assert by[("lesde", "a/")].fit.params["rate_margin"].value == pytest.approx(0.05, rel=1e-9)
     # K = 4 is a power of two, but these logits are off the Hadamard subspace: out of regime,
     # with the reason, and fitted only when forced
     hadamard = by[("hadamard", "a/")]

@@ -12,22 +12,20 @@ from ncdynamics import runs
 from ncdynamics.experiments import streams
 from ncdynamics.experiments.compare_many import compare_runs, expand_run_dirs, summary_table
 from ncdynamics.report.confront import summary_latex, write_summary_report
-from ncdynamics.theories.confrontation import Confrontation, Need, Stream, TheoryFit
+from ncdynamics.theories.confrontation import Confrontation, Curves, Need, Param, Stream, TheoryFit
 
 
 def _fit(stream: Stream) -> TheoryFit:
     steps, loss = stream.scalar("loss")
     slope, icept = np.polyfit(steps, np.log(loss), 1)
+    rate = float(-slope)
     return TheoryFit(
         theory="toy",
-        params={"rate": float(-slope)},
-        goodness={},
-        predictions={},
-        fitted={"loss": (steps, np.exp(icept + slope * steps))},
-        predict=lambda at: {"loss": np.exp(icept + slope * np.asarray(at))},
-        fit_until=float(steps[-1]),
-        intervals={"rate": (float(-slope) * 0.9, float(-slope) * 1.1)},
-        units={"rate": "1/step"},
+        params={"rate": Param(rate, interval=(rate * 0.9, rate * 1.1), unit="1/step")},
+        curves=Curves(
+            fitted={"loss": (steps, np.exp(icept + slope * steps))},
+            predict=lambda at: {"loss": np.exp(icept + slope * np.asarray(at))},
+        ),
     )
 
 

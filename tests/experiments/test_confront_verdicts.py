@@ -15,10 +15,13 @@ from ncdynamics.experiments.windows import MIN_WINDOW_RECORDS, window_plan
 from ncdynamics.theories.confrontation import (
     Assumption,
     Confrontation,
+    Curves,
     Need,
     NotApplicable,
+    Param,
     Stream,
     TheoryFit,
+    Uncertainty,
 )
 from ncdynamics.theories.uncertainty import covariance_from_jacobian, intervals_from_covariance
 
@@ -42,20 +45,24 @@ def _fit(stream):
 
     return TheoryFit(
         theory="toy",
-        params={"log_l0": float(coef[0]), "rate": float(coef[1])},
-        goodness={},
-        predictions={},
-        fitted={"loss": (steps, predict(steps)["loss"])},
-        predict=predict,
-        fit_until=float(steps[-1]),
-        intervals=intervals,
-        interval_method="least-squares Jacobian, t(n-p)",
-        units={"rate": "1/step"},
-        signs={"rate": 1},
-        bounds={"rate": (-np.inf, np.inf)},
-        # judged where the decay is curved: in log it is a line, which a random walk with
-        # drift extrapolates as well (tests/theories/test_verdict_rules.py)
-        scales={"loss": "linear"},
+        params={
+            "log_l0": Param(float(coef[0]), interval=intervals["log_l0"]),
+            "rate": Param(
+                float(coef[1]),
+                interval=intervals["rate"],
+                unit="1/step",
+                bound=(-np.inf, np.inf),
+                sign=1,
+            ),
+        },
+        curves=Curves(
+            fitted={"loss": (steps, predict(steps)["loss"])},
+            predict=predict,
+            # judged where the decay is curved: in log it is a line, which a random walk with
+            # drift extrapolates as well (tests/theories/test_verdict_rules.py)
+            scales={"loss": "linear"},
+        ),
+        uncertainty=Uncertainty(method="least-squares Jacobian, t(n-p)"),
     )
 
 

@@ -1,4 +1,4 @@
-"""DenseNet40-BC: parameter counts of spec ntk_collapse §3.2, shapes, width, errors."""
+"""DenseNet40-BC: parameter counts of the authors' code, shapes, width, errors."""
 
 import pytest
 import torch

@@ -1,4 +1,4 @@
-"""The LeNet of spec §3.3: shapes, parameter count, default init bounds, features."""
+"""The LeNet of the LE-SDE experiments: shapes, parameter count, default init bounds, features."""
 
 import math
 

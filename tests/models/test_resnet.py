@@ -1,4 +1,4 @@
-"""ResNet20 of the NTK-collapse spec §3.2: parameter count, layout, features, BN, bad input."""
+"""ResNet20 of the NTK-collapse paper's code: parameter count, layout, features, BN, bad input."""
 
 import pytest
 import torch
@@ -25,7 +25,7 @@ def expected_count(c_in, w, n_cls):
 
 
 def test_parameter_count_matches_spec():
-    assert count(ResNet20(1, 10)) == 272_090  # spec §3.2, MNIST
+    assert count(ResNet20(1, 10)) == 272_090  # the authors' count on MNIST (docs/ntk.md)
     for c_in, w, k in [(3, 16, 10), (1, 8, 10), (3, 4, 5)]:
         assert count(ResNet20(c_in, k, width=w, input_size=32)) == expected_count(c_in, w, k)
 

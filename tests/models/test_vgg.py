@@ -1,4 +1,4 @@
-"""VGG11-BN / VGG16-BN: parameter counts of spec ntk_collapse §3.2, shapes, width, errors."""
+"""VGG11-BN / VGG16-BN: parameter counts of the authors' code, shapes, width, errors."""
 
 import pytest
 import torch

@@ -1,4 +1,5 @@
-"""The invariant metrics (spec ntk_collapse §2.5, O9) and the ``ntk_invariant`` probe."""
+"""The invariant metrics (NTK-collapse paper, eqs. (26),
+(28); oracle O9) and the ``ntk_invariant`` probe."""
 
 import numpy as np
 import pytest

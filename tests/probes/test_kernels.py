@@ -1,4 +1,5 @@
-"""Oracles for kernel statistics (spec §2.2-2.3, O12) and the NTK Recorder probes."""
+"""Oracles for kernel statistics (NTK-collapse paper §2.2, Fig. 1e;
+oracle O12) and the NTK Recorder probes."""
 
 import numpy as np
 import pytest

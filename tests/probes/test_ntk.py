@@ -1,4 +1,4 @@
-"""Oracles for the empirical NTK engine (spec O11; issue 3 oracles)."""
+"""Oracles for the empirical NTK engine (oracle O11 and those of issue 3)."""
 
 import numpy as np
 import pytest

@@ -40,10 +40,10 @@ def late_stream(tmp_path):
 
 def test_fit_recovers_rates_from_a_late_uneven_cut_stream(late_stream):
     fit = CONFRONTATION.fit(late_stream)
-    assert fit.params["inv_tau_h"] == pytest.approx(TRUE.inv_tau_h, rel=1e-4)
-    assert fit.params["inv_tau_y"] == pytest.approx(TRUE.inv_tau_y, rel=1e-4)
+    assert fit.params["inv_tau_h"].value == pytest.approx(TRUE.inv_tau_h, rel=1e-4)
+    assert fit.params["inv_tau_y"].value == pytest.approx(TRUE.inv_tau_y, rel=1e-4)
     assert fit.fit_until == STEPS[-1]
-    steps, a_fitted = fit.fitted["pair_distance"]
+    steps, a_fitted = fit.curves.fitted["pair_distance"]
     np.testing.assert_array_equal(steps, STEPS)
     np.testing.assert_allclose(a_fitted, _truth(STEPS)[:, 0], rtol=1e-5)
 
@@ -53,7 +53,7 @@ def test_prediction_starts_from_the_first_record_not_from_step_zero(late_stream)
     # 20 steps: at t = 60 it gives a(80) = 3.48 instead of a(60) = 3.07.
     fit = CONFRONTATION.fit(late_stream)
     at = np.array([10.0, 40.0, 60.0, 75.0, 120.0])
-    pred = fit.predict(at)
+    pred = fit.curves.predict(at)
     truth = _truth(at[1:])
     np.testing.assert_allclose(pred["pair_distance"][1:], truth[:, 0], rtol=1e-4)
     np.testing.assert_allclose(pred["pair_output_distance"][1:], truth[:, 1], rtol=1e-4)
@@ -84,18 +84,18 @@ def test_noisy_late_uneven_stream_recovers_rates_inside_their_intervals(noisy_st
     for name, true in (("inv_tau_h", TRUE.inv_tau_h), ("inv_tau_y", TRUE.inv_tau_y)):
         low, high = fit.intervals[name]
         assert low < true < high
-        assert fit.params[name] == pytest.approx(true, rel=0.05)
-        assert fit.units[name] == "1/epoch"
-        assert fit.signs[name] == 1
-        bound_low, bound_high = fit.bounds[name]
+        assert fit.params[name].value == pytest.approx(true, rel=0.05)
+        assert fit.params[name].unit == "1/epoch"
+        assert fit.params[name].sign == 1
+        bound_low, bound_high = fit.params[name].bound
         assert bound_low < low and high < bound_high
-    p = fit.predictions
+    p = fit.shown.predictions
     exact = final_distance(*_truth(NOISY_STEPS[:1])[0, :2], 2.0, 2.0, TRUE.rho)
     assert p["final_pair_distance_low"] < exact < p["final_pair_distance_high"]
-    assert "Jacobian" in fit.interval_method
+    assert "Jacobian" in fit.uncertainty.method
     observed = CONFRONTATION.observe(noisy_stream)
     assert (
-        set(fit.fitted)
+        set(fit.curves.fitted)
         == set(observed)
         == {
             "pair_distance",
@@ -110,7 +110,7 @@ def test_noisy_late_uneven_stream_recovers_rates_inside_their_intervals(noisy_st
 def test_band_is_centred_on_the_prediction_and_holds_the_truth(noisy_stream):
     fit = CONFRONTATION.fit(noisy_stream)
     at = np.array([10.0, 60.0, 90.0, 200.0])
-    pred, band = fit.predict(at), fit.band(at)
+    pred, band = fit.curves.predict(at), fit.curves.band(at)
     for name in ("pair_distance", "pair_output_distance", "pair_alignment"):
         low, high = band[name]
         assert np.isnan(pred[name][0]) and np.isnan(low[0])  # before the first record
@@ -123,17 +123,17 @@ def test_band_is_centred_on_the_prediction_and_holds_the_truth(noisy_stream):
 def test_prediction_accepts_unsorted_repeated_steps(noisy_stream):
     fit = CONFRONTATION.fit(noisy_stream)
     at = np.array([90.0, 60.0, 90.0, 5.0])
-    pred = fit.predict(at)["pair_distance"]
+    pred = fit.curves.predict(at)["pair_distance"]
     assert pred[0] == pred[2] and np.isnan(pred[3])
-    assert pred[1] == pytest.approx(fit.predict(np.array([60.0]))["pair_distance"][0])
+    assert pred[1] == pytest.approx(fit.curves.predict(np.array([60.0]))["pair_distance"][0])
 
 
 def test_alternatives_of_eq51_fit_eq7_data_worse(noisy_stream):
     fit = CONFRONTATION.fit(noisy_stream)
-    alt = fit.alternatives
+    alt = fit.shown.alternatives
     assert set(alt) == {"eq7", "factor-two", "square", "minus-sign", "term-removed"}
     assert alt["eq7"]["chosen"] == 1.0 and alt["eq7"]["delta_aic"] == 0.0
-    assert alt["eq7"]["objective_49"] == pytest.approx(fit.goodness["objective_49"])
+    assert alt["eq7"]["objective_49"] == pytest.approx(fit.shown.goodness["objective_49"])
     for variant in ("factor-two", "square", "minus-sign", "term-removed"):
         assert alt[variant]["chosen"] == 0.0
         assert alt[variant]["delta_aic"] > 0, variant

@@ -63,21 +63,21 @@ def test_in_regime_two_point_run_holds(in_regime):
     assert verdict.verdict == "holds", verdict.reason
     for name in ("pair_distance", "pair_output_distance", "pair_alignment"):
         assert verdict.skill[f"{name}.r2"] > 0.9
-    assert fit.units["inv_tau_h"] == fit.units["inv_tau_y"] == "1/epoch"
+    assert fit.params["inv_tau_h"].unit == fit.params["inv_tau_y"].unit == "1/epoch"
     for name in ("inv_tau_h", "inv_tau_y"):
         low, high = fit.intervals[name]
         # a positive interval, within a factor 3: the residuals of a real run are serially
         # correlated, which the AR(1) sandwich widens it for
-        assert 0 < low < fit.params[name] < high < 3 * low
+        assert 0 < low < fit.params[name].value < high < 3 * low
 
 
 def test_in_regime_final_distance_matches_the_measured_one(in_regime):
     stream, measured = in_regime
     fit, _ = _verdict(stream)
-    p = fit.predictions
+    p = fit.shown.predictions
     assert p["final_pair_distance"] == pytest.approx(measured, rel=0.1)  # 0.376 vs 0.360
     assert p["final_pair_distance_low"] < measured < p["final_pair_distance_high"]
-    assert p["rho"] == pytest.approx(fit.params["inv_tau_h"] / fit.params["inv_tau_y"])
+    assert p["rho"] == pytest.approx(fit.params["inv_tau_h"].value / fit.params["inv_tau_y"].value)
 
 
 def test_in_regime_band_holds_the_records_it_was_fitted_to(in_regime):
@@ -85,7 +85,7 @@ def test_in_regime_band_holds_the_records_it_was_fitted_to(in_regime):
     fit, _ = _verdict(stream)
     steps, a = stream.scalar("pair_a")
     later = steps[1:]
-    band = fit.band(later)
+    band = fit.curves.band(later)
     low, high = band["pair_distance"]
     inside = np.mean((low <= a[1:]) & (a[1:] <= high))
     assert inside > 0.9
@@ -144,4 +144,4 @@ def test_plateau_run_is_degenerate(tmp_path):
     # 200-epoch smoke net has not left its plateau: neither rate is identifiable
     assert "inv_tau_" in verdict.reason and "not identifiable" in verdict.reason
     assert fit.intervals["inv_tau_y"][0] == 0.0 and fit.intervals["inv_tau_h"][0] == 0.0
-    assert fit.predictions["final_pair_distance_high"] == np.inf
+    assert fit.shown.predictions["final_pair_distance_high"] == np.inf

@@ -1,4 +1,4 @@
-"""Oracles O1-O8, O10-O12 of the alignment spec for the theory (float64)."""
+"""Oracles of the alignment theory's closed forms ([1] Sec. 2, App. A; float64)."""
 
 import numpy as np
 import pytest

@@ -16,7 +16,15 @@ import numpy as np
 import pytest
 
 from ncdynamics import runs, theories
-from ncdynamics.theories import Confrontation, Need, Theory, TheoryFit
+from ncdynamics.theories import (
+    Confrontation,
+    Curves,
+    Need,
+    Param,
+    Theory,
+    TheoryFit,
+    Uncertainty,
+)
 from ncdynamics.theories.testing import (
     GENERIC_FAMILIES,
     NOISE_KINDS,
@@ -129,15 +137,13 @@ def _fit_as_recorded(stream, n_fitted):
 
     return TheoryFit(
         theory="bad",
-        params={"rate": 0.05},
-        goodness={},
-        predictions={},
-        fitted={"loss": (steps, loss)},
-        predict=predict,
-        fit_until=float(steps[-1]),
-        intervals={"rate": (0.04, 0.06)} if n_fitted else {},
-        n_fitted=n_fitted,
-        ahead={"loss": (steps[1:], loss[1:])},
+        params={"rate": Param(0.05, interval=(0.04, 0.06) if n_fitted else None)},
+        curves=Curves(
+            fitted={"loss": (steps, loss)},
+            predict=predict,
+            ahead={"loss": (steps[1:], loss[1:])},
+        ),
+        uncertainty=Uncertainty(n_fitted=n_fitted),
     )
 
 
@@ -234,15 +240,14 @@ def test_fit_invariants_name_what_is_wrong():
     steps = np.arange(5.0)
     fit = TheoryFit(
         theory="x",
-        params={"a": 1.0, "b": 2.0},
-        goodness={},
-        predictions={},
-        fitted={"y": (steps, steps), "z": (steps, steps)},
-        predict=lambda at: {"y": np.zeros(np.shape(at))},
-        fit_until=4.0,
-        intervals={"a": (2.0, 1.0)},
-        n_fitted=2,
+        params={"a": Param(1.0, interval=(2.0, 1.0)), "b": Param(2.0)},
+        curves=Curves(
+            fitted={"y": (steps, steps), "z": (steps, steps)},
+            predict=lambda at: {"y": np.zeros(np.shape(at))},
+        ),
+        uncertainty=Uncertainty(n_fitted=2),
     )
+    assert fit.fit_until == 4.0
     problems = fit_invariants(fit)
     assert problems == [
         "1 intervals for 2 free parameters",

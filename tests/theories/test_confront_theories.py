@@ -46,16 +46,16 @@ def test_lesde_recovers_constant_elasticities_of_the_projection_estimator(tmp_pa
         run.save_array("class_means_logits", int(t), m)
     fit = LESDE.fit(Stream(run))
     K = 4
-    assert fit.params["rate_margin"] == pytest.approx(0.05, rel=1e-10)
-    assert fit.params["rate_spread"] == pytest.approx(0.02, rel=1e-10)
+    assert fit.params["rate_margin"].value == pytest.approx(0.05, rel=1e-10)
+    assert fit.params["rate_spread"].value == pytest.approx(0.02, rel=1e-10)
     # independent route: slopes of A(t), B(t) from the paper's projection estimator
     ab = estimate_ab_projection(means)
-    assert fit.params["alpha"] == pytest.approx(np.polyfit(steps, ab.A, 1)[0], rel=1e-8)
-    assert fit.params["beta"] == pytest.approx(np.polyfit(steps, ab.B, 1)[0], rel=1e-8)
-    assert fit.goodness["r2_log_mean_margin"] == pytest.approx(1.0, abs=1e-12)
+    assert fit.params["alpha"].value == pytest.approx(np.polyfit(steps, ab.A, 1)[0], rel=1e-8)
+    assert fit.params["beta"].value == pytest.approx(np.polyfit(steps, ab.B, 1)[0], rel=1e-8)
+    assert fit.shown.goodness["r2_log_mean_margin"] == pytest.approx(1.0, abs=1e-12)
     margin, spread = margin_projections(means)
     assert np.allclose(margin, 2.0 * np.exp(0.05 * steps))
-    pred = fit.predict(np.array([100.0]))
+    pred = fit.curves.predict(np.array([100.0]))
     assert pred["mean_margin"][0] == pytest.approx(2.0 * np.exp(5.0), rel=1e-9)
     assert pred["margin_spread"][0] == pytest.approx(spread[0] * np.exp(2.0), rel=1e-9)
     assert K == means.shape[1]
@@ -86,9 +86,9 @@ def test_hadamard_recovers_time_scale_of_reduced_flow(tmp_path):
     sv = centred_singular_values(np.stack([U @ np.diag(K * x) @ V.T for x in a]).swapaxes(1, 2))
     assert np.allclose(sv, -np.sort(-K * a, axis=1), rtol=1e-12)
     fit = HADAMARD.fit(Stream(run))
-    assert fit.params["time_scale"] == pytest.approx(c, rel=1e-3)
-    assert fit.goodness["r2_log_singular_values"] > 0.999999
-    assert fit.goodness["offdiagonal_fraction_last"] < 1e-12
+    assert fit.params["time_scale"].value == pytest.approx(c, rel=1e-3)
+    assert fit.shown.goodness["r2_log_singular_values"] > 0.999999
+    assert fit.shown.goodness["offdiagonal_fraction_last"] < 1e-12
 
 
 def test_offdiagonal_fraction_sees_a_rotated_logit_matrix(rng):
@@ -172,12 +172,12 @@ def test_ntk_collapse_recovers_flow_time_per_step(tmp_path, rng):
         run.save_array("ntk_labels", int(t), labels)
     assert n_ == len(run.arrays("ntk_labels"))
     fit = NTK.fit(Stream(run))
-    assert fit.params["flow_time_per_step"] == pytest.approx(tau, rel=1e-4)
-    assert fit.params["m"] == m
-    assert fit.goodness["rms_log_error_ahead"] < 1e-6
+    assert fit.params["flow_time_per_step"].value == pytest.approx(tau, rel=1e-4)
+    assert fit.params["m"].value == m
+    assert fit.shown.goodness["rms_log_error_ahead"] < 1e-6
     # the forecast from a cut stream reproduces the later records
     early = NTK.fit(Stream(run).cut(25))
-    late = early.predict(steps[steps > 25])["within_scatter"]
+    late = early.curves.predict(steps[steps > 25])["within_scatter"]
     actual = np.trace(sol.y[:, steps > 25].T.reshape(-1, n, n), axis1=1, axis2=2) * m
     assert np.allclose(late, actual, rtol=1e-4)
 
@@ -194,10 +194,10 @@ def test_alignment_recovers_rates_from_probe_scalars(tmp_path):
         )
     run.flush()
     fit = ALIGNMENT.fit(Stream(run, "m/"))
-    assert fit.params["inv_tau_h"] == pytest.approx(0.05, rel=1e-4)
-    assert fit.params["inv_tau_y"] == pytest.approx(0.02, rel=1e-4)
-    assert min(fit.goodness[k] for k in ("r2_a", "r2_b", "r2_w")) > 0.999999
-    later = fit.predict(np.array([300.0]))
+    assert fit.params["inv_tau_h"].value == pytest.approx(0.05, rel=1e-4)
+    assert fit.params["inv_tau_y"].value == pytest.approx(0.02, rel=1e-4)
+    assert min(fit.shown.goodness[k] for k in ("r2_a", "r2_b", "r2_w")) > 0.999999
+    later = fit.curves.predict(np.array([300.0]))
     ref = simulate(np.array([1.0, 0.01, 0.0]), np.array([0.0, 300.0]), p).ys[1]
     assert later["pair_distance"][0] == pytest.approx(ref[0], rel=1e-4)
     assert later["pair_output_distance"][0] == pytest.approx(ref[1], rel=1e-4)

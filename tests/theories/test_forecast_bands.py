@@ -5,12 +5,12 @@ variance, which a fit on correlated records underestimates from its residuals) a
 parameter uncertainty carried to the horizon. Measured here on the calibration kit's true
 streams (:meth:`Calibration.true_stream`) under independent and AR(1) (rho = 0.9) noise: the
 share of post-origin records inside the theory's band, averaged over origins and observables,
-must be at least 0.90. The quick configuration measures it for the three theories whose bands
-were changed, under AR(1) noise (two or three streams; the bands of before held 0.49
-(ntk_collapse), 0.71 (hadamard) and 0.897 (lesde)) and checks the kit's measurement (``check_theory(..., forecast=True)``) on one stream; the
-``slow`` variants measure every confronting theory under both noises on six streams, and the
-kit on two. How wide the bands are is measured too (``band_error_over_se``; tabled by
-benchmarks/calibration_table.py).
+must be at least 0.90. The quick configuration measures it for the three theories whose
+bands were changed, under AR(1) noise (two or three streams; the bands of before held 0.49
+(ntk_collapse), 0.71 (hadamard) and 0.897 (lesde)), and checks the kit's measurement
+(``check_theory(..., forecast=True)``) on one stream; the ``slow`` variants measure every
+confronting theory under both noises on six streams, and the kit on two. How wide the bands
+are is measured too (``band_error_over_se``; tabled by benchmarks/calibration_table.py).
 """
 
 from __future__ import annotations

@@ -57,16 +57,16 @@ def test_recovers_time_scale_from_a_late_uneven_stream_cut_mid_transient(tmp_pat
     fit, verdict = _verdict(stream)
     low, high = fit.intervals["time_scale"]
     assert low < c < high
-    assert fit.params["time_scale"] == pytest.approx(c, rel=0.05)
-    assert fit.units["time_scale"] == "1/step" and fit.expected == {}
-    assert fit.bounds["time_scale"][0] < low and high < fit.bounds["time_scale"][1]
+    assert fit.params["time_scale"].value == pytest.approx(c, rel=0.05)
+    assert fit.params["time_scale"].unit == "1/step" and fit.params["time_scale"].expected is None
+    assert fit.params["time_scale"].bound[0] < low and high < fit.params["time_scale"].bound[1]
     assert verdict.verdict == "holds", verdict.reason
     # the prediction starts from the first record (step 30), not from step 0
     later = steps[steps > 171]
-    pred = fit.predict(later.astype(float))["logit_scale"]
+    pred = fit.curves.predict(later.astype(float))["logit_scale"]
     truth = np.exp(np.mean(np.log(4 * a[steps > 171]), axis=1))
     assert np.allclose(pred, truth, rtol=0.05)
-    lo, hi = fit.band(later.astype(float))["logit_scale"]
+    lo, hi = fit.curves.band(later.astype(float))["logit_scale"]
     assert np.all((lo < truth) & (truth < hi))
 
 
@@ -74,7 +74,7 @@ def test_uneven_records_from_step_zero_give_the_same_time_scale(tmp_path):
     steps = np.array([0, 2, 3, 9, 10, 25, 40, 41, 90, 200])
     run, _, _ = _ode_run(tmp_path / "r", steps, 0.05)
     fit = CONFRONTATION.fit(Stream(run))
-    assert fit.params["time_scale"] == pytest.approx(0.05, rel=1e-4)
+    assert fit.params["time_scale"].value == pytest.approx(0.05, rel=1e-4)
 
 
 @pytest.fixture(scope="module")
@@ -97,10 +97,10 @@ def test_gd_on_the_ufm_from_a_hadamard_init_holds_with_c_near_2_eta(ufm_run):
     assert CONFRONTATION.out_of_regime(stream) == []
     fit, verdict = _verdict(stream)
     assert verdict.verdict == "holds", verdict.reason
-    assert fit.expected["time_scale"] == pytest.approx(0.02)
-    assert fit.units["time_scale"] == "1/iteration"
+    assert fit.params["time_scale"].expected == pytest.approx(0.02)
+    assert fit.params["time_scale"].unit == "1/iteration"
     # gradient descent follows the flow to O(eta): c within 1% of 2 eta
-    assert fit.params["time_scale"] == pytest.approx(0.02, rel=0.01)
+    assert fit.params["time_scale"].value == pytest.approx(0.02, rel=0.01)
 
 
 def test_random_init_holds_once_the_logits_reach_the_hadamard_subspace(ufm_run):
@@ -115,7 +115,7 @@ def test_random_init_holds_once_the_logits_reach_the_hadamard_subspace(ufm_run):
     fit, verdict = _verdict(window)
     assert verdict.verdict == "holds", verdict.reason
     low, high = fit.intervals["time_scale"]
-    assert low < fit.expected["time_scale"] < high
+    assert low < fit.params["time_scale"].expected < high
 
 
 def test_squared_error_and_a_decaying_learning_rate_are_out_of_regime(tmp_path):
@@ -157,5 +157,5 @@ def test_expected_time_scale_of_a_training_loop_run_is_per_epoch(tmp_path):
     run, _, _ = _ode_run(tmp_path / "r", steps, 0.02, config=config)
     fit = CONFRONTATION.fit(Stream(run))
     # 2 sqrt(n) eta / B per epoch: SGD steps of eta / N on the summed loss, N / B per epoch
-    assert fit.expected["time_scale"] == pytest.approx(2 * np.sqrt(10) * 0.05 / 40)
-    assert fit.units["time_scale"] == "1/epoch"
+    assert fit.params["time_scale"].expected == pytest.approx(2 * np.sqrt(10) * 0.05 / 40)
+    assert fit.params["time_scale"].unit == "1/epoch"

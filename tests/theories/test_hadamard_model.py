@@ -1,4 +1,4 @@
-"""Oracles of the reduced dynamics (spec §3: T7, T11-T21 and the derivative formulas)."""
+"""Oracles of the reduced dynamics ([1] §3.3-§4 and App. B, and the derivative formulas)."""
 
 import numpy as np
 import pytest

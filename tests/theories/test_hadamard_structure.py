@@ -1,4 +1,4 @@
-"""Oracles T1-T4 of the spec: Sylvester structure, Ψ identities, Theorem 1 (corrected)."""
+"""Oracles of the Hadamard structure: Sylvester structure, Ψ identities, Theorem 1 (corrected)."""
 
 import numpy as np
 import pytest

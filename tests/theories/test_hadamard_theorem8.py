@@ -1,4 +1,4 @@
-"""Theorem 8 (spec T22): small Gaussian initialisation and the prediction of Z(t*)."""
+"""Theorem 8 ([1] §5, App. D.6): small Gaussian initialisation and the prediction of Z(t*)."""
 
 import numpy as np
 import pytest

@@ -1,4 +1,4 @@
-"""UFM oracles (spec §3: T5-T10, T23-T25): construction, gradients, loss = energy,
+"""UFM oracles: construction, gradients, loss = energy,
 frozen singular vectors under full GD, the exact discrete map and the ODE limit."""
 
 import numpy as np

@@ -63,7 +63,7 @@ def test_intervals_cover_the_truth_over_noise_draws(tmp_path):
     hits = dict.fromkeys(DECAYING, 0)
     for seed in range(10):
         fit = CONFRONTATION.fit(_decaying_stream(tmp_path / str(seed), seed)[0])
-        assert fit.predictions["rate_law"] == "power-law"
+        assert fit.shown.predictions["rate_law"] == "power-law"
         for name, true in DECAYING.items():
             low, high = fit.intervals[name]
             hits[name] += low < true < high
@@ -93,18 +93,18 @@ def test_recovers_decaying_rates_from_a_late_uneven_cut_stream(decaying):
     stream, steps = decaying
     fit, verdict = _judge(stream)
     assert fit.fit_until == steps[steps <= CUT][-1]
-    assert fit.predictions["rate_law"] == "power-law"
+    assert fit.shown.predictions["rate_law"] == "power-law"
     for name, true in DECAYING.items():
         low, high = fit.intervals[name]
-        assert low < true < high, (name, fit.params[name], (low, high))
-    assert fit.params["alpha0"] == pytest.approx(DECAYING["alpha0"], rel=0.1)
-    assert fit.params["r_alpha"] == pytest.approx(DECAYING["r_alpha"], abs=0.03)
+        assert low < true < high, (name, fit.params[name].value, (low, high))
+    assert fit.params["alpha0"].value == pytest.approx(DECAYING["alpha0"], rel=0.1)
+    assert fit.params["r_alpha"].value == pytest.approx(DECAYING["r_alpha"], abs=0.03)
     t = fit.fit_until
     gap = DECAYING["alpha0"] * (1 + t) ** -0.6 - DECAYING["beta0"] * (1 + t) ** -0.8
-    assert fit.params["gap_last"] == pytest.approx(gap, rel=0.05)
-    assert fit.units["alpha0"] == "1/step" and fit.units["r_alpha"] == "1"
-    assert fit.bounds["r_alpha"] == TAIL_INDEX_BOUNDS
-    assert fit.signs == {"alpha0": 1, "gap_last": 1}
+    assert fit.params["gap_last"].value == pytest.approx(gap, rel=0.05)
+    assert fit.params["alpha0"].unit == "1/step" and fit.params["r_alpha"].unit == "1"
+    assert fit.params["r_alpha"].bound == TAIL_INDEX_BOUNDS
+    assert {n: p.sign for n, p in fit.params.items() if p.sign} == {"alpha0": 1, "gap_last": 1}
     assert fit.n_free == 6
     assert verdict.verdict == "holds", verdict.reason
 
@@ -112,7 +112,7 @@ def test_recovers_decaying_rates_from_a_late_uneven_cut_stream(decaying):
 def test_constant_rates_look_fine_in_the_window_but_lose_held_out(decaying):
     # the case: R^2 > 0.9 inside the records, a forecast error > 10x the power law's
     stream, _ = decaying
-    alt = CONFRONTATION.fit(stream).alternatives
+    alt = CONFRONTATION.fit(stream).shown.alternatives
     assert alt["constant"]["r2_log_mean_margin"] > 0.9
     assert alt["constant"]["heldout_rmse"] > 10 * alt["power-law"]["heldout_rmse"]
     assert alt["power-law"]["aicc"] < alt["constant"]["aicc"] - 2
@@ -126,7 +126,7 @@ def test_prediction_band_covers_the_rest_of_the_run(decaying):
     a, b = integrated(at, **DECAYING)
     names = ("mean_margin", "margin_spread")
     truth = dict(zip(names, margin_projections(margin_means(at, a, b)), strict=True))
-    band, pred = fit.band(at), fit.predict(at)
+    band, pred = fit.curves.band(at), fit.curves.predict(at)
     for name, true in truth.items():
         low, high = band[name]
         assert np.all(low < pred[name]) and np.all(pred[name] < high)
@@ -139,13 +139,13 @@ def test_exact_constant_rates_keep_the_simpler_law(tmp_path):
     alpha, beta = 0.12, -0.03
     means = margin_means(steps, alpha * steps, beta * steps)
     fit, verdict = _judge(Stream(write_means(tmp_path / "r", steps, means)))
-    assert fit.predictions["rate_law"] == "constant"
-    assert fit.params["alpha"] == pytest.approx(alpha, rel=1e-8)
-    assert fit.params["beta"] == pytest.approx(beta, rel=1e-7)
-    assert fit.params["rate_margin"] == pytest.approx((alpha - beta) / K, rel=1e-8)
+    assert fit.shown.predictions["rate_law"] == "constant"
+    assert fit.params["alpha"].value == pytest.approx(alpha, rel=1e-8)
+    assert fit.params["beta"].value == pytest.approx(beta, rel=1e-7)
+    assert fit.params["rate_margin"].value == pytest.approx((alpha - beta) / K, rel=1e-8)
     # both laws fit to float precision: the criterion ties and the simpler law stays
-    assert fit.alternatives["power-law"]["aicc"] > fit.alternatives["constant"]["aicc"]
-    assert "constant rates kept" in fit.notes[0]
+    assert fit.shown.alternatives["power-law"]["aicc"] > fit.shown.alternatives["constant"]["aicc"]
+    assert "constant rates kept" in fit.shown.notes[0]
     # constant rates make the margins exact exponentials, lines in log: a random walk with
     # drift extrapolates them exactly too, so the records cannot tell the theory from it
     assert verdict.verdict == "not distinguished", verdict.reason
@@ -165,7 +165,7 @@ def test_constant_rates_never_hold_since_two_exponentials_say_the_same(tmp_path)
             steps, 0.06 * steps, -0.01 * steps, noise=0.02, rng=np.random.default_rng(seed)
         )
         fit, verdict = _judge(Stream(write_means(tmp_path / str(seed), steps, means)))
-        assert fit.predictions["rate_law"] == "constant"
+        assert fit.shown.predictions["rate_law"] == "constant"
         assert verdict.verdict == "not distinguished", (seed, verdict.reason)
         by_rival += RIVAL in verdict.reason
     assert by_rival >= 2
@@ -174,7 +174,7 @@ def test_constant_rates_never_hold_since_two_exponentials_say_the_same(tmp_path)
 def test_decaying_rates_beat_each_margins_own_exponential_held_out(decaying):
     stream, _ = decaying
     fit, verdict = _judge(stream)
-    assert list(fit.rivals) == [RIVAL]
+    assert list(fit.curves.rivals) == [RIVAL]
     assert verdict.skill[f"rival_ratio.{RIVAL}"] < 0.1
 
 
@@ -182,9 +182,9 @@ def test_forecast_far_beyond_float_range_is_inf_without_warning(tmp_path):
     steps = np.arange(0.0, 40.0, 4.0)
     means = margin_means(steps, 0.3 * steps, -0.1 * steps)
     fit = CONFRONTATION.fit(Stream(write_means(tmp_path / "r", steps, means)))
-    pred = fit.predict(np.array([40.0, 1e5]))  # RuntimeWarnings are errors in this suite
+    pred = fit.curves.predict(np.array([40.0, 1e5]))  # RuntimeWarnings are errors in this suite
     assert np.isfinite(pred["mean_margin"][0]) and pred["mean_margin"][1] == np.inf
-    low, high = fit.band(np.array([40.0, 1e5]))["mean_margin"]
+    low, high = fit.curves.band(np.array([40.0, 1e5]))["mean_margin"]
     assert 0 < low[0] < pred["mean_margin"][0] < high[0] and high[1] == np.inf
 
 
@@ -192,9 +192,9 @@ def test_too_few_records_for_the_power_law_keep_constant_rates(tmp_path):
     steps = np.array([0.0, 5.0, 20.0])
     means = margin_means(steps, 0.1 * steps, -0.02 * steps)
     fit = CONFRONTATION.fit(Stream(write_means(tmp_path / "r", steps, means)))
-    assert fit.predictions["rate_law"] == "constant"
-    assert math.isnan(fit.alternatives["power-law"]["aicc"])
-    assert "too few records" in fit.notes[0]
+    assert fit.shown.predictions["rate_law"] == "constant"
+    assert math.isnan(fit.shown.alternatives["power-law"]["aicc"])
+    assert "too few records" in fit.shown.notes[0]
 
 
 def test_choice_needs_both_criteria():
@@ -218,7 +218,7 @@ def test_shrinking_margins_are_degenerate(tmp_path):
         steps, -0.05 * steps, 0.04 * steps, noise=0.01, rng=np.random.default_rng(2)
     )
     fit, verdict = _judge(Stream(write_means(tmp_path / "r", steps, means)))
-    assert fit.params["alpha"] < 0 and fit.params["rate_margin"] < 0
+    assert fit.params["alpha"].value < 0 and fit.params["rate_margin"].value < 0
     assert verdict.verdict == "degenerate"
     assert "unphysical" in verdict.reason
 
@@ -249,7 +249,7 @@ def test_in_regime_settings_pass_every_assumption(tmp_path):
     run = _const_run(tmp_path / "r", {"loss": "cross-entropy", "epochs": 40}, lr=[0.05] * 10)
     stream = Stream(run)
     assert CONFRONTATION.out_of_regime(stream) == []
-    assert CONFRONTATION.fit(stream).units["alpha"] == "1/epoch"
+    assert CONFRONTATION.fit(stream).params["alpha"].unit == "1/epoch"
 
 
 def test_unrecorded_settings_are_not_guessed(tmp_path):
@@ -293,6 +293,8 @@ def test_constant_rates_are_recovered_for_any_class_count(tmp_path, n_classes):
     steps = np.array([1.0, 2.0, 4.0, 7.0, 11.0, 16.0, 22.0, 29.0, 37.0, 46.0])
     means = margin_means(steps, 0.1 * steps, -0.04 * steps, n_classes=n_classes)
     fit = CONFRONTATION.fit(Stream(write_means(tmp_path / "r", steps, means)))
-    assert fit.params["alpha"] == pytest.approx(0.1, rel=1e-8)
-    assert fit.params["beta"] == pytest.approx(-0.04, rel=1e-7)
-    assert fit.params["rate_spread"] == pytest.approx((0.1 - 0.04 / (n_classes - 1)) / n_classes)
+    assert fit.params["alpha"].value == pytest.approx(0.1, rel=1e-8)
+    assert fit.params["beta"].value == pytest.approx(-0.04, rel=1e-7)
+    assert fit.params["rate_spread"].value == pytest.approx(
+        (0.1 - 0.04 / (n_classes - 1)) / n_classes
+    )

@@ -35,7 +35,7 @@ def fits(tmp_path_factory):
 
 def _coverage_and_spread(fits, name):
     true = CALIBRATION.true_params[name]
-    values = np.array([f.params[name] for f in fits])
+    values = np.array([f.params[name].value for f in fits])
     low, high = np.array([f.intervals[name] for f in fits]).T
     coverage = float(np.mean((low <= true) & (true <= high)))
     spread = float(np.std(values, ddof=1) / np.median((high - low) / (2 * Z95)))
@@ -44,7 +44,7 @@ def _coverage_and_spread(fits, name):
 
 @pytest.mark.parametrize("noise", ["independent", "ar1"])
 def test_intervals_cover_the_truth_and_are_not_over_wide(fits, noise):
-    assert all(f.predictions["rate_law"] == "power-law" for f in fits[noise])
+    assert all(f.shown.predictions["rate_law"] == "power-law" for f in fits[noise])
     numbers = {n: _coverage_and_spread(fits[noise], n) for n in CALIBRATION.true_params}
     coverage = {name: c for name, (c, _) in numbers.items()}
     # 95% intervals: on average over the parameters at least 9 in 10 hold the truth, each at
@@ -69,7 +69,9 @@ def test_intervals_widen_with_the_noise_correlation_as_the_spread_does(fits):
         width = {
             noise: np.median([np.diff(f.intervals[name])[0] for f in fits[noise]]) for noise in fits
         }
-        spread = {noise: np.std([f.params[name] for f in fits[noise]], ddof=1) for noise in fits}
+        spread = {
+            noise: np.std([f.params[name].value for f in fits[noise]], ddof=1) for noise in fits
+        }
         followed[name] = (width["ar1"] / width["independent"]) / (
             spread["ar1"] / spread["independent"]
         )

@@ -64,9 +64,9 @@ def test_cross_entropy_training_fits_but_a_power_law_predicts_as_well(tmp_path):
     fit, verdict = _verdict(stream)
     assert verdict.verdict == "not distinguished", verdict.reason
     assert "power law" in verdict.reason
-    assert min(verdict.skill[f"{n}.r2"] for n in fit.fitted) > 0.95
-    assert fit.predictions["rate_law"] == "power-law"
-    assert fit.units["alpha_last"] == "1/epoch"
+    assert min(verdict.skill[f"{n}.r2"] for n in fit.curves.fitted) > 0.95
+    assert fit.shown.predictions["rate_law"] == "power-law"
+    assert fit.params["alpha_last"].unit == "1/epoch"
     # cross-entropy margins grow about like log t: tail indices near 1, the Theta(1/t)
     # boundary of Thm. 3.1
     for name in ("r_alpha", "r_beta"):
@@ -134,4 +134,7 @@ def test_training_experiments_record_what_the_confrontation_reads(tmp_path, name
         stream = Stream(run, prefix)
         assert CONFRONTATION.out_of_regime(stream) == []
         fit = CONFRONTATION.fit(stream)
-        assert set(fit.units.values()) <= {"1/iteration", "1"}  # rates per SGD iteration
+        assert {p.unit for p in fit.params.values()} <= {
+            "1/iteration",
+            "1",
+        }  # rates per SGD iteration

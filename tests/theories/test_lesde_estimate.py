@@ -1,4 +1,4 @@
-"""Oracles 4 and 5 of the LE-SDE spec: estimator round trips and the tail index."""
+"""Oracles 4 and 5 (docs/theories/lesde.md): estimator round trips and the tail index."""
 
 import numpy as np
 import pytest

@@ -1,4 +1,4 @@
-"""Oracles 1-3 and 10 of the LE-SDE spec: drift matrices, v1/v2, closed forms, ETF."""
+"""Oracles 1-3 and 10 (docs/theories/lesde.md): drift matrices, v1/v2, closed forms, ETF."""
 
 import numpy as np
 import pytest

@@ -1,4 +1,4 @@
-"""Oracles 6, 7 and 10 of the LE-SDE spec: Theorems 2.1, 3.1 and Prop. 3.4, and the tests."""
+"""Oracles 6, 7 and 10 (docs/theories/lesde.md): Theorems 2.1, 3.1 and Prop. 3.4, and the tests."""
 
 import numpy as np
 import pytest

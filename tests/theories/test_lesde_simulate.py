@@ -1,4 +1,4 @@
-"""Oracles 8 and 9 of the LE-SDE spec, and agreement of the two Euler--Maruyama schemes."""
+"""Oracles 8 and 9 (docs/theories/lesde.md), and agreement of the two Euler--Maruyama schemes."""
 
 import numpy as np
 import pytest

@@ -1,4 +1,4 @@
-"""Oracle 13 of the LE-SDE spec: real GEOMNIST training (slow; about 2-4 minutes)."""
+"""Oracle 13 (docs/theories/lesde.md, Oracles): real GEOMNIST training (slow; about 2-4 minutes)."""
 
 import numpy as np
 import pytest

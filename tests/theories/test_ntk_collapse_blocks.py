@@ -1,4 +1,4 @@
-"""Oracle O1 (spec ntk_collapse §4): block kernel eigenstructure, Table 1 and the bases (22)."""
+"""Oracle O1: block kernel eigenstructure, Table 1 and the bases (22)."""
 
 import numpy as np
 import pytest

@@ -84,15 +84,15 @@ def test_recovers_flow_time_from_a_late_uneven_stream_cut_mid_transient(tmp_path
     fit, verdict = _verdict(stream)
     low, high = fit.intervals["flow_time_per_step"]
     assert low < tau < high
-    assert fit.params["flow_time_per_step"] == pytest.approx(tau, rel=0.05)
-    assert fit.units["flow_time_per_step"] == "flow time/step"
+    assert fit.params["flow_time_per_step"].value == pytest.approx(tau, rel=0.05)
+    assert fit.params["flow_time_per_step"].unit == "flow time/step"
     assert verdict.verdict == "holds", verdict.reason
     assert verdict.skill["within_scatter.ahead_skill_vs_persistence"] > 0.9
     # the forecast starts from the last fitted record (step 63) and its band holds the truth
     later = steps[steps > 63].astype(float)
     truth = M * np.trace(S[steps > 63], axis1=1, axis2=2)
-    assert np.allclose(fit.predict(later)["within_scatter"], truth, rtol=0.03)
-    lo, hi = fit.band(later)["within_scatter"]
+    assert np.allclose(fit.curves.predict(later)["within_scatter"], truth, rtol=0.03)
+    lo, hi = fit.curves.band(later)["within_scatter"]
     assert np.all((lo < truth) & (truth < hi))
 
 
@@ -111,10 +111,10 @@ def test_a_learning_rate_drop_splits_the_records_and_the_fit_keeps_to_one_rate(t
     run = _write(tmp_path / "r", steps, S, Et, lr=_training_loop_lr_log(60, [drop], 0.1))
     assert lr_segments(Stream(run), steps.astype(float)) == [(0, 10), (10, 20)]
     whole = CONFRONTATION.fit(Stream(run))
-    assert whole.params["flow_time_per_step"] == pytest.approx(0.1 * tau1, rel=1e-3)
-    assert "steps 30-60" in whole.notes[0]
+    assert whole.params["flow_time_per_step"].value == pytest.approx(0.1 * tau1, rel=1e-3)
+    assert "steps 30-60" in whole.shown.notes[0]
     early = CONFRONTATION.fit(Stream(run).window(0, drop))
-    assert early.params["flow_time_per_step"] == pytest.approx(tau1, rel=1e-3)
+    assert early.params["flow_time_per_step"].value == pytest.approx(tau1, rel=1e-3)
     # kernel records every epoch: the first gap has no logged rate (the loop logs none at 0)
     every = _write(
         tmp_path / "every", np.arange(7), S[:7], Et, lr=_training_loop_lr_log(6, [3], 0.1)
@@ -134,7 +134,7 @@ def test_a_scatter_the_flow_cannot_follow_puts_tau_at_the_floor_of_its_search(tm
     S = S0[None] * (1 + 1e-3 * steps)[:, None, None]
     run = _write(tmp_path / "r", steps, S, Et, config={"lr": 0.1})
     fit, verdict = _verdict(Stream(run))
-    assert fit.params["flow_time_per_step"] == pytest.approx(TAU_BOUNDS[0], rel=1e-3)
+    assert fit.params["flow_time_per_step"].value == pytest.approx(TAU_BOUNDS[0], rel=1e-3)
     assert verdict.verdict == "degenerate"
     assert "lower bound" in verdict.reason
 
@@ -201,11 +201,11 @@ def test_full_batch_gd_on_the_squared_error_fits_but_its_kernel_is_not_borne_out
     assert null[0] > 0.7 * np.trace(scatter[0])
     assert null[1] < 0.95 * null[0]
     assert verdict.skill["heldout_ratio.drift"] < 1  # it beats the generic curves
-    assert fit.goodness["r2_log_within_scatter_ahead"] > 0.99
+    assert fit.shown.goodness["r2_log_within_scatter_ahead"] > 0.99
     assert verdict.skill["within_scatter.ahead_skill_vs_persistence"] > 0.5
-    assert fit.units["flow_time_per_step"] == "flow time/epoch"
+    assert fit.params["flow_time_per_step"].unit == "flow time/epoch"
     low, high = fit.intervals["flow_time_per_step"]
-    assert TAU_BOUNDS[0] < low < fit.params["flow_time_per_step"] < high < TAU_BOUNDS[1]
+    assert TAU_BOUNDS[0] < low < fit.params["flow_time_per_step"].value < high < TAU_BOUNDS[1]
 
 
 @pytest.mark.parametrize(
@@ -244,7 +244,7 @@ def test_the_flow_time_interval_is_calibrated_on_the_kits_true_streams(tmp_path,
         true_stream(tmp_path / str(seed), np.random.default_rng([seed, 1]), noise)
         fit = CONFRONTATION.fit(Stream(runs.open_run(tmp_path / str(seed))))
         low, high = fit.intervals["flow_time_per_step"]
-        values.append(np.log(fit.params["flow_time_per_step"]))
+        values.append(np.log(fit.params["flow_time_per_step"].value))
         ses.append(np.log(high / low) / (2 * 1.96))
         hits += low <= TAU <= high
     assert hits >= 9

@@ -1,4 +1,4 @@
-"""Oracle O4 (spec ntk_collapse §4): E (26), E_eot (27) and E~ (45) are conserved by their flows."""
+"""Oracle O4: E (26), E_eot (27) and E~ (45) are conserved by their flows."""
 
 import numpy as np
 import pytest

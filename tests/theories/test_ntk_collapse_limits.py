@@ -1,4 +1,4 @@
-"""Oracles O6-O8 (spec ntk_collapse §4): the limits of the flow for E = 0 (Theorem 5.2, App. B.4)
+"""Oracles O6-O8: the limits of the flow for E = 0 (Theorem 5.2, App. B.4)
 and for E negative (App. B.3), with the corrected theta."""
 
 import numpy as np

@@ -1,4 +1,4 @@
-"""Oracles O3, O5, O9 (spec ntk_collapse §4): the flows (19), (25), (20), (44), the loss, alpha
+"""Oracles O3, O5, O9: the flows (19), (25), (20), (44), the loss, alpha
 and the errata of eqs. (40), (46)."""
 
 import numpy as np

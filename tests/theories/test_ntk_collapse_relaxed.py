@@ -1,4 +1,4 @@
-"""Oracle O10 (spec ntk_collapse §4): relaxed block structure of App. D, corrected signs."""
+"""Oracle O10: relaxed block structure of App. D, corrected signs."""
 
 import numpy as np
 import pytest

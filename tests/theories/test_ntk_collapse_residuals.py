@@ -1,4 +1,4 @@
-"""Oracle O2 (spec ntk_collapse §4): the residual phases of Sec. 4.1, eqs. (8)-(18)."""
+"""Oracle O2: the residual phases of Sec. 4.1, eqs. (8)-(18)."""
 
 import numpy as np
 import pytest

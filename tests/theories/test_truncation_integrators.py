@@ -1,5 +1,9 @@
-"""Oracles for the truncation integrators: Lie-Euler on O(Q) and the exact staircase
-(spec §4, items 7, 8, 10-12, 15, 16)."""
+"""Oracles for the truncation integrators: Lie-Euler on O(Q) and the exact staircase.
+
+Monotone ``|btilde|`` and its exact discrete contraction, the fully truncated phase at rate
+one with ``R`` frozen, the event times (4.49) of [1], the rate after full truncation, the
+energy identity of a step, orthogonality drift and exact collapse of a truncated cluster.
+"""
 
 import numpy as np
 import pytest

@@ -1,4 +1,5 @@
-"""Oracles for the effective gradients of the truncation theory (spec §4, items 4-6, 9)."""
+"""Oracles for the effective gradients of the truncation theory (against finite
+differences and autograd; corrections 3-5 of docs/theories/truncation.md)."""
 
 import numpy as np
 import pytest

@@ -1,4 +1,5 @@
-"""Oracles for the truncation maps and the cumulative network (spec §4, items 1-3)."""
+"""Oracles for the truncation maps and the cumulative network ([1] (2.6)-(2.17);
+correction 1 of docs/theories/truncation.md)."""
 
 import numpy as np
 import pytest

@@ -1,5 +1,5 @@
-"""Oracles for the standard-cost flows with a trained output map ([1] Secs. 8, 9; spec §4,
-items 13, 14)."""
+"""Oracles for the standard-cost flows with a trained output map ([1] Secs. 8, 9;
+corrections 9 and 10 of docs/theories/truncation.md)."""
 
 import numpy as np
 import pytest

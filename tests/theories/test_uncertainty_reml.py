@@ -91,3 +91,21 @@ def test_covariance_is_the_ar1_sandwich_at_the_returned_rho():
     bread = np.linalg.inv(jac.T @ jac)
     np.testing.assert_allclose(cov, bread @ jac.T @ (s2 * rho**lags) @ jac @ bread, rtol=1e-10)
     assert 0.0 < rho < 0.99  # a random walk plus noise: correlated, not a walk
+
+
+def test_a_jacobian_of_lower_rank_gives_no_nan_and_no_warning():
+    """Two parameters that move the curve the same way (collinear columns) make the REML
+    normal matrix singular at every rho; its log-determinant is then that of its nonzero
+    part, not -inf, so no likelihood is NaN and the chosen rho is not arbitrary."""
+    rng = np.random.default_rng(0)
+    t = np.linspace(0.0, 1.0, 30)
+    jac = np.column_stack([np.ones_like(t), t, 2 * t])  # the third column repeats the second
+    res = 0.01 * rng.standard_normal(t.size)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        cov, s2, dof, rho = ar1_reml_covariance(jac, res)
+    assert np.isfinite(s2) and np.isfinite(rho) and not np.isnan(cov).any()
+    full_cov, _, _, full_rho = ar1_reml_covariance(jac[:, :2], res)
+    assert rho == full_rho  # the repeated direction adds nothing to the noise model

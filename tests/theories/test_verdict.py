@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
 import pytest
 from scipy import stats
 
-from ncdynamics.theories.confrontation import TheoryFit
+from ncdynamics.theories.confrontation import Curves, Param, TheoryFit
 from ncdynamics.theories.uncertainty import (
     covariance_from_jacobian,
     delta_band,
@@ -24,17 +25,18 @@ from ncdynamics.theories.verdict import (
 )
 
 
-def _fit(steps, curve, **kw):
+def _fit(steps, curve, params=None, **curves):
     return TheoryFit(
         theory="toy",
-        params=kw.pop("params", {"rate": 0.1}),
-        goodness={},
-        predictions={},
-        fitted={"v": (steps, curve)},
-        predict=lambda at: {"v": np.asarray(at)},
-        fit_until=float(steps[-1]),
-        **kw,
+        params={"rate": Param(0.1)} if params is None else params,
+        curves=Curves(
+            fitted={"v": (steps, curve)}, predict=lambda at: {"v": np.asarray(at)}, **curves
+        ),
     )
+
+
+def _with_ahead(fit, ahead):
+    return dataclasses.replace(fit, curves=dataclasses.replace(fit.curves, ahead=ahead))
 
 
 def test_linear_regression_intervals_match_scipy():
@@ -71,21 +73,17 @@ def test_numeric_jacobian_and_band_of_a_line():
 
 def test_degenerate_rules():
     steps = np.arange(10.0)
-    fit = _fit(steps, steps, params={"rate": 1e-8}, bounds={"rate": (1e-8, 1e3)})
+    fit = _fit(steps, steps, params={"rate": Param(1e-8, bound=(1e-8, 1e3))})
     assert "lower bound" in degeneracy(fit)
-    fit = _fit(steps, steps, params={"rate": -0.2}, signs={"rate": 1})
+    fit = _fit(steps, steps, params={"rate": Param(-0.2, sign=1)})
     assert "unphysical" in degeneracy(fit)
-    fit = _fit(
-        steps, steps, params={"rate": 0.2}, signs={"rate": 1}, intervals={"rate": (-0.1, 0.5)}
-    )
+    fit = _fit(steps, steps, params={"rate": Param(0.2, interval=(-0.1, 0.5), sign=1)})
     assert "indistinguishable from zero" in degeneracy(fit)
-    fit = _fit(
-        steps, steps, params={"rate": 0.2}, signs={"rate": 1}, intervals={"rate": (0.1, 0.3)}
-    )
+    fit = _fit(steps, steps, params={"rate": Param(0.2, interval=(0.1, 0.3), sign=1)})
     assert degeneracy(fit) is None
     assert "records" in degeneracy(fit, n_records=2)
     assert degeneracy(fit, n_records=5) is None
-    assert "not finite" in degeneracy(_fit(steps, steps, params={"rate": math.nan}))
+    assert "not finite" in degeneracy(_fit(steps, steps, params={"rate": Param(math.nan)}))
 
 
 def test_a_flat_curve_through_a_decay_fails():
@@ -112,7 +110,7 @@ def test_ahead_predictions_given_by_the_theory_are_used():
     steps = np.arange(0.0, 20.0, 2.0)
     obs = np.exp(-0.1 * steps)
     fit = _fit(steps[1:], obs[1:] * 1.001)
-    fit = TheoryFit(**{**fit.__dict__, "ahead": {"v": (steps[1:], obs[1:] * 1.001)}})
+    fit = _with_ahead(fit, {"v": (steps[1:], obs[1:] * 1.001)})
     numbers = skill(fit, {"v": (steps, obs)})
     assert numbers["v.ahead_skill_vs_persistence"] > 0.99
 
@@ -121,24 +119,20 @@ def test_ahead_predictions_are_also_scored_against_the_power_law():
     steps = np.arange(0.0, 40.0, 2.0)
     obs = np.exp(-0.1 * steps)
     base = _fit(steps[1:], obs[1:])
-    fit = TheoryFit(**{**base.__dict__, "ahead": {"v": (steps[1:], obs[1:] * 1.0001)}})
+    fit = _with_ahead(base, {"v": (steps[1:], obs[1:] * 1.0001)})
     numbers = skill(fit, {"v": (steps, obs)})
     assert numbers["v.ahead_skill_vs_power_law"] > 0.99
 
 
 def test_a_zero_holding_interval_is_reported_before_the_sign():
     steps = np.arange(10.0)
-    fit = _fit(
-        steps, steps, params={"rate": -0.007}, signs={"rate": 1}, intervals={"rate": (-0.02, 0.005)}
-    )
+    fit = _fit(steps, steps, params={"rate": Param(-0.007, interval=(-0.02, 0.005), sign=1)})
     assert "indistinguishable from zero" in degeneracy(fit)
 
 
 def test_a_log_fitted_rate_spanning_decades_is_not_determined():
     steps = np.arange(10.0)
-    fit = _fit(
-        steps, steps, params={"rate": 1e-3}, signs={"rate": 1}, intervals={"rate": (1e-5, 0.1)}
-    )
+    fit = _fit(steps, steps, params={"rate": Param(1e-3, interval=(1e-5, 0.1), sign=1)})
     assert "not determined" in degeneracy(fit)
 
 
@@ -154,12 +148,12 @@ def test_bands_of_overflowing_predictions_are_infinite_not_errors():
 def test_too_few_records_for_the_free_parameters_is_degenerate():
     steps = np.arange(3.0)
     names = "abcd"
-    fit = _fit(steps, steps + 1, intervals={k: (0, 1) for k in names})
+    fit = _fit(steps, steps + 1, params={k: Param(0.5, interval=(0, 1)) for k in names})
     assert fit.n_free == 4
     assert "5 records for 4 free parameters (need at least 6)" in degeneracy(fit, n_records=5)
     assert degeneracy(fit, n_records=6) is None
     # whatever the parameters, four records are too few to judge a fit by
-    two = _fit(steps, steps + 1, intervals={"a": (0, 1), "b": (0, 1)})
+    two = _fit(steps, steps + 1, params={k: Param(0.5, interval=(0, 1)) for k in "ab"})
     assert "need at least 5" in degeneracy(two, n_records=4)
     assert degeneracy(two, n_records=5) is None
 
@@ -174,13 +168,16 @@ def test_a_value_expected_from_the_settings_is_reported_beside_the_verdict():
     steps = np.arange(5, 60.0)
     obs = 3.0 * np.exp(-0.02 * steps)
     flat = np.full(steps.size, obs.mean())  # a verdict (fails) that is not degenerate
-    kw = {"params": {"rate": 0.02}, "intervals": {"rate": (0.019, 0.021)}, "signs": {"rate": 1}}
-    inside = judge(_fit(steps, flat, expected={"rate": 0.0205}, **kw), {"v": (steps, obs)})
+
+    def rate(want):
+        return {"rate": Param(0.02, interval=(0.019, 0.021), sign=1, expected=want)}
+
+    inside = judge(_fit(steps, flat, params=rate(0.0205)), {"v": (steps, obs)})
     assert inside.verdict == "fails"
     assert "rate = 0.02 against 0.0205 from the settings (inside its 95% interval" in inside.reason
-    outside = judge(_fit(steps, flat, expected={"rate": 0.03}, **kw), {"v": (steps, obs)})
+    outside = judge(_fit(steps, flat, params=rate(0.03)), {"v": (steps, obs)})
     assert "(outside its 95% interval" in outside.reason
-    bare = _fit(steps, obs, params={"rate": 0.02}, expected={"rate": 0.025})
+    bare = _fit(steps, obs, params={"rate": Param(0.02, expected=0.025)})
     assert expected_notes(bare) == ["rate = 0.02 against 0.025 from the settings (20% off)"]
 
 
@@ -189,6 +186,6 @@ def test_judge_skips_one_record_ahead_for_non_consecutive_ahead_predictions():
     obs = np.exp(-0.1 * steps)
     ahead_steps = steps[[2, 4, 6]]  # not consecutive records: no one-record-ahead score
     fit = _fit(steps, obs)
-    fit = TheoryFit(**{**fit.__dict__, "ahead": {"v": (ahead_steps, obs[[2, 4, 6]])}})
+    fit = _with_ahead(fit, {"v": (ahead_steps, obs[[2, 4, 6]])})
     numbers = skill(fit, {"v": (steps, obs)})
     assert "v.ahead_skill_vs_persistence" not in numbers and numbers["v.r2"] == 1.0

@@ -13,7 +13,7 @@ import pytest
 
 from ncdynamics.experiments.forecast_scoring import score_method
 from ncdynamics.theories.alternatives import PANEL
-from ncdynamics.theories.confrontation import TheoryFit
+from ncdynamics.theories.confrontation import Curves, Param, TheoryFit, Uncertainty
 from ncdynamics.theories.verdict import (
     AICC_MARGIN,
     BOUND_TOL,
@@ -29,17 +29,16 @@ from ncdynamics.theories.verdict import (
 )
 
 
-def _fit(steps, curve, n_free=2, **kw):
+def _fit(steps, curve, n_free=2, params=None, predict=None, **curves):
     return TheoryFit(
         theory="toy",
-        params=kw.pop("params", {"rate": 0.1}),
-        goodness={},
-        predictions={},
-        fitted={"v": (steps, curve)},
-        predict=kw.pop("predict", lambda at: {"v": np.asarray(at)}),
-        fit_until=float(steps[-1]),
-        n_fitted=n_free,
-        **kw,
+        params={"rate": Param(0.1)} if params is None else params,
+        curves=Curves(
+            fitted={"v": (steps, curve)},
+            predict=predict or (lambda at: {"v": np.asarray(at)}),
+            **curves,
+        ),
+        uncertainty=Uncertainty(n_fitted=n_free),
     )
 
 
@@ -50,7 +49,7 @@ def _exp_fit(steps, values):
     def predict(at):
         return {"v": np.exp(icept + slope * np.asarray(at, np.float64))}
 
-    return _fit(steps, predict(steps)["v"], predict=predict, params={"rate": -slope})
+    return _fit(steps, predict(steps)["v"], predict=predict, params={"rate": Param(-slope)})
 
 
 def _holdout(steps, values):
@@ -76,7 +75,7 @@ BOUND = 1e-2
     ],
 )
 def test_a_parameter_at_either_bound_of_its_search_is_degenerate(value, side, degenerate):
-    fit = _fit(STEPS, STEPS, params={"rate": value}, bounds={"rate": (BOUND, 1e2)})
+    fit = _fit(STEPS, STEPS, params={"rate": Param(value, bound=(BOUND, 1e2))})
     why = degeneracy(fit)
     assert (why is not None) == degenerate
     if degenerate:
@@ -87,17 +86,13 @@ def test_a_parameter_at_either_bound_of_its_search_is_degenerate(value, side, de
     ("span", "degenerate"), [(SPAN_MAX * 0.99, False), (SPAN_MAX * 1.01, True)]
 )
 def test_an_interval_spanning_more_than_span_max_is_not_determined(span, degenerate):
-    fit = _fit(
-        STEPS, STEPS, params={"rate": 1.0}, signs={"rate": 1}, intervals={"rate": (0.1, 0.1 * span)}
-    )
+    fit = _fit(STEPS, STEPS, params={"rate": Param(1.0, interval=(0.1, 0.1 * span), sign=1)})
     assert (degeneracy(fit) is not None) == degenerate
 
 
 @pytest.mark.parametrize(("low", "degenerate"), [(-1e-9, True), (0.0, True), (1e-9, False)])
 def test_an_interval_holding_zero_is_degenerate(low, degenerate):
-    fit = _fit(
-        STEPS, STEPS, params={"rate": 1e-7}, signs={"rate": 1}, intervals={"rate": (low, 2e-7)}
-    )
+    fit = _fit(STEPS, STEPS, params={"rate": Param(1e-7, interval=(low, 2e-7), sign=1)})
     why = degeneracy(fit)
     assert (why is not None and "zero" in why) == degenerate
 
@@ -243,10 +238,7 @@ def test_a_value_predicted_from_the_settings_outside_its_interval_fails(want, rt
         STEPS,
         STEPS,
         n_free=2,
-        params={"rate": 0.02},
-        intervals={"rate": (0.019, 0.021)},
-        expected={"rate": want},
-        expected_rtol={"rate": rtol},
+        params={"rate": Param(0.02, interval=(0.019, 0.021), expected=want, expected_rtol=rtol)},
     )
     numbers = _numbers(-100.0, drift=(-50.0, 0.5), **{"power law": (-50.0, 0.5)})
     v = _against_alternatives(fit, numbers, FOLDS, 0.99)

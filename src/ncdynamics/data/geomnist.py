@@ -1,8 +1,8 @@
 """GEOMNIST: rotated, blurred triangles, rectangles and ellipses (Zhang, Wang & Su 2021).
 
-Recipe (spec §3.1, from the paper's App. D and its reference code), on a ``size`` x
-``size`` canvas (32 by default; every coordinate below scales with size/32), background 0,
-shape 1, for N = n_train + n_test images per class with index i = 0..N-1:
+Recipe (from the paper's App. D and its reference code; docs/theories/lesde.md, erratum 13), on a
+``size`` x ``size`` canvas (32 by default; every coordinate below scales with size/32), background
+0, shape 1, for N = n_train + n_test images per class with index i = 0..N-1:
 
 - triangle (label 0): vertices (rows, cols) = (16+o, 16-8*sqrt(3)+o), (26+o, 24+o),
   (6+o, 24+o), o = linspace(-1, 1, N)[i], coordinates truncated to integers;

@@ -81,7 +81,7 @@ def load_orthogonal_blobs(
 
     ``info`` holds ``context``, ``mu_x``, ``mu_y`` (each of shape (n,)). Labels are the
     context. The blob width, position range and output scaling are not given in the paper;
-    these defaults are the spec's choice. ``normalize=True`` scales each image to sum 1
+    these defaults are our choice. ``normalize=True`` scales each image to sum 1
     instead of peak 1; with ``sigma=2`` (pixels) it is the authors' data set
     (loekvanrossem/universality ``experiments/orthogonal.ipynb`` cell 1, ``blobs``: pixels
     and centres on ``linspace(-1, 1, .)``, ``exp(-d^2 / 2)``, i.e. sigma 1 in those units,

@@ -101,16 +101,16 @@ class CompareEntry:
             )
         if self.fit is not None:
             fit = self.fit
-            for k, v in fit.params.items():
-                row[f"params.{k}"] = v
-                if k in fit.intervals:
-                    row[f"params.{k}.low"], row[f"params.{k}.high"] = fit.intervals[k]
-                if k in fit.units:
-                    row[f"params.{k}.unit"] = fit.units[k]
-                if k in fit.expected:
-                    row[f"params.{k}.expected"] = fit.expected[k]
+            for k, p in fit.params.items():
+                row[f"params.{k}"] = p.value
+                if p.interval is not None:
+                    row[f"params.{k}.low"], row[f"params.{k}.high"] = p.interval
+                if p.unit:
+                    row[f"params.{k}.unit"] = p.unit
+                if p.expected is not None:
+                    row[f"params.{k}.expected"] = p.expected
             for group in ("goodness", "predictions"):
-                for k, v in getattr(fit, group).items():
+                for k, v in getattr(fit.shown, group).items():
                     row[f"{group}.{k}"] = v
         for k, v in self.verdict.skill.items():
             row[f"skill.{k}"] = v
@@ -181,7 +181,7 @@ def _fit_entry(
         conf.theory,
         label,
         verdict,
-        "; ".join(fit.notes),
+        "; ".join(fit.shown.notes),
         fit,
         observed,
         regime,
@@ -209,7 +209,7 @@ def _regime_windows(
 
 def _plan_steps(fit: TheoryFit, observed: dict[str, Series]) -> Any:
     """The record steps the windows are placed on: those of the first fitted observable."""
-    for name in fit.fitted:
+    for name in fit.curves.fitted:
         if name in observed:
             return observed[name][0]
     return next(iter(observed.values()))[0] if observed else np.empty(0)

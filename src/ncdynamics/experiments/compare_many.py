@@ -108,7 +108,7 @@ def key_params(entry: CompareEntry) -> list[str]:
     if entry.fit is None:
         return []
     fit = entry.fit
-    names = [n for n in fit.params if n in fit.intervals] or list(fit.params)
+    names = [n for n, p in fit.params.items() if p.interval is not None] or list(fit.params)
     return names[:MAX_KEY_PARAMS]
 
 
@@ -117,12 +117,13 @@ def format_param(entry: CompareEntry, name: str) -> str:
     fit = entry.fit
     if fit is None or name not in fit.params:
         return name
-    text = f"{name} = {fit.params[name]:.3g}"
-    if name in fit.intervals:
-        lo, hi = fit.intervals[name]
+    p = fit.params[name]
+    text = f"{name} = {p.value:.3g}"
+    if p.interval is not None:
+        lo, hi = p.interval
         text += f" [{lo:.3g}, {hi:.3g}]"
-    if fit.units.get(name):
-        text += f" {fit.units[name]}"
+    if p.unit:
+        text += f" {p.unit}"
     return text
 
 

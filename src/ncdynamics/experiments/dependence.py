@@ -18,10 +18,11 @@ standard error is the larger of two:
 so runs that repeat one value exactly (a deterministic fit) cannot make the interval narrower
 than the fits themselves are sure, and an exponent far from the predicted one fails.
 
-Verdicts: ``agrees`` (the predicted exponent is inside the interval), ``disagrees`` (it is
+Verdicts: ``agrees`` (the predicted exponent is inside the interval and 0 is not: the runs
+tell the prediction from no dependence at all), ``disagrees`` (the predicted exponent is
 outside: the parameter does not move with the setting as the theory says), ``undetermined``
-(fewer than 3 usable runs or fewer than 2 distinct settings; non-positive values are not
-usable on a log scale).
+(the interval holds both the prediction and 0; or fewer than 3 usable runs or fewer than 2
+distinct settings; non-positive values are not usable on a log scale).
 """
 
 from __future__ import annotations
@@ -148,11 +149,16 @@ def fit_dependence(
     t = float(stats.t.ppf(0.975, dof))
     lo, hi = slope - t * se_slope, slope + t * se_slope
     inside = lo <= predicted <= hi
-    verdict = "agrees" if inside else "disagrees"
+    # an interval that also holds 0 cannot tell the prediction from no dependence at all:
+    # "agrees" there would be a verdict that could not have failed
+    null_too = inside and predicted != 0 and lo <= 0 <= hi
+    verdict = "undetermined" if null_too else "agrees" if inside else "disagrees"
     which = "the runs' scatter" if var_scatter >= var_runs else "the fits' own intervals"
     reason = (
         f"exponent {slope:.3g} [{lo:.3g}, {hi:.3g}] from {n} runs at {k} settings "
         f"(interval from {which}); predicted {predicted:g} is "
         f"{'inside' if inside else 'outside'}"
     )
+    if null_too:
+        reason += ", but so is 0: these runs cannot tell it from no dependence"
     return Dependence(slope, lo, hi, predicted, verdict, reason, n, k)

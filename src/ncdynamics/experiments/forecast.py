@@ -141,14 +141,14 @@ def _score_origin(fit: TheoryFit, observed: dict[str, Series], cut: float) -> li
         scale = observable_scale(fit, name, values)
         try:  # a prediction that overflows is scored as infinitely wrong, quietly
             with np.errstate(all="ignore"):
-                pred = np.asarray(fit.predict(at)[name], dtype=np.float64)
+                pred = np.asarray(fit.curves.predict(at)[name], dtype=np.float64)
         except Exception:  # a theory that cannot predict this far is scored as missing
             pred = np.full(at.shape, np.nan)
         band = None
-        if fit.band is not None:
+        if fit.curves.band is not None:
             try:
                 with np.errstate(all="ignore"):
-                    band = fit.band(at).get(name)
+                    band = fit.curves.band(at).get(name)
             except Exception:
                 band = None
         last = last_value_baseline(seen_s, seen_v, scale=scale)
@@ -247,7 +247,7 @@ def _forecast_entry(
         )
     if reasons:
         v = Verdict("out of regime", f"{'; '.join(reasons)}; forecast anyway: {v.reason}")
-    notes = "; ".join(n for o in origins if o.fit is not None for n in o.fit.notes)
+    notes = "; ".join(n for o in origins if o.fit is not None for n in o.fit.shown.notes)
     return ForecastEntry(conf.theory, label, v, notes, final, observed, origins, regime)
 
 

@@ -250,7 +250,7 @@ def _fit_one(
         return WindowFit(since, until, n, failed_fit_verdict(exc))
     n = n_records_of(fit, seen)
     verdict, _ = assess(conf.fit, window, seen, fit, n_records=n, origins=WINDOW_ORIGINS)
-    return WindowFit(since, until, n, verdict, dict(fit.params), dict(fit.intervals))
+    return WindowFit(since, until, n, verdict, fit.values, fit.intervals)
 
 
 def _merged_spans(
@@ -274,7 +274,7 @@ def _merged_spans(
 def n_records_of(fit: TheoryFit, observed: Mapping[str, Series]) -> int:
     """Records the fit's curves cover: the fewest over its fitted observables (those it has
     curves for and that were observed), else the fewest observed."""
-    counts = [np.asarray(fit.fitted[n][0]).size for n in fit.fitted if n in observed]
+    counts = [np.asarray(s).size for n, (s, _) in fit.curves.fitted.items() if n in observed]
     if counts:
         return int(min(counts))
     return int(min((s.size for s, _ in observed.values()), default=0))

@@ -1,4 +1,6 @@
-"""DenseNet-BC of the NTK-collapse paper's code (spec ntk_collapse §3.2), default DenseNet40-BC.
+"""DenseNet-BC of the NTK-collapse paper's code, default DenseNet40-BC.
+
+Parameter counts: docs/theories/ntk_collapse.md.
 
 Three dense blocks of bottleneck layers BN-ReLU-conv1x1(bn_size k)-BN-ReLU-conv3x3(k), each
 output concatenated to its input; the stem is a 3x3 conv with ``2 k`` channels; transitions

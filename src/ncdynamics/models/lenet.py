@@ -1,6 +1,6 @@
 """The LeNet-style convolutional network of the LE-SDE experiments.
 
-Layers (Zhang, Wang & Su, NeurIPS 2021, App. D; spec §3.3): Conv(C_in -> 6, 5x5) -> ReLU ->
+Layers (Zhang, Wang & Su, NeurIPS 2021, App. D, and their code): Conv(C_in -> 6, 5x5) -> ReLU ->
 MaxPool 2 -> Conv(6 -> 16, 5x5) -> ReLU -> MaxPool 2 -> flatten -> Linear(., 120) -> ReLU
 -> Linear(120, 84) -> ReLU -> Linear(84, K). The paper calls it "a variant of AlexNet".
 """

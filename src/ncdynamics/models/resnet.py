@@ -1,6 +1,6 @@
 """ResNet20 for CIFAR- and MNIST-size inputs, with projection shortcuts.
 
-The architecture of the NTK-collapse paper's code ([1], App. C; spec §3.2): a conv3x3 stem
+The architecture of the NTK-collapse paper's code ([1], App. C; docs/ntk.md, Models): a conv3x3 stem
 with ``width`` channels (no bias) + BN + ReLU; three stages of three basic blocks with
 ``width``, ``2 width`` and ``4 width`` channels, each block conv-BN-ReLU-conv-BN, added to
 the shortcut, then ReLU; the first block of stages 2 and 3 downsamples with stride 2 and a

@@ -1,4 +1,4 @@
-"""VGG11-BN and VGG16-BN of the NTK-collapse paper's code (spec ntk_collapse §3.2).
+"""VGG11-BN and VGG16-BN of the NTK-collapse paper's code ([1] App. C).
 
 Each conv is 3x3 "same" with bias, then BN and ReLU; ``M`` is a 2x2 max-pool. After the
 convolutional stack the map is flattened and passed through FC(512)-BN-ReLU and

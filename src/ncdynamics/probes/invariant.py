@@ -1,9 +1,9 @@
 """The invariant of the block-structured NTK flow, measured on a real network.
 
 Implements the measurement of the invariant E of [1], eq. (26), as the paper's code computes
-it (spec ntk_collapse §2.5). On a class-balanced sample with m samples per class, features
-``h_i`` (rows of ``features``), class means ``<h>_c``, global mean ``<h>``, classifier ``W``
-and feature-kernel block values ``(kappa_d, kappa_c, kappa_n)``::
+it (docs/theories/ntk_collapse.md, Conventions). On a class-balanced sample with m samples
+per class, features ``h_i`` (rows of ``features``), class means ``<h>_c``, global mean
+``<h>``, classifier ``W`` and feature-kernel block values ``(kappa_d, kappa_c, kappa_n)``::
 
     mu_s = kappa_d - kappa_c,   mu_c = mu_s + m (kappa_c - kappa_n),
     alpha = kappa_n / (mu_s / m + kappa_c + (C - 1) kappa_n),
@@ -49,7 +49,7 @@ __all__ = ["InvariantMetrics", "InvariantProbe", "invariant_metrics"]
 
 @dataclass(frozen=True)
 class InvariantMetrics:
-    """Invariant metrics of spec ntk_collapse §2.5 (see the module docstring).
+    """Invariant metrics of [1], eqs. (26), (28) (see the module docstring).
 
     Attributes
     ----------
@@ -95,7 +95,7 @@ def invariant_metrics(
     *,
     num_classes: int | None = None,
 ) -> InvariantMetrics:
-    """Invariant norm and alignment of [1], eqs. (26), (28), as in spec §2.5.
+    """Invariant norm and alignment of [1], eqs. (26), (28), as the paper's code computes them.
 
     Parameters
     ----------

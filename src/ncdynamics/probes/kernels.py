@@ -1,6 +1,6 @@
 """Statistics of empirical kernels: traces, block norms, block values, label alignment.
 
-Conventions follow the NTK-collapse spec §2 ([1], §2.2, §3; Fig. 1). Kernels come in the
+Conventions follow [1] (§2.2, §3; Fig. 1), as listed in docs/ntk.md. Kernels come in the
 layouts of :func:`ncdynamics.probes.empirical_ntk`: full ``(n, n, O, O)``, output-diagonal
 ``(O, n, n)`` or traced ``(n, n)``. ``labels`` are integer classes, one per sample; samples
 need not be class-ordered (the statistics use masks), but figures read best when they are.

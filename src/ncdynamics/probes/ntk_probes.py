@@ -1,10 +1,10 @@
 """Recorder probes ``ntk_alignment`` and ``ntk_blocks`` (empirical NTK during training).
 
 Both use a fixed, class-ordered subset of the Recorder's probe set: the first ``per_class``
-samples of every class, in probe-set order, arranged class-major (spec §2.1: kernels on
-m = 12 samples per class). The subset is the same at every record, so kernels are
-comparable over time. Kernels are computed with :func:`ncdynamics.probes.empirical_ntk`
-(BatchNorm in eval mode).
+samples of every class, in probe-set order, arranged class-major (as in the code of the
+NTK-collapse paper: kernels on m = 12 samples per class; docs/theories/ntk_collapse.md,
+Conventions). The subset is the same at every record, so kernels are comparable over time.
+Kernels are computed with :func:`ncdynamics.probes.empirical_ntk` (BatchNorm in eval mode).
 
 ``ntk_alignment`` (traced kernels, cheap):
     scalars ``ntk_alignment_<out>``, ``ntk_alignment_<out>_centered`` for ``out`` in

@@ -154,8 +154,8 @@ def _compare_figure(e: CompareEntry) -> Any:
     fit = e.fit
     if fit is None:
         raise ValueError(f"entry {e.theory} on {e.stream} has no fit to draw.")
-    names = [n for n in e.observed if n in fit.fitted] + [
-        n for n in e.observed if n not in fit.fitted
+    names = [n for n in e.observed if n in fit.curves.fitted] + [
+        n for n in e.observed if n not in fit.curves.fitted
     ]
     win_params = _window_params(e)
     n_bottom = len(win_params) + 1 if e.windows else 0
@@ -180,7 +180,7 @@ def _compare_figure(e: CompareEntry) -> Any:
         steps, values = e.observed[name]
         ax = fig.add_subplot(grid[0, i])
         ax.plot(steps, values, "o", ms=2.5, color="0.35", label="measured")
-        curve = fit.fitted.get(name)
+        curve = fit.curves.fitted.get(name)
         if curve is not None:
             ax.plot(*curve, "-", color="C0", lw=1.8, label="theory (fit)")
         if e.verdict.window:
@@ -263,7 +263,7 @@ def _window_params(e: CompareEntry) -> list[str]:
     """Parameters drawn against time: those with intervals, else those that vary, at most 3."""
     if not e.windows:
         return []
-    names = [n for n in (e.fit.params if e.fit else {}) if e.fit and n in e.fit.intervals]
+    names = list(e.fit.intervals) if e.fit else []
     if not names:
         seen: dict[str, set[float]] = {}
         for w in e.windows:
@@ -284,11 +284,12 @@ def _window_panel(ax: Any, e: CompareEntry, pname: str) -> None:
         if interval_determined(lo, hi, v):  # an unbounded one is not drawn as a spike
             mid = (w.since + w.until) / 2
             ax.plot([mid, mid], [lo, hi], "-", color=colour, lw=0.9)
-    if e.fit is not None and pname in e.fit.params:
-        ax.axhline(e.fit.params[pname], color="0.3", ls="--", lw=0.8, label="whole stream")
-    if e.fit is not None and pname in e.fit.expected:
-        ax.axhline(e.fit.expected[pname], color="C2", ls=":", lw=1.2, label="from settings")
-    unit = e.fit.units.get(pname, "") if e.fit else ""
+    p = e.fit.params.get(pname) if e.fit is not None else None
+    if p is not None:
+        ax.axhline(p.value, color="0.3", ls="--", lw=0.8, label="whole stream")
+    if p is not None and p.expected is not None:
+        ax.axhline(p.expected, color="C2", ls=":", lw=1.2, label="from settings")
+    unit = p.unit if p is not None else ""
     ax.set_title(f"{pname} per window" + (f" ({unit})" if unit else ""), fontsize=_TITLE_PT)
     ax.set_xlabel(_time_unit(e), fontsize=_TYPE_PT)
     ax.tick_params(labelsize=_TYPE_PT)
@@ -345,15 +346,15 @@ def _forecast_figure(e: ForecastEntry) -> Any:
                 continue
             try:
                 with np.errstate(all="ignore"):
-                    pred = np.asarray(o.fit.predict(after)[name], dtype=np.float64)
+                    pred = np.asarray(o.fit.curves.predict(after)[name], dtype=np.float64)
             except Exception:
                 continue
             pred = np.where(np.isfinite(pred), pred, np.nan)
             ax.plot(after, pred, "-", color=colour, lw=1.3, label=f"from {o.cut:g}")
             ax.axvline(o.cut, color=colour, ls=":", lw=0.8)
-            if o.fit.band is not None:
+            if o.fit.curves.band is not None:
                 try:
-                    lo, hi = o.fit.band(after)[name]
+                    lo, hi = o.fit.curves.band(after)[name]
                     ax.fill_between(after, lo, hi, color=colour, alpha=0.15, lw=0)
                 except Exception:
                     pass
@@ -436,28 +437,27 @@ def _params_html(e: CompareEntry) -> str:
     if fit is None:
         return ""
     rows = []
-    for name, value in fit.params.items():
-        lo, hi = fit.intervals.get(name, (math.nan, math.nan))
-        if name in fit.intervals:
-            interval = _interval_text(lo, hi, value)
+    any_interval = bool(fit.intervals)
+    for name, p in fit.params.items():
+        if p.interval is not None:
+            interval = _interval_text(*p.interval, p.value)
         else:
-            interval = "(a constant)" if fit.intervals else "—"
-        bound = fit.bounds.get(name)
-        sign = fit.signs.get(name)
+            interval = "(a constant)" if any_interval else "—"
+        bound = p.bound
         rows.append(
             [
                 f"<code>{_text(name)}</code>",
-                _num(value),
+                _num(p.value),
                 interval,
-                _text(fit.units.get(name, "")),
-                _num(fit.expected[name]) if name in fit.expected else "",
+                _text(p.unit),
+                _num(p.expected) if p.expected is not None else "",
                 f"{_num(bound[0], 3)} to {_num(bound[1], 3)}" if bound else "",
-                {1: "positive", -1: "negative"}.get(sign or 0, ""),
+                {1: "positive", -1: "negative"}.get(p.sign, ""),
             ]
         )
     method = (
-        f'<p class="muted">95% intervals: {_text(fit.interval_method)}.</p>'
-        if fit.interval_method
+        f'<p class="muted">95% intervals: {_text(fit.uncertainty.method)}.</p>'
+        if fit.uncertainty.method
         else '<p class="muted">This fit gives no intervals.</p>'
     )
     head = ["parameter", "fitted", "95% interval", "unit", "from settings", "search", "sign"]
@@ -499,7 +499,7 @@ def _skill_html(e: CompareEntry) -> str:
         "n",
     )
     rows = []
-    for name in fit.fitted:
+    for name in fit.curves.fitted:
         nums = [e.verdict.skill.get(f"{name}.{w}", math.nan) for w in what]
         if all(isinstance(x, float) and math.isnan(x) for x in nums):
             continue
@@ -562,20 +562,20 @@ def _extras_html(e: CompareEntry) -> str:
     if fit is None:
         return _windows_html(e)
     parts = []
-    kv = [(k, v) for k, v in {**fit.goodness, **fit.predictions}.items()]
+    kv = [(k, v) for k, v in {**fit.shown.goodness, **fit.shown.predictions}.items()]
     if kv:
         rows = [[f"<code>{_text(k)}</code>", _num(v)] for k, v in kv]
         parts.append(_table(["goodness and predictions", "value"], rows, numeric=(1,)))
-    if fit.alternatives:
-        cols = sorted({k for d in fit.alternatives.values() for k in d})
+    if fit.shown.alternatives:
+        cols = sorted({k for d in fit.shown.alternatives.values() for k in d})
         rows = [
             [_text(variant), *(_num(d.get(c, math.nan)) for c in cols)]
-            for variant, d in fit.alternatives.items()
+            for variant, d in fit.shown.alternatives.items()
         ]
         parts.append("<p>Readings of the theory compared:</p>" + _table(["variant", *cols], rows))
     parts.append(_windows_html(e))
-    if fit.notes:
-        parts.append(f'<p class="muted">{_text("; ".join(fit.notes))}</p>')
+    if fit.shown.notes:
+        parts.append(f'<p class="muted">{_text("; ".join(fit.shown.notes))}</p>')
     return "".join(parts)
 
 

@@ -6,7 +6,8 @@ Each theory is a subpackage (``lesde``, ``ntk_collapse``, ``alignment``, ``trunc
 
 - the contract: :class:`Theory`, :class:`ExperimentSpec` (with the :class:`RunWriter` an
   experiment writes to) and :class:`Confrontation` (with :class:`Stream`, :class:`Need`,
-  :class:`TheoryFit`);
+  :class:`TheoryFit` and its parts :class:`Param`, :class:`Curves`, :class:`Uncertainty`,
+  :class:`Shown`);
 - the registry: :func:`available` and :func:`get`;
 - the floor: :mod:`~ncdynamics.theories.geometry` (simplex ETF),
   :mod:`~ncdynamics.theories.labels` (label matrices, class-major layout) and
@@ -18,10 +19,14 @@ How to add a theory is in ``docs/extending.md``.
 
 from .confrontation import Assumption as Assumption
 from .confrontation import Confrontation as Confrontation
+from .confrontation import Curves as Curves
 from .confrontation import Need as Need
 from .confrontation import NotApplicable as NotApplicable
+from .confrontation import Param as Param
+from .confrontation import Shown as Shown
 from .confrontation import Stream as Stream
 from .confrontation import TheoryFit as TheoryFit
+from .confrontation import Uncertainty as Uncertainty
 from .experiment import PRESETS as PRESETS
 from .experiment import ExperimentSpec as ExperimentSpec
 from .experiment import RunWriter as RunWriter
@@ -41,16 +46,20 @@ __all__ = [
     "Assumption",
     "Confrontation",
     "ConvergenceWarning",
+    "Curves",
     "ExperimentSpec",
     "FitResult",
     "Need",
     "NotApplicable",
+    "Param",
     "RunWriter",
+    "Shown",
     "Stream",
     "Theory",
     "TheoryDeclarationError",
     "TheoryFit",
     "Trajectory",
+    "Uncertainty",
     "available",
     "get",
     "refresh",

@@ -7,8 +7,10 @@ A theory confronts a run through a :class:`Confrontation`, which its
 - ``needs``: the scalars and arrays the run must have recorded (and which probe records them);
 - ``observe(stream)``: the measured trajectories of the observables the theory speaks about;
 - ``fit(stream)``: the theory fitted to the records of a stream, as a :class:`TheoryFit`
-  holding the fitted parameters, the goodness of fit, the fitted curves inside the records and
-  a ``predict(steps)`` that extrapolates the observables beyond them.
+  holding the fitted parameters (:class:`Param`), the fitted curves inside the records and a
+  ``predict(steps)`` that extrapolates the observables beyond them (:class:`Curves`), how the
+  intervals were obtained (:class:`Uncertainty`) and what the reports show beside it
+  (:class:`Shown`).
 
 A *stream* is one set of records in a run that share a name prefix (``"mse/"`` and
 ``"cross-entropy/"`` in the demo, ``""`` for a run that records one model). A
@@ -37,11 +39,15 @@ if TYPE_CHECKING:  # the run store is imported by whoever builds a Stream
 __all__ = [
     "Assumption",
     "Confrontation",
+    "Curves",
     "Need",
     "NotApplicable",
+    "Param",
     "Series",
+    "Shown",
     "Stream",
     "TheoryFit",
+    "Uncertainty",
     "Undetermined",
     "r_squared",
 ]
@@ -184,6 +190,130 @@ class Stream:
         return steps, np.stack([np.asarray(series[int(s)], np.float64) for s in steps])
 
 
+Predict = Callable[[NDArray[np.float64]], dict[str, NDArray[np.float64]]]
+Band = Callable[[NDArray[np.float64]], dict[str, tuple[Any, Any]]]
+
+
+@dataclass(frozen=True)
+class Param:
+    """One fitted parameter and what the theory says about it.
+
+    Attributes
+    ----------
+    value : float
+        The fitted value.
+    interval : (float, float) or None
+        Its 95% interval; ``None`` for a value that was not fitted (a constant read from the
+        run, like ``X``).
+    unit : str
+        Shown after the value, e.g. ``"1/step"`` for a rate per recorded step.
+    bound : (float, float) or None
+        The range of the search: a value at either end means the data wanted to go further,
+        and the verdict is ``degenerate``.
+    sign : int
+        ``+1`` or ``-1``: the sign the theory requires (a rate, a time scale), ``0`` for none.
+        A value of the other sign is unphysical; an interval that holds zero means the value is
+        indistinguishable from zero. Both make the verdict ``degenerate``.
+    expected : float or None
+        The value the theory predicts from the run's settings alone (the Hadamard time scale
+        ``c = 2 eta``). Outside the 95% interval (widened by ``expected_rtol``) the verdict is
+        ``fails``.
+    expected_rtol : float
+        The relative error the theory itself allows that prediction (an approximation's order,
+        e.g. gradient descent against its flow).
+    """
+
+    value: float
+    interval: tuple[float, float] | None = None
+    unit: str = ""
+    bound: tuple[float, float] | None = None
+    sign: int = 0
+    expected: float | None = None
+    expected_rtol: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.sign not in (-1, 0, 1):
+            raise ValueError(f"sign must be -1, 0 or +1; got {self.sign!r}.")
+
+
+@dataclass(frozen=True)
+class Curves:
+    """What the engine scores: the fitted curves and the predictions beyond them.
+
+    Attributes
+    ----------
+    fitted : dict
+        Observable name -> ``(steps, values)``: the theory's curve over the fitted records.
+        Its last step is the fit's :attr:`TheoryFit.fit_until`.
+    predict : callable
+        ``predict(steps) -> {observable: values}`` for steps after the last fitted record.
+    ahead : dict
+        Observable name -> ``(steps, values)``: one-record-ahead predictions, for a theory
+        whose fit is record to record (each record carried to the next); empty when the
+        increments of ``fitted`` serve (see :mod:`ncdynamics.theories.verdict`).
+    band : callable or None
+        ``band(steps) -> {observable: (low, high)}``: a 95% prediction band beside
+        ``predict`` (parameter uncertainty propagated, plus the residual scatter).
+    scales : dict
+        Observable name -> ``"log"`` or ``"linear"``: where residuals and skill are measured
+        (``"log"`` for positive quantities spanning decades; the default for an observable
+        not named is ``"log"`` when all its values are positive).
+    rivals : dict
+        Name -> ``predict``-like callable: readings that keep the theory's form but drop what
+        only the theory predicts (the NTK flow driven by a frozen or shuffled kernel instead
+        of the recorded one). The out-of-sample test scores them like the generic curves, and
+        the theory must beat each to hold (:mod:`ncdynamics.theories.verdict`).
+    """
+
+    fitted: dict[str, Series]
+    predict: Predict
+    ahead: dict[str, Series] = field(default_factory=dict)
+    band: Band | None = None
+    scales: dict[str, str] = field(default_factory=dict)
+    rivals: dict[str, Predict] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Uncertainty:
+    """How the intervals of a fit were obtained.
+
+    Attributes
+    ----------
+    method : str
+        In a few words (e.g. ``"least-squares Jacobian, t(n-p)"``, ``"profile likelihood"``,
+        ``"bootstrap over records (200)"``); shown under the parameter table.
+    n_fitted : int or None
+        Number of free parameters (for information criteria and for which generic curves the
+        theory must beat); ``None`` counts the parameters with an interval.
+    """
+
+    method: str = ""
+    n_fitted: int | None = None
+
+
+@dataclass(frozen=True)
+class Shown:
+    """What the reports show beside a fit and the verdict does not judge.
+
+    Attributes
+    ----------
+    goodness : dict
+        Goodness of fit on the records it saw, by name (e.g. ``r2_log_within_scatter``).
+    predictions : dict
+        What the theory states beyond the records, in numbers (e.g. a limit, a verdict).
+    notes : tuple of str
+        One-line remarks on the fit (an optimiser message, a choice made).
+    alternatives : dict
+        Variant name -> numbers (``aic``, ``heldout_rmse``, ``chosen``...) where the theory
+        compared readings of itself (constant vs decaying rates) and kept one.
+    """
+
+    goodness: dict[str, float] = field(default_factory=dict)
+    predictions: dict[str, Any] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+    alternatives: dict[str, dict[str, float]] = field(default_factory=dict)
+
+
 @dataclass(frozen=True)
 class TheoryFit:
     """A theory fitted to one stream.
@@ -192,93 +322,56 @@ class TheoryFit:
     ----------
     theory : str
     params : dict
-        Fitted parameters, by name (floats).
-    goodness : dict
-        Goodness of fit on the records it saw, by name (e.g. ``r2_log_within_scatter``).
-    predictions : dict
-        What the theory says beyond the records, in numbers (e.g. a limit, a verdict).
-    fitted : dict
-        Observable name -> ``(steps, values)``: the theory's curve over the fitted records.
-    predict : callable
-        ``predict(steps) -> {observable: values}`` for steps after the last fitted record.
-    fit_until : float
-        The last step the fit saw.
-    notes : tuple of str
-        One-line remarks on the fit (an optimiser message, a choice made).
-    intervals : dict
-        Parameter name -> ``(low, high)``: its 95% interval. A parameter that was not fitted
-        (a constant read from the run, like ``X``) has none.
-    interval_method : str
-        How the intervals were obtained, in a few words (e.g. ``"least-squares Jacobian,
-        t(n-p)"``, ``"profile likelihood"``, ``"bootstrap over records (200)"``).
-    units : dict
-        Parameter name -> unit, e.g. ``"1/step"`` for a rate per recorded step.
-    bounds : dict
-        Parameter name -> ``(low, high)`` of the search: a value at a bound means the data
-        wanted to go further, and the verdict is ``degenerate``.
-    signs : dict
-        Parameter name -> ``+1`` or ``-1``: the sign the theory requires (a rate, a time
-        scale). A value of the other sign is unphysical; an interval that holds zero means
-        the rate is indistinguishable from zero. Both make the verdict ``degenerate``.
-    expected : dict
-        Parameter name -> the value the theory predicts from the run's settings alone (the
-        Hadamard time scale ``c = 2 eta``). A value outside the fitted 95% interval (widened by
-        ``expected_rtol``) makes the verdict ``fails``.
-    expected_rtol : dict
-        Parameter name -> the relative error the theory itself allows its prediction from the
-        settings (an approximation's order, e.g. gradient descent against its flow); 0 when
-        not named.
-    scales : dict
-        Observable name -> ``"log"`` or ``"linear"``: where residuals and skill are measured
-        (``"log"`` for positive quantities spanning decades; the default for an observable
-        not named is ``"log"`` when all its values are positive).
-    n_fitted : int or None
-        Number of free parameters (for information criteria); ``None`` counts ``intervals``.
-    band : callable or None
-        ``band(steps) -> {observable: (low, high)}``: a 95% prediction band beside
-        ``predict`` (parameter uncertainty propagated, plus the residual scatter).
-    ahead : dict
-        Observable name -> ``(steps, values)``: one-record-ahead predictions, for a theory
-        whose fit is record to record (each record carried to the next); empty when the
-        increments of ``fitted`` serve (see :mod:`ncdynamics.theories.verdict`).
-    alternatives : dict
-        Variant name -> numbers (``aic``, ``heldout_rmse``, ``chosen``...) where the theory
-        compared readings of itself (constant vs decaying rates) and kept one.
-    rivals : dict
-        Name -> ``predict``-like callable: readings that keep the theory's form but drop what
-        only the theory predicts (the NTK flow driven by a frozen or shuffled kernel instead
-        of the recorded one). The out-of-sample test scores them like the generic curves, and
-        the theory must beat each to hold (:mod:`ncdynamics.theories.verdict`).
+        Parameter name -> :class:`Param` (the value and the facts about it).
+    curves : Curves
+        The fitted curves and the predictions the engine scores.
+    uncertainty : Uncertainty, default=Uncertainty()
+        How the intervals were obtained and how many parameters were free.
+    shown : Shown, default=Shown()
+        Numbers and remarks for the reports only.
     """
 
     theory: str
-    params: dict[str, float]
-    goodness: dict[str, float]
-    predictions: dict[str, Any]
-    fitted: dict[str, Series]
-    predict: Callable[[NDArray[np.float64]], dict[str, NDArray[np.float64]]]
-    fit_until: float
-    notes: tuple[str, ...] = field(default=())
-    intervals: dict[str, tuple[float, float]] = field(default_factory=dict)
-    interval_method: str = ""
-    units: dict[str, str] = field(default_factory=dict)
-    bounds: dict[str, tuple[float, float]] = field(default_factory=dict)
-    signs: dict[str, int] = field(default_factory=dict)
-    expected: dict[str, float] = field(default_factory=dict)
-    expected_rtol: dict[str, float] = field(default_factory=dict)
-    scales: dict[str, str] = field(default_factory=dict)
-    n_fitted: int | None = None
-    band: Callable[[NDArray[np.float64]], dict[str, tuple[Any, Any]]] | None = None
-    ahead: dict[str, Series] = field(default_factory=dict)
-    alternatives: dict[str, dict[str, float]] = field(default_factory=dict)
-    rivals: dict[str, Callable[[NDArray[np.float64]], dict[str, NDArray[np.float64]]]] = field(
-        default_factory=dict
-    )
+    params: dict[str, Param]
+    curves: Curves
+    uncertainty: Uncertainty = field(default_factory=Uncertainty)
+    shown: Shown = field(default_factory=Shown)
+
+    def __post_init__(self) -> None:
+        for name, p in self.params.items():
+            if not isinstance(p, Param):
+                raise TypeError(f"params[{name!r}] must be a Param; got {type(p).__name__} {p!r}.")
+        parts = (("curves", Curves, "a"), ("uncertainty", Uncertainty, "an"), ("shown", Shown, "a"))
+        for attr, kind, article in parts:
+            value = getattr(self, attr)
+            if not isinstance(value, kind):
+                raise TypeError(
+                    f"{attr} must be {article} {kind.__name__}; got {type(value).__name__}."
+                )
+
+    @property
+    def values(self) -> dict[str, float]:
+        """Parameter name -> fitted value."""
+        return {name: p.value for name, p in self.params.items()}
+
+    @property
+    def intervals(self) -> dict[str, tuple[float, float]]:
+        """Parameter name -> 95% interval, for the parameters that have one."""
+        return {n: p.interval for n, p in self.params.items() if p.interval is not None}
 
     @property
     def n_free(self) -> int:
-        """Free parameters of the fit: ``n_fitted``, else the number with an interval."""
-        return self.n_fitted if self.n_fitted is not None else len(self.intervals)
+        """Free parameters of the fit: ``uncertainty.n_fitted``, else the number with an
+        interval."""
+        n = self.uncertainty.n_fitted
+        return n if n is not None else len(self.intervals)
+
+    @property
+    def fit_until(self) -> float:
+        """The last step the fit saw: the last step of :attr:`Curves.fitted` (NaN when no
+        curve has a step)."""
+        ends = [float(s[-1]) for s, _ in self.curves.fitted.values() if len(s)]
+        return max(ends) if ends else math.nan
 
 
 @dataclass(frozen=True)

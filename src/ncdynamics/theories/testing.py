@@ -22,7 +22,7 @@ battery and says, in numbers, whether its verdicts can be trusted:
    divided by the reported standard error (the interval's half-width / 1.96): near 1 when the
    intervals are honest, above 1 when they are too narrow;
 5. **invariants** of every fit: at least one free parameter, an interval for each, and each
-   fitted observable predicted by ``fit.predict`` after the last fitted record;
+   fitted observable predicted by ``fit.curves.predict`` after the last fitted record;
 6. **forecast bands** (only with ``forecast=True``, which forecasts every true stream from
    several origins and so costs about as much again): the share of the records after each
    origin inside the theory's 95% band (:func:`ncdynamics.experiments.forecast.forecast`),
@@ -501,13 +501,13 @@ def fit_invariants(fit: TheoryFit) -> list[str]:
     for name, (low, high) in fit.intervals.items():
         if math.isnan(low) or math.isnan(high) or low > high:
             out.append(f"interval of {name} is [{low}, {high}]")
-    if not fit.fitted:
+    if not fit.curves.fitted:
         out.append("no fitted observable")
-    for name, (steps, _) in fit.fitted.items():
+    for name, (steps, _) in fit.curves.fitted.items():
         span = float(steps[-1] - steps[0]) if steps.size > 1 else 1.0
         at = np.array([fit.fit_until + 0.05 * span + 1.0])
         try:
-            predicted = fit.predict(at)
+            predicted = fit.curves.predict(at)
         except Exception as exc:
             out.append(f"predict raised {one_line_reason(exc)}")
             break
@@ -538,7 +538,7 @@ def _band_scores(path: Path, name: str) -> tuple[tuple[float, ...], tuple[float,
         )
         for origin in entry.origins:
             fit = origin.fit
-            if fit is None or fit.band is None:
+            if fit is None or fit.curves.band is None:
                 continue
             for obs, (steps, values) in entry.observed.items():
                 after = steps > origin.cut
@@ -546,7 +546,7 @@ def _band_scores(path: Path, name: str) -> tuple[tuple[float, ...], tuple[float,
                     continue
                 try:
                     with np.errstate(all="ignore"):
-                        low, high = fit.band(steps[after])[obs]
+                        low, high = fit.curves.band(steps[after])[obs]
                 except Exception:  # scored as missing, as forecast() does
                     continue
                 scale = observable_scale(fit, obs, values)
@@ -699,8 +699,8 @@ def _check(
                         s,
                         e.verdict.verdict,
                         e.verdict.reason,
-                        dict(fit.params) if fit is not None else {},
-                        dict(fit.intervals) if fit is not None else {},
+                        fit.values if fit is not None else {},
+                        fit.intervals if fit is not None else {},
                     )
                 )
                 for w in [fit, *(getattr(x, "fit", None) for x in e.windows)]:

@@ -345,9 +345,16 @@ def ar1_reml_covariance(
         log_det_r += (m - 1) * np.log(one_minus)
     a_inv = np.linalg.pinv(a)
     quad = rr - np.einsum("gi,gik,gk->g", u, a_inv, u)
-    s2 = np.maximum(quad, 1e-300) / dof
-    log_det_a = np.linalg.slogdet(a)[1]
-    loglik = -0.5 * (dof * np.log(s2) + log_det_r + log_det_a)
+    # parameters that move the curve alike (collinear columns) make ``a`` singular at every
+    # rho: its log-determinant is then that of its nonzero part (the pseudo-determinant, as
+    # the pseudo-inverse above), and the residuals keep the degrees of freedom the fit did
+    # not use, so no likelihood is -inf - -inf = NaN
+    rank = int(np.linalg.matrix_rank(j))
+    dof_fit = dof + (q - rank)
+    s2 = np.maximum(quad, 1e-300) / dof_fit
+    eig = np.linalg.eigvalsh(a)
+    log_det_a = np.sum(np.log(np.maximum(eig[:, q - rank :], 1e-300)), axis=1)
+    loglik = -0.5 * (dof_fit * np.log(s2) + log_det_r + log_det_a)
     weight = np.exp(loglik - loglik.max()) / np.sqrt(one_minus)
     weight /= weight.sum()
     # the posterior median of rho: the mean of the sandwiches, or rho's posterior mean, are

@@ -27,7 +27,7 @@ whose later records are *held out*, and :func:`judge` applies these rules in ord
    1) or explains the records nearly as well in-sample (AICc not above the theory's by more
    than ``AICC_MARGIN``). The theory fits, but so does that curve: these records cannot tell
    them apart.
-   The same when one of the theory's own *rivals* (``TheoryFit.rivals``: its form without
+   The same when one of the theory's own *rivals* (``Curves.rivals``: its form without
    what only it predicts, e.g. the NTK flow under a frozen or shuffled kernel instead of the
    recorded one) predicts the held-out records as well.
 5. ``holds`` otherwise: the theory fits, beats persistence one record ahead, and beats every
@@ -45,7 +45,7 @@ random walk is the AR(1) case ``rho = 1``), and ``k`` counts the theory's free p
 an alternative's times the number of observables (it is fitted to each separately), plus one
 AR(1) coefficient per observable; a lower value is better.
 
-Where the theory predicts a parameter from the run's settings (``fit.expected``, e.g. the
+Where the theory predicts a parameter from the run's settings (``Param.expected``, e.g. the
 Hadamard time scale ``c = 2 eta``), that prediction is part of the test: a value outside the
 fitted parameter's 95% interval makes the verdict ``fails`` (rule 2: the theory describes the
 shape on a clock the settings do not give), and the reason always says where it lies
@@ -161,20 +161,24 @@ def _at_bound(value: float, bound: float) -> bool:
 
 def degeneracy(fit: TheoryFit, n_records: int | None = None) -> str | None:
     """Why ``fit`` is degenerate (one line), or ``None`` (module docstring, rule 1)."""
-    for name, value in fit.params.items():
-        if not math.isfinite(value):
+    for name, p in fit.params.items():
+        if not math.isfinite(value := p.value):
             return f"{name} = {value} is not finite"
     need = max(MIN_RECORDS, fit.n_free + 2)
     if n_records is not None and n_records < need:
         return f"{n_records} records for {fit.n_free} free parameters (need at least {need})"
-    for name, (low, high) in fit.bounds.items():
-        value = fit.params[name]
+    for name, p in fit.params.items():
+        if p.bound is None:
+            continue
+        value, (low, high) = p.value, p.bound
         for bound, side in ((low, "lower"), (high, "upper")):
             if _at_bound(value, bound):
                 return f"{name} = {value:.4g} is at the {side} bound {bound:.4g} of its search"
-    for name, sign in fit.signs.items():
-        value = fit.params[name]
-        low, high = fit.intervals.get(name, (value, value))
+    for name, p in fit.params.items():
+        if not (sign := p.sign):
+            continue
+        value = p.value
+        low, high = p.interval if p.interval is not None else (value, value)
         if not (math.isfinite(low) and math.isfinite(high)):
             return f"{name} is not identifiable from these records (its interval is infinite)"
         if low <= 0 <= high:
@@ -194,9 +198,10 @@ def degeneracy(fit: TheoryFit, n_records: int | None = None) -> str | None:
 
 
 def observable_scale(fit: TheoryFit, name: str, values: NDArray[np.float64]) -> str:
-    """``fit.scales[name]``, else ``"log"`` when every value is positive, else ``"linear"``."""
-    if name in fit.scales:
-        return fit.scales[name]
+    """``fit.curves.scales[name]``, else ``"log"`` when every value is positive, else
+    ``"linear"``."""
+    if name in fit.curves.scales:
+        return fit.curves.scales[name]
     return "log" if values.size and bool(np.all(values > 0)) else "linear"
 
 
@@ -247,7 +252,7 @@ def skill(fit: TheoryFit, observed: Mapping[str, Series]) -> dict[str, float]:
     ahead), and ``n`` (records compared).
     """
     out: dict[str, float] = {}
-    for name, curve in fit.fitted.items():
+    for name, curve in fit.curves.fitted.items():
         if name not in observed:
             continue
         steps, obs, fitted = _matched(observed[name], curve)
@@ -304,9 +309,9 @@ def _ahead(
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]] | None:
     """``(target, pred)``: the observed values on the scale and the theory's one-record-ahead
     predictions of ``target[1:]``."""
-    if name not in fit.ahead:
+    if name not in fit.curves.ahead:
         return y, y[:-1] + np.diff(f)
-    a_steps, obs, pred = _matched(observed, fit.ahead[name])
+    a_steps, obs, pred = _matched(observed, fit.curves.ahead[name])
     keep = np.isin(observed[0], a_steps)
     before = np.flatnonzero(keep) - 1  # the record each prediction starts from
     if a_steps.size < 1 or np.any(before < 0):
@@ -323,12 +328,12 @@ def expected_notes(fit: TheoryFit) -> list[str]:
     """For each parameter with a value expected from the run's settings: whether it lies
     inside the fitted 95% interval (or, without an interval, the relative difference)."""
     notes = []
-    for name, want in fit.expected.items():
-        if name not in fit.params:
+    for name, p in fit.params.items():
+        if (want := p.expected) is None:
             continue
-        got = fit.params[name]
-        if name in fit.intervals:
-            low, high = fit.intervals[name]
+        got = p.value
+        if p.interval is not None:
+            low, high = p.interval
             where = "inside" if low <= want <= high else "outside"
             notes.append(
                 f"{name} = {got:.3g} against {want:.3g} from the settings ({where} its 95% "
@@ -400,7 +405,7 @@ def _floor(y: NDArray[np.float64]) -> float:
 
 
 def _predict(fit: TheoryFit, name: str, at: NDArray[np.float64]) -> NDArray[np.float64]:
-    return _predict_with(fit.predict, name, at)
+    return _predict_with(fit.curves.predict, name, at)
 
 
 def _predict_with(
@@ -434,12 +439,12 @@ def alternatives_scores(
     ``heldout_ratio.<curve>``; a curve that cannot be fitted to some observable is left out."""
     from .alternatives import PANEL, fit_alternatives, in_sample_residuals, innovations
 
-    names = [n for n in fit.fitted if n in observed]
+    names = [n for n in fit.curves.fitted if n in observed]
     theory_sse, counts = [], []
     rivals: dict[str, list[float]] = {}
     scores = {a.name: _Score(a.n_params) for a in PANEL}
     for name in names:
-        steps, obs, fitted = _matched(observed[name], fit.fitted[name])
+        steps, obs, fitted = _matched(observed[name], fit.curves.fitted[name])
         scale = observable_scale(fit, name, obs)
         y, f = _transform(obs, scale), _transform(fitted, scale)
         with np.errstate(all="ignore"):
@@ -466,7 +471,7 @@ def alternatives_scores(
                 continue
             at, target = all_steps[later], y_all[later]
             theirs_total += _sse(target, _transform(_predict(early_fit, name, at), scale), floor)
-            for key, rival in early_fit.rivals.items():
+            for key, rival in early_fit.curves.rivals.items():
                 pred = _transform(_predict_with(rival, name, at), scale)
                 rival_total[key] = rival_total.get(key, 0.0) + _sse(target, pred, floor)
             early = fit_alternatives(all_steps[~later], y_all[~later], on_log=scale == "log")
@@ -537,7 +542,7 @@ def _judge(fit: TheoryFit, observed: Mapping[str, Series], holdout: Holdout | No
     numbers = skill(fit, observed)
     if not numbers:
         return Verdict("error", "no fitted observable matches a recorded one", skill=numbers)
-    for name in fit.fitted:
+    for name in fit.curves.fitted:
         r2 = numbers.get(f"{name}.r2", math.nan)
         if not r2 >= R2_MIN:
             return Verdict("fails", f"{name}: R² {r2:.4g} < {R2_MIN} on its scale", skill=numbers)
@@ -550,18 +555,19 @@ def _judge(fit: TheoryFit, observed: Mapping[str, Series], holdout: Holdout | No
                 skill=numbers,
             )
     numbers.update(alternatives_scores(fit, observed, holdout))
-    worst = min(numbers[f"{n}.r2"] for n in fit.fitted if f"{n}.r2" in numbers)
+    worst = min(numbers[f"{n}.r2"] for n in fit.curves.fitted if f"{n}.r2" in numbers)
     return _against_alternatives(fit, numbers, holdout, worst)
 
 
 def _refuted(fit: TheoryFit, name: str) -> bool:
     """Whether the value of ``name`` predicted from the settings lies outside its fitted 95%
     interval, widened by the relative error the theory allows itself (``expected_rtol``)."""
-    if name not in fit.intervals:
+    p = fit.params[name]
+    if p.interval is None or p.expected is None:
         return False
-    want = fit.expected[name]
-    slack = abs(fit.expected_rtol.get(name, 0.0) * want)
-    low, high = fit.intervals[name]
+    want = p.expected
+    slack = abs(p.expected_rtol * want)
+    low, high = p.interval
     return not low - slack <= want <= high + slack
 
 
@@ -570,7 +576,7 @@ def _against_alternatives(
 ) -> Verdict:
     from .alternatives import PANEL
 
-    refuted = [name for name in fit.expected if _refuted(fit, name)]
+    refuted = [name for name in fit.params if _refuted(fit, name)]
     if refuted:
         return Verdict(
             "fails",
@@ -653,7 +659,7 @@ def assess(
     steps; a window uses :data:`WINDOW_ORIGINS`)."""
     steps = plan_steps
     if steps is None:
-        steps = next((observed[n][0] for n in fit.fitted if n in observed), np.empty(0))
+        steps = next((observed[n][0] for n in fit.curves.fitted if n in observed), np.empty(0))
     splits = holdout_splits(np.asarray(steps, np.float64), fit.n_free, origins)
     if not splits:
         need = max(MIN_RECORDS, fit.n_free + 2) + MIN_HELDOUT

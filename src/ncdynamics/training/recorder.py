@@ -9,8 +9,9 @@ Inside your own training loop::
             rec.step(model, epoch)    # records when the schedule says so
 
 The Recorder writes into any *sink* with ``log(step, mapping)``, ``save_array(name, step,
-array)`` and ``flush()``: a :class:`ncdynamics.runs.Run` is one. (The layer order of
-DESIGN.md puts ``training`` before ``runs``, so this module does not import the run store.)
+array)`` and ``flush()``: a :class:`ncdynamics.runs.Run` is one. (In the layer order of
+docs/architecture.md ``training`` and ``runs`` share a rank and import neither the other, so this
+module does not import the run store.)
 
 With ``background=True`` a record overlaps the training that follows it: :meth:`Recorder.record`
 copies the model's parameters and buffers into a snapshot (a copy of the model made once) and

@@ -6,7 +6,16 @@ The toy's one parameter-free prediction: the rate is the run's learning rate per
 import numpy as np
 from numpy.typing import NDArray
 
-from ncdynamics.theories import Confrontation, Need, Stream, TheoryFit
+from ncdynamics.theories import (
+    Confrontation,
+    Curves,
+    Need,
+    Param,
+    Shown,
+    Stream,
+    TheoryFit,
+    Uncertainty,
+)
 from ncdynamics.theories.confrontation import Series, Undetermined, r_squared
 from ncdynamics.theories.uncertainty import covariance_from_jacobian, intervals_from_covariance
 
@@ -34,21 +43,25 @@ def _fit(stream: Stream) -> TheoryFit:
     lr = stream.setting("lr")
     return TheoryFit(
         theory="toy",
-        params={"loss0": float(np.exp(coef[0])), "rate": float(coef[1])},
-        goodness={"r2_log_loss": r_squared(np.log(loss), np.log(curve))},
-        predictions={},
-        fitted={"loss": (steps, curve)},
-        predict=predict,
-        fit_until=float(steps[-1]),
-        intervals=intervals,
-        interval_method="least squares in log L, AR(1) sandwich",
-        units={"rate": "1/step"},
-        signs={"rate": 1},
-        expected={"rate": float(lr)} if lr is not None else {},
-        # judged on the loss itself, where the decay bends: in log it is a straight line,
-        # which a random walk with drift extrapolates as well (the verdict would say so)
-        scales={"loss": "linear"},
-        n_fitted=2,
+        params={
+            "loss0": Param(float(np.exp(coef[0])), interval=intervals["loss0"]),
+            "rate": Param(
+                float(coef[1]),
+                interval=intervals["rate"],
+                unit="1/step",
+                sign=1,
+                expected=float(lr) if lr is not None else None,
+            ),
+        },
+        curves=Curves(
+            fitted={"loss": (steps, curve)},
+            predict=predict,
+            # judged on the loss itself, where the decay bends: in log it is a straight line,
+            # which a random walk with drift extrapolates as well (the verdict would say so)
+            scales={"loss": "linear"},
+        ),
+        uncertainty=Uncertainty(method="least squares in log L, AR(1) sandwich", n_fitted=2),
+        shown=Shown(goodness={"r2_log_loss": r_squared(np.log(loss), np.log(curve))}),
     )
 
 

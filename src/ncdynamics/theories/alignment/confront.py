@@ -34,11 +34,11 @@ interval. It costs about ten ODE solves where a profile would cost a refit per p
 quadratic approximation good over decades. It treats the records as independent, which the
 records of a training curve are not.
 ``rho`` and the final distance (10) get intervals from the same covariance by the delta method
-(in log), and :attr:`TheoryFit.band` propagates it to the predictions, widened by the residual
+(in log), and :attr:`Curves.band` propagates it to the predictions, widened by the residual
 scatter of each observable.
 
 Alternatives: the four dynamics of eq. (51) (App. C.1), fitted the same way, with their AIC
-relative to (7) in :attr:`TheoryFit.alternatives` (:func:`_alternatives`).
+relative to (7) in :attr:`Shown.alternatives` (:func:`_alternatives`).
 
 Units: the rates are per recorded step: per epoch for :func:`ncdynamics.training.train`
 runs (which record at epochs) and this theory's experiments (one full-batch step per epoch),
@@ -61,10 +61,14 @@ from numpy.typing import NDArray
 from ..confrontation import (
     Assumption,
     Confrontation,
+    Curves,
     Need,
+    Param,
     Series,
+    Shown,
     Stream,
     TheoryFit,
+    Uncertainty,
     Undetermined,
     r_squared,
 )
@@ -231,33 +235,49 @@ def _fit(stream: Stream) -> TheoryFit:
     unit = _time_unit(stream)
     r2 = {f"r2_{v[5:]}": r_squared(state[:, k], theory[:, k]) for k, v in enumerate(_VARIABLES)}
     notes = [] if fit.success else [f"rate fit: {fit.message}"]
+    units = {
+        "inv_tau_h": f"1/{unit}",
+        "inv_tau_y": f"1/{unit}",
+        "X": "squared input distance",
+        "Y": "squared target distance",
+    }
+    rates = {"inv_tau_h": params.inv_tau_h, "inv_tau_y": params.inv_tau_y}
     return TheoryFit(
         theory="alignment",
-        params={"inv_tau_h": params.inv_tau_h, "inv_tau_y": params.inv_tau_y, "X": X, "Y": Y},
-        goodness={**r2, "objective_49": float(fit.loss)},
-        predictions=predictions,
-        fitted={name: (steps, theory[:, k]) for name, k in _OBSERVABLES.items()},
-        predict=predict,
-        fit_until=float(steps[-1]),
-        notes=tuple(notes),
-        intervals=intervals,
-        interval_method=(
-            "least-squares Jacobian of the eq. (49) residuals in log-rates, a residual "
-            "variance per variable (a, b, w), the first record's scatter propagated through "
-            "the initial state, t(n-2); an end below the lower search bound reported as 0"
-        ),
-        units={
-            "inv_tau_h": f"1/{unit}",
-            "inv_tau_y": f"1/{unit}",
-            "X": "squared input distance",
-            "Y": "squared target distance",
+        params={
+            **{
+                name: Param(
+                    value,
+                    interval=intervals[name],
+                    unit=units[name],
+                    bound=(low, high),
+                    sign=1,
+                )
+                for name, value in rates.items()
+            },
+            "X": Param(X, unit=units["X"]),
+            "Y": Param(Y, unit=units["Y"]),
         },
-        bounds={name: (low, high) for name in _RATES},
-        signs={name: 1 for name in _RATES},
-        scales={name: "linear" for name in _OBSERVABLES},
-        n_fitted=2,
-        band=band,
-        alternatives=alternatives,
+        curves=Curves(
+            fitted={name: (steps, theory[:, k]) for name, k in _OBSERVABLES.items()},
+            predict=predict,
+            band=band,
+            scales={name: "linear" for name in _OBSERVABLES},
+        ),
+        uncertainty=Uncertainty(
+            method=(
+                "least-squares Jacobian of the eq. (49) residuals in log-rates, a residual "
+                "variance per variable (a, b, w), the first record's scatter propagated through "
+                "the initial state, t(n-2); an end below the lower search bound reported as 0"
+            ),
+            n_fitted=2,
+        ),
+        shown=Shown(
+            goodness={**r2, "objective_49": float(fit.loss)},
+            predictions=predictions,
+            notes=tuple(notes),
+            alternatives=alternatives,
+        ),
     )
 
 

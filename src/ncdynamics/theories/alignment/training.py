@@ -216,7 +216,10 @@ class PairHistory:
         return np.stack([self.a, self.b, self.w], axis=1)
 
     def converged(self, *, loss_tol: float = 1e-4, b_tol: float = 0.01) -> bool:
-        """Spec §2.4: final eq. (1) loss below ``loss_tol`` and ``|b - Y| < b_tol max(Y, 0.01)``."""
+        """Final eq. (1) loss below ``loss_tol`` and ``|b - Y| < b_tol max(Y, 0.01)``.
+
+        Our reading of "converged", which [1] leaves undefined (docs/theories/alignment.md).
+        """
         return bool(
             self.loss[-1] < loss_tol and abs(self.b[-1] - self.Y) < b_tol * max(self.Y, 0.01)
         )

@@ -19,8 +19,8 @@ subspace (the flow stays in it, Thm 2), so a run from a random initialisation, w
 logits are far off it, is in the regime only in a later window.
 
 **Predicted time scale.** Gradient descent with step ``eta`` on the *summed* loss (1) is the
-flow (2) at time ``t = eta k``, and the reduced time is ``tau = 2 sqrt(n) t`` (spec §2, [1]
-eqs. (9)-(10)), so ``c = 2 sqrt(n) eta`` per iteration. The theory's own experiments
+flow (2) at time ``t = eta k``, and the reduced time is ``tau = 2 sqrt(n) t`` ([1] eqs.
+(9)-(10); docs/theories/hadamard.md, Units and erratum 5), so ``c = 2 sqrt(n) eta`` per iteration. The theory's own experiments
 (``hadamard.*``) run exactly that, one record step per iteration. A run of
 :func:`ncdynamics.training.train` records per epoch and averages the loss over batches of
 ``B`` samples (with momentum ``mu``): one SGD step moves like ``eta / N`` on the summed loss of
@@ -64,11 +64,15 @@ from numpy.typing import NDArray
 from ..confrontation import (
     Assumption,
     Confrontation,
+    Curves,
     Need,
     NotApplicable,
+    Param,
     Series,
+    Shown,
     Stream,
     TheoryFit,
+    Uncertainty,
     Undetermined,
 )
 from ..forecast_bands import student_level
@@ -362,48 +366,58 @@ def _fit(stream: Stream) -> TheoryFit:
 
     unit = f"1/{_time_unit(stream)}"
     notes = [] if best.success else [f"least squares: {best.message}"]
-    expected: dict[str, float] = {}
     goodness = {
         "r2_log_singular_values": r2,
         "rms_log_error": float(np.sqrt(best.loss)),
         "offdiagonal_fraction_last": offdiag,
     }
     if c_expected is not None:
-        expected["time_scale"] = c_expected
         goodness["time_scale_over_expected"] = reduced.time_scale / c_expected
         notes.append(f"expected time scale {c_expected:.4g} {unit}: {how}")
     else:
         notes.append(f"no expected time scale: {how}")
+    values = {
+        "time_scale": reduced.time_scale,
+        **{f"a0_{i}": float(v) for i, v in enumerate(reduced.a0)},
+    }
     return TheoryFit(
         theory="hadamard",
         params={
-            "time_scale": reduced.time_scale,
-            **{f"a0_{i}": float(v) for i, v in enumerate(reduced.a0)},
+            "time_scale": Param(
+                values["time_scale"],
+                interval=intervals["time_scale"],
+                unit=unit,
+                bound=best.extra["bounds"],
+                sign=1,
+                expected=c_expected,
+                # gradient descent follows the flow (2) to first order in its step, which is
+                # c itself in reduced time: the predicted c is good to about that relative error
+                expected_rtol=float(c_expected) if c_expected is not None else 0.0,
+            ),
+            **{
+                name: Param(v, interval=intervals[name], unit="reduced logit (sigma / K)")
+                for name, v in values.items()
+                if name != "time_scale"
+            },
         },
-        goodness=goodness,
-        predictions={"singular_values_at_end": [float(v) for v in pred_sigma[-1]]},
-        fitted={n: (steps, v) for n, v in fitted.items()},
-        predict=predict,
-        fit_until=float(steps[-1]),
-        notes=tuple(notes),
-        intervals=intervals,
-        interval_method=(
-            "least-squares Jacobian of the log singular-value residuals in log parameters, "
-            "AR(1) sandwich per singular value, t on the effective record count, exponentiated"
+        curves=Curves(
+            fitted={n: (steps, v) for n, v in fitted.items()},
+            predict=predict,
+            band=band,
+            scales=dict.fromkeys(_OBSERVABLES, "log"),
         ),
-        units={
-            "time_scale": unit,
-            **{f"a0_{i}": "reduced logit (sigma / K)" for i in range(k - 1)},
-        },
-        bounds={"time_scale": best.extra["bounds"]},
-        signs={"time_scale": 1},
-        expected=expected,
-        # gradient descent follows the flow (2) to first order in its step, which is c itself
-        # in reduced time: the predicted c is good to about that relative error
-        expected_rtol={k: float(v) for k, v in expected.items()},
-        scales=dict.fromkeys(_OBSERVABLES, "log"),
-        n_fitted=len(names),
-        band=band,
+        uncertainty=Uncertainty(
+            method=(
+                "least-squares Jacobian of the log singular-value residuals in log parameters, "
+                "AR(1) sandwich per singular value, t on the effective record count, exponentiated"
+            ),
+            n_fitted=len(names),
+        ),
+        shown=Shown(
+            goodness=goodness,
+            predictions={"singular_values_at_end": [float(v) for v in pred_sigma[-1]]},
+            notes=tuple(notes),
+        ),
     )
 
 

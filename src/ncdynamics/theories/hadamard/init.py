@@ -1,7 +1,8 @@
 """Initialisations of the UFM: random, Hadamard, matched Hadamard and Theorem 8's Gaussian.
 
-Hadamard initialisation for general ``n`` and ``d >= K - 1`` uses the working construction
-of the spec (the paper's ``D_Z = [D_a, 0] = D_a ⊗ e_1^T`` is inconsistent; erratum 4)::
+Hadamard initialisation for general ``n`` and ``d >= K - 1`` uses the construction below
+(the paper's ``D_Z = [D_a, 0] = D_a ⊗ e_1^T`` is inconsistent for ``n > 1``; erratum 4 of
+docs/theories/hadamard.md)::
 
     W = Σ_i α_i u_i r_i^T,    H = Σ_i β_i r_i v_i^T,    v_i = u_i ⊗ 1_n / √n
 

@@ -2,14 +2,14 @@
 check_theory`.
 
 True streams: class-mean logits (K = 3) whose margin projections follow the L-model's exact
-reduction (spec §1.7) with decaying elasticities, ``alpha(t) = 0.3 (1+t)^-0.6`` and
-``beta(t) = -0.1 (1+t)^-0.8`` per iteration ([1], (D.17)): ``log S = log S0 + (A - B)/K`` and
-``log |b| = log b0 + (A + B/(K-1))/K`` with ``A``, ``B`` the integrated rates. Records from
-iteration 10 to 400, geometrically spaced, with noise on ``log S`` and ``log |b|`` (2%,
-independent or AR(1)). Constant elasticities would make both lines in time, which a random
-walk with drift extrapolates as well: the verdict is then ``not distinguished``, rightly, so
-they are no test of the theory's own shape. The config is inside the regime:
-softmax cross-entropy, plain full-batch gradient descent at a constant rate.
+reduction ([1] Sec. 3.2.2; erratum 3 of docs/theories/lesde.md) with decaying elasticities,
+``alpha(t) = 0.3 (1+t)^-0.6`` and ``beta(t) = -0.1 (1+t)^-0.8`` per iteration ([1], (D.17)):
+``log S = log S0 + (A - B)/K`` and ``log |b| = log b0 + (A + B/(K-1))/K`` with ``A``, ``B`` the
+integrated rates. Records from iteration 10 to 400, geometrically spaced, with noise on ``log S``
+and ``log |b|`` (2%, independent or AR(1)). Constant elasticities would make both lines in time,
+which a random walk with drift extrapolates as well: the verdict is then ``not distinguished``,
+rightly, so they are no test of the theory's own shape. The config is inside the regime: softmax
+cross-entropy, plain full-batch gradient descent at a constant rate.
 
 Generic streams: the same logits whose ``S`` and ``|b|`` go from the true first record's to
 the true last record's along a generic curve (in log), with the same independent noise. A

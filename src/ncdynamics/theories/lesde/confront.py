@@ -3,7 +3,8 @@
 In the logits-as-features model of [1] (Sec. 3.2.2, eq. (8)) only the margin projections of
 the class means move. With ``s_k = d_k . Xbar^k / |d_k|^2`` (``d_k = e_k - 1/K``), their sum
 ``S`` and the norm of their spread ``|b|``, ``b = s - mean(s)``, the exact reduction of the
-L-model (spec §1.7; the projection estimator
+L-model ([1] Sec. 3.2.2 with erratum 3 of docs/theories/lesde.md; derived in the docstring
+of the projection estimator
 :func:`~ncdynamics.theories.lesde.estimate.estimate_ab_projection`) gives, for any
 time-dependent elasticities,
 
@@ -20,7 +21,7 @@ fit_margin_rates`) and one is kept:
 The power law is kept only when its small-sample Akaike criterion (AICc) is lower by more
 than 2 *and* it predicts the last quarter of the records, fitted on the first three
 quarters, no worse than constant rates; otherwise the simpler law stands. Both laws' numbers
-are in ``TheoryFit.alternatives``.
+are in ``Shown.alternatives``.
 
 Signs the theory requires (checked by the verdict): the separation rate alpha - beta > 0
 (Thm. 2.1 (1); Thm. 3.1 assumes gamma(t) = min(alpha - beta, alpha + (K-1) beta) > 0,
@@ -65,11 +66,15 @@ from numpy.typing import NDArray
 from ..confrontation import (
     Assumption,
     Confrontation,
+    Curves,
     Need,
     NotApplicable,
+    Param,
     Series,
+    Shown,
     Stream,
     TheoryFit,
+    Uncertainty,
     Undetermined,
     r_squared,
 )
@@ -241,7 +246,7 @@ def _heldout_rmse(law: RateLaw, steps: Array, ys: Array, yb: Array, k: int) -> f
     return float(np.sqrt(np.mean(err**2))) if np.all(np.isfinite(err)) else math.inf
 
 
-#: The rival every lesde fit must beat held out (``TheoryFit.rivals``).
+#: The rival every lesde fit must beat held out (``Curves.rivals``).
 RIVAL = "each margin growing exponentially at its own rate"
 
 
@@ -401,29 +406,36 @@ def _fit(stream: Stream) -> TheoryFit:
         notes.append("the mean margin changes sign inside the records; the L-model keeps it")
     return TheoryFit(
         theory="lesde",
-        params=params,
-        goodness=goodness,
-        predictions={
-            "rate_law": law,
-            "margins_grow": bool(gap > 0),
-            "relative_spread_shrinks": spread_shrinks,
-            "separable": separable,
-            "min_tail_index": tail,
+        params={
+            n: Param(
+                v,
+                interval=intervals.get(n),
+                unit=units.get(n, ""),
+                bound=bounds.get(n),
+                sign=signs.get(n, 0),
+            )
+            for n, v in params.items()
         },
-        fitted={n: (steps, curves[n]) for n in _OBSERVABLES},
-        predict=predict,
-        fit_until=t_last,
-        notes=tuple(notes),
-        intervals=intervals,
-        interval_method=_METHOD,
-        units=units,
-        bounds=bounds,
-        signs=signs,
-        scales=dict.fromkeys(_OBSERVABLES, "log"),
-        n_fitted=len(fit.names),
-        band=band,
-        alternatives=alternatives,
-        rivals={RIVAL: lines},
+        curves=Curves(
+            fitted={n: (steps, curves[n]) for n in _OBSERVABLES},
+            predict=predict,
+            band=band,
+            scales=dict.fromkeys(_OBSERVABLES, "log"),
+            rivals={RIVAL: lines},
+        ),
+        uncertainty=Uncertainty(method=_METHOD, n_fitted=len(fit.names)),
+        shown=Shown(
+            goodness=goodness,
+            predictions={
+                "rate_law": law,
+                "margins_grow": bool(gap > 0),
+                "relative_spread_shrinks": spread_shrinks,
+                "separable": separable,
+                "min_tail_index": tail,
+            },
+            notes=tuple(notes),
+            alternatives=alternatives,
+        ),
     )
 
 

@@ -9,7 +9,8 @@ Estimators of A(t) = int alpha and B(t) = int beta:
   "X̄^k - X̄^{k-1}" is X̄^k - X̄ and D.6's e^{B} is e^{-B}); exact on l-model ODE output;
 - :func:`estimate_ab_L` (L-model, K = 3, App. D.1 with v1, v2); equals A + const and
   B + const on L-model ODE output, so its derivatives are asymptotically unbiased;
-- :func:`estimate_ab_projection` (exact L-model estimator for any K, derived in spec §2.3).
+- :func:`estimate_ab_projection` (exact L-model estimator for any K,
+  derived in its docstring from the s-reduction of erratum 3 of docs/theories/lesde.md).
 
 Then :func:`rates_savgol` (alpha-hat, beta-hat), :func:`tail_index` (D.19),
 :func:`fit_margin_rates` (constant or power-law rates fitted to the L-model's margin
@@ -177,10 +178,20 @@ def estimate_ab_L(means: Any, *, subtract_one: bool = False, ref: int = 1) -> AB
 
 
 def estimate_ab_projection(means: Any, *, ref: int = 1) -> ABEstimate:
-    """Exact L-model estimator for any K (spec §2.3, derived from the s-reduction).
+    """Exact L-model estimator for any K, derived from the s-reduction.
 
     s_k = d_k . Xbar^k / |d_k|^2, S = sum_k s_k, b = s - mean(s):
     A - B = K log|S(t)/S(0)| and A + B/(K-1) = K log(|b(t)|/|b(0)|).
+
+    Derivation: under the L-model ([1] Sec. 3.2.2) the projections s obey
+    s' = (1/K) G s with G = (alpha + beta/(K-1)) I - beta/(K-1) 1 1^T, exactly and for any
+    rates (erratum 3 of docs/theories/lesde.md, which replaces [1] eq. (9)). G has two
+    eigenspaces: the all-ones direction, with eigenvalue alpha - beta, and its orthogonal
+    complement, with eigenvalue alpha + beta/(K-1). The sum S lives on the first and the
+    centred vector b on the second, so with A, B the integrated rates
+    S(t) = S(0) exp((A - B)/K) and b(t) = b(0) exp((A + B/(K-1))/K); taking logarithms
+    and solving the two linear equations for A and B gives the estimator. No offset enters
+    (unlike D.8-D.16 of [1]), and K is arbitrary.
     """
     x = check_array(means, "means", ndim=3, dtype=np.float64, finite=False)
     k = x.shape[1]
@@ -445,7 +456,7 @@ class MarginRateFit:
 
     With ``A(t) = alpha_0 I(t; r_alpha)`` and ``B(t) = beta_0 I(t; r_beta)``
     (:func:`integrated_power_rate`; ``r = 0`` gives constant rates ``alpha = alpha_0``),
-    the exact L-model reduction (spec §1.7, eq. (9)) gives
+    the exact L-model reduction (see :func:`estimate_ab_projection`) gives
 
         log|S(t)| = c_S + (A - B)/K,      log|b(t)| = c_b + (A + B/(K-1))/K.
 

@@ -4,7 +4,8 @@ Layout: a stack of K per-class p-vectors has shape ``(..., K, p)``; flattened it
 class-major, block k = ``X[k*p:(k+1)*p]`` ([1], Sec. 3). Rates alpha(t), beta(t) are
 :class:`Rate` objects holding the value and its integral A(t) = int_0^t alpha.
 
-Errata implemented here (spec §1, verified in ``tests/theories/test_lesde_model.py``):
+Errata implemented here (docs/theories/lesde.md, Verified errata 1-3; tested in
+``tests/theories/test_lesde_model.py``):
 
 - the drift matrix is block-wise, M[k, l] = E_kl H_kl / K; the paper's "(E ⊗ I_K) ∘ H" is
   wrong for non-diagonal H blocks;

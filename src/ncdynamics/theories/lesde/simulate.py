@@ -18,7 +18,7 @@ Two Euler--Maruyama representations of the same scheme are offered:
   class means are stepped with noise sigma/sqrt(n) and the centred Brownian deviations,
   which are independent of W̄, are drawn exactly at the recorded times. Same law, cost
   R K p per step, and the within-class spread never drowns in the exponentially growing
-  common mode (spec §6, PERF.md).
+  common mode (docs/theories/lesde.md, The two Euler-Maruyama schemes).
 """
 
 from __future__ import annotations

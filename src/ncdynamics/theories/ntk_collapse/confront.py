@@ -48,7 +48,7 @@ record the prediction starts from that record and is carried by the flow under t
 run *recorded* at each later record (:func:`kernel_driven_trace`: ``E~ = K(t) - m S`` with
 ``K = (kappa_d - kappa_c) W^T W`` recorded and ``S`` the prediction so far): a forecast
 conditional on the kernel, never on the recorded scatter. That is what only this theory
-predicts, so its rival (:attr:`TheoryFit.rivals`) is the same flow under an isotropic kernel
+predicts, so its rival (:attr:`Curves.rivals`) is the same flow under an isotropic kernel
 with the same mean eigenvalue at each record and its own fitted flow time: a decay that the
 kernel's structure does not shape. The verdict requires the theory to predict the held-out
 records better than that rival.
@@ -88,11 +88,15 @@ from scipy.optimize import minimize_scalar
 from ..confrontation import (
     Assumption,
     Confrontation,
+    Curves,
     Need,
     NotApplicable,
+    Param,
     Series,
+    Shown,
     Stream,
     TheoryFit,
+    Uncertainty,
     Undetermined,
     r_squared,
 )
@@ -698,40 +702,50 @@ def _fit(stream: Stream) -> TheoryFit:
     one_ahead = ahead(log_tau)
     return TheoryFit(
         theory="ntk_collapse",
-        params={"flow_time_per_step": tau, "m": float(m)},
-        goodness={
-            "r2_log_within_scatter": r_squared(target, fitted_log),
-            "rms_log_error": float(np.sqrt(loss(log_tau))),
-            "r2_log_within_scatter_ahead": r_squared(target, one_ahead),
-            "rms_log_error_ahead": float(np.sqrt(ahead_loss(log_tau))),
-        },
-        predictions={
-            "collapses": verdict.collapses,
-            "residual_fraction": verdict.residual_fraction,
-            "slowest_rate": verdict.slowest_rate,
-        },
-        fitted={"within_scatter": trajectory},
-        predict=predict,
-        fit_until=end,
-        notes=tuple(notes),
-        intervals=intervals,
-        interval_method=(
-            "least-squares sandwich in log tau for a trajectory carried from the first record: "
-            "residuals g_i e_0 - e_i with AR(1) record noise (rho by profile likelihood), "
-            "t(effective records), exponentiated"
-        ),
-        units={"flow_time_per_step": f"flow time/{unit}", "m": "samples per class"},
-        bounds={"flow_time_per_step": TAU_BOUNDS},
-        signs={"flow_time_per_step": 1},
-        scales={"within_scatter": "log"},
-        n_fitted=1,
-        band=band,
-        ahead={"within_scatter": (steps[1:], np.exp(one_ahead))},
-        rivals={
-            "the same flow under an isotropic kernel": _isotropic_rival(
-                states, gaps, target, m, end
+        params={
+            "flow_time_per_step": Param(
+                tau,
+                interval=intervals["flow_time_per_step"],
+                unit=f"flow time/{unit}",
+                bound=TAU_BOUNDS,
+                sign=1,
             ),
+            "m": Param(float(m), unit="samples per class"),
         },
+        curves=Curves(
+            fitted={"within_scatter": trajectory},
+            predict=predict,
+            ahead={"within_scatter": (steps[1:], np.exp(one_ahead))},
+            band=band,
+            scales={"within_scatter": "log"},
+            rivals={
+                "the same flow under an isotropic kernel": _isotropic_rival(
+                    states, gaps, target, m, end
+                ),
+            },
+        ),
+        uncertainty=Uncertainty(
+            method=(
+                "least-squares sandwich in log tau for a trajectory carried from the first "
+                "record: residuals g_i e_0 - e_i with AR(1) record noise (rho by profile "
+                "likelihood), t(effective records), exponentiated"
+            ),
+            n_fitted=1,
+        ),
+        shown=Shown(
+            goodness={
+                "r2_log_within_scatter": r_squared(target, fitted_log),
+                "rms_log_error": float(np.sqrt(loss(log_tau))),
+                "r2_log_within_scatter_ahead": r_squared(target, one_ahead),
+                "rms_log_error_ahead": float(np.sqrt(ahead_loss(log_tau))),
+            },
+            predictions={
+                "collapses": verdict.collapses,
+                "residual_fraction": verdict.residual_fraction,
+                "slowest_rate": verdict.slowest_rate,
+            },
+            notes=tuple(notes),
+        ),
     )
 
 

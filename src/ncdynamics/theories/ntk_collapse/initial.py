@@ -83,7 +83,7 @@ def init_negative_invariant(
 ) -> State:
     """Large features and a small classifier, so that E (and E~ of eq. (45)) is negative
     definite on the span of the features: the loss still vanishes but NC1 fails ([1],
-    App. B.3; the spec's O7). Class means are centred and ``b = 1/C``.
+    App. B.3). Class means are centred and ``b = 1/C``.
     """
     fs = check_scalar(feature_scale, "feature_scale", low=0.0, closed="neither")
     ws = check_scalar(weight_scale, "weight_scale", low=0.0)
@@ -104,7 +104,7 @@ def init_equal_bias(
     mean_scale: float = 1.0,
     offset: float = 0.5,
 ) -> State:
-    """A symmetric state with E = 0, ``H2 = 0`` and ``b = beta 1`` ([1], App. B.4; spec O8).
+    """A symmetric state with E = 0, ``H2 = 0`` and ``b = beta 1`` ([1], App. B.4).
 
     ``H1 = a U P + v u 1^T`` and ``W = p P U^T + q 1 u^T`` with ``U`` (n, C) and ``u``
     orthonormal, ``P = I - 1 1^T / C``, ``p = a sqrt(m / mu_class)`` and

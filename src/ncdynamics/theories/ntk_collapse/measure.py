@@ -73,7 +73,8 @@ class ModelChoice:
 def select_nc_models(
     nc3: ArrayLike, train_accuracy: ArrayLike, *, min_train_accuracy: float = 0.99
 ) -> ModelChoice:
-    """Pick an NC and a non-NC model among runs of one init (spec §7.14, automated).
+    """Pick an NC and a non-NC model among runs of one init (automated; the rule is in
+    docs/theories/ntk_collapse.md, Conventions).
 
     Among runs whose final train accuracy reaches ``min_train_accuracy`` (all runs if fewer
     than two do), the one with the lowest final NC3 is the NC model and the one with the

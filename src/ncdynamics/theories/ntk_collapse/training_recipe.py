@@ -1,4 +1,4 @@
-"""The network training recipe of [1] (Sec. 6, App. C; spec §3) shared by Figs. 1, 2 and 12.
+"""The network training recipe of [1] (Sec. 6, App. C) shared by Figs. 1, 2 and 12.
 
 One run trains a network with class-balanced batches (``per_class`` samples of every class),
 SGD with (Nesterov) momentum, weight decay on weights only, the learning rate divided by 10

@@ -6,8 +6,8 @@ the input layer: truncation maps, the cluster-separated flow (Thm. 3.2, with the
 rotation generator), the general flow (Thm. 5.1, corrected), the exact fixed-R staircase
 (Sec. 4.3), the collapsed-data bilinear flow (Sec. 8) and the untruncated closed form (Sec. 9).
 The paper has no experiments; the ``experiments`` subpackage registers ``truncation.e1`` ...
-``truncation.e7`` designed in the project's spec, plus the exploratory ``truncation.e8``, one
-module each.
+``truncation.e7``, designed here (docs/theories/truncation.md, Experiments), plus the
+exploratory ``truncation.e8``, one module each.
 
 Modules: ``network`` (truncation maps, costs, parameters), ``model`` (the effective flow of
 ``(beta, R)``, Secs. 3-7), ``output_layer`` (standard-cost flows with a trained output map,
@@ -18,8 +18,8 @@ The errata implemented here are listed in ``docs/theories/truncation.md``.
 References
 ----------
 .. [1] T. Chen, "Derivation of effective gradient flow equations and dynamical truncation of
-   training data in deep learning", arXiv preprint (seed 003 of this project; no
-   identifier is printed in the text we hold).
+   training data in deep learning", arXiv preprint (no identifier is printed in the
+   text we hold).
 
 The package exports ``THEORY`` (its declaration) and the few names a user calls first:
 :func:`simplex_design`, :func:`separated_flow`. Everything else is reached by module (``from
@@ -39,8 +39,8 @@ THEORY = _Theory(
     title="Effective gradient flow and dynamical truncation of data in ReLU networks",
     citation=(
         'T. Chen, "Derivation of effective gradient flow equations and dynamical truncation '
-        'of training data in deep learning", arXiv preprint (seed 003 of this project; no '
-        "identifier is printed in the text we hold)."
+        'of training data in deep learning", arXiv preprint (no identifier is printed in the '
+        "text we hold)."
     ),
     package=__name__,
     experiments="ncdynamics.theories.truncation.experiments:EXPERIMENTS",

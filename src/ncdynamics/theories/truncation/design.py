@@ -1,10 +1,10 @@
 """Data for the truncation theory: the simplex design, random configurations and monitors.
 
 The paper has no data; its construction of cluster-separated configurations is deferred to
-its reference [3]. The *simplex design* of spec §3.1 builds one explicitly: cluster ``l``
-sits at a vertex of a centred regular simplex, and layer ``l`` is rotated so that every other
-cluster lies in its open positive orthant while the apex ``-beta^(l)`` sits at the centre of
-cluster ``l``.
+its reference [3]. The *simplex design* of :func:`simplex_design` builds one explicitly:
+cluster ``l`` sits at a vertex of a centred regular simplex, and layer ``l`` is rotated so that
+every other cluster lies in its open positive orthant while the apex ``-beta^(l)`` sits at the
+centre of cluster ``l``.
 """
 
 from __future__ import annotations
@@ -73,7 +73,7 @@ def simplex_vertices(n_classes: int) -> NDArray[np.float64]:
 
 
 def simplex_rotation(n_classes: int, l: int) -> NDArray[np.float64]:  # noqa: E741
-    """Rotation ``R_l`` of spec §3.1 step 3 (``n_classes`` is ``Q``).
+    """Rotation ``R_l`` of the simplex design for cluster ``l`` (``n_classes`` is ``Q``).
 
     Maps the unit directions ``w_j = (v_j - v_l)/|v_j - v_l|`` (``j != l``) to vectors with
     all components positive and ``v_l`` into the negative orthant (Procrustes fit, exact
@@ -109,7 +109,7 @@ def separation_margin(params: AdaptedParams, data: ClusterData) -> float:
 
 
 def collapse_margin(params: AdaptedParams, data: ClusterData) -> NDArray[np.float64]:
-    """Per cluster ``max_{i,r} (R_l (x_{l,i} - ytilde_l))_r`` (spec §3.1 (b)).
+    """Per cluster ``max_{i,r} (R_l (x_{l,i} - ytilde_l))_r`` (simplex design acceptance).
 
     Negative means that at ``beta^(l) = -ytilde_l`` the whole cluster is fully truncated
     (condition (4.16) of [1]), so full collapse is reachable.
@@ -134,7 +134,7 @@ def simplex_design(
     rng: np.random.Generator,
     max_draws: int = 200,
 ) -> Design:
-    """Cluster-separated configuration of spec §3.1 with acceptance checks.
+    """Cluster-separated configuration (the simplex design) with acceptance checks.
 
     Centres ``c_l = radius v_l + offset 1/sqrt(Q)``; points ``c_l + delta U(-1, 1)^Q``;
     pulled-back labels ``ytilde_l = rho c_l``; ``beta^(l)(0) = -c_l``; ``R_l`` from
@@ -185,7 +185,7 @@ def random_config(
     min_kink: float = 1e-4,
     max_draws: int = 100,
 ) -> tuple[ClusterData, AdaptedParams]:
-    """Random, generally non-separated configuration (spec §3 E1).
+    """Random, generally non-separated configuration (experiment E1).
 
     ``x ~ N(0, 1)``, ``ytilde ~ N(0, 1)``, ``beta ~ N(0, beta_scale^2)``, Haar ``R_l``
     (``L = Q``, ``n_classes = Q``). Redrawn while any pre-activation lies within ``min_kink``
@@ -210,7 +210,7 @@ def random_config(
 
 @dataclass(frozen=True)
 class ClusterMonitor:
-    """Geometry of the truncated clusters ``tau^(l)(X_l)`` at one time (spec §3 E3).
+    """Geometry of the truncated clusters ``tau^(l)(X_l)`` at one time (experiment E3).
 
     Attributes
     ----------

@@ -309,7 +309,7 @@ def finite_difference_gradients(
     """Central finite differences of the Euclidean cost ([1] (2.26)), the slow oracle.
 
     ``beta`` is perturbed coordinate by coordinate; ``Omega`` comes from curves
-    ``exp(t (E_ab - E_ba)) R_l``, along which ``dC/dt = -2 Omega_ab`` (spec §3 E1).
+    ``exp(t (E_ab - E_ba)) R_l``, along which ``dC/dt = -2 Omega_ab`` (experiment E1).
 
     Returns
     -------
@@ -342,7 +342,7 @@ def finite_difference_gradients(
 
 @dataclass(frozen=True, kw_only=True)
 class LayerDescentResult(Trajectory):
-    """Plain gradient descent on the layer parameters ``(W_l, b_l)`` (spec §3 E8 (b)).
+    """Plain gradient descent on the layer parameters ``(W_l, b_l)`` (experiment E8).
 
     A :class:`~ncdynamics.theories.integrate.Trajectory`: ``ts = k eta`` at the recorded steps
     and ``ys`` of shape ``(n_rec, L, Q + 1, Q)`` with ``W_l`` in rows ``:Q`` and ``b_l`` in

@@ -6,7 +6,8 @@ the embedded Frobenius metric on ``O(Q)`` ([1] Lemma 6.1)::
     d_s beta^(l) = -grad_beta C,     d_s R_l = Omega_l R_l,  Omega_l = -pi_-((d_R C) R_l^T).
 
 The sign ``+Omega R`` is the one of [1] (3.21), (4.23); (1.14) and (4.1) print ``-Omega R``
-(spec §7.1). Three forms of ``Omega`` exist for cluster-separated truncations:
+(correction 2 of docs/theories/truncation.md). Three forms of ``Omega`` exist for
+cluster-separated truncations:
 
 - ``"corrected"`` (default): the true Riemannian gradient::
 
@@ -168,7 +169,8 @@ def separated_rates(
     *,
     variant: OmegaVariant = "corrected",
 ) -> SeparatedRates:
-    """Effective flow for cluster-separated truncations ([1] Thm. 3.2, Cor. 3.5; spec §1.7).
+    """Effective flow for cluster-separated truncations ([1] Thm. 3.2, Cor. 3.5; corrections 3-4 of
+    docs/theories/truncation.md).
 
     With ``z_i = R_l (x_{l,i} + beta^(l))`` and ``btilde_l = R_l (beta^(l) + ytilde_l)``::
 
@@ -203,7 +205,8 @@ def separated_rates(
 def sector_moments(
     z: NDArray[np.float64],
 ) -> dict[int, tuple[float, NDArray[np.float64], NDArray[np.float64]]]:
-    """Constrained moments per sign-pattern sector ([1] (3.30)-(3.31), spec §1.7).
+    """Constrained moments per sign-pattern sector ([1] (3.30)-(3.31); correction 4 of
+    docs/theories/truncation.md).
 
     Returns
     -------
@@ -224,7 +227,7 @@ def sector_moments(
 def omega_from_moments(
     z: NDArray[np.float64], btilde: NDArray[np.float64], *, corrected: bool = True
 ) -> NDArray[np.float64]:
-    """``Omega`` from sector moments ([1] (3.38), corrected as in spec §1.7)::
+    """``Omega`` from sector moments ([1] (3.38) with correction 4 of the theory page)::
 
         Omega_ab = sum_nu (nu_a - nu_b) [1/2 ((J1_nu)_a bt_b + bt_a (J1_nu)_b) - 1/2 (J2_nu)_ab]
 

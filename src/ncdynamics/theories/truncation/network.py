@@ -1,6 +1,6 @@
 """ReLU network in cumulative, activation-adapted parameters, truncation maps and costs.
 
-Conventions (spec §0, [1] (1.2)):
+Conventions ([1] (1.2); docs/theories/truncation.md, The model in brief):
 
 - ``relu(x) = max(0, x)``; its derivative ``h`` has ``h(0) = 0``, so a coordinate equal to
   zero counts as *truncated*. The positive orthant is open, the negative orthant closed.
@@ -268,7 +268,7 @@ def input_images(x: NDArray[np.float64], params: AdaptedParams) -> NDArray[np.fl
 def cumulative_to_layers(
     W_cum: NDArray[np.float64], beta: NDArray[np.float64]
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """Per-layer weights from cumulative ones (inverse of [1] (2.6), spec §1.2)::
+    """Per-layer weights from cumulative ones (inverse of [1] (2.6)-(2.7))::
 
         W_l = W^(l) (W^(l-1))^{-1},   b_l = W^(l) (beta^(l) - beta^(l-1)),
         W^(0) = 1, beta^(0) = 0.
@@ -361,7 +361,7 @@ def standard_cost(
     """Standard L2 cost at the output ([1] (2.22)).
 
     The output layer is ``x^(L+1) = W_out I^(L)(x)`` (the bias convention
-    ``b_{L+1} = -W_{L+1} b^(L)`` of spec §7.8), so::
+    ``b_{L+1} = -W_{L+1} b^(L)``, docs/theories/truncation.md, Other choices), so::
 
         C~ = 1/2 sum_j 1/N_j sum_i | W_out I^(L)(x_{j,i}) - y_j |^2.
 

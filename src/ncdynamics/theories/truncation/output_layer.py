@@ -62,7 +62,8 @@ def bilinear_drift(t: float, y: NDArray[np.float64], params: BilinearParams) -> 
     Parameters
     ----------
     y : ndarray of shape (2, Q, Q)
-        ``y[0] = W`` (``W^(Q+1)``, spec §7.9) and ``y[1] = B = [beta^(1) ... beta^(Q)]``.
+        ``y[0] = W`` (``W^(Q+1)``; [1] Secs. 8-9 write ``W``) and
+        ``y[1] = B = [beta^(1) ... beta^(Q)]``.
     """
     W, B = y[0], y[1]
     E = W @ B + params.Y
@@ -141,7 +142,8 @@ class LinearRegressionParams:
     X : ndarray of shape (Q, N)
         Input columns ([1] (9.4)).
     Y_ext : ndarray of shape (Q, N)
-        Label of each column ([1] (9.5); the paper writes ``Y``, spec §1.11).
+        Label of each column ([1] (9.5); the paper writes ``Y``; correction 10 of
+        docs/theories/truncation.md).
     weights : ndarray of shape (N,)
         Cost weight per column: ``1/N`` in [1] (9.3), ``1/N_j`` for (2.22).
     """

@@ -86,7 +86,7 @@ def _r2_single(h: NDArray[np.float64], f: NDArray[np.float64]) -> float:
 def collapse_index(
     h: NDArray[np.float64], relevant: NDArray[np.float64], irrelevant: NDArray[np.float64]
 ) -> float:
-    """``R^2_irrelevant / (R^2_relevant + R^2_irrelevant)`` within one context (spec E7).
+    """``R^2_irrelevant / (R^2_relevant + R^2_irrelevant)`` within one context ([1] Figs. 7, 8).
 
     Parameters
     ----------

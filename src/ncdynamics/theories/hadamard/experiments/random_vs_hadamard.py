@@ -61,7 +61,8 @@ class CompareConfig:
     """Random vs matched-Hadamard GD vs the reduced ODE ([1], §6 and App. E).
 
     ``delta`` sets the random scale ``e^{-δ}/√K`` per entry (6: "infinitesimal", 0:
-    "standard"). ``n_iterations`` is not stated in [1]; 10^6 is the spec's reading.
+    "standard"). ``n_iterations`` is not stated in [1]; 10^6 is our choice
+    (docs/theories/hadamard.md, `paper` presets).
     """
 
     K: int = 4

@@ -94,8 +94,8 @@ def load_geomnist(cfg: TrialsSettings, p_err: float, seed: int) -> Dataset:
 def load_cifar(cfg: TrialsSettings, seed: int) -> Dataset:
     """CIFAR-10 classes 0..K-1 (K = :data:`N_CLASSES`), ``n_train_per_class`` training and
     ``n_test_per_class`` test images of each drawn without replacement (seeded), pixels
-    mapped from [0, 1] to [-1, 1] ((x - 0.5) / 0.5 per channel, the authors' preprocessing,
-    spec §3.2), shape (n, 3, 32, 32)."""
+    mapped from [0, 1] to [-1, 1] ((x - 0.5) / 0.5 per channel, the authors' preprocessing),
+    shape (n, 3, 32, 32)."""
     ds = load(
         "cifar10",
         root=cfg["root"],

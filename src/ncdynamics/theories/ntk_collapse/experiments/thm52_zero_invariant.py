@@ -88,8 +88,8 @@ def zero_invariant_claims(
         ],
     )
     rate = claim(
-        "(Derived here, spec §1.10; the paper states only the limit.) NC1 is reached "
-        "algebraically: ||H2 H2^T|| decays like 1/(2 m t).",
+        "(Derived from the corrected (47)-(49), see docs/theories/ntk_collapse.md; the paper "
+        "states only the limit.) NC1 is reached algebraically: ||H2 H2^T|| decays like 1/(2 m t).",
         "Theorem 5.2, eqs. (47)-(49) corrected",
         [
             Part(

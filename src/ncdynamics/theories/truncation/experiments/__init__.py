@@ -1,4 +1,6 @@
-"""Registered experiments of the truncation theory (spec §3; [1] has no experiments).
+"""Registered experiments of the truncation theory ([1] has no experiments).
+
+The designs and their settings are listed in docs/theories/truncation.md, Experiments.
 
 One module per experiment, named after what it shows:
 
@@ -25,12 +27,12 @@ truncation.e8      ``e8_layer_weight_descent``      exploratory: plain GD on (W_
 
 Shared by several of them: :mod:`.panels` (rows of line-plot panels). Every experiment writes
 its ``summary["claims"]`` with :func:`ncdynamics.theories.claims.claim`, one record per
-statement of [1] (or of the spec, where it corrects [1]) and one part per condition, built by a
-pure function of the measurements (``gradient_claims``, ``staircase_claims``, ...) so that
-tests can feed it a measurement where one condition fails.
+statement of [1] (or of a correction to it, numbered as in docs/theories/truncation.md) and
+one part per condition, built by a pure function of the measurements (``gradient_claims``,
+``staircase_claims``, ...) so that tests can feed it a measurement where one condition fails.
 
-Presets: ``smoke`` runs in seconds, ``cpu`` in minutes, ``paper`` uses the spec's settings
-(the paper itself gives none).
+Presets: ``smoke`` runs in seconds, ``cpu`` in minutes, ``paper`` uses the designs' full
+settings (the paper itself gives none; docs/theories/truncation.md compares them).
 """
 
 from __future__ import annotations

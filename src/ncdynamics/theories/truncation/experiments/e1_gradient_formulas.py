@@ -1,4 +1,4 @@
-"""E1: the gradient formulas of [1] against finite differences and autograd (spec §3 E1).
+"""E1: the gradient formulas of [1] against finite differences and autograd (experiment E1).
 
 On random, generally non-separated configurations the corrected Thm. 5.1 (reverse
 accumulation, :func:`~ncdynamics.theories.truncation.model.general_gradients`, and the
@@ -28,7 +28,7 @@ __all__ = ["GradientCheckConfig", "gradient_claims", "run_gradient_check"]
 
 @dataclass(frozen=True)
 class GradientCheckConfig:
-    """E1: analytic gradients against finite differences and autograd (spec §3 E1).
+    """E1: analytic gradients against finite differences and autograd (experiment E1).
 
     ``qs`` and ``n_seeds`` give the random (non-separated) configurations; ``separated_qs``
     the simplex designs on which the cluster-separated formulas are checked.
@@ -153,7 +153,8 @@ def gradient_claims(random: dict[str, float], separated: dict[str, float]) -> li
     ``general_vs_separated``; each the maximum over configurations).
 
     Three records: Thm 3.2 as printed ([1] (3.19), (3.22)), Thm 5.1 as printed ([1]
-    (5.4)), and the corrections of spec §1.7/§1.9 that replace them. A paper's equation that
+    (5.4)), and the corrections that replace them
+    (corrections 3-5 of docs/theories/truncation.md). A paper's equation that
     is wrong as printed is a failed part of its claim, never a held one.
     """
     fd = max(random["fd_beta"], random["fd_omega"])
@@ -214,7 +215,8 @@ def gradient_claims(random: dict[str, float], separated: dict[str, float]) -> li
             "the corrected Omega is the Riemannian gradient, (3.22) misses it by exactly "
             "(1/2N) sum_i [H(z_i), z_i z_i^T], and the moment form of Cor. 3.5 with the "
             "factor 1/2 and the J2 term equals the per-point form.",
-            "spec §1.7, §1.9 (corrections of Thm 3.2 (3.22), Cor. 3.5 (3.38), Thm 5.1)",
+            "corrections 3-5 of docs/theories/truncation.md (to Thm 3.2 (3.22), Cor. 3.5 (3.38), "
+            "Thm 5.1)",
             [
                 Part(
                     "reverse accumulation equals central FD",

@@ -1,11 +1,11 @@
-"""E2: the fixed-R truncation staircase, exactly and under gradient descent (spec §3 E2).
+"""E2: the fixed-R truncation staircase, exactly and under gradient descent (experiment E2).
 
 With ``R`` frozen the bias flow decouples by rotated coordinate ([1] Sec. 4.3): each
 coordinate relaxes at rate ``n/N``, the fraction of truncated points, which grows by one
 point at each event time (4.49). The exact event-driven solution is checked against (4.49),
 against plain gradient descent (crossing times, log-slopes), on the cases [1] leaves out
-(label inside or below the cluster, spec §1.8), and in ``Q`` dimensions against Lie-Euler with
-``Omega = 0``.
+(label inside or below the cluster, correction 8 of docs/theories/truncation.md), and in
+``Q`` dimensions against Lie-Euler with ``Omega = 0``.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ __all__ = ["StaircaseConfig", "run_staircase"]
 
 @dataclass(frozen=True)
 class StaircaseConfig:
-    """E2: fixed-R bias flow, event times (4.49) and gradient descent (spec §3 E2)."""
+    """E2: fixed-R bias flow, event times (4.49) and gradient descent (experiment E2)."""
 
     n_points: int = 8
     label: float = 1.5
@@ -198,7 +198,7 @@ def staircase_claims(
         claim(
             "Gradient descent with step eta reproduces the staircase: its crossing times "
             "differ from (4.49) by O(eta).",
-            "spec §3 E2 (discretisation of Sec. 4.3)",
+            "E2 of docs/theories/truncation.md (discretisation of Sec. 4.3)",
             [
                 Part(
                     "GD crossing times within O(eta) of (4.49)",
@@ -212,7 +212,7 @@ def staircase_claims(
             "Cases Sec. 4.3 leaves out: a label inside the cluster (between x_m and x_m+1) "
             "gives final rate m/N and no collapse; a start below the cluster stays static; "
             "a label below the cluster stops the motion at x_1 (Filippov).",
-            "spec §1.8 (edge cases of Sec. 4.3)",
+            "correction 8 of docs/theories/truncation.md (edge cases of Sec. 4.3)",
             [
                 Part(
                     "label inside: final rate m/N",

@@ -1,4 +1,4 @@
-"""E3: the coupled effective flow against gradient descent on the layered network (spec §3 E3).
+"""E3: the coupled effective flow against gradient descent on the layered network (experiment E3).
 
 On simplex designs (with ``w*``) the cluster-separated effective flow of [1] Thm. 3.2, with
 the corrected and with the paper's ``Omega``, is integrated by Lie-Euler and compared step by
@@ -47,7 +47,7 @@ def _min_kink_distance(flow: FlowResult, design: Design) -> float:
     """Smallest |z| of a cluster point in its own layer over the recorded states.
 
     Rounding can flip a sector membership only for points within ~1e-12 of a kink
-    (spec §3 E3); this reports how close the trajectory came.
+    (experiment E3); this reports how close the trajectory came.
     """
     out = np.inf
     for l in range(flow.R.shape[1]):  # noqa: E741
@@ -68,7 +68,7 @@ def _separation_along(flow: FlowResult, design: Design) -> float:
 
 @dataclass(frozen=True)
 class CoupledFlowConfig:
-    """E3: coupled effective flow vs Lie-Euler GD on the real layered network (spec §3 E3)."""
+    """E3: coupled effective flow vs Lie-Euler GD on the real layered network (experiment E3)."""
 
     qs: tuple[int, ...] = (2, 3, 4)
     n_per: int = 20
@@ -286,7 +286,7 @@ def coupled_flow_claims(rows: dict[int, dict[str, Any]], *, eta: float) -> list[
             "layered ReLU network: Lie-Euler steps of the effective equations equal Lie-Euler "
             "GD with autograd gradients step by step, the paper's Omega (3.22) departs from "
             "it, and the Lie-Euler scheme converges with order 1 in eta.",
-            "Thm 3.2 (with spec §1.7's Omega); spec §3 E3",
+            "Thm 3.2 (with Omega as in correction 3 of docs/theories/truncation.md); E3",
             [
                 Part(
                     "effective flow = network GD step by step",

@@ -1,10 +1,10 @@
-"""E4: finite-time full truncation and the bounds of [1] Prop. 4.2 (spec §3 E4).
+"""E4: finite-time full truncation and the bounds of [1] Prop. 4.2 (experiment E4).
 
 From a start where most of each cluster is already truncated (``min_r J0perp_rr >= 0.9``),
 the effective flow on a simplex design must truncate every cluster fully at a finite time
 ``s1`` (4.18) within the bound (4.30), with ``|btilde|`` contracting and ``R`` drifting at
-most as fast as (4.28)-(4.29) allow; the sharper bound ``log(1/gamma)/(1 - eta0)`` of spec
-§1.8 is checked too.
+most as fast as (4.28)-(4.29) allow; the sharper bound ``log(1/gamma)/(1 - eta0)`` of
+correction 7 in docs/theories/truncation.md is checked too.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ class Prop42Config:
 
 
 def _mostly_truncated_start(d: Design, target: float) -> AdaptedParams:
-    """Shift each apex along R_l^T 1 until min_r J0perp_rr(0) >= target (spec §3 E4)."""
+    """Shift each apex along R_l^T 1 until min_r J0perp_rr(0) >= target (experiment E4)."""
     beta = d.params.beta.copy()
     q = d.params.dim
     for l in range(q):  # noqa: E741
@@ -176,7 +176,7 @@ def prop42_claims(checks: list[dict[str, Any]]) -> list[dict[str, Any]]:
         ),
         claim(
             "The sharper bound s1 <= log(1/gamma)/(1 - eta0) (eta1' dropped) holds.",
-            "spec §1.8 (sharpening of Prop. 4.2, (4.30))",
+            "correction 7 of docs/theories/truncation.md (sharpening of Prop. 4.2, (4.30))",
             [
                 Part(
                     "s1 <= log(1/gamma)/(1 - eta0)",

@@ -1,4 +1,4 @@
-"""E5: the paper's rotation generator (3.22) against the corrected one (spec §3 E5).
+"""E5: the paper's rotation generator (3.22) against the corrected one (experiment E5).
 
 [1] (3.22) drops the term ``-1/2 [H, z z^T]`` of the Riemannian gradient. On marginal simplex
 designs (wide clusters, the reachability condition (4.16) not enforced) the two effective
@@ -26,7 +26,7 @@ __all__ = ["PaperOmegaConfig", "run_paper_omega"]
 
 @dataclass(frozen=True)
 class PaperOmegaConfig:
-    """E5: paper-literal vs corrected Omega on a marginal design (spec §3 E5)."""
+    """E5: paper-literal vs corrected Omega on a marginal design (experiment E5)."""
 
     q: int = 3
     n_per: int = 20
@@ -139,7 +139,7 @@ def paper_omega_claims(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
             "On marginal designs the corrected flow ends at a lower cost than the flow with "
             "the paper's Omega, which stalls with points left in mixed sectors (observed, "
             "seed dependent).",
-            "spec §3 E5 (observation)",
+            "E5 of docs/theories/truncation.md (observation)",
             [
                 Part(
                     "corrected flow ends lower",

@@ -1,4 +1,4 @@
-"""E6: collapsed data, the conserved quantity and the cost bound of [1] Sec. 8 (spec §3 E6).
+"""E6: collapsed data, the conserved quantity and the cost bound of [1] Sec. 8 (experiment E6).
 
 (a) The bilinear flow (8.6)-(8.7) of the standard cost in ``(W = W^(Q+1), B)`` is integrated
 with the shared ODE solver in a positive-definite, a negative-definite and an indefinite case:
@@ -39,7 +39,7 @@ __all__ = ["CollapsedConfig", "run_collapsed"]
 
 @dataclass(frozen=True)
 class CollapsedConfig:
-    """E6: Section 8 bilinear flow, abstract and through the network (spec §3 E6)."""
+    """E6: Section 8 bilinear flow, abstract and through the network (experiment E6)."""
 
     q: int = 3
     horizon: float = 5.0
@@ -223,7 +223,7 @@ def collapsed_claims(cases: dict[str, dict[str, Any]], net: dict[str, Any]) -> l
             "Corrected propagator and discrete identity: the residual E = W B + Y evolves as "
             "E(s) = U_L(s) E(0) U_R(s) with consistent generators (the printed ones fail), "
             "and one GD step changes I by exactly eta^2 (W^T E E^T W - B E^T E B^T).",
-            "spec §1.10 (corrected generators of (8.9)-(8.12)); spec §3 E6",
+            "correction 9 of docs/theories/truncation.md (generators of (8.9)-(8.12)); E6",
             [
                 Part(
                     "propagator identity",
@@ -245,7 +245,7 @@ def collapsed_claims(cases: dict[str, dict[str, Any]], net: dict[str, Any]) -> l
             "the rotations vanishes (8.4), so gradient descent on the network is gradient "
             "descent on the bilinear problem (8.6)-(8.7) as long as the clusters stay fully "
             "truncated and separated, which [1] does not guarantee.",
-            "Sec. 8, Eqs. (8.4)-(8.7); spec §3 E6 (b)",
+            "Sec. 8, Eqs. (8.4)-(8.7); E6 (through the network)",
             [
                 Part(
                     "gradient in R vanishes (8.4)",
@@ -272,7 +272,7 @@ def collapsed_claims(cases: dict[str, dict[str, Any]], net: dict[str, Any]) -> l
 
 
 def _collapsed_network(config: CollapsedConfig, rng: np.random.Generator) -> dict[str, Any]:
-    """Standard-cost GD through the network from fully truncated clusters (spec §3 E6 (b))."""
+    """Standard-cost GD through the network from fully truncated clusters (E6, network part)."""
     q = config.q
     # only the geometry of the design is used; the apexes are placed below, so the
     # reachability check of the Euclidean-cost design does not apply

@@ -1,7 +1,8 @@
-"""E7: untruncated data, the closed-form output-layer flow of [1] Sec. 9 (spec §3 E7).
+"""E7: untruncated data, the closed-form output-layer flow of [1] Sec. 9 (experiment E7).
 
 When no point is truncated the cumulative parameters get no gradient (9.6) and the output map
-``W = W^(Q+1)`` follows linear regression: the closed form (9.10) (with ``Y_ext``, spec §1.11)
+``W = W^(Q+1)`` follows linear regression: the closed form (9.10) (with ``Y_ext``, correction 10 of
+docs/theories/truncation.md)
 is checked against the shared ODE solver, its limit (9.12) against least squares, and gradient
 descent on ``W`` through the real network against the discrete and continuous closed forms.
 """
@@ -27,7 +28,7 @@ __all__ = ["UntruncatedConfig", "run_untruncated"]
 
 @dataclass(frozen=True)
 class UntruncatedConfig:
-    """E7: Section 9 closed form vs ODE vs network GD on ``W^(Q+1)`` (spec §3 E7)."""
+    """E7: Section 9 closed form vs ODE vs network GD on ``W^(Q+1)`` (experiment E7)."""
 
     q: int = 3
     n_per: int = 4
@@ -151,7 +152,8 @@ def untruncated_claims(
             "parameters receive no gradient (9.6), and if X X^T is invertible the output "
             "weights follow the explicit solution (9.10) and converge to the least-squares "
             "map (9.12) (with the extended labels Y_ext and P0 = X^T (X X^T)^{-1}, a "
-            "pseudo-inverse rather than a projector, spec §1.11).",
+            "pseudo-inverse rather than a projector; correction 10 of "
+            "docs/theories/truncation.md).",
             "Thm 9.1, Eqs. (9.6)-(9.12), §9",
             [
                 Part(
@@ -178,7 +180,7 @@ def untruncated_claims(
         claim(
             "Gradient descent on W^(Q+1) through the network is the discrete closed form "
             "and stays within O(eta) of the flow (9.10).",
-            "spec §3 E7 (discretisation of Thm 9.1)",
+            "E7 of docs/theories/truncation.md (discretisation of Thm 9.1)",
             [
                 Part(
                     "network GD = discrete closed form",

@@ -1,4 +1,4 @@
-"""E8 (exploratory): plain gradient descent on the layer weights (spec §3 E8 (b)).
+"""E8 (exploratory): plain gradient descent on the layer weights (experiment E8).
 
 [1] trains the cumulative parameters ``(beta^(l), R_l)`` as independent coordinates and
 assumes the cumulative weights stay adapted, ``W^(l) = diag(w*) R_l``. Here ordinary gradient
@@ -25,7 +25,7 @@ __all__ = ["LayerGDConfig", "run_layer_gd"]
 
 @dataclass(frozen=True)
 class LayerGDConfig:
-    """E8: GD on ``(W_l, b_l)`` from an adapted start vs the effective flow (spec §3 E8 b)."""
+    """E8: GD on ``(W_l, b_l)`` from an adapted start vs the effective flow (experiment E8)."""
 
     q: int = 3
     n_per: int = 20
@@ -104,7 +104,7 @@ def layer_gd_claims(max_defect: float, final_diameters: list[float]) -> list[dic
             "[1] assumes weights adapted to the ReLU (Def. 2.2) throughout training; it does "
             "not claim that ordinary gradient descent on the layer weights and biases keeps "
             "them adapted. Exploratory check of that assumption.",
-            "Def. 2.2, (2.28)-(2.31); spec §3 E8 (b) (exploratory)",
+            "Def. 2.2, (2.28)-(2.31); E8 of docs/theories/truncation.md (exploratory)",
             [
                 Part(
                     "plain GD on (W_l, b_l) keeps the weights adapted",
@@ -117,7 +117,7 @@ def layer_gd_claims(max_defect: float, final_diameters: list[float]) -> list[dic
         claim(
             "The clusters also collapse to points under plain GD on (W_l, b_l) (observed, "
             "not claimed by [1]).",
-            "spec §3 E8 (b) (exploratory)",
+            "E8 of docs/theories/truncation.md (exploratory)",
             [
                 Part(
                     "collapse under plain GD",
