@@ -739,7 +739,13 @@ def _check(
                 judge(path, "true", noise, seed + i)
                 if forecast and report.results and report.results[-1].kind == "true":
                     last = report.results[-1]
-                    cov, z = _band_scores(path, theory.name)
+                    try:
+                        cov, z = _band_scores(path, theory.name)
+                    except Exception as exc:  # noted, and the stream has no band measured
+                        report.notes.append(
+                            f"forecast of true stream {noise} {i} raised {one_line_reason(exc)}"
+                        )
+                        continue
                     report.results[-1] = replace(last, band_coverage=cov, band_z=z)
         for j, family in enumerate(cal.families):
             for i in range(n_generic):
