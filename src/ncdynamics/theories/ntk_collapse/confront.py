@@ -68,9 +68,9 @@ the effective records. The noise variance is the posterior mean over ``rho`` (Je
 prior): a few records cannot rule out a slow noise, whose marginal variance is larger than
 the residuals show. The residuals' root mean square plus the flow-time error, as before, held
 0.78 (independent) and 0.45 (AR(1), rho = 0.9) of later records on the calibration kit's
-streams; this band holds 0.995 and 0.93 (6 streams each, 205 records), about twice as wide
-as needed under independent noise (root mean square of error / (half-width / 1.96) 0.47, and
-1.04 under AR(1)).
+streams; this band holds 0.997 and 0.924 (6 streams each, mean over 35 origins), about
+twice as wide as needed under independent noise (root mean square of error / (half-width /
+1.96) 0.47, and 1.04 under AR(1)).
 
 Observable: ``within_scatter`` = ``tr S_W`` on the probe's class-ordered NTK sample.
 """
