@@ -13,11 +13,15 @@ between the markers::
 is then replaced by two tables made from that file (nothing in it is typed by hand): true
 positives under each noise and false positives per generic family, and, per parameter, the
 coverage of the 95% intervals and the spread over seeds / reported standard error, under
-independent and AR(1) noise.
+independent and AR(1) noise; and, where the file holds them (``check_theory(...,
+forecast=True)``, skipped with ``--no-forecast``; files made before issue 28's forecast bands
+lack them and render as before), a third: per theory, the mean share of later records inside
+the 95% forecast band and the records' error over the band's standard error.
 
 Usage::
 
     python benchmarks/calibration_table.py [--n-true 10] [--n-generic 5] [--seed 0]
+        [--no-forecast]
     python benchmarks/calibration_table.py --render [--results FILE] [--check]
 
 ``--render`` makes the tables from the newest results file without running anything;
@@ -53,7 +57,7 @@ _FAMILY_LABELS = {
 }
 
 
-def run(n_true: int, n_generic: int, seed: int) -> dict[str, Any]:
+def run(n_true: int, n_generic: int, seed: int, forecast: bool = True) -> dict[str, Any]:
     """Every calibrated theory through ``check_theory``; the raw results, JSON-ready."""
     from ncdynamics import theories
     from ncdynamics.theories.testing import check_theory
@@ -70,7 +74,9 @@ def run(n_true: int, n_generic: int, seed: int) -> dict[str, Any]:
         if theories.get(name).calibration is None:
             continue
         start = time.perf_counter()
-        report = check_theory(name, seed=seed, n_true=n_true, n_generic=n_generic, smoke=False)
+        report = check_theory(
+            name, seed=seed, n_true=n_true, n_generic=n_generic, smoke=False, forecast=forecast
+        )
         seconds = time.perf_counter() - start
         print(f"{name}: {len(report.results)} streams in {seconds:.0f} s", file=sys.stderr)
         out["theories"][name] = {
@@ -84,6 +90,11 @@ def run(n_true: int, n_generic: int, seed: int) -> dict[str, Any]:
                     "verdict": r.verdict,
                     "params": r.params,
                     "intervals": {k: list(v) for k, v in r.intervals.items()},
+                    **(
+                        {"band_coverage": list(r.band_coverage), "band_z": list(r.band_z)}
+                        if forecast and r.kind == "true"
+                        else {}
+                    ),
                 }
                 for r in report.results
             ],
@@ -99,7 +110,16 @@ def _report(name: str, data: dict[str, Any]) -> Any:
         intervals = {k: (float(v[0]), float(v[1])) for k, v in r["intervals"].items()}
         report.results.append(
             StreamResult(
-                r["kind"], r["family"], r["seed"], r["verdict"], "", r["params"], intervals
+                r["kind"],
+                r["family"],
+                r["seed"],
+                r["verdict"],
+                "",
+                r["params"],
+                intervals,
+                # absent from files made before the forecast bands were measured
+                tuple(float(x) for x in r.get("band_coverage", ())),
+                tuple(math.nan if x is None else float(x) for x in r.get("band_z", ())),
             )
         )
     return report
@@ -134,6 +154,11 @@ def render(results: dict[str, Any]) -> str:
         "| spread/SE AR(1) |",
         "|---|---|---:|---:|---:|---:|---:|",
     ]
+    bands = [
+        "| theory | band coverage indep. | band coverage AR(1) | error/SE indep. "
+        "| error/SE AR(1) |",
+        "|---|---:|---:|---:|---:|",
+    ]
     for name, data in sorted(results["theories"].items()):
         rep = _report(name, data)
         by = rep.fp_by_family
@@ -159,12 +184,31 @@ def render(results: dict[str, Any]) -> str:
                 f"{_num(cov['ar1'].get(p, math.nan))} | {_num(ratio['independent'][p])} | "
                 f"{_num(ratio['ar1'][p])} |"
             )
+        kinds = ("independent", "ar1")
+        if any(math.isfinite(rep.band_coverage(k)) for k in kinds):
+            bands.append(
+                f"| {name} | "
+                + " | ".join(_num(rep.band_coverage(k)) for k in kinds)
+                + " | "
+                + " | ".join(_num(rep.band_error_over_se(k)) for k in kinds)
+                + " |"
+            )
     cover_note = (
         "Coverage: the share of true-stream fits whose 95% interval holds the true value "
         "(target ≥ 0.90); spread/SE: the standard deviation of the fitted value over seeds "
         "divided by the median reported standard error (half-width / 1.96; target 0.7–1.4)."
     )
-    return "\n".join([*lines, "", cover_note, "", *cover]) + "\n"
+    out = [*lines, "", cover_note, "", *cover]
+    if len(bands) > 2:
+        band_note = (
+            "Forecast bands: the mean share of the records after each forecast origin inside "
+            "the theory's 95% band, over the origins and observables of the true streams "
+            "(target ≥ 0.90); error/SE: the root mean square of those records' errors over "
+            "the band's standard error (half-width / 1.96), 1 for an honest band and below 1 "
+            "for one wider than it needs to be."
+        )
+        out += ["", band_note, "", *bands]
+    return "\n".join(out) + "\n"
 
 
 def rewrite(text: str, results: dict[str, Any]) -> str:
@@ -187,6 +231,9 @@ def main() -> int:
     parser.add_argument("--n-true", type=int, default=10)
     parser.add_argument("--n-generic", type=int, default=5)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--no-forecast", action="store_true", help="do not measure the forecast bands"
+    )
     parser.add_argument("--render", action="store_true", help="only regenerate the tables")
     parser.add_argument("--results", type=Path, help="results file (default: the newest)")
     parser.add_argument("--docs", type=Path, default=DOCS)
@@ -195,7 +242,7 @@ def main() -> int:
     if args.render or args.check:
         results = json.loads((args.results or newest_results()).read_text(encoding="utf-8"))
     else:
-        results = run(args.n_true, args.n_generic, args.seed)
+        results = run(args.n_true, args.n_generic, args.seed, forecast=not args.no_forecast)
         RESULTS.mkdir(parents=True, exist_ok=True)
         stamp = results["date"].replace(":", "")
         path = RESULTS / f"{results['host'] or 'host'}-{stamp}.json"

@@ -96,3 +96,15 @@ def test_render_counts_positives_and_coverage():
 def test_rewrite_needs_the_markers():
     with pytest.raises(ValueError, match="calibration:table"):
         table.rewrite("# no region\n", _results([]))
+
+
+def test_render_tables_forecast_bands_when_the_results_hold_them():
+    results = _results([("independent", "holds", 1.0), ("ar1", "holds", 1.0)])
+    assert "Forecast bands" not in table.render(results)  # files made before issue 28 item 3
+    rows = results["theories"]["x"]["results"]
+    rows[0].update(band_coverage=[1.0, 0.8], band_z=[1.0, -1.0, 2.0, None])
+    rows[1].update(band_coverage=[0.5], band_z=[3.0])
+    text = table.render(results)
+    assert "Forecast bands" in text
+    # coverage 0.9 and 0.5; error/SE sqrt((1 + 1 + 4) / 3) and 3 (a missing z is skipped)
+    assert "| x | 0.90 | 0.50 | 1.41 | 3.00 |" in text

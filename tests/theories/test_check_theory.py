@@ -188,6 +188,21 @@ def test_a_fit_without_free_parameters_fails_the_check(monkeypatch):
         report.check(tp_min=0.0)
 
 
+def test_a_forecast_that_raises_is_noted_and_leaves_the_band_unmeasured(monkeypatch):
+    from ncdynamics.theories import testing
+
+    theory = _bad_theory(monkeypatch, n_fitted=1)
+
+    def boom(path, name):
+        raise RuntimeError("no forecast here")
+
+    monkeypatch.setattr(testing, "_band_scores", boom)
+    report = check_theory(theory, n_true=1, n_generic=0, smoke=False, forecast=True)
+    assert len([r for r in report.results if r.kind == "true"]) == 2
+    assert math.isnan(report.band_coverage("ar1"))
+    assert sum("no forecast here" in note for note in report.notes) == 2
+
+
 def test_check_lists_every_missed_target_with_its_numbers():
     report = CalibrationReport("x", true_params={"c": 1.0})
     for seed, (c, iv) in enumerate([(1.0, (0.9, 1.1)), (1.5, (1.4, 1.6)), (0.5, (0.4, 0.6))]):

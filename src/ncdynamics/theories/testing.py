@@ -22,7 +22,13 @@ battery and says, in numbers, whether its verdicts can be trusted:
    divided by the reported standard error (the interval's half-width / 1.96): near 1 when the
    intervals are honest, above 1 when they are too narrow;
 5. **invariants** of every fit: at least one free parameter, an interval for each, and each
-   fitted observable predicted by ``fit.curves.predict`` after the last fitted record.
+   fitted observable predicted by ``fit.curves.predict`` after the last fitted record;
+6. **forecast bands** (only with ``forecast=True``, which forecasts every true stream from
+   several origins and so costs about as much again): the share of the records after each
+   origin inside the theory's 95% band (:func:`ncdynamics.experiments.forecast.forecast`),
+   under each kind of noise, and how wide the band is: the root mean square of the records'
+   errors over the band's standard error (half-width / 1.96 on the observable's scale), near
+   1 for an honest band, below 1 for one wider than its coverage needs.
 
 The streams come from the theory's :class:`Calibration` (its declaration names it:
 ``Theory(..., calibration="pkg.calibration:CALIBRATION")``). A theory that declares no
@@ -45,7 +51,7 @@ import math
 import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -234,6 +240,10 @@ class StreamResult:
     reason: str = ""
     params: dict[str, float] = field(default_factory=dict)
     intervals: dict[str, tuple[float, float]] = field(default_factory=dict)
+    #: Forecast band of a true stream (``check_theory(..., forecast=True)``): its coverage at
+    #: each origin and observable, and each later record's error over the band's standard error.
+    band_coverage: tuple[float, ...] = ()
+    band_z: tuple[float, ...] = ()
 
     @property
     def positive(self) -> bool:
@@ -332,6 +342,21 @@ class CalibrationReport:
             out[name] = spread / median_se if median_se > 0 else math.inf
         return out
 
+    def band_coverage(self, noise: str) -> float:
+        """Mean share of later records inside the theory's 95% forecast band, over the origins
+        and observables of the true streams with noise ``noise``; NaN when not measured
+        (``check_theory(..., forecast=True)``)."""
+        values = [c for r in self._of("true", noise) for c in r.band_coverage]
+        return float(np.mean(values)) if values else math.nan
+
+    def band_error_over_se(self, noise: str) -> float:
+        """Root mean square of the later records' errors over the band's standard error
+        (half-width / 1.96): 1 for an honest band, below 1 for one too wide; NaN when not
+        measured."""
+        values = np.array([z for r in self._of("true", noise) for z in r.band_z])
+        values = values[np.isfinite(values)]
+        return float(np.sqrt(np.mean(values**2))) if values.size else math.nan
+
     @property
     def smoke_failures(self) -> list[str]:
         return [
@@ -364,6 +389,10 @@ class CalibrationReport:
                 add(f"coverage.{noise}", name, value, n)
             for name, value in self.spread_over_se(noise).items():
                 add(f"spread_over_se.{noise}", name, value, n)
+            bands = [c for r in self._of("true", noise) for c in r.band_coverage]
+            if bands:
+                add(f"band_coverage.{noise}", "forecast", self.band_coverage(noise), len(bands))
+                add(f"band_error_over_se.{noise}", "forecast", self.band_error_over_se(noise), n)
         add("invariant_failures", "all", float(len(self.invariant_failures)), len(self.results))
         for r in self._of("smoke"):
             add("smoke", f"{r.family}: {r.verdict}", float(r.verdict != "error"), 1)
@@ -403,6 +432,12 @@ class CalibrationReport:
                         f"coverage of {name} under {noise} noise {value:.2f} < {coverage_min} "
                         f"(true value {self.true_params[name]:g})"
                     )
+            band = self.band_coverage(noise)
+            if not math.isnan(band) and not band >= coverage_min:
+                out.append(
+                    f"forecast band coverage under {noise} noise {band:.2f} < {coverage_min} "
+                    "(mean share of later records inside the 95% band)"
+                )
             if spread_se is None:
                 continue
             low, high = spread_se
@@ -434,7 +469,8 @@ class CalibrationReport:
         family_fp_max : float, default=0.2
             The same for each family.
         coverage_min : float, default=0.9
-            Least coverage of each true parameter's 95% interval, under each noise.
+            Least coverage of each true parameter's 95% interval, under each noise, and of
+            the forecast band where it was measured (``forecast=True``).
         spread_se : (float, float) or None, default=(0.7, 1.4)
             Range of spread over seeds / reported standard error; ``None`` skips it.
         """
@@ -482,6 +518,45 @@ def fit_invariants(fit: TheoryFit) -> list[str]:
     return out
 
 
+def _band_scores(path: Path, name: str) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """``(coverage, z)`` of theory ``name``'s forecast band on the stream at ``path``: the
+    coverage at each origin and observable, and each later record's error from the band's
+    centre over its standard error (half-width / 1.96), on the observable's scale."""
+    from ..experiments.forecast import forecast
+    from ..experiments.forecast_scoring import to_scale
+    from .verdict import observable_scale
+
+    coverage: list[float] = []
+    z: list[float] = []
+    for entry in forecast(path):
+        if entry.theory != name:
+            continue
+        coverage.extend(
+            float(row["coverage"])
+            for row in entry.scores
+            if str(row["method"]).startswith("theory") and not math.isnan(row["coverage"])
+        )
+        for origin in entry.origins:
+            fit = origin.fit
+            if fit is None or fit.curves.band is None:
+                continue
+            for obs, (steps, values) in entry.observed.items():
+                after = steps > origin.cut
+                if not after.any():
+                    continue
+                try:
+                    with np.errstate(all="ignore"):
+                        low, high = fit.curves.band(steps[after])[obs]
+                except Exception:  # scored as missing, as forecast() does
+                    continue
+                scale = observable_scale(fit, obs, values)
+                lo, hi = to_scale(np.asarray(low), scale), to_scale(np.asarray(high), scale)
+                with np.errstate(all="ignore"):
+                    err = to_scale(values[after], scale) - (lo + hi) / 2
+                    z.extend((err / ((hi - lo) / 2 / _Z95)).tolist())
+    return tuple(coverage), tuple(z)
+
+
 @contextmanager
 def _alone(theory: Theory) -> Iterator[None]:
     """The theory registry holding ``theory`` only, inside the block (so that the engine and
@@ -517,6 +592,7 @@ def check_theory(
     calibration: Calibration | None = None,
     smoke: bool = True,
     workdir: str | Path | None = None,
+    forecast: bool = False,
 ) -> CalibrationReport:
     """Put ``theory`` through the conformance and calibration battery (module docstring).
 
@@ -538,6 +614,9 @@ def check_theory(
         Run the smoke experiment(s).
     workdir : path, optional
         Where the run directories are written (kept); a temporary directory by default.
+    forecast : bool, default=False
+        Also forecast every true stream and measure the theory's forecast band (module
+        docstring, item 6); off by default, since it costs about as much as the rest.
 
     Returns
     -------
@@ -563,8 +642,12 @@ def check_theory(
             raise ValueError(f"`{name}` must be a non-negative integer; got {value!r}.")
     if workdir is None:
         with tempfile.TemporaryDirectory(prefix=f"check_{theory.name}_") as tmp:
-            return _check(theory, seed, n_true, n_generic, quick, calibration, smoke, Path(tmp))
-    return _check(theory, seed, n_true, n_generic, quick, calibration, smoke, Path(workdir))
+            return _check(
+                theory, seed, n_true, n_generic, quick, calibration, smoke, Path(tmp), forecast
+            )
+    return _check(
+        theory, seed, n_true, n_generic, quick, calibration, smoke, Path(workdir), forecast
+    )
 
 
 def _check(
@@ -576,6 +659,7 @@ def _check(
     calibration: Calibration | None,
     smoke: bool,
     root: Path,
+    forecast: bool = False,
 ) -> CalibrationReport:
     from ..experiments import _registry as experiments
     from ..experiments.compare import compare
@@ -653,6 +737,16 @@ def _check(
                 path = root / "true" / f"{noise}-{i}"
                 cal.true_stream(path, np.random.default_rng([seed + i, 1]), noise)
                 judge(path, "true", noise, seed + i)
+                if forecast and report.results and report.results[-1].kind == "true":
+                    last = report.results[-1]
+                    try:
+                        cov, z = _band_scores(path, theory.name)
+                    except Exception as exc:  # noted, and the stream has no band measured
+                        report.notes.append(
+                            f"forecast of true stream {noise} {i} raised {one_line_reason(exc)}"
+                        )
+                        continue
+                    report.results[-1] = replace(last, band_coverage=cov, band_z=z)
         for j, family in enumerate(cal.families):
             for i in range(n_generic):
                 path = root / "generic" / f"{family}-{i}"

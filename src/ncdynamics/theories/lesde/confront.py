@@ -41,6 +41,15 @@ record: eq. (8) is defined on logits, a hidden layer's means are out of regime),
 softmax cross-entropy loss (the L-model linearises the cross-entropy logit dynamics (B.1)-
 (B.6); under a squared loss the margins saturate at the targets instead of growing), and a
 constant learning rate (the rates are per iteration at a fixed step size h, eq. (1)).
+
+Forecast band (:attr:`TheoryFit.band`, see :mod:`~ncdynamics.theories.forecast_bands`): the
+parameter covariance of the fit (AR(1) by restricted likelihood) carried to the horizon, plus
+each margin's record noise raised from the residuals' mean square to the noise model's
+marginal variance (:func:`_noise_raise`; the fitted curves absorb part of a slow noise), with
+a t quantile on the fit's degrees of freedom. On six calibration-kit streams per noise the
+band holds 0.965 (independent) and 0.976 (AR(1), rho = 0.9) of later records, with errors
+0.92 of its standard error under both; the residuals' root mean square with the normal
+quantile, as before, held 0.953 and 0.890.
 """
 
 from __future__ import annotations
@@ -69,8 +78,9 @@ from ..confrontation import (
     Undetermined,
     r_squared,
 )
+from ..forecast_bands import student_level
 from ..regime import constant_learning_rate_assumption, loss_is, plain_gradient_descent
-from ..uncertainty import LEVEL, intervals_from_covariance, numeric_jacobian
+from ..uncertainty import ar1_reml_covariance, intervals_from_covariance, numeric_jacobian
 from .estimate import RATE_LAWS, TAIL_INDEX_BOUNDS, MarginRateFit, RateLaw, fit_margin_rates
 from .model import d_vectors
 
@@ -196,6 +206,25 @@ def _report(fit: MarginRateFit, t_last: float) -> tuple[list[str], Callable[[Arr
         "beta_last",
         "gap_last",
     ], values_pl
+
+
+def _noise_raise(fit: MarginRateFit, steps: Array, ys: Array, yb: Array) -> float:
+    """The record noise's marginal variance over the fit's mean squared residual (both
+    margins weighted to one scale, as the fit weights them): the AR(1) noise variance by
+    restricted likelihood (:func:`~ncdynamics.theories.uncertainty.ar1_reml_covariance`), which
+    counts the slow noise the fitted curves absorbed; at least 1."""
+    w = 1.0 / np.asarray(fit.scatter, dtype=np.float64)
+
+    def weighted(theta: Array) -> Array:
+        f1, f2 = fit.curves(steps, theta)
+        return np.concatenate([w[0] * (ys - f1), w[1] * (yb - f2)])
+
+    res = weighted(fit.theta)
+    _, s2, _, _ = ar1_reml_covariance(numeric_jacobian(weighted, fit.theta), res, series=2)
+    mean_square = float(np.mean(res**2))
+    if not (math.isfinite(s2) and mean_square > 0):
+        return 1.0
+    return max(s2 / mean_square, 1.0)
 
 
 def _log_curve(fit: MarginRateFit, t: Array, which: int, theta: Array) -> Array:
@@ -329,15 +358,18 @@ def _fit(stream: Stream) -> TheoryFit:
 
     def band(at: Array) -> dict[str, tuple[Any, Any]]:
         """The delta method of :func:`~ncdynamics.theories.uncertainty.delta_band`, done on
-        the log curves themselves (finite where the margins overflow)."""
+        the log curves themselves (finite where the margins overflow), with the record noise's
+        marginal variance (:func:`_noise_raise`) and a t quantile on the fit's degrees of
+        freedom (:mod:`~ncdynamics.theories.forecast_bands`)."""
         t = np.asarray(at, dtype=np.float64)
-        z = NormalDist().inv_cdf(0.5 + LEVEL / 2)
+        z = NormalDist().inv_cdf(0.5 + student_level(fit.dof) / 2)
+        raise_to = _noise_raise(fit, steps, ys, yb)
         out: dict[str, tuple[Any, Any]] = {}
         for i, name in enumerate(_OBSERVABLES):
             mid = fit.curves(t)[i]
             if np.all(np.isfinite(fit.cov)):
                 g = numeric_jacobian(partial(_log_curve, fit, t, i), fit.theta)
-                var = np.einsum("ij,jk,ik->i", g, fit.cov, g) + scatter[name] ** 2
+                var = np.einsum("ij,jk,ik->i", g, fit.cov, g) + raise_to * scatter[name] ** 2
             else:
                 var = np.full(mid.shape, np.inf)
             half = z * np.sqrt(np.maximum(var, 0.0))
