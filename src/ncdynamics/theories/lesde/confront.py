@@ -291,20 +291,31 @@ def choose_rate_law(
     return "power-law", f"power-law rates chosen: {aic}; {held}"
 
 
-def _fit(stream: Stream) -> TheoryFit:
+def _margin_logs(
+    stream: Stream,
+) -> tuple[Array, int, dict[str, tuple[Array, Array]], Array, Array]:
+    """The records' steps, K, the observed margins, and ``log|S|``, ``log|b|`` (raising
+    :class:`NotApplicable` / :class:`Undetermined` where the records cannot be fitted)."""
     steps, means = stream.array("class_means_logits")
     if means.ndim != 3 or means.shape[1] != means.shape[2] or means.shape[1] < 2:
         raise NotApplicable(
             f"`class_means_logits` must have shape (T, K, K) with K >= 2 (class x logit); "
             f"got {means.shape}."
         )
-    k = int(means.shape[1])
     if steps.size < 3:
         raise Undetermined(f"the fit needs at least 3 records; the stream has {steps.size}.")
     obs = _observe(stream)
     if any(np.any(v == 0) for _, v in obs.values()):
         raise Undetermined("a margin projection is exactly zero at some record; log undefined.")
     ys, yb = (np.log(np.abs(obs[n][1])) for n in _OBSERVABLES)
+    return steps, int(means.shape[1]), obs, ys, yb
+
+
+def _fit_laws(
+    steps: Array, ys: Array, yb: Array, k: int
+) -> tuple[dict[str, MarginRateFit | None], dict[str, float], str, str]:
+    """Every rate law fitted (``None`` where too few records), its held-out error, and the
+    law chosen with the reason."""
     fits: dict[str, MarginRateFit | None] = {}
     for name in RATE_LAWS:
         try:
@@ -313,10 +324,14 @@ def _fit(stream: Stream) -> TheoryFit:
             fits[name] = None
     heldout: dict[str, float] = {n: _heldout_rmse(n, steps, ys, yb, k) for n in RATE_LAWS}
     law, why = choose_rate_law(fits, heldout)
-    fit = fits[law]
-    if fit is None:  # choose_rate_law only names a law that was fitted
-        raise RuntimeError(f"the {law} fit is missing.")
-    t_last = float(steps[-1])
+    return fits, heldout, law, why
+
+
+def _reported(
+    fit: MarginRateFit, law: str, t_last: float
+) -> tuple[dict[str, float], dict[str, tuple[float, float]], dict[str, Any]]:
+    """The reported parameters with their intervals, and the facts the law gives them:
+    ``signs``, ``bounds``, and the predictions (margin gap, tail index, spread)."""
     names, values = _report(fit, t_last)
     jac = numeric_jacobian(values, fit.theta)
     cov = (
@@ -328,33 +343,54 @@ def _fit(stream: Stream) -> TheoryFit:
     intervals = intervals_from_covariance(names, vals, cov, fit.dof)
     params = {n: float(v) for n, v in zip(names, vals, strict=True)}
     if law == "constant":
-        signs = {"alpha": 1, "rate_margin": 1}
-        bounds: dict[str, tuple[float, float]] = {}
-        gap, tail = params["alpha"] - params["beta"], 0.0
-        spread_shrinks = bool(params["beta"] < 0)
+        facts: dict[str, Any] = {
+            "signs": {"alpha": 1, "rate_margin": 1},
+            "bounds": {},
+            "gap": params["alpha"] - params["beta"],
+            "tail": 0.0,
+            "spread_shrinks": bool(params["beta"] < 0),
+        }
     else:
-        signs = {"alpha0": 1, "gap_last": 1}
-        bounds = {"r_alpha": TAIL_INDEX_BOUNDS, "r_beta": TAIL_INDEX_BOUNDS}
-        gap, tail = params["gap_last"], min(params["r_alpha"], params["r_beta"])
-        spread_shrinks = bool(params["beta_last"] < 0)
-    # Thm. 2.1 (constant rates: alpha > beta); Thm. 3.1 with Sec. 4's reading (tail index < 1)
-    separable = bool(gap > 0 and tail < 1)
-    unit = _time_unit(stream)
-    units = {n: f"1/{unit}" for n in names if not n.startswith("r_")}
-    units.update({n: "1" for n in names if n.startswith("r_")})
-    sign_of = {n: float(np.sign(obs[n][1][-1])) or 1.0 for n in _OBSERVABLES}
+        facts = {
+            "signs": {"alpha0": 1, "gap_last": 1},
+            "bounds": {"r_alpha": TAIL_INDEX_BOUNDS, "r_beta": TAIL_INDEX_BOUNDS},
+            "gap": params["gap_last"],
+            "tail": min(params["r_alpha"], params["r_beta"]),
+            "spread_shrinks": bool(params["beta_last"] < 0),
+        }
+    return params, intervals, facts
+
+
+def _alternatives(
+    fits: dict[str, MarginRateFit | None],
+    heldout: dict[str, float],
+    law: str,
+    steps: Array,
+    ys: Array,
+    yb: Array,
+) -> dict[str, dict[str, float]]:
+    """The report's table of the rate laws: size, AIC, AICc, held-out error, R² in log."""
+    alternatives: dict[str, dict[str, float]] = {}
+    for variant, f in fits.items():
+        alternatives[variant] = {
+            "n_params": float(4 if variant == "constant" else 6),
+            "aic": f.aic if f is not None else math.nan,
+            "aicc": f.aicc if f is not None else math.nan,
+            "heldout_rmse": heldout[variant],
+            "chosen": float(variant == law),
+        }
+        if f is not None:
+            fs, fb = f.curves(steps)
+            alternatives[variant]["r2_log_mean_margin"] = r_squared(ys, fs)
+            alternatives[variant]["r2_log_margin_spread"] = r_squared(yb, fb)
+    return alternatives
+
+
+def _band(
+    fit: MarginRateFit, steps: Array, ys: Array, yb: Array, sign_of: dict[str, float]
+) -> Callable[[Array], dict[str, tuple[Any, Any]]]:
+    """``band(steps) -> {observable: (low, high)}``: the 95% forecast band of ``fit``'s margins."""
     scatter = dict(zip(_OBSERVABLES, fit.scatter, strict=True))
-
-    def predict_with(theta: Array, at: Array) -> dict[str, Array]:
-        fs, fb = fit.curves(np.asarray(at, dtype=np.float64), theta)
-        with np.errstate(over="ignore"):  # margins beyond float range forecast as inf
-            return {
-                "mean_margin": sign_of["mean_margin"] * np.exp(fs),
-                "margin_spread": sign_of["margin_spread"] * np.exp(fb),
-            }
-
-    def predict(at: Array) -> dict[str, Array]:
-        return predict_with(fit.theta, np.asarray(at, dtype=np.float64))
 
     def band(at: Array) -> dict[str, tuple[Any, Any]]:
         """The delta method of :func:`~ncdynamics.theories.uncertainty.delta_band`, done on
@@ -378,6 +414,39 @@ def _fit(stream: Stream) -> TheoryFit:
             out[name] = (ends[0], ends[1])
         return out
 
+    return band
+
+
+def _fit(stream: Stream) -> TheoryFit:
+    steps, k, obs, ys, yb = _margin_logs(stream)
+    fits, heldout, law, why = _fit_laws(steps, ys, yb, k)
+    fit = fits[law]
+    if fit is None:  # choose_rate_law only names a law that was fitted
+        raise RuntimeError(f"the {law} fit is missing.")
+    params, intervals, facts = _reported(fit, law, float(steps[-1]))
+    signs, bounds = facts["signs"], facts["bounds"]
+    gap, tail, spread_shrinks = facts["gap"], facts["tail"], facts["spread_shrinks"]
+    # Thm. 2.1 (constant rates: alpha > beta); Thm. 3.1 with Sec. 4's reading (tail index < 1)
+    separable = bool(gap > 0 and tail < 1)
+    names = list(params)
+    unit = _time_unit(stream)
+    units = {n: f"1/{unit}" for n in names if not n.startswith("r_")}
+    units.update({n: "1" for n in names if n.startswith("r_")})
+    sign_of = {n: float(np.sign(obs[n][1][-1])) or 1.0 for n in _OBSERVABLES}
+
+    def predict_with(theta: Array, at: Array) -> dict[str, Array]:
+        fs, fb = fit.curves(np.asarray(at, dtype=np.float64), theta)
+        with np.errstate(over="ignore"):  # margins beyond float range forecast as inf
+            return {
+                "mean_margin": sign_of["mean_margin"] * np.exp(fs),
+                "margin_spread": sign_of["margin_spread"] * np.exp(fb),
+            }
+
+    def predict(at: Array) -> dict[str, Array]:
+        return predict_with(fit.theta, np.asarray(at, dtype=np.float64))
+
+    band = _band(fit, steps, ys, yb, sign_of)
+
     if law == "constant":  # the constant law *is* a line in log per margin: the same curves
         lines: Callable[[Array], dict[str, Array]] = predict
     else:
@@ -388,19 +457,7 @@ def _fit(stream: Stream) -> TheoryFit:
         f"r2_log_{n}": r_squared(y, np.log(np.abs(curves[n])))
         for n, y in zip(_OBSERVABLES, (ys, yb), strict=True)
     }
-    alternatives: dict[str, dict[str, float]] = {}
-    for variant, f in fits.items():
-        alternatives[variant] = {
-            "n_params": float(4 if variant == "constant" else 6),
-            "aic": f.aic if f is not None else math.nan,
-            "aicc": f.aicc if f is not None else math.nan,
-            "heldout_rmse": heldout[variant],
-            "chosen": float(variant == law),
-        }
-        if f is not None:
-            fs, fb = f.curves(steps)
-            alternatives[variant]["r2_log_mean_margin"] = r_squared(ys, fs)
-            alternatives[variant]["r2_log_margin_spread"] = r_squared(yb, fb)
+    alternatives = _alternatives(fits, heldout, law, steps, ys, yb)
     notes = [why, f"rates per {unit}; the power law counts time from step 0 as (1 + t) (D.17)"]
     if np.any(np.sign(obs["mean_margin"][1]) != sign_of["mean_margin"]):
         notes.append("the mean margin changes sign inside the records; the L-model keeps it")
