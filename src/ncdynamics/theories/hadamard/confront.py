@@ -57,6 +57,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -293,7 +294,11 @@ def _observe(stream: Stream) -> dict[str, Series]:
     return {k: (steps, v) for k, v in _summaries(centred_singular_values(means)).items()}
 
 
-def _fit(stream: Stream) -> TheoryFit:
+def _singular_values(
+    stream: Stream,
+) -> tuple[NDArray[np.float64], NDArray[np.float64], int, NDArray[np.float64]]:
+    """The records' steps, class-mean logits, K and the top K - 1 singular values of the
+    doubly centred means (raising where the theory or the records cannot be fitted)."""
     steps, means = stream.array("class_means_logits")
     if means.ndim != 3 or means.shape[1] != means.shape[2]:
         raise ValueError(f"`class_means_logits` must be (T, K, K); got {means.shape}.")
@@ -305,6 +310,48 @@ def _fit(stream: Stream) -> TheoryFit:
     sigma = centred_singular_values(means)
     if np.any(sigma <= 0):
         raise Undetermined("a centred class-mean logit singular value is zero; log undefined.")
+    return steps, means, int(k), sigma
+
+
+def _band(
+    best: Any,
+    series: int,
+    theta: NDArray[np.float64],
+    predict_with: Callable[[NDArray[np.float64], NDArray[np.float64]], dict[str, Any]],
+    scatter: dict[str, float],
+    k: int,
+) -> Callable[[NDArray[np.float64]], dict[str, tuple[Any, Any]]]:
+    """``band(steps) -> {observable: (low, high)}``: the 95% band for later records. It holds
+    the record noise's marginal variance, which the residuals understate under correlated
+    noise, estimated by REML (``ar1_reml_covariance``), with the parameter covariance at that
+    noise model and a t quantile (module docstring)."""
+    residuals = best.extra["residuals"]
+    band_cov, s2, band_dof, _ = ar1_reml_covariance(
+        best.extra["jacobian"], residuals, series=series, layout="interleaved"
+    )
+    raise_to = s2 / float(np.mean(residuals**2)) if np.any(residuals) else 1.0
+    # each summary's noise from all K - 1 residual series (its own few residuals, fitted by
+    # the same parameters, say less): the mean of K - 1 logs, and the difference of two
+    floor = {"logit_scale": s2 / (k - 1), "logit_anisotropy": 2 * s2}
+
+    def band(at: NDArray[np.float64]) -> dict[str, tuple[Any, Any]]:
+        wide = {name: math.sqrt(max(raise_to * v**2, floor[name])) for name, v in scatter.items()}
+        out = delta_band(
+            predict_with,
+            theta,
+            band_cov,
+            at,
+            scatter=wide,
+            log_observables=_OBSERVABLES,
+            level=student_level(band_dof),
+        )
+        return dict(out)
+
+    return band
+
+
+def _fit(stream: Stream) -> TheoryFit:
+    steps, means, k, sigma = _singular_values(stream)
     c_expected, how = expected_time_scale(stream)
     starts = _START_SCALES + ((c_expected,) if c_expected else ())
     with warnings.catch_warnings():
@@ -341,30 +388,7 @@ def _fit(stream: Stream) -> TheoryFit:
     def predict(at: NDArray[np.float64]) -> dict[str, NDArray[np.float64]]:
         return _summaries(reduced.predict(np.asarray(at, dtype=np.float64)))
 
-    # the band holds later records: the record noise's marginal variance, which the residuals
-    # understate under correlated noise, estimated by REML (ar1_reml_covariance), with the
-    # parameter covariance at that noise model and a t quantile (module docstring)
-    band_cov, s2, band_dof, _ = ar1_reml_covariance(
-        best.extra["jacobian"], residuals, series=series, layout="interleaved"
-    )
-    raise_to = s2 / float(np.mean(residuals**2)) if np.any(residuals) else 1.0
-    # each summary's noise from all K - 1 residual series (its own few residuals, fitted by
-    # the same parameters, say less): the mean of K - 1 logs, and the difference of two
-    floor = {"logit_scale": s2 / (k - 1), "logit_anisotropy": 2 * s2}
-
-    def band(at: NDArray[np.float64]) -> dict[str, tuple[Any, Any]]:
-        wide = {name: math.sqrt(max(raise_to * v**2, floor[name])) for name, v in scatter.items()}
-        out = delta_band(
-            predict_with,
-            theta,
-            band_cov,
-            at,
-            scatter=wide,
-            log_observables=_OBSERVABLES,
-            level=student_level(band_dof),
-        )
-        return dict(out)
-
+    band = _band(best, series, theta, predict_with, scatter, k)
     unit = f"1/{_time_unit(stream)}"
     notes = [] if best.success else [f"least squares: {best.message}"]
     goodness = {
