@@ -7,24 +7,14 @@ benchmarks/atlas_table.py and compares.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
+
+from _benchmarks import load_benchmark
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _load():
-    path = ROOT / "benchmarks" / "atlas_table.py"
-    spec = importlib.util.spec_from_file_location("_bench_atlas_table", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-table = _load()
+table = load_benchmark("atlas_table")
 
 
 def test_docs_atlas_matches_the_committed_results_and_the_plans():

@@ -6,28 +6,17 @@ benchmarks/results/ with benchmarks/make_tables.py and compares them with the pa
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import pytest
 
+from _benchmarks import load_benchmark
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _load(name: str):
-    spec = importlib.util.spec_from_file_location(
-        f"_bench_{name}", ROOT / "benchmarks" / f"{name}.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-make_tables = _load("make_tables")
+make_tables = load_benchmark("make_tables")
 
 
 def _results() -> dict:
@@ -126,7 +115,7 @@ def test_a_table_without_records_is_an_error():
 
 
 def test_ratios_are_baseline_over_variant_with_round_range():
-    timing = _load("_timing")
+    timing = load_benchmark("_timing")
     slow = timing.Timing("slow", (4.0, 6.0, 8.0))
     fast = timing.Timing("fast", (1.0, 2.0, 2.0))
     r, lo, hi = timing.ratio(slow, fast)
@@ -136,7 +125,7 @@ def test_ratios_are_baseline_over_variant_with_round_range():
 
 
 def test_interleaved_rotates_the_order_and_scales():
-    timing = _load("_timing")
+    timing = load_benchmark("_timing")
     order: list[str] = []
     out = timing.interleaved(
         {"a": lambda: order.append("a"), "b": lambda: order.append("b")},
@@ -149,7 +138,7 @@ def test_interleaved_rotates_the_order_and_scales():
 
 
 def test_interleaved_syncs_after_every_call_and_keeps_the_last_outputs():
-    timing = _load("_timing")
+    timing = load_benchmark("_timing")
     events: list[str] = []
     calls = {"a": 0}
 
@@ -172,14 +161,14 @@ def test_interleaved_syncs_after_every_call_and_keeps_the_last_outputs():
 
 
 def test_ratio_text_gives_the_median_ratio_and_the_round_range():
-    timing = _load("_timing")
+    timing = load_benchmark("_timing")
     slow = timing.Timing("slow", (4.0, 6.0, 8.0))
     fast = timing.Timing("fast", (1.0, 2.0, 2.0))
     assert timing.ratio_text(slow, fast) == "  3.00x [3.00, 4.00]"
 
 
 def test_a_partial_rerun_replaces_only_the_tables_it_recorded():
-    run_all = _load("run_all")
+    run_all = load_benchmark("run_all")
     kept = [
         {"script": "bench_ntk", "benchmark": "ntk-peer-mlp", "variant": "ours full", "v": 1},
         {"script": "bench_ntk", "benchmark": "ntk-usercnn", "variant": "ours full", "v": 1},

@@ -6,27 +6,17 @@ benchmarks/results/calibration/ with benchmarks/calibration_table.py and compare
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import pytest
 
+from _benchmarks import load_benchmark
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _load():
-    path = ROOT / "benchmarks" / "calibration_table.py"
-    spec = importlib.util.spec_from_file_location("_bench_calibration_table", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-table = _load()
+table = load_benchmark("calibration_table")
 
 
 def test_docs_table_matches_the_committed_results():
