@@ -55,6 +55,7 @@ for the anisotropy, 0.9 for the scale; 3 streams).
 
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 from collections.abc import Callable
@@ -324,18 +325,24 @@ def _band(
     """``band(steps) -> {observable: (low, high)}``: the 95% band for later records. It holds
     the record noise's marginal variance, which the residuals understate under correlated
     noise, estimated by REML (``ar1_reml_covariance``), with the parameter covariance at that
-    noise model and a t quantile (module docstring)."""
-    residuals = best.extra["residuals"]
-    band_cov, s2, band_dof, _ = ar1_reml_covariance(
-        best.extra["jacobian"], residuals, series=series, layout="interleaved"
-    )
-    raise_to = s2 / float(np.mean(residuals**2)) if np.any(residuals) else 1.0
-    # each summary's noise from all K - 1 residual series (its own few residuals, fitted by
-    # the same parameters, say less): the mean of K - 1 logs, and the difference of two
-    floor = {"logit_scale": s2 / (k - 1), "logit_anisotropy": 2 * s2}
+    noise model and a t quantile (module docstring). The noise model is estimated on the
+    first call: most fits (held-out origins, windows) are never asked for a band."""
+
+    @functools.cache
+    def noise() -> tuple[NDArray[np.float64], float, dict[str, float]]:
+        residuals = best.extra["residuals"]
+        band_cov, s2, band_dof, _ = ar1_reml_covariance(
+            best.extra["jacobian"], residuals, series=series, layout="interleaved"
+        )
+        raise_to = s2 / float(np.mean(residuals**2)) if np.any(residuals) else 1.0
+        # each summary's noise from all K - 1 residual series (its own few residuals, fitted
+        # by the same parameters, say less): the mean of K - 1 logs, and the difference of two
+        floor = {"logit_scale": s2 / (k - 1), "logit_anisotropy": 2 * s2}
+        wide = {name: math.sqrt(max(raise_to * v**2, floor[name])) for name, v in scatter.items()}
+        return band_cov, band_dof, wide
 
     def band(at: NDArray[np.float64]) -> dict[str, tuple[Any, Any]]:
-        wide = {name: math.sqrt(max(raise_to * v**2, floor[name])) for name, v in scatter.items()}
+        band_cov, band_dof, wide = noise()
         out = delta_band(
             predict_with,
             theta,
