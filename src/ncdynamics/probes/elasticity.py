@@ -122,18 +122,53 @@ def measure_elasticity(
         np.asarray(y.detach().cpu() if torch.is_tensor(y) else y), "y", n_samples=len(x)
     )
     k = int(num_classes) if num_classes is not None else int(y_np.max()) + 1
+    src = _source_indices(sources, y_np, n_sources_per_class, k, seed, len(x))
+    fn = feature_fn or _default_fn
+    pick = 1 if target == "logits" else 0
+    imp, base = _step_impacts(model, x, y_np, src, lr, fn, pick)
+    mag = np.linalg.norm(imp, axis=2)
+    same_mean, other_mean, ratio = _class_impacts(mag, y_np, src)
+    return ElasticityResult(
+        imp, src, base.double().cpu().numpy(), mag, same_mean, other_mean, float(ratio)
+    )
+
+
+def _source_indices(
+    sources: ArrayLike | None,
+    y_np: NDArray[np.int64],
+    n_sources_per_class: int,
+    k: int,
+    seed: int,
+    n_probe: int,
+) -> NDArray[np.int64]:
+    """The given source indices, checked against ``n_probe``, or ``n_sources_per_class``
+    random ones per class of ``k`` (seeded by ``seed``)."""
     if sources is None:
         n_sources_per_class = check_int(n_sources_per_class, "n_sources_per_class", low=1)
         sources = choose_sources(
             y_np, n_sources_per_class, generator=np.random.default_rng(seed), num_classes=k
         )
     src = np.asarray(sources, dtype=np.int64)
-    if src.ndim != 1 or src.size == 0 or src.min() < 0 or src.max() >= len(x):
+    if src.ndim != 1 or src.size == 0 or src.min() < 0 or src.max() >= n_probe:
         raise ValueError(
-            f"`sources` must be indices into the {len(x)} probe samples; got shape {src.shape}."
+            f"`sources` must be indices into the {n_probe} probe samples; got shape {src.shape}."
         )
-    fn = feature_fn or _default_fn
-    pick = 1 if target == "logits" else 0
+    return src
+
+
+def _step_impacts(
+    model: torch.nn.Module,
+    x: torch.Tensor,
+    y_np: NDArray[np.int64],
+    src: NDArray[np.int64],
+    lr: float,
+    fn: FeatureFn,
+    pick: int,
+) -> tuple[NDArray[np.float64], torch.Tensor]:
+    """On a copy of ``model``: for each source, one SGD step of size ``lr`` on its
+    cross-entropy, the change of output ``pick`` (0 features, 1 logits) on every probe
+    sample over ``lr``, then the parameters restored. Returns the impacts
+    ``(n_sources, n_probe, d)`` and the outputs before any step."""
     net = copy.deepcopy(model)
     params = [p for p in net.parameters() if p.requires_grad]
     saved = [p.detach().clone() for p in params]
@@ -152,16 +187,20 @@ def measure_elasticity(
             impacts.append(((after - base) / lr).double().cpu().numpy())
             for p, s in zip(params, saved, strict=True):
                 p.copy_(s)
-    imp = np.stack(impacts)  # (n_sources, n_probe, d)
-    mag = np.linalg.norm(imp, axis=2)
+    return np.stack(impacts), base  # (n_sources, n_probe, d)
+
+
+def _class_impacts(
+    mag: NDArray[np.float64], y_np: NDArray[np.int64], src: NDArray[np.int64]
+) -> tuple[float, float, float]:
+    """Mean impact magnitude on other samples of the source's class, on samples of other
+    classes, and their ratio (NaN where a group is empty or the second mean is 0)."""
     same = y_np[src][:, None] == y_np[None, :]
-    self_pair = src[:, None] == np.arange(len(x))[None, :]
+    self_pair = src[:, None] == np.arange(mag.shape[1])[None, :]
     same_mean = float(mag[same & ~self_pair].mean()) if (same & ~self_pair).any() else np.nan
     other_mean = float(mag[~same].mean()) if (~same).any() else np.nan
     ratio = same_mean / other_mean if other_mean and np.isfinite(other_mean) else np.nan
-    return ElasticityResult(
-        imp, src, base.double().cpu().numpy(), mag, same_mean, other_mean, float(ratio)
-    )
+    return same_mean, other_mean, ratio
 
 
 @register_probe("elasticity")

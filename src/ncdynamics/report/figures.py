@@ -629,16 +629,8 @@ def class_means_figures(run: Run, *, unit: str = "step") -> list[tuple[str, Figu
     last (large, numbered by class), and the cosine Gram of the last centred means beside
     the simplex-ETF value ``-1/(C-1)``.
     """
-    names = run.array_names()
-    chosen: dict[str, str] = {}
-    for suffix in ("class_means_logits", "class_means_features"):  # features win
-        for n in names:
-            head, sep, tail = n.rpartition(".")
-            base = tail if sep else n
-            if base == suffix:
-                chosen[head] = n
     out = []
-    for prefix, name in sorted(chosen.items()):
+    for prefix, name in sorted(_class_means_arrays(run.array_names()).items()):
         series = run.arrays(name)
         steps = sorted(series)
         if not steps:
@@ -646,72 +638,95 @@ def class_means_figures(run: Run, *, unit: str = "step") -> list[tuple[str, Figu
         last = np.asarray(series[steps[-1]], dtype=float)
         if last.ndim != 2 or last.shape[0] < 2:
             continue
-        basis = _pca2(last)
-        take = (
-            steps
-            if len(steps) <= 60
-            else [steps[i] for i in np.linspace(0, len(steps) - 1, 60).astype(int)]
-        )
-        paths = np.stack(
-            [
-                (
-                    np.asarray(series[s], dtype=float)
-                    - np.asarray(series[s], dtype=float).mean(axis=0)
-                )
-                @ basis
-                for s in take
-            ]
-        )  # (n_times, C, 2)
-        n_classes = last.shape[0]
         fig, (ax, ax2) = plt.subplots(1, 2, figsize=(10.5, 4.4))
-        cmap = plt.get_cmap("tab10" if n_classes <= 10 else "tab20")
-        for c in range(n_classes):
-            colour = cmap(c % cmap.N)
-            ax.plot(paths[:, c, 0], paths[:, c, 1], color=colour, lw=1.0, alpha=0.7)
-            ax.scatter(paths[0, c, 0], paths[0, c, 1], color=colour, s=12, marker="o", alpha=0.6)
-            ax.scatter(
-                paths[-1, c, 0],
-                paths[-1, c, 1],
-                color=colour,
-                s=70,
-                marker="o",
-                edgecolor="k",
-                zorder=3,
-            )
-            ax.annotate(
-                str(c),
-                (paths[-1, c, 0], paths[-1, c, 1]),
-                fontsize=8,
-                ha="center",
-                va="center",
-                zorder=4,
-            )
         what = "features" if name.endswith("features") else "logits"
-        ax.set_title(
-            f"Class means of the {what}: PCA-2 path, {unit} {take[0]}→{take[-1]}", fontsize=10
-        )
-        ax.set_xlabel("principal direction 1 (of the last record)", fontsize=9)
-        ax.set_ylabel("principal direction 2", fontsize=9)
-        ax.set_aspect("equal", adjustable="datalim")
-        ax.grid(alpha=0.3)
-        centred = last - last.mean(axis=0, keepdims=True)
-        norms = np.linalg.norm(centred, axis=1, keepdims=True)
-        cos = (centred / np.where(norms > 0, norms, 1.0)) @ (
-            centred / np.where(norms > 0, norms, 1.0)
-        ).T
-        im = ax2.imshow(cos, cmap="RdBu_r", vmin=-1, vmax=1, interpolation="nearest")
-        off = cos[~np.eye(n_classes, dtype=bool)]
-        ax2.set_title(
-            f"Cosines of centred class means, {unit} {steps[-1]}\n"
-            f"off-diagonal mean {off.mean():.3f} (ETF: {-1 / (n_classes - 1):.3f}), "
-            f"std {off.std():.3f}",
-            fontsize=10,
-        )
-        ax2.set_xlabel("class", fontsize=9)
-        ax2.set_ylabel("class", fontsize=9)
-        fig.colorbar(im, ax=ax2, fraction=0.046, label="cosine")
+        _class_means_paths(ax, series, steps, last, what, unit)
+        _class_means_cosines(fig, ax2, last, steps[-1], unit)
         title = f"Class means ({prefix})" if prefix else "Class means"
         fig.suptitle(_plain(title), fontsize=11)
         fig.tight_layout()
         out.append((f"class-means-{_file_name(prefix)}" if prefix else "class-means", fig))
     return out
+
+
+def _class_means_arrays(names: Iterable[str]) -> dict[str, str]:
+    """Prefix -> the class-means array to draw for it: ``class_means_features`` where
+    recorded, else ``class_means_logits``."""
+    chosen: dict[str, str] = {}
+    for suffix in ("class_means_logits", "class_means_features"):  # features win
+        for n in names:
+            head, sep, tail = n.rpartition(".")
+            base = tail if sep else n
+            if base == suffix:
+                chosen[head] = n
+    return chosen
+
+
+def _class_means_paths(
+    ax: Axes, series: Mapping[int, Any], steps: list[int], last: NDArray[Any], what: str, unit: str
+) -> None:
+    """The centred class means of at most 60 records projected on the two principal
+    directions of the last record, one path per class from small start to numbered end."""
+    basis = _pca2(last)
+    take = (
+        steps
+        if len(steps) <= 60
+        else [steps[i] for i in np.linspace(0, len(steps) - 1, 60).astype(int)]
+    )
+    paths = np.stack(
+        [
+            (np.asarray(series[s], dtype=float) - np.asarray(series[s], dtype=float).mean(axis=0))
+            @ basis
+            for s in take
+        ]
+    )  # (n_times, C, 2)
+    n_classes = last.shape[0]
+    cmap = plt.get_cmap("tab10" if n_classes <= 10 else "tab20")
+    for c in range(n_classes):
+        colour = cmap(c % cmap.N)
+        ax.plot(paths[:, c, 0], paths[:, c, 1], color=colour, lw=1.0, alpha=0.7)
+        ax.scatter(paths[0, c, 0], paths[0, c, 1], color=colour, s=12, marker="o", alpha=0.6)
+        ax.scatter(
+            paths[-1, c, 0],
+            paths[-1, c, 1],
+            color=colour,
+            s=70,
+            marker="o",
+            edgecolor="k",
+            zorder=3,
+        )
+        ax.annotate(
+            str(c),
+            (paths[-1, c, 0], paths[-1, c, 1]),
+            fontsize=8,
+            ha="center",
+            va="center",
+            zorder=4,
+        )
+    ax.set_title(f"Class means of the {what}: PCA-2 path, {unit} {take[0]}→{take[-1]}", fontsize=10)
+    ax.set_xlabel("principal direction 1 (of the last record)", fontsize=9)
+    ax.set_ylabel("principal direction 2", fontsize=9)
+    ax.set_aspect("equal", adjustable="datalim")
+    ax.grid(alpha=0.3)
+
+
+def _class_means_cosines(fig: Figure, ax2: Axes, last: NDArray[Any], step: int, unit: str) -> None:
+    """The cosine Gram of the last centred class means, titled with its off-diagonal mean
+    beside the simplex-ETF value ``-1/(C-1)``."""
+    n_classes = last.shape[0]
+    centred = last - last.mean(axis=0, keepdims=True)
+    norms = np.linalg.norm(centred, axis=1, keepdims=True)
+    cos = (centred / np.where(norms > 0, norms, 1.0)) @ (
+        centred / np.where(norms > 0, norms, 1.0)
+    ).T
+    im = ax2.imshow(cos, cmap="RdBu_r", vmin=-1, vmax=1, interpolation="nearest")
+    off = cos[~np.eye(n_classes, dtype=bool)]
+    ax2.set_title(
+        f"Cosines of centred class means, {unit} {step}\n"
+        f"off-diagonal mean {off.mean():.3f} (ETF: {-1 / (n_classes - 1):.3f}), "
+        f"std {off.std():.3f}",
+        fontsize=10,
+    )
+    ax2.set_xlabel("class", fontsize=9)
+    ax2.set_ylabel("class", fontsize=9)
+    fig.colorbar(im, ax=ax2, fraction=0.046, label="cosine")

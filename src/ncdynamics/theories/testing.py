@@ -661,95 +661,148 @@ def _check(
     root: Path,
     forecast: bool = False,
 ) -> CalibrationReport:
-    from ..experiments import _registry as experiments
-    from ..experiments.compare import compare
-
+    """The battery of :func:`check_theory` in ``root``, with the registry holding
+    ``theory`` alone: smoke runs, then true streams, then generic streams."""
     report = CalibrationReport(theory.name)
     with _alone(theory):
         conf = theory.load_confrontation()
         cal = calibration if calibration is not None else _resolve_calibration(theory)
-        report.confronts = conf is not None
-        if conf is None:
-            report.notes.append(
-                f"theory {theory.name!r} declares no confrontation with recorded runs: only its "
-                "smoke experiment is checked"
-            )
-        elif cal is None:
-            report.notes.append(
-                f"theory {theory.name!r} declares no calibration: no true or generic streams "
-                "were made (declare `calibration=` to check its verdicts)"
-            )
-        if cal is not None:
-            report.true_params = {k: float(v) for k, v in cal.true_params.items()}
-
-        def judge(path: Path, kind: str, family: str, s: int) -> None:
-            try:
-                entries = [e for e in compare(path) if e.theory == theory.name]
-            except Exception as exc:
-                report.results.append(StreamResult(kind, family, s, "error", one_line_reason(exc)))
-                return
-            if not entries:
-                report.results.append(StreamResult(kind, family, s, "missing", "no entry"))
-            for e in entries:
-                fit = e.fit
-                report.results.append(
-                    StreamResult(
-                        kind,
-                        family,
-                        s,
-                        e.verdict.verdict,
-                        e.verdict.reason,
-                        fit.values if fit is not None else {},
-                        fit.intervals if fit is not None else {},
-                    )
-                )
-                for w in [fit, *(getattr(x, "fit", None) for x in e.windows)]:
-                    if w is None:
-                        continue
-                    report.invariant_failures.extend(
-                        f"{kind} {family} seed {s}: {why}" for why in fit_invariants(w)
-                    )
-
+        _note_what_is_checked(report, theory, conf is not None, cal)
         if smoke:
-            names = list(cal.smoke) if cal is not None and cal.smoke else []
-            if not names:
-                names = [spec.name for spec in theory.load_experiments()]
-            for name in names[:1] if quick else names:
-                out = root / "smoke" / name
-                overrides = dict(cal.quick_overrides.get(name, {})) if quick and cal else {}
-                try:
-                    experiments.run(
-                        name, "smoke", out, seed=seed, progress=False, device="cpu", **overrides
-                    )
-                except Exception as exc:
-                    report.results.append(
-                        StreamResult("smoke", name, seed, "error", one_line_reason(exc))
-                    )
-                    continue
-                if conf is None:
-                    report.results.append(StreamResult("smoke", name, seed, "ran"))
-                    continue
-                judge(out, "smoke", name, seed)
+            _check_smoke(report, theory, cal, conf is not None, seed, quick, root)
         if conf is None or cal is None:
             return report
-        for noise in NOISE_KINDS:
-            for i in range(n_true):
-                path = root / "true" / f"{noise}-{i}"
-                cal.true_stream(path, np.random.default_rng([seed + i, 1]), noise)
-                judge(path, "true", noise, seed + i)
-                if forecast and report.results and report.results[-1].kind == "true":
-                    last = report.results[-1]
-                    try:
-                        cov, z = _band_scores(path, theory.name)
-                    except Exception as exc:  # noted, and the stream has no band measured
-                        report.notes.append(
-                            f"forecast of true stream {noise} {i} raised {one_line_reason(exc)}"
-                        )
-                        continue
-                    report.results[-1] = replace(last, band_coverage=cov, band_z=z)
-        for j, family in enumerate(cal.families):
-            for i in range(n_generic):
-                path = root / "generic" / f"{family}-{i}"
-                cal.generic_stream(path, family, np.random.default_rng([seed + i, 2, j]))
-                judge(path, "generic", family, seed + i)
+        _check_true_streams(report, theory, cal, seed, n_true, root, forecast)
+        _check_generic_streams(report, theory, cal, seed, n_generic, root)
     return report
+
+
+def _note_what_is_checked(
+    report: CalibrationReport, theory: Theory, confronts: bool, cal: Calibration | None
+) -> None:
+    """Record in ``report`` whether the theory confronts runs, its true parameters, and a
+    note for each part of the battery it cannot take."""
+    report.confronts = confronts
+    if not confronts:
+        report.notes.append(
+            f"theory {theory.name!r} declares no confrontation with recorded runs: only its "
+            "smoke experiment is checked"
+        )
+    elif cal is None:
+        report.notes.append(
+            f"theory {theory.name!r} declares no calibration: no true or generic streams "
+            "were made (declare `calibration=` to check its verdicts)"
+        )
+    if cal is not None:
+        report.true_params = {k: float(v) for k, v in cal.true_params.items()}
+
+
+def _judge_stream(
+    report: CalibrationReport, theory: Theory, path: Path, kind: str, family: str, s: int
+) -> None:
+    """Compare the run at ``path`` and append the theory's verdicts (or the error) to
+    ``report``, with every invariant its fit and window fits break."""
+    from ..experiments.compare import compare
+
+    try:
+        entries = [e for e in compare(path) if e.theory == theory.name]
+    except Exception as exc:
+        report.results.append(StreamResult(kind, family, s, "error", one_line_reason(exc)))
+        return
+    if not entries:
+        report.results.append(StreamResult(kind, family, s, "missing", "no entry"))
+    for e in entries:
+        fit = e.fit
+        report.results.append(
+            StreamResult(
+                kind,
+                family,
+                s,
+                e.verdict.verdict,
+                e.verdict.reason,
+                fit.values if fit is not None else {},
+                fit.intervals if fit is not None else {},
+            )
+        )
+        for w in [fit, *(getattr(x, "fit", None) for x in e.windows)]:
+            if w is None:
+                continue
+            report.invariant_failures.extend(
+                f"{kind} {family} seed {s}: {why}" for why in fit_invariants(w)
+            )
+
+
+def _check_smoke(
+    report: CalibrationReport,
+    theory: Theory,
+    cal: Calibration | None,
+    confronts: bool,
+    seed: int,
+    quick: bool,
+    root: Path,
+) -> None:
+    """Run the smoke experiment(s) on the CPU (only the first when ``quick``) and judge each
+    run, or note that it ran when the theory confronts no runs."""
+    from ..experiments import _registry as experiments
+
+    names = list(cal.smoke) if cal is not None and cal.smoke else []
+    if not names:
+        names = [spec.name for spec in theory.load_experiments()]
+    for name in names[:1] if quick else names:
+        out = root / "smoke" / name
+        overrides = dict(cal.quick_overrides.get(name, {})) if quick and cal else {}
+        try:
+            experiments.run(
+                name, "smoke", out, seed=seed, progress=False, device="cpu", **overrides
+            )
+        except Exception as exc:
+            report.results.append(StreamResult("smoke", name, seed, "error", one_line_reason(exc)))
+            continue
+        if not confronts:
+            report.results.append(StreamResult("smoke", name, seed, "ran"))
+            continue
+        _judge_stream(report, theory, out, "smoke", name, seed)
+
+
+def _check_true_streams(
+    report: CalibrationReport,
+    theory: Theory,
+    cal: Calibration,
+    seed: int,
+    n_true: int,
+    root: Path,
+    forecast: bool,
+) -> None:
+    """Make and judge ``n_true`` true streams per noise kind; with ``forecast``, also
+    measure the forecast band of each one judged."""
+    for noise in NOISE_KINDS:
+        for i in range(n_true):
+            path = root / "true" / f"{noise}-{i}"
+            cal.true_stream(path, np.random.default_rng([seed + i, 1]), noise)
+            _judge_stream(report, theory, path, "true", noise, seed + i)
+            if forecast and report.results and report.results[-1].kind == "true":
+                last = report.results[-1]
+                try:
+                    cov, z = _band_scores(path, theory.name)
+                except Exception as exc:  # noted, and the stream has no band measured
+                    report.notes.append(
+                        f"forecast of true stream {noise} {i} raised {one_line_reason(exc)}"
+                    )
+                    continue
+                report.results[-1] = replace(last, band_coverage=cov, band_z=z)
+
+
+def _check_generic_streams(
+    report: CalibrationReport,
+    theory: Theory,
+    cal: Calibration,
+    seed: int,
+    n_generic: int,
+    root: Path,
+) -> None:
+    """Make and judge ``n_generic`` streams of each generic family the calibration names."""
+    for j, family in enumerate(cal.families):
+        for i in range(n_generic):
+            path = root / "generic" / f"{family}-{i}"
+            cal.generic_stream(path, family, np.random.default_rng([seed + i, 2, j]))
+            _judge_stream(report, theory, path, "generic", family, seed + i)

@@ -438,50 +438,95 @@ def alternatives_scores(
     """AICc of the theory and of each generic curve, and the held-out error ratio of the
     theory against each (module docstring), keyed ``aicc.theory``, ``aicc.<curve>`` and
     ``heldout_ratio.<curve>``; a curve that cannot be fitted to some observable is left out."""
-    from .alternatives import PANEL, fit_alternatives, in_sample_residuals, innovations
+    from .alternatives import PANEL
 
     names = [n for n in fit.curves.fitted if n in observed]
     theory_sse, counts = [], []
     rivals: dict[str, list[float]] = {}
     scores = {a.name: _Score(a.n_params) for a in PANEL}
     for name in names:
-        steps, obs, fitted = _matched(observed[name], fit.curves.fitted[name])
-        scale = observable_scale(fit, name, obs)
-        y, f = _transform(obs, scale), _transform(fitted, scale)
-        with np.errstate(all="ignore"):
-            mine = innovations(np.asarray(y - f, np.float64))
-        floor = _floor(y)
-        theory_sse.append(_sse(mine, 0.0, floor))
-        counts.append(int(mine.size))
-        curves = fit_alternatives(steps, y, on_log=scale == "log")
-        for alt in PANEL:
-            curve = curves[alt.name]
-            res = in_sample_residuals(alt, steps, y, curve) if curve is not None else None
-            sse = _sse(res, 0.0, floor) if res is not None else math.nan
-            scores[alt.name].sse.append(sse)
-            scores[alt.name].counts.append(res.size if res is not None else 0)
+        scale, floor, sse, count = _score_in_sample(fit, name, observed[name], scores)
+        theory_sse.append(sse)
+        counts.append(count)
         if holdout is None or not holdout.folds:
             continue
-        theirs_total, alt_total = 0.0, dict.fromkeys(scores, 0.0)
-        rival_total: dict[str, float] = {}
-        all_steps, values = observed[name]
-        y_all = _transform(values, scale)
-        for split, early_fit in holdout.folds:
-            later = all_steps > split
-            if not np.any(later) or not np.any(~later):
-                continue
-            at, target = all_steps[later], y_all[later]
-            theirs_total += _sse(target, _transform(_predict(early_fit, name, at), scale), floor)
-            for key, rival in early_fit.curves.rivals.items():
-                pred = _transform(_predict_with(rival, name, at), scale)
-                rival_total[key] = rival_total.get(key, 0.0) + _sse(target, pred, floor)
-            early = fit_alternatives(all_steps[~later], y_all[~later], on_log=scale == "log")
-            for key, curve in early.items():
-                alt_total[key] += _sse(target, curve(at), floor) if curve is not None else math.nan
-        for key in scores:
-            scores[key].log_ratios.append(_log_ratio(theirs_total, alt_total[key]))
-        for key, total in rival_total.items():
-            rivals.setdefault(key, []).append(_log_ratio(theirs_total, total))
+        _score_held_out(name, observed[name], scale, floor, holdout, scores, rivals)
+    return _scores_table(fit, names, theory_sse, counts, scores, rivals)
+
+
+def _score_in_sample(
+    fit: TheoryFit, name: str, series: Series, scores: dict[str, _Score]
+) -> tuple[str, float, float, int]:
+    """In-sample residuals of the theory and of every generic curve on one observable: the
+    curves' SSE and counts are appended to ``scores``; returns the observable's scale, its
+    residual floor, and the theory's SSE and record count."""
+    from .alternatives import PANEL, fit_alternatives, in_sample_residuals, innovations
+
+    steps, obs, fitted = _matched(series, fit.curves.fitted[name])
+    scale = observable_scale(fit, name, obs)
+    y, f = _transform(obs, scale), _transform(fitted, scale)
+    with np.errstate(all="ignore"):
+        mine = innovations(np.asarray(y - f, np.float64))
+    floor = _floor(y)
+    theory_sse = _sse(mine, 0.0, floor)
+    curves = fit_alternatives(steps, y, on_log=scale == "log")
+    for alt in PANEL:
+        curve = curves[alt.name]
+        res = in_sample_residuals(alt, steps, y, curve) if curve is not None else None
+        sse = _sse(res, 0.0, floor) if res is not None else math.nan
+        scores[alt.name].sse.append(sse)
+        scores[alt.name].counts.append(res.size if res is not None else 0)
+    return scale, floor, theory_sse, int(mine.size)
+
+
+def _score_held_out(
+    name: str,
+    series: Series,
+    scale: str,
+    floor: float,
+    holdout: Holdout,
+    scores: dict[str, _Score],
+    rivals: dict[str, list[float]],
+) -> None:
+    """Held-out errors on one observable, summed over the folds: the log ratio of the
+    theory's to each generic curve's is appended to ``scores``, to each rival's to
+    ``rivals``."""
+    from .alternatives import fit_alternatives
+
+    theirs_total, alt_total = 0.0, dict.fromkeys(scores, 0.0)
+    rival_total: dict[str, float] = {}
+    all_steps, values = series
+    y_all = _transform(values, scale)
+    for split, early_fit in holdout.folds:
+        later = all_steps > split
+        if not np.any(later) or not np.any(~later):
+            continue
+        at, target = all_steps[later], y_all[later]
+        theirs_total += _sse(target, _transform(_predict(early_fit, name, at), scale), floor)
+        for key, rival in early_fit.curves.rivals.items():
+            pred = _transform(_predict_with(rival, name, at), scale)
+            rival_total[key] = rival_total.get(key, 0.0) + _sse(target, pred, floor)
+        early = fit_alternatives(all_steps[~later], y_all[~later], on_log=scale == "log")
+        for key, curve in early.items():
+            alt_total[key] += _sse(target, curve(at), floor) if curve is not None else math.nan
+    for key in scores:
+        scores[key].log_ratios.append(_log_ratio(theirs_total, alt_total[key]))
+    for key, total in rival_total.items():
+        rivals.setdefault(key, []).append(_log_ratio(theirs_total, total))
+
+
+def _scores_table(
+    fit: TheoryFit,
+    names: list[str],
+    theory_sse: list[float],
+    counts: list[int],
+    scores: dict[str, _Score],
+    rivals: dict[str, list[float]],
+) -> dict[str, float]:
+    """The keyed numbers of :func:`alternatives_scores` from the per-observable sums: an
+    AICc or ratio only where every observable has a finite one."""
+    from .alternatives import PANEL
+
     # every curve but the walk has one AR(1) coefficient per observable besides its own
     out = {"aicc.theory": _aicc(theory_sse, counts, max(fit.n_free, 0) + len(names))}
     walks = {a.name for a in PANEL if a.walk}

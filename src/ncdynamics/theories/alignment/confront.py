@@ -72,7 +72,7 @@ from ..confrontation import (
     Undetermined,
     r_squared,
 )
-from ..integrate import ConvergenceWarning
+from ..integrate import ConvergenceWarning, FitResult
 from ..regime import constant_learning_rate_assumption, loss_is, plain_gradient_descent
 from ..uncertainty import (
     ar1_meat,
@@ -179,15 +179,64 @@ def rate_bounds(
 
 
 def _fit(stream: Stream) -> TheoryFit:
+    """Eq. (7) fitted to the stream's ``(a, b, w)`` records (module docstring): the two
+    rates with their intervals, the fitted and predicted curves with their band, the final
+    distance (10) and the alternatives (51)."""
     steps, state = _state(stream)
     if steps.size < 3:
         raise Undetermined(f"the fit needs at least 3 records; the stream has {steps.size}.")
     X, Y = float(stream.scalar("pair_X")[1][0]), float(stream.scalar("pair_Y")[1][0])
     low, high = rate_bounds(steps, state, X, Y)
     search = (math.log(low), math.log(high))  # the same for both log-rates
+    fit = _fit_log_rates(steps, state, X, Y, search)
+    params = fit.params
+    theory = fit.extra["trajectory"]
+    theta = np.log([params.inv_tau_h, params.inv_tau_y])
+    at_rates = _params_at(X, Y)
+    cov, dof = _rate_covariance(steps, state, theta, at_rates)
+    intervals = {
+        name: _within_search(iv, low, high)
+        for name, iv in _log_intervals(list(_RATES), theta, cov, dof).items()
+    }
+    curves = _curves(steps, state, theory, theta, cov, at_rates)
+    predictions = _final_distance(state[0], X, Y, theta, cov, dof)
+    alternatives = _alternatives(steps, state, X, Y, theta, search, float(fit.loss))
+    unit = _time_unit(stream)
+    r2 = {f"r2_{v[5:]}": r_squared(state[:, k], theory[:, k]) for k, v in enumerate(_VARIABLES)}
+    notes = [] if fit.success else [f"rate fit: {fit.message}"]
+    return TheoryFit(
+        theory="alignment",
+        params=_fitted_params(params, intervals, (low, high), X, Y, unit),
+        curves=curves,
+        uncertainty=Uncertainty(method=_INTERVAL_METHOD, n_fitted=2),
+        shown=Shown(
+            goodness={**r2, "objective_49": float(fit.loss)},
+            predictions=predictions,
+            notes=tuple(notes),
+            alternatives=alternatives,
+        ),
+    )
+
+
+_INTERVAL_METHOD = (
+    "least-squares Jacobian of the eq. (49) residuals in log-rates, a residual "
+    "variance per variable (a, b, w), the first record's scatter propagated through "
+    "the initial state, t(n-2); an end below the lower search bound reported as 0"
+)
+
+
+def _fit_log_rates(
+    steps: NDArray[np.float64],
+    state: NDArray[np.float64],
+    X: float,
+    Y: float,
+    search: tuple[float, float],
+) -> FitResult:
+    """The rates of (7) fitted by the objective (49), each log-rate searched in ``search``;
+    a solver's convergence warning is silenced (the fit's message says it)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        fit = fit_rates(
+        return fit_rates(
             steps,
             state,
             X=X,
@@ -195,19 +244,28 @@ def _fit(stream: Stream) -> TheoryFit:
             quadrature="trapezoid",
             log_bounds=(search, search),
         )
-    params = fit.params
-    theory = fit.extra["trajectory"]
-    y0, t0 = state[0], float(steps[0])
-    theta = np.log([params.inv_tau_h, params.inv_tau_y])
+
+
+def _params_at(X: float, Y: float) -> Callable[[NDArray[np.float64]], AlignmentParams]:
+    """The parameters of (7) at log-rates ``th``, with the distances ``X``, ``Y`` fixed."""
 
     def at_rates(th: NDArray[np.float64]) -> AlignmentParams:
         return AlignmentParams(float(np.exp(th[0])), float(np.exp(th[1])), X, Y)
 
-    cov, dof = _rate_covariance(steps, state, theta, at_rates)
-    intervals = {
-        name: _within_search(iv, low, high)
-        for name, iv in _log_intervals(list(_RATES), theta, cov, dof).items()
-    }
+    return at_rates
+
+
+def _curves(
+    steps: NDArray[np.float64],
+    state: NDArray[np.float64],
+    theory: NDArray[np.float64],
+    theta: NDArray[np.float64],
+    cov: NDArray[np.float64],
+    at_rates: Callable[[NDArray[np.float64]], AlignmentParams],
+) -> Curves:
+    """The fitted curves, the prediction (integrated from the first record's time and
+    state) and its delta-method band, widened by the records' scatter about the fit."""
+    y0, t0 = state[0], float(steps[0])
 
     def predict_with(th: NDArray[np.float64], at: NDArray[np.float64]) -> dict[str, Any]:
         at = np.asarray(at, dtype=np.float64)
@@ -230,11 +288,24 @@ def _fit(stream: Stream) -> TheoryFit:
     def band(at: NDArray[np.float64]) -> dict[str, tuple[Any, Any]]:
         return dict(delta_band(predict_with, theta, cov, at, scatter=scatter))
 
-    predictions = _final_distance(y0, X, Y, theta, cov, dof)
-    alternatives = _alternatives(steps, state, X, Y, theta, search, float(fit.loss))
-    unit = _time_unit(stream)
-    r2 = {f"r2_{v[5:]}": r_squared(state[:, k], theory[:, k]) for k, v in enumerate(_VARIABLES)}
-    notes = [] if fit.success else [f"rate fit: {fit.message}"]
+    return Curves(
+        fitted={name: (steps, theory[:, k]) for name, k in _OBSERVABLES.items()},
+        predict=predict,
+        band=band,
+        scales={name: "linear" for name in _OBSERVABLES},
+    )
+
+
+def _fitted_params(
+    params: AlignmentParams,
+    intervals: dict[str, tuple[float, float]],
+    bound: tuple[float, float],
+    X: float,
+    Y: float,
+    unit: str,
+) -> dict[str, Param]:
+    """The two fitted rates (per ``unit``, positive, searched in ``bound``) and the two
+    measured distances ``X``, ``Y``."""
     units = {
         "inv_tau_h": f"1/{unit}",
         "inv_tau_y": f"1/{unit}",
@@ -242,43 +313,20 @@ def _fit(stream: Stream) -> TheoryFit:
         "Y": "squared target distance",
     }
     rates = {"inv_tau_h": params.inv_tau_h, "inv_tau_y": params.inv_tau_y}
-    return TheoryFit(
-        theory="alignment",
-        params={
-            **{
-                name: Param(
-                    value,
-                    interval=intervals[name],
-                    unit=units[name],
-                    bound=(low, high),
-                    sign=1,
-                )
-                for name, value in rates.items()
-            },
-            "X": Param(X, unit=units["X"]),
-            "Y": Param(Y, unit=units["Y"]),
+    return {
+        **{
+            name: Param(
+                value,
+                interval=intervals[name],
+                unit=units[name],
+                bound=bound,
+                sign=1,
+            )
+            for name, value in rates.items()
         },
-        curves=Curves(
-            fitted={name: (steps, theory[:, k]) for name, k in _OBSERVABLES.items()},
-            predict=predict,
-            band=band,
-            scales={name: "linear" for name in _OBSERVABLES},
-        ),
-        uncertainty=Uncertainty(
-            method=(
-                "least-squares Jacobian of the eq. (49) residuals in log-rates, a residual "
-                "variance per variable (a, b, w), the first record's scatter propagated through "
-                "the initial state, t(n-2); an end below the lower search bound reported as 0"
-            ),
-            n_fitted=2,
-        ),
-        shown=Shown(
-            goodness={**r2, "objective_49": float(fit.loss)},
-            predictions=predictions,
-            notes=tuple(notes),
-            alternatives=alternatives,
-        ),
-    )
+        "X": Param(X, unit=units["X"]),
+        "Y": Param(Y, unit=units["Y"]),
+    }
 
 
 def _alternatives(

@@ -372,20 +372,9 @@ def run_digits(config: DigitsConfig, run: RunWriter, *, seed: int, progress: boo
         config.pair_config, width=pair_width, depth=config.depth, epochs=config.epochs
     )
     layer = st.layer_of(cfg)
-    loss: Literal["mse", "half-mean"] = "half-mean" if authors else "mse"
     taylor_epochs = min(check_int(config.taylor_epochs, "taylor_epochs", low=1), cfg.epochs)
     stages = {"init": 0, "one_epoch": 1, "trained": taylor_epochs}
-    lr = config.adam_lr if config.optimizer == "adam" else None
-    common = (x, t, pair, config.optimizer, lr, config.batch_size)
-    # the authors' structure nets train with Adam at the structure row's rate
-    structure = (x, t, pair, "adam", cfg.lr, config.batch_size) if authors else common
-    jobs = [(cfg, seed + s, *structure, False, loss, layer) for s in range(config.n_seeds)]
-    jobs += [(pair_cfg, seed + s, *common, False, loss, layer) for s in range(n_pair)]
-    jobs += [
-        (net_config(config.config, width=config.width, depth=config.depth, epochs=e), seed)
-        + (*common, True, loss, layer)
-        for e in stages.values()
-    ]
+    jobs = _digit_jobs(config, (cfg, pair_cfg), (x, t, pair), seed, n_pair, stages, layer, authors)
     t0 = time.perf_counter()
     out: list[PairHistory] = run_trials(
         _digits_trial, jobs, workers=config.workers, progress=progress, desc="digit nets"
@@ -400,6 +389,87 @@ def run_digits(config: DigitsConfig, run: RunWriter, *, seed: int, progress: boo
     run.save_figure(
         plot_trajectories({"digits 0/1 pair": (pair_hs[0], fits[0])}), "fig4_digit_pair"
     )
+    stats = _structure_correlations(config, run, x, t, labels, hs, rho)
+    taylor: dict[str, dict[str, list[float]]] = {}
+    for stage, h in taylor_nets.items():
+        assert h.model is not None  # the Taylor trials keep their model
+        rng = np.random.default_rng(seed)  # the same random pairs at every stage
+        taylor[stage] = _taylor_profile(h.model, x, layer, config.n_taylor_pairs, rng)
+    spear = {
+        stage: {w: spearman_bins(p, w) for w in ("encoder", "decoder")}
+        for stage, p in taylor.items()
+    }
+    pair_r2 = [list(f.r2) for f in fits]
+    run.save_summary(
+        {
+            "dataset": ds.name,
+            "n_train": len(x),
+            "rho": rho,
+            "pair": pair,
+            "pair_fit_r2": pair_r2,
+            "train_seconds": seconds,
+            "final_loss_mean": float(np.mean([h.loss[-1] for h in hs])),
+            "pair_final_loss_mean": float(np.mean([h.loss[-1] for h in pair_hs])),
+            "correlations": stats,
+            "taylor_epochs": stages,
+            "taylor": taylor,
+            "taylor_spearman": spear,
+            "claims": digits_claims(
+                pair_r2,
+                stats,
+                spear,
+                taylor_epochs=taylor_epochs,
+                optimizer=config.optimizer,
+                authors_code=authors,
+            ),
+        }
+    )
+
+
+def _digit_jobs(
+    config: DigitsConfig,
+    cfgs: tuple[NetConfig, NetConfig],
+    data: tuple[NDArray[np.float32], NDArray[np.float32], tuple[int, int]],
+    seed: int,
+    n_pair: int,
+    stages: Mapping[str, int],
+    layer: int,
+    authors: bool,
+) -> list[tuple[Any, ...]]:
+    """The trials in the order :func:`run_digits` reads them: the structure nets
+    (``config.n_seeds``), the pair nets (``n_pair``), then one Taylor net per stage (trained
+    that many epochs, its model kept). ``cfgs`` are the structure and pair nets' settings,
+    ``data`` the inputs, one-hot targets and the recorded pair."""
+    cfg, pair_cfg = cfgs
+    x, t, pair = data
+    loss: Literal["mse", "half-mean"] = "half-mean" if authors else "mse"
+    lr = config.adam_lr if config.optimizer == "adam" else None
+    common = (x, t, pair, config.optimizer, lr, config.batch_size)
+    # the authors' structure nets train with Adam at the structure row's rate
+    structure = (x, t, pair, "adam", cfg.lr, config.batch_size) if authors else common
+    jobs = [(cfg, seed + s, *structure, False, loss, layer) for s in range(config.n_seeds)]
+    jobs += [(pair_cfg, seed + s, *common, False, loss, layer) for s in range(n_pair)]
+    jobs += [
+        (net_config(config.config, width=config.width, depth=config.depth, epochs=e), seed)
+        + (*common, True, loss, layer)
+        for e in stages.values()
+    ]
+    return jobs
+
+
+def _structure_correlations(
+    config: DigitsConfig,
+    run: RunWriter,
+    x: NDArray[np.float32],
+    t: NDArray[np.float32],
+    labels: np.ndarray,
+    hs: Sequence[PairHistory],
+    rho: float,
+) -> dict[str, float]:
+    """Fig. 9: the final hidden distances of the first ``config.n_probe`` points (mean over
+    the structure nets) against the pairwise theory, its exponential weighting (50) and the
+    authors' code; saves ``fig9_digits`` and returns the Pearson correlations, over all pairs
+    and over pairs of different classes."""
     n = config.n_probe
     order = np.argsort(labels[:n], kind="stable")
     X2, Y2 = squared_distances(x[:n]), squared_distances(t[:n])
@@ -444,37 +514,4 @@ def run_digits(config: DigitsConfig, run: RunWriter, *, seed: int, progress: boo
         ),
         "fig9_digits",
     )
-    taylor: dict[str, dict[str, list[float]]] = {}
-    for stage, h in taylor_nets.items():
-        assert h.model is not None  # the Taylor trials keep their model
-        rng = np.random.default_rng(seed)  # the same random pairs at every stage
-        taylor[stage] = _taylor_profile(h.model, x, layer, config.n_taylor_pairs, rng)
-    spear = {
-        stage: {w: spearman_bins(p, w) for w in ("encoder", "decoder")}
-        for stage, p in taylor.items()
-    }
-    pair_r2 = [list(f.r2) for f in fits]
-    run.save_summary(
-        {
-            "dataset": ds.name,
-            "n_train": len(x),
-            "rho": rho,
-            "pair": pair,
-            "pair_fit_r2": pair_r2,
-            "train_seconds": seconds,
-            "final_loss_mean": float(np.mean([h.loss[-1] for h in hs])),
-            "pair_final_loss_mean": float(np.mean([h.loss[-1] for h in pair_hs])),
-            "correlations": stats,
-            "taylor_epochs": stages,
-            "taylor": taylor,
-            "taylor_spearman": spear,
-            "claims": digits_claims(
-                pair_r2,
-                stats,
-                spear,
-                taylor_epochs=taylor_epochs,
-                optimizer=config.optimizer,
-                authors_code=authors,
-            ),
-        }
-    )
+    return stats

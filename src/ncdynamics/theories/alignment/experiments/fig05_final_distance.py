@@ -33,7 +33,7 @@ from .history_fit import fit_history
 from .pair_records import record_pair
 from .plotting import pyplot
 from .trials import two_point_trial
-from .two_point import Y1, setting_job, table1_configs, two_point_setting
+from .two_point import Y1, TwoPointSetting, setting_job, table1_configs, two_point_setting
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -73,8 +73,48 @@ def run_final_distance(
     config: FinalDistanceConfig, run: RunWriter, *, seed: int, progress: bool
 ) -> None:
     """Fit trials, then grid trials; figure ``fig5_final_distance``."""
-    cfgs = table1_configs(config.archs, config)
     st = two_point_setting(config.setting)
+    jobs, keys = _trial_jobs(config, st, seed)
+    t0 = time.perf_counter()
+    hists: list[PairHistory] = run_trials(
+        two_point_trial, jobs, workers=config.workers, progress=progress, desc="two-point trials"
+    )
+    train_s = time.perf_counter() - t0
+    per: dict[str, Any] = {}
+    all_pred: list[float] = []
+    all_act: list[float] = []
+    groups: list[str] = []
+    for a in config.archs:
+        per[a] = _architecture_summary(config, run, st, a, hists, keys)
+        all_pred += per[a]["predicted"]
+        all_act += per[a]["actual"]
+        groups += [a] * len(per[a]["predicted"])
+    run.save_figure(
+        plot_predicted_vs_actual(
+            np.array(all_pred),
+            np.array(all_act),
+            groups,
+            "Fig. 5: final ||dh||^2, network vs eq. (10)",
+        ),
+        "fig5_final_distance",
+    )
+    run.save_summary(
+        {
+            "architectures": per,
+            "train_seconds": train_s,
+            "claims": final_distance_claims(
+                {a: (per[a]["pearson_r"], per[a]["median_actual_over_predicted"]) for a in per}
+            ),
+        }
+    )
+
+
+def _trial_jobs(
+    config: FinalDistanceConfig, st: TwoPointSetting, seed: int
+) -> tuple[list[tuple[Any, ...]], list[tuple[str, str, float, float]]]:
+    """The trials of every architecture, each with its key ``(arch, kind, dx, dy)``: the
+    fit trials at the setting's distances, then one grid trial per ``(dx, dy)`` point."""
+    cfgs = table1_configs(config.archs, config)
     authors = config.setting == "authors-code"
     dxs = np.linspace(*config.dx_range, config.grid)
     dys = np.linspace(*config.dy_range, config.grid)
@@ -99,80 +139,78 @@ def run_final_distance(
                 stop = config.grid_stop_loss if authors else None
                 jobs.append((*job, "post-activation", None, stop))
                 keys.append((a, "grid", float(dx), float(dy)))
-    t0 = time.perf_counter()
-    hists: list[PairHistory] = run_trials(
-        two_point_trial, jobs, workers=config.workers, progress=progress, desc="two-point trials"
-    )
-    train_s = time.perf_counter() - t0
-    per: dict[str, Any] = {}
-    all_pred: list[float] = []
-    all_act: list[float] = []
-    groups: list[str] = []
-    for a in config.archs:
-        fit_all = [h for h, k in zip(hists, keys, strict=True) if k[0] == a and k[1] == "fit"]
-        fit_h = [h for h in fit_all if h.loss[-1] <= config.fit_drop_loss] if authors else fit_all
-        fits = [fit_history(h, y1=Y1, y2=Y1 + st.dy) for h in fit_h]
-        if fit_all:  # the first fit trial, for the confrontation (ncdyn compare)
-            record_pair(run, a, fit_all[0])
-        nan = float("nan")
-        # no kept fit trial: no rates, so nothing to predict (every grid trial unjudged)
-        rh = float(np.mean([f.inv_tau_h for f in fits])) if fits else nan
-        ry = float(np.mean([f.inv_tau_y for f in fits])) if fits else nan
-        log_rho = np.log([f.rho for f in fits]) if fits else np.full(1, nan)
-        rho = rh / ry if fits else nan
-        pred: list[float] = []
-        act: list[float] = []
-        n_drop = 0
-        for h, k in zip(hists, keys, strict=True):
-            if k[0] != a or k[1] != "grid":
-                continue
-            kept = h.loss[-1] <= config.grid_drop_loss if authors else h.converged()
-            if not kept or not fits:
-                n_drop += 1
-                continue
-            pred.append(float(final_distance(h.a[0], h.b[0], h.X, h.Y, rho)))
-            act.append(float(h.a[-1]))
-        pred_a, act_a = np.array(pred), np.array(act)
-        r = float(np.corrcoef(pred_a, act_a)[0, 1]) if pred_a.size > 2 else float("nan")
-        ratio = (
-            float(np.median(act_a / np.maximum(pred_a, 1e-300))) if pred_a.size else float("nan")
-        )
-        per[a] = {
-            "inv_tau_h_mean": rh,
-            "inv_tau_y_mean": ry,
-            "rho": rho,
-            "log_rho_mean": float(log_rho.mean()),
-            "log_rho_std": float(log_rho.std()),
-            "n_fit_kept": len(fit_h),
-            "n_fit_dropped": len(fit_all) - len(fit_h),
-            "n_grid_converged": int(pred_a.size),
-            "n_grid_dropped": n_drop,
-            "pearson_r": r,
-            "median_actual_over_predicted": ratio,
-            "predicted": pred,
-            "actual": act,
-        }
-        all_pred += pred
-        all_act += act
-        groups += [a] * len(pred)
-    run.save_figure(
-        plot_predicted_vs_actual(
-            np.array(all_pred),
-            np.array(all_act),
-            groups,
-            "Fig. 5: final ||dh||^2, network vs eq. (10)",
-        ),
-        "fig5_final_distance",
-    )
-    run.save_summary(
-        {
-            "architectures": per,
-            "train_seconds": train_s,
-            "claims": final_distance_claims(
-                {a: (per[a]["pearson_r"], per[a]["median_actual_over_predicted"]) for a in per}
-            ),
-        }
-    )
+    return jobs, keys
+
+
+def _architecture_summary(
+    config: FinalDistanceConfig,
+    run: RunWriter,
+    st: TwoPointSetting,
+    a: str,
+    hists: Sequence[PairHistory],
+    keys: Sequence[tuple[str, str, float, float]],
+) -> dict[str, Any]:
+    """One architecture's entry of the summary: the rates fitted to its kept fit trials
+    (the first fit trial is recorded for ``ncdyn compare``), and eq. (10) with their mean
+    ratio against the final distance of each kept grid trial."""
+    authors = config.setting == "authors-code"
+    fit_all = [h for h, k in zip(hists, keys, strict=True) if k[0] == a and k[1] == "fit"]
+    fit_h = [h for h in fit_all if h.loss[-1] <= config.fit_drop_loss] if authors else fit_all
+    fits = [fit_history(h, y1=Y1, y2=Y1 + st.dy) for h in fit_h]
+    if fit_all:  # the first fit trial, for the confrontation (ncdyn compare)
+        record_pair(run, a, fit_all[0])
+    nan = float("nan")
+    # no kept fit trial: no rates, so nothing to predict (every grid trial unjudged)
+    rh = float(np.mean([f.inv_tau_h for f in fits])) if fits else nan
+    ry = float(np.mean([f.inv_tau_y for f in fits])) if fits else nan
+    log_rho = np.log([f.rho for f in fits]) if fits else np.full(1, nan)
+    rho = rh / ry if fits else nan
+    pred, act, n_drop = _grid_predictions(config, a, hists, keys, rho, bool(fits))
+    pred_a, act_a = np.array(pred), np.array(act)
+    r = float(np.corrcoef(pred_a, act_a)[0, 1]) if pred_a.size > 2 else float("nan")
+    ratio = float(np.median(act_a / np.maximum(pred_a, 1e-300))) if pred_a.size else float("nan")
+    return {
+        "inv_tau_h_mean": rh,
+        "inv_tau_y_mean": ry,
+        "rho": rho,
+        "log_rho_mean": float(log_rho.mean()),
+        "log_rho_std": float(log_rho.std()),
+        "n_fit_kept": len(fit_h),
+        "n_fit_dropped": len(fit_all) - len(fit_h),
+        "n_grid_converged": int(pred_a.size),
+        "n_grid_dropped": n_drop,
+        "pearson_r": r,
+        "median_actual_over_predicted": ratio,
+        "predicted": pred,
+        "actual": act,
+    }
+
+
+def _grid_predictions(
+    config: FinalDistanceConfig,
+    a: str,
+    hists: Sequence[PairHistory],
+    keys: Sequence[tuple[str, str, float, float]],
+    rho: float,
+    have_rates: bool,
+) -> tuple[list[float], list[float], int]:
+    """Eq. (10) at ratio ``rho`` and the final distance of each of ``a``'s grid trials that
+    is kept (converged, or under the loss threshold of the authors' code), and the number
+    dropped (all of them without rates)."""
+    authors = config.setting == "authors-code"
+    pred: list[float] = []
+    act: list[float] = []
+    n_drop = 0
+    for h, k in zip(hists, keys, strict=True):
+        if k[0] != a or k[1] != "grid":
+            continue
+        kept = h.loss[-1] <= config.grid_drop_loss if authors else h.converged()
+        if not kept or not have_rates:
+            n_drop += 1
+            continue
+        pred.append(float(final_distance(h.a[0], h.b[0], h.X, h.Y, rho)))
+        act.append(float(h.a[-1]))
+    return pred, act, n_drop
 
 
 def plot_predicted_vs_actual(

@@ -10,6 +10,7 @@ that the clusters stay separated along the flow.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,7 +20,7 @@ from numpy.typing import NDArray
 from ...claims import Part, claim
 from ...experiment import RunWriter
 from ..design import Design, monitor_clusters, separation_margin, simplex_design
-from ..estimate import fit_log_rate, network_descent, trajectory_gap
+from ..estimate import TrajectoryGap, fit_log_rate, network_descent, trajectory_gap
 from ..integrators import FlowResult, separated_flow
 from ..model import OmegaVariant
 from ..network import AdaptedParams
@@ -91,133 +92,193 @@ def run_coupled_flow(
         d = simplex_design(
             q, n_per=config.n_per, delta=config.delta if q < 5 else 0.1, wstar=True, rng=rng
         )
-
-        def flow(
-            eta: float,
-            variant: OmegaVariant = "corrected",
-            horizon: float = config.horizon,
-            d: Design = d,
-        ) -> FlowResult:
-            return separated_flow(
-                d.params,
-                d.data,
-                eta=eta,
-                n_steps=int(round(horizon / eta)),
-                variant=variant,
-                record_every=_every(config.record_interval, eta),
-            )
-
-        eta_n = config.eta_network
-        eff = flow(eta_n)
-        paper = flow(eta_n, "paper")
-        rec = config.record_interval
-        net = network_descent(
-            d.params,
-            d.data,
-            eta=eta_n,
-            n_steps=int(round(config.network_horizon / eta_n)),
-            record_every=_every(rec, eta_n),
-        )
-        ref = flow(config.eta_reference)
-        gaps_eta = {eta: trajectory_gap(flow(eta), ref).per_time.max() for eta in config.etas}
-        etas = np.asarray(config.etas)
-        # first order: gap to the reference ~ c (eta - eta_ref); fit the exponent on that
-        order = float(
-            np.polyfit(np.log(etas - config.eta_reference), np.log([gaps_eta[e] for e in etas]), 1)[
-                0
-            ]
-        )
-        g_net = trajectory_gap(eff, net)
-        g_paper = trajectory_gap(paper, net)
-        post = [_post_s1(eff, l, eta_n) for l in range(q)]
-        final = eff.final
-        diam = _diameters(final, d)
-        row = {
-            "s1": eff.s1.tolist(),
-            "rate_after_s1": [p["rate"] for p in post],
-            "r_change_after_s1": max(p["r_change_after_s1"] for p in post),
-            "final_cost": float(eff.cost[-1]),
-            "paper_final_cost": float(paper.cost[-1]),
-            "net_gap": max(g_net.beta, g_net.R),
-            "paper_vs_net_gap": max(g_paper.beta, g_paper.R),
-            "R_drift": float(max(np.linalg.norm(eff.R[-1, l] - eff.R[0, l], 2) for l in range(q))),
-            "min_separation": _separation_along(eff, d),
-            "max_diameter": float(diam.max()),
-            "min_kink_distance": _min_kink_distance(eff, d),
-            "orth_error": final.orthogonality_error(),
-            "order": order,
-            "gaps_vs_reference": {f"{e:g}": float(v) for e, v in gaps_eta.items()},
-        }
-        rows[q] = row
-        for name, arr in (
-            ("s", eff.s),
-            ("cost", eff.cost),
-            ("j0perp", eff.j0perp),
-            ("btilde_norm", eff.btilde_norm),
-            ("omega_norm", eff.omega_norm),
-        ):
-            run.save_array(f"q{q}.effective.{name}", 0, arr)
-        run.log(q, {k: v for k, v in row.items() if isinstance(v, float) and np.isfinite(v)})
-        for i, s in enumerate(eff.s):
-            run.log(
-                int(round(s / rec)),
-                {f"q{q}.cost": eff.cost[i], f"q{q}.min_j0perp": eff.j0perp[i].min()},
-            )
-        panels(
-            run,
-            f"e3_q{q}",
-            [
-                {
-                    "lines": [
-                        (eff.s, eff.cost, "effective (corrected)"),
-                        (paper.s, paper.cost, "effective (paper Omega)", "--"),
-                        (net.s, net.cost, "network GD", ":"),
-                    ],
-                    "logy": True,
-                    "xlabel": "s",
-                    "ylabel": "C_N",
-                    "vlines": eff.s1[np.isfinite(eff.s1)],
-                    "title": f"Q={q}: cost, eta={eta_n:g}",
-                },
-                {
-                    "lines": [(eff.s, eff.j0perp[:, l].min(1), f"cluster {l}") for l in range(q)],
-                    "xlabel": "s",
-                    "ylabel": "min_r J0perp_rr",
-                    "title": "truncated fraction",
-                },
-                {
-                    "lines": [
-                        (g_net.s, np.maximum(g_net.per_time, 1e-18), "effective vs network"),
-                        (g_paper.s, np.maximum(g_paper.per_time, 1e-18), "paper vs network"),
-                    ],
-                    "logy": True,
-                    "xlabel": "s",
-                    "ylabel": "max |param difference|",
-                    "title": "trajectory gaps",
-                },
-                {
-                    "lines": [
-                        (
-                            etas - config.eta_reference,
-                            [gaps_eta[e] for e in etas],
-                            f"order {order:.2f}",
-                            "o-",
-                        )
-                    ],
-                    "logy": True,
-                    "logx": True,
-                    "xlabel": "eta - eta_ref",
-                    "ylabel": f"gap to eta={config.eta_reference:g}",
-                    "title": "convergence",
-                },
-            ],
-        )
+        rows[q] = _run_q(config, run, q, d)
     run.flush()
     run.save_summary(
         {
             "per_q": {str(q): row for q, row in rows.items()},
             "claims": coupled_flow_claims(rows, eta=config.eta_network),
         }
+    )
+
+
+_Flow = Callable[..., FlowResult]
+
+
+def _flow_on(config: CoupledFlowConfig, d: Design) -> _Flow:
+    """The separated flow on design ``d``: ``flow(eta, variant="corrected",
+    horizon=config.horizon)``, recorded every ``config.record_interval`` of time."""
+
+    def flow(
+        eta: float,
+        variant: OmegaVariant = "corrected",
+        horizon: float = config.horizon,
+    ) -> FlowResult:
+        return separated_flow(
+            d.params,
+            d.data,
+            eta=eta,
+            n_steps=int(round(horizon / eta)),
+            variant=variant,
+            record_every=_every(config.record_interval, eta),
+        )
+
+    return flow
+
+
+def _run_q(config: CoupledFlowConfig, run: RunWriter, q: int, d: Design) -> dict[str, Any]:
+    """E3 for one ``Q`` on design ``d``: the effective flows (corrected and paper Omega),
+    network GD and the reference flow; records arrays, metrics and panels and returns the
+    row of the summary."""
+    flow = _flow_on(config, d)
+    eta_n = config.eta_network
+    eff = flow(eta_n)
+    paper = flow(eta_n, "paper")
+    rec = config.record_interval
+    net = network_descent(
+        d.params,
+        d.data,
+        eta=eta_n,
+        n_steps=int(round(config.network_horizon / eta_n)),
+        record_every=_every(rec, eta_n),
+    )
+    ref = flow(config.eta_reference)
+    gaps_eta, order = _convergence_order(config, flow, ref)
+    g_net = trajectory_gap(eff, net)
+    g_paper = trajectory_gap(paper, net)
+    row = _q_row(q, d, eff, paper, (g_net, g_paper), eta_n)
+    row["order"] = order
+    row["gaps_vs_reference"] = {f"{e:g}": float(v) for e, v in gaps_eta.items()}
+    _record_q(run, q, eff, row, rec)
+    _q_panels(run, config, q, (eff, paper, net), (g_net, g_paper), gaps_eta, order)
+    return row
+
+
+def _convergence_order(
+    config: CoupledFlowConfig, flow: _Flow, ref: FlowResult
+) -> tuple[dict[float, float], float]:
+    """The largest gap of the flow at each of ``config.etas`` to the reference flow, and the
+    order of convergence (the slope of log gap against log ``eta - eta_ref``)."""
+    gaps_eta = {eta: trajectory_gap(flow(eta), ref).per_time.max() for eta in config.etas}
+    etas = np.asarray(config.etas)
+    # first order: gap to the reference ~ c (eta - eta_ref); fit the exponent on that
+    order = float(
+        np.polyfit(np.log(etas - config.eta_reference), np.log([gaps_eta[e] for e in etas]), 1)[0]
+    )
+    return gaps_eta, order
+
+
+def _q_row(
+    q: int,
+    d: Design,
+    eff: FlowResult,
+    paper: FlowResult,
+    gaps: tuple[TrajectoryGap, TrajectoryGap],
+    eta_n: float,
+) -> dict[str, Any]:
+    """The summary numbers of one ``Q`` but the convergence order: times ``s1``, rates after
+    them, final costs, gaps to network GD, drift of ``R``, separation, diameters, kinks."""
+    g_net, g_paper = gaps
+    post = [_post_s1(eff, l, eta_n) for l in range(q)]
+    final = eff.final
+    diam = _diameters(final, d)
+    return {
+        "s1": eff.s1.tolist(),
+        "rate_after_s1": [p["rate"] for p in post],
+        "r_change_after_s1": max(p["r_change_after_s1"] for p in post),
+        "final_cost": float(eff.cost[-1]),
+        "paper_final_cost": float(paper.cost[-1]),
+        "net_gap": max(g_net.beta, g_net.R),
+        "paper_vs_net_gap": max(g_paper.beta, g_paper.R),
+        "R_drift": float(max(np.linalg.norm(eff.R[-1, l] - eff.R[0, l], 2) for l in range(q))),
+        "min_separation": _separation_along(eff, d),
+        "max_diameter": float(diam.max()),
+        "min_kink_distance": _min_kink_distance(eff, d),
+        "orth_error": final.orthogonality_error(),
+    }
+
+
+def _record_q(run: RunWriter, q: int, eff: FlowResult, row: dict[str, Any], rec: float) -> None:
+    """Save the effective flow's arrays, log the row's finite scalars at step ``q`` and the
+    cost and smallest ``J0perp`` at each record (step: time over ``rec``)."""
+    for name, arr in (
+        ("s", eff.s),
+        ("cost", eff.cost),
+        ("j0perp", eff.j0perp),
+        ("btilde_norm", eff.btilde_norm),
+        ("omega_norm", eff.omega_norm),
+    ):
+        run.save_array(f"q{q}.effective.{name}", 0, arr)
+    run.log(q, {k: v for k, v in row.items() if isinstance(v, float) and np.isfinite(v)})
+    for i, s in enumerate(eff.s):
+        run.log(
+            int(round(s / rec)),
+            {f"q{q}.cost": eff.cost[i], f"q{q}.min_j0perp": eff.j0perp[i].min()},
+        )
+
+
+def _q_panels(
+    run: RunWriter,
+    config: CoupledFlowConfig,
+    q: int,
+    flows: tuple[FlowResult, FlowResult, FlowResult],
+    gaps: tuple[TrajectoryGap, TrajectoryGap],
+    gaps_eta: dict[float, float],
+    order: float,
+) -> None:
+    """Figure ``e3_q<Q>``: cost of the effective flows and network GD, truncated fraction
+    per cluster, trajectory gaps, and convergence to the reference flow."""
+    eff, paper, net = flows
+    g_net, g_paper = gaps
+    etas = np.asarray(config.etas)
+    panels(
+        run,
+        f"e3_q{q}",
+        [
+            {
+                "lines": [
+                    (eff.s, eff.cost, "effective (corrected)"),
+                    (paper.s, paper.cost, "effective (paper Omega)", "--"),
+                    (net.s, net.cost, "network GD", ":"),
+                ],
+                "logy": True,
+                "xlabel": "s",
+                "ylabel": "C_N",
+                "vlines": eff.s1[np.isfinite(eff.s1)],
+                "title": f"Q={q}: cost, eta={config.eta_network:g}",
+            },
+            {
+                "lines": [(eff.s, eff.j0perp[:, l].min(1), f"cluster {l}") for l in range(q)],
+                "xlabel": "s",
+                "ylabel": "min_r J0perp_rr",
+                "title": "truncated fraction",
+            },
+            {
+                "lines": [
+                    (g_net.s, np.maximum(g_net.per_time, 1e-18), "effective vs network"),
+                    (g_paper.s, np.maximum(g_paper.per_time, 1e-18), "paper vs network"),
+                ],
+                "logy": True,
+                "xlabel": "s",
+                "ylabel": "max |param difference|",
+                "title": "trajectory gaps",
+            },
+            {
+                "lines": [
+                    (
+                        etas - config.eta_reference,
+                        [gaps_eta[e] for e in etas],
+                        f"order {order:.2f}",
+                        "o-",
+                    )
+                ],
+                "logy": True,
+                "logx": True,
+                "xlabel": "eta - eta_ref",
+                "ylabel": f"gap to eta={config.eta_reference:g}",
+                "title": "convergence",
+            },
+        ],
     )
 
 
