@@ -134,6 +134,28 @@ def test_prediction_band_covers_the_rest_of_the_run(decaying):
         assert np.all(high / low < 3)  # a band, not a shrug
 
 
+def test_band_noise_model_is_estimated_once_per_fit(decaying, monkeypatch):
+    """The band's REML noise model is estimated on the first band() call only: fits at
+    held-out origins and windows never ask for a band, and a forecast asks many times."""
+    import ncdynamics.theories.lesde.confront as confront
+
+    calls = []
+    reml = confront.ar1_reml_covariance
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return reml(*args, **kwargs)
+
+    monkeypatch.setattr(confront, "ar1_reml_covariance", counted)
+    fit = CONFRONTATION.fit(decaying[0])
+    assert calls == []
+    first = fit.curves.band(np.array([900.0, 1200.0]))
+    again = fit.curves.band(np.array([900.0, 1200.0]))
+    assert len(calls) == 1
+    for name, (low, high) in first.items():
+        assert np.array_equal(low, again[name][0]) and np.array_equal(high, again[name][1])
+
+
 def test_exact_constant_rates_keep_the_simpler_law(tmp_path):
     steps = np.array([3.0, 4.0, 6.0, 9.0, 13.0, 18.0, 24.0, 31.0, 39.0, 48.0, 58.0, 69.0])
     alpha, beta = 0.12, -0.03

@@ -54,6 +54,7 @@ quantile, as before, held 0.953 and 0.890.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from functools import partial
@@ -391,21 +392,23 @@ def _band(
 ) -> Callable[[Array], dict[str, tuple[Any, Any]]]:
     """``band(steps) -> {observable: (low, high)}``: the 95% forecast band of ``fit``'s margins."""
     scatter = dict(zip(_OBSERVABLES, fit.scatter, strict=True))
+    # the noise model is estimated on the first call only: most fits (held-out origins,
+    # windows) are never asked for a band, and a forecast asks many times
+    raise_to = functools.cache(partial(_noise_raise, fit, steps, ys, yb))
 
     def band(at: Array) -> dict[str, tuple[Any, Any]]:
         """The delta method of :func:`~ncdynamics.theories.uncertainty.delta_band`, done on
         the log curves themselves (finite where the margins overflow), with the record noise's
-        marginal variance (:func:`_noise_raise`) and a t quantile on the fit's degrees of
-        freedom (:mod:`~ncdynamics.theories.forecast_bands`)."""
+        marginal variance (:func:`_noise_raise`, estimated once per fit) and a t quantile on
+        the fit's degrees of freedom (:mod:`~ncdynamics.theories.forecast_bands`)."""
         t = np.asarray(at, dtype=np.float64)
         z = NormalDist().inv_cdf(0.5 + student_level(fit.dof) / 2)
-        raise_to = _noise_raise(fit, steps, ys, yb)
         out: dict[str, tuple[Any, Any]] = {}
         for i, name in enumerate(_OBSERVABLES):
             mid = fit.curves(t)[i]
             if np.all(np.isfinite(fit.cov)):
                 g = numeric_jacobian(partial(_log_curve, fit, t, i), fit.theta)
-                var = np.einsum("ij,jk,ik->i", g, fit.cov, g) + raise_to * scatter[name] ** 2
+                var = np.einsum("ij,jk,ik->i", g, fit.cov, g) + raise_to() * scatter[name] ** 2
             else:
                 var = np.full(mid.shape, np.inf)
             half = z * np.sqrt(np.maximum(var, 0.0))
