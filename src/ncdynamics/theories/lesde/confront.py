@@ -90,6 +90,7 @@ from ..confrontation import (
 from ..forecast_bands import student_level
 from ..regime import constant_learning_rate_assumption, loss_is, plain_gradient_descent
 from ..uncertainty import ar1_reml_covariance, intervals_from_covariance, numeric_jacobian
+from ..verdict import JOINT_PARAMETERS
 from .estimate import (
     RATE_LAWS,
     TAIL_INDEX_BOUNDS,
@@ -101,6 +102,10 @@ from .estimate import (
 from .model import d_vectors
 
 __all__ = ["CONFRONTATION", "choose_rate_law", "margin_projections"]
+
+# alpha and beta (and the power law's tail indices) are shared by both margins: a generic
+# curve fitted to each margin has twice its parameters (verdict rule 4)
+JOINT_PARAMETERS.add("lesde")
 
 _NEEDS = (Need("array", "class_means_logits", "class_means"),)
 _OBSERVABLES = ("mean_margin", "margin_spread")
