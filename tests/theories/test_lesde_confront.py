@@ -134,6 +134,60 @@ def test_prediction_band_covers_the_rest_of_the_run(decaying):
         assert np.all(high / low < 3)  # a band, not a shrug
 
 
+def test_band_noise_model_is_estimated_once_per_fit(decaying, monkeypatch):
+    """The band's REML noise model is estimated on the first band() call only: fits at
+    held-out origins and windows never ask for a band, and a forecast asks many times."""
+    import ncdynamics.theories.lesde.confront as confront
+
+    calls = []
+    reml = confront.ar1_reml_covariance
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return reml(*args, **kwargs)
+
+    monkeypatch.setattr(confront, "ar1_reml_covariance", counted)
+    fit = CONFRONTATION.fit(decaying[0])
+    assert calls == []
+    first = fit.curves.band(np.array([900.0, 1200.0]))
+    again = fit.curves.band(np.array([900.0, 1200.0]))
+    assert len(calls) == 1
+    for name, (low, high) in first.items():
+        assert np.array_equal(low, again[name][0]) and np.array_equal(high, again[name][1])
+
+
+def _calibration_verdict(path, kind, seed):
+    from ncdynamics import runs
+    from ncdynamics.theories.lesde.calibration import CALIBRATION
+    from ncdynamics.theories.testing import GENERIC_FAMILIES
+
+    if kind in ("independent", "ar1"):
+        CALIBRATION.true_stream(path, np.random.default_rng([seed, 1]), kind)
+    else:
+        rng = np.random.default_rng([seed, 2, GENERIC_FAMILIES.index(kind)])
+        CALIBRATION.generic_stream(path, kind, rng)
+    return _judge(Stream(runs.open(path)))[1]
+
+
+def test_two_exponentials_per_margin_count_ten_parameters_against_six(tmp_path):
+    """Fitted to each margin, a sum of two exponentials has 10 parameters against the theory's
+    6 (its AICc counts them so): it is no longer a curve the theory must beat by the AICc
+    margin. Calibration stream independent 5: AICc 0.4 above the theory's, held out 1e-110
+    times the theory's error; it was `not distinguished` when counted per margin (5 < 6)."""
+    verdict = _calibration_verdict(tmp_path / "t", "independent", 5)
+    assert verdict.verdict == "holds", verdict.reason
+
+
+def test_a_bigger_curve_far_better_in_sample_still_blocks_holds(tmp_path):
+    """The two-exponential generic stream 6 of the calibration kit: the theory predicts the
+    held-out records better than every generic curve, but two exponentials per margin (10
+    parameters) have an AICc 64 below the theory's: the records favour them even with their
+    extra parameters paid for."""
+    verdict = _calibration_verdict(tmp_path / "g", "two_exponentials", 6)
+    assert verdict.verdict == "not distinguished", verdict.reason
+    assert "two exponentials with 10 parameters" in verdict.reason
+
+
 def test_exact_constant_rates_keep_the_simpler_law(tmp_path):
     steps = np.array([3.0, 4.0, 6.0, 9.0, 13.0, 18.0, 24.0, 31.0, 39.0, 48.0, 58.0, 69.0])
     alpha, beta = 0.12, -0.03

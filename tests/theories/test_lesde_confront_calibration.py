@@ -47,12 +47,12 @@ def test_intervals_cover_the_truth_and_are_not_over_wide(fits, noise):
     assert all(f.shown.predictions["rate_law"] == "power-law" for f in fits[noise])
     numbers = {n: _coverage_and_spread(fits[noise], n) for n in CALIBRATION.true_params}
     coverage = {name: c for name, (c, _) in numbers.items()}
-    # 95% intervals: on average over the parameters at least 9 in 10 hold the truth, each at
-    # least 32 of 40 (beta0 under AR(1) noise holds it 33 times, the others 38-39 times:
-    # beta0 is extrapolated to step 0 from records at 10-400; before the REML intervals the
-    # four held it 26-28 times)
-    assert np.mean(list(coverage.values())) >= 0.9, (noise, numbers)
-    assert min(coverage.values()) >= 0.8, (noise, numbers)
+    # 95% intervals: each holds the truth at least 36 times in 40 (issue 28's target). beta0,
+    # the rate at step 0 extrapolated from records at 10-400 through the power law, has a
+    # multiplicative error (r_beta's error times log(1 + t)); its interval, once symmetric
+    # about the value, held the truth only 33 times under AR(1) noise, every miss an estimate
+    # near zero with a narrow interval. Before the REML intervals the four held it 26-28 times.
+    assert min(coverage.values()) >= 0.9, (noise, numbers)
     # the spread over seeds / reported standard error of each parameter: near 1 for honest
     # intervals, below 1 when they are too wide, above when they are too narrow
     for name, (_, spread) in numbers.items():

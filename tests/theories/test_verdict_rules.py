@@ -177,6 +177,44 @@ def test_a_curve_with_no_more_parameters_must_be_beaten_on_both_tests(aicc, rati
         assert "power law" in v.reason and "2 parameters" in v.reason
 
 
+def _two_observable_fit(theory, n_free):
+    return TheoryFit(
+        theory=theory,
+        params={"rate": Param(0.1)},
+        curves=Curves(
+            fitted={"u": (STEPS, STEPS), "v": (STEPS, STEPS)},
+            predict=lambda at: {"u": np.asarray(at), "v": np.asarray(at)},
+        ),
+        uncertainty=Uncertainty(n_fitted=n_free),
+    )
+
+
+@pytest.mark.parametrize(
+    ("joint", "aicc", "verdict"),
+    [
+        # shared parameters: two exponentials on two observables are 10 > 6 parameters
+        (True, -100 + AICC_MARGIN - 0.1, "holds"),  # need not be beaten by the margin
+        (True, -100 - AICC_MARGIN + 0.1, "holds"),  # better in-sample, but not by the margin
+        (True, -100 - AICC_MARGIN - 0.1, "not distinguished"),  # better even paid for
+        # per-observable count (every theory not opted in): 5 <= 6, beaten by the margin
+        (False, -100 + AICC_MARGIN - 0.1, "not distinguished"),
+        (False, -100 + AICC_MARGIN + 0.1, "holds"),
+    ],
+)
+def test_shared_parameters_count_a_curve_on_every_observable(monkeypatch, joint, aicc, verdict):
+    from ncdynamics.theories import verdict as rules
+
+    monkeypatch.setattr(rules, "JOINT_PARAMETERS", {"joint"} if joint else set())
+    fit = _two_observable_fit("joint", n_free=6)
+    assert rules.panel_size(fit, K["two exponentials"]) == (10 if joint else 5)
+    beaten = {a.name: (-50.0, 0.5) for a in PANEL if a.name != "two exponentials"}
+    numbers = _numbers(-100.0, **beaten, **{"two exponentials": (aicc, 0.5)})
+    v = _against_alternatives(fit, numbers, FOLDS, 0.99)
+    assert v.verdict == verdict, v.reason
+    if verdict == "not distinguished":
+        assert "two exponentials" in v.reason
+
+
 def test_without_an_out_of_sample_test_the_verdict_is_never_holds():
     fit = _fit(STEPS, STEPS, n_free=2)
     numbers = _numbers(-100.0, drift=(-50.0, math.nan))

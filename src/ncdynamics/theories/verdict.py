@@ -30,6 +30,12 @@ whose later records are *held out*, and :func:`judge` applies these rules in ord
    The same when one of the theory's own *rivals* (``Curves.rivals``: its form without
    what only it predicts, e.g. the NTK flow under a frozen or shuffled kernel instead of the
    recorded one) predicts the held-out records as well.
+   A theory listed in :data:`JOINT_PARAMETERS` (its free parameters are shared by all its
+   observables) counts a generic curve's parameters honestly, as its AICc does: ``k`` per
+   observable times the observables it is fitted to. A curve with more parameters than the
+   theory so counted does not need to be beaten by ``AICC_MARGIN``; it makes the verdict
+   ``not distinguished`` only when its AICc is *lower* than the theory's by more than
+   ``AICC_MARGIN`` (the records favour it even with its extra parameters paid for).
 5. ``holds`` otherwise: the theory fits, beats persistence one record ahead, and beats every
    generic curve with as many parameters or fewer both on the held-out records and by AICc,
    and every rival on the held-out records.
@@ -81,6 +87,7 @@ __all__ = [
     "BOUND_TOL",
     "EXACT",
     "HOLDOUT_ORIGINS",
+    "JOINT_PARAMETERS",
     "WINDOW_ORIGINS",
     "MIN_HELDOUT",
     "Holdout",
@@ -97,6 +104,7 @@ __all__ = [
     "expected_notes",
     "judge",
     "observable_scale",
+    "panel_size",
     "power_law_in_time",
     "skill",
 ]
@@ -139,6 +147,11 @@ MIN_HELDOUT = 2
 #: separates the theory's own streams (AICc margin over the random walk 20-33 at the 10th-90th
 #: percentiles for 40 records with independent noise) from drifting random walks (-2 to 4).
 AICC_MARGIN = 6.0
+#: Theories whose free parameters are all shared by their observables (a theory opts in by
+#: adding its name when its confrontation is imported). For them rule 4 of the module
+#: docstring counts a generic curve fitted to each of ``m`` observables as ``m`` times its
+#: parameters (:func:`panel_size`). Other theories keep the per-observable count.
+JOINT_PARAMETERS: set[str] = set()
 
 
 @dataclass(frozen=True)
@@ -543,6 +556,15 @@ def _scores_table(
     return out
 
 
+def panel_size(fit: TheoryFit, n_params: int) -> int:
+    """The parameters a generic curve of ``n_params`` per observable is counted with against
+    ``fit`` in rule 4: ``n_params`` times the fitted observables for a theory of
+    :data:`JOINT_PARAMETERS`, else ``n_params``."""
+    if fit.theory in JOINT_PARAMETERS:
+        return n_params * max(len(fit.curves.fitted), 1)
+    return n_params
+
+
 def _log_ratio(theirs: float, alt: float) -> float:
     """``log(theirs / alt)``: NaN when the alternative has no prediction, 0 when both are
     exact, ``+inf`` when only the theory's prediction is not finite."""
@@ -648,10 +670,20 @@ def _against_alternatives(
         return Verdict("degenerate", f"cannot be tested out of sample: {why}", skill=numbers)
     held = f"after each of {len(holdout.folds)} origins from step {holdout.split:g}"
     for alt in PANEL:
-        if alt.n_params > fit.n_free:
+        size = panel_size(fit, alt.n_params)
+        aicc = numbers.get(f"aicc.{alt.name}", math.nan)
+        if size > fit.n_free:
+            if fit.theory in JOINT_PARAMETERS and aicc < mine - AICC_MARGIN:
+                return Verdict(
+                    "not distinguished",
+                    f"fits (R² ≥ {worst:.3f}), but {alt.describe} with {size} parameters "
+                    f"({alt.n_params} per observable) explains these records better in-sample "
+                    f"with its extra parameters paid for (AICc {aicc:.4g} against the theory's "
+                    f"{mine:.4g}); these records cannot tell them apart",
+                    skill=numbers,
+                )
             continue
         ratio = numbers.get(f"heldout_ratio.{alt.name}", math.nan)
-        aicc = numbers.get(f"aicc.{alt.name}", math.nan)
         if ratio >= 1 or aicc <= mine + AICC_MARGIN:
             how = (
                 f"held-out error ratio {ratio:.3g} on the records {held}"
@@ -674,7 +706,7 @@ def _against_alternatives(
                 f"(error ratio {ratio:.3g}): what only the theory predicts is not borne out",
                 skill=numbers,
             )
-    rivals = [a.name for a in PANEL if a.n_params <= fit.n_free]
+    rivals = [a.name for a in PANEL if panel_size(fit, a.n_params) <= fit.n_free]
     ratios = [numbers[f"heldout_ratio.{r}"] for r in rivals if f"heldout_ratio.{r}" in numbers]
     curves = "generic curve" if len(ratios) == 1 else "generic curves"
     beaten = f"; predicts the records {held} better than {len(ratios)} {curves} with " + (
