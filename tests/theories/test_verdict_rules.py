@@ -177,13 +177,14 @@ def test_a_curve_with_no_more_parameters_must_be_beaten_on_both_tests(aicc, rati
         assert "power law" in v.reason and "2 parameters" in v.reason
 
 
-def _two_observable_fit(theory, n_free):
+def _two_observable_fit(theory, n_free, shared):
     return TheoryFit(
         theory=theory,
         params={"rate": Param(0.1)},
         curves=Curves(
             fitted={"u": (STEPS, STEPS), "v": (STEPS, STEPS)},
             predict=lambda at: {"u": np.asarray(at), "v": np.asarray(at)},
+            shared_parameters=shared,
         ),
         uncertainty=Uncertainty(n_fitted=n_free),
     )
@@ -201,11 +202,10 @@ def _two_observable_fit(theory, n_free):
         (False, -100 + AICC_MARGIN + 0.1, "holds"),
     ],
 )
-def test_shared_parameters_count_a_curve_on_every_observable(monkeypatch, joint, aicc, verdict):
+def test_shared_parameters_count_a_curve_on_every_observable(joint, aicc, verdict):
     from ncdynamics.theories import verdict as rules
 
-    monkeypatch.setattr(rules, "JOINT_PARAMETERS", {"joint"} if joint else set())
-    fit = _two_observable_fit("joint", n_free=6)
+    fit = _two_observable_fit("joint", n_free=6, shared=joint)
     assert rules.panel_size(fit, K["two exponentials"]) == (10 if joint else 5)
     beaten = {a.name: (-50.0, 0.5) for a in PANEL if a.name != "two exponentials"}
     numbers = _numbers(-100.0, **beaten, **{"two exponentials": (aicc, 0.5)})

@@ -263,6 +263,11 @@ class Curves:
         only the theory predicts (the NTK flow driven by a frozen or shuffled kernel instead
         of the recorded one). The out-of-sample test scores them like the generic curves, and
         the theory must beat each to hold (:mod:`ncdynamics.theories.verdict`).
+    shared_parameters : bool
+        True when every free parameter is shared by all the ``fitted`` observables (lesde's
+        elasticities shape both margins): a generic curve, fitted to each observable on its
+        own, is then counted with its parameters times the observables (verdict rule 4).
+        False (the default) counts a curve's parameters once, which asks more of the theory.
     """
 
     fitted: dict[str, Series]
@@ -271,6 +276,7 @@ class Curves:
     band: Band | None = None
     scales: dict[str, str] = field(default_factory=dict)
     rivals: dict[str, Predict] = field(default_factory=dict)
+    shared_parameters: bool = False
 
 
 @dataclass(frozen=True)

@@ -30,12 +30,13 @@ whose later records are *held out*, and :func:`judge` applies these rules in ord
    The same when one of the theory's own *rivals* (``Curves.rivals``: its form without
    what only it predicts, e.g. the NTK flow under a frozen or shuffled kernel instead of the
    recorded one) predicts the held-out records as well.
-   A theory listed in :data:`JOINT_PARAMETERS` (its free parameters are shared by all its
-   observables) counts a generic curve's parameters honestly, as its AICc does: ``k`` per
-   observable times the observables it is fitted to. A curve with more parameters than the
-   theory so counted does not need to be beaten by ``AICC_MARGIN``; it makes the verdict
-   ``not distinguished`` only when its AICc is *lower* than the theory's by more than
-   ``AICC_MARGIN`` (the records favour it even with its extra parameters paid for).
+   A fit whose free parameters are shared by all its observables
+   (``Curves.shared_parameters``) counts a generic curve's parameters honestly, as its AICc
+   does: ``k`` per observable times the observables it is fitted to. A curve with more
+   parameters than the theory so counted does not need to be beaten by ``AICC_MARGIN``; it
+   makes the verdict ``not distinguished`` only when its AICc is *lower* than the theory's
+   by more than ``AICC_MARGIN`` (the records favour it even with its extra parameters paid
+   for).
 5. ``holds`` otherwise: the theory fits, beats persistence one record ahead, and beats every
    generic curve with as many parameters or fewer both on the held-out records and by AICc,
    and every rival on the held-out records.
@@ -87,7 +88,6 @@ __all__ = [
     "BOUND_TOL",
     "EXACT",
     "HOLDOUT_ORIGINS",
-    "JOINT_PARAMETERS",
     "WINDOW_ORIGINS",
     "MIN_HELDOUT",
     "Holdout",
@@ -147,11 +147,6 @@ MIN_HELDOUT = 2
 #: separates the theory's own streams (AICc margin over the random walk 20-33 at the 10th-90th
 #: percentiles for 40 records with independent noise) from drifting random walks (-2 to 4).
 AICC_MARGIN = 6.0
-#: Theories whose free parameters are all shared by their observables (a theory opts in by
-#: adding its name when its confrontation is imported). For them rule 4 of the module
-#: docstring counts a generic curve fitted to each of ``m`` observables as ``m`` times its
-#: parameters (:func:`panel_size`). Other theories keep the per-observable count.
-JOINT_PARAMETERS: set[str] = set()
 
 
 @dataclass(frozen=True)
@@ -558,9 +553,9 @@ def _scores_table(
 
 def panel_size(fit: TheoryFit, n_params: int) -> int:
     """The parameters a generic curve of ``n_params`` per observable is counted with against
-    ``fit`` in rule 4: ``n_params`` times the fitted observables for a theory of
-    :data:`JOINT_PARAMETERS`, else ``n_params``."""
-    if fit.theory in JOINT_PARAMETERS:
+    ``fit`` in rule 4: ``n_params`` times the fitted observables when the fit's parameters
+    are shared by them (``Curves.shared_parameters``), else ``n_params``."""
+    if fit.curves.shared_parameters:
         return n_params * max(len(fit.curves.fitted), 1)
     return n_params
 
@@ -673,7 +668,7 @@ def _against_alternatives(
         size = panel_size(fit, alt.n_params)
         aicc = numbers.get(f"aicc.{alt.name}", math.nan)
         if size > fit.n_free:
-            if fit.theory in JOINT_PARAMETERS and aicc < mine - AICC_MARGIN:
+            if fit.curves.shared_parameters and aicc < mine - AICC_MARGIN:
                 return Verdict(
                     "not distinguished",
                     f"fits (R² ≥ {worst:.3f}), but {alt.describe} with {size} parameters "

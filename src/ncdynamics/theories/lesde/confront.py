@@ -23,7 +23,7 @@ than 2 *and* it predicts the last quarter of the records, fitted on the first th
 quarters, no worse than constant rates; otherwise the simpler law stands. Both laws' numbers
 are in ``Shown.alternatives``.
 
-The verdict counts parameters jointly (``verdict.JOINT_PARAMETERS``): alpha, beta and the
+The verdict counts parameters jointly (``Curves.shared_parameters``): alpha, beta and the
 tail indices are shared by both margins, with fixed weights, so a generic curve fitted to
 each margin has twice its parameters (a sum of two exponentials 10 against the theory's 6,
 as its AICc counts them). The theory must beat the curves of 6 parameters or fewer by the AICc
@@ -100,7 +100,6 @@ from ..confrontation import (
 from ..forecast_bands import student_level
 from ..regime import constant_learning_rate_assumption, loss_is, plain_gradient_descent
 from ..uncertainty import ar1_reml_covariance, intervals_from_covariance, numeric_jacobian
-from ..verdict import JOINT_PARAMETERS
 from .estimate import (
     RATE_LAWS,
     TAIL_INDEX_BOUNDS,
@@ -112,10 +111,6 @@ from .estimate import (
 from .model import d_vectors
 
 __all__ = ["CONFRONTATION", "choose_rate_law", "margin_projections"]
-
-# alpha and beta (and the power law's tail indices) are shared by both margins: a generic
-# curve fitted to each margin has twice its parameters (verdict rule 4)
-JOINT_PARAMETERS.add("lesde")
 
 _NEEDS = (Need("array", "class_means_logits", "class_means"),)
 _OBSERVABLES = ("mean_margin", "margin_spread")
@@ -551,6 +546,8 @@ def _fit(stream: Stream) -> TheoryFit:
             band=band,
             scales=dict.fromkeys(_OBSERVABLES, "log"),
             rivals={RIVAL: lines},
+            # alpha, beta (and the tail indices) shape both margins (verdict rule 4)
+            shared_parameters=True,
         ),
         uncertainty=Uncertainty(method=_METHOD, n_fitted=len(fit.names)),
         shown=Shown(
