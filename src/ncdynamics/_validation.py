@@ -67,35 +67,48 @@ def check_array(
     ValueError
         On a wrong rank, shape, size or a non-finite entry.
     """
+    arr = _numeric_array(x, name, dtype)
+    if ndim is not None and arr.ndim != ndim:
+        raise ValueError(
+            f"`{name}` must have {ndim} dimension(s); got shape {_shape_str(arr.shape)}."
+        )
+    if shape is not None:
+        _check_shape(arr, name, shape)
+    if arr.size < min_size:
+        raise ValueError(f"`{name}` must have at least {min_size} element(s); got {arr.size}.")
+    if finite and arr.dtype.kind in "fc" and not np.isfinite(arr).all():
+        n_bad = int(np.size(arr) - np.count_nonzero(np.isfinite(arr)))
+        raise ValueError(f"`{name}` must be finite; got {n_bad} NaN or Inf entries.")
+    return arr
+
+
+def _numeric_array(x: Any, name: str, dtype: Any) -> np.ndarray:
+    """``x`` as an ndarray (a torch tensor through ``numpy()``, cast to ``dtype`` if given);
+    TypeError unless it is numeric (bool, integer, float or complex)."""
     if hasattr(x, "detach") and hasattr(x, "cpu"):
         x = x.detach().cpu().numpy()
     try:
         arr = np.asarray(x, dtype=dtype) if dtype is not None else np.asarray(x)
     except (TypeError, ValueError) as exc:
         raise TypeError(f"`{name}` must be array-like; got {type(x).__name__}.") from exc
-    kind = arr.dtype.kind  # cheaper than np.issubdtype, which the Recorder calls every record
-    if kind not in "biufc":  # bool, int, uint, float, complex
+    # dtype.kind is cheaper than np.issubdtype, which the Recorder calls every record
+    if arr.dtype.kind not in "biufc":  # bool, int, uint, float, complex
         raise TypeError(f"`{name}` must be a numeric array; got dtype {arr.dtype}.")
-    if ndim is not None and arr.ndim != ndim:
-        raise ValueError(
-            f"`{name}` must have {ndim} dimension(s); got shape {_shape_str(arr.shape)}."
-        )
-    if shape is not None:
-        ok = len(shape) == arr.ndim and all(
-            s is None or s == a for s, a in zip(shape, arr.shape, strict=False)
-        )
-        if not ok:
-            want = _shape_str(["*" if s is None else s for s in shape])
-            hint = ""
-            if arr.ndim == 2 and len(shape) == 2 and tuple(arr.shape[::-1]) == tuple(shape):
-                hint = " Pass the transpose?"
-            raise ValueError(f"`{name}` must have shape {want}; got {_shape_str(arr.shape)}.{hint}")
-    if arr.size < min_size:
-        raise ValueError(f"`{name}` must have at least {min_size} element(s); got {arr.size}.")
-    if finite and kind in "fc" and not np.isfinite(arr).all():
-        n_bad = int(np.size(arr) - np.count_nonzero(np.isfinite(arr)))
-        raise ValueError(f"`{name}` must be finite; got {n_bad} NaN or Inf entries.")
     return arr
+
+
+def _check_shape(arr: np.ndarray, name: str, shape: Sequence[int | None]) -> None:
+    """ValueError unless ``arr`` has ``shape`` (``None`` entries match any length), with a
+    hint when the transpose would have it."""
+    ok = len(shape) == arr.ndim and all(
+        s is None or s == a for s, a in zip(shape, arr.shape, strict=False)
+    )
+    if not ok:
+        want = _shape_str(["*" if s is None else s for s in shape])
+        hint = ""
+        if arr.ndim == 2 and len(shape) == 2 and tuple(arr.shape[::-1]) == tuple(shape):
+            hint = " Pass the transpose?"
+        raise ValueError(f"`{name}` must have shape {want}; got {_shape_str(arr.shape)}.{hint}")
 
 
 def check_finite_tensor(t: Any, name: str) -> None:

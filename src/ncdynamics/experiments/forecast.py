@@ -205,21 +205,53 @@ def _forecast_entry(
     reasons = out_of_regime_reasons(regime)
     final = max(float(s[-1]) for s, _ in observed.values() if s.size)
     if reasons and not force:
-        why = "; ".join(reasons) + " (not forecast; --force does it anyway)"
-        steps0 = next(s for s, _ in observed.values() if s.size)
-        inside = regime_windows(conf, stream, steps0, MIN_FORECAST_WINDOW)
-        if not inside:
-            return ForecastEntry(
-                conf.theory, label, Verdict("out of regime", why), "", final, observed, [], regime
-            )
-        # the longest window inside the regime, as compare's windows find it
-        since, until = inside[0]
-        entry = _forecast_entry(conf, stream.window(since, until), at, change, force)
-        return _in_window(entry, since, until, why, observed, final, regime)
+        return _forecast_inside_regime(
+            conf, stream, label, at, change, reasons, observed, final, regime
+        )
     first_name = next(iter(observed))
     steps, values = observed[first_name]
     scale = "log" if values.size and bool(np.all(values > 0)) else "linear"
     cuts = place_origins(steps, values, scale=scale, at=at, change=change)
+    origins = _forecast_origins(conf, stream, observed, cuts)
+    v = _origins_verdict(origins, int(steps.size))
+    if reasons:
+        v = Verdict("out of regime", f"{'; '.join(reasons)}; forecast anyway: {v.reason}")
+    notes = "; ".join(n for o in origins if o.fit is not None for n in o.fit.shown.notes)
+    return ForecastEntry(conf.theory, label, v, notes, final, observed, origins, regime)
+
+
+def _forecast_inside_regime(
+    conf: Confrontation,
+    stream: Stream,
+    label: str,
+    at: Sequence[float],
+    change: Sequence[float],
+    reasons: list[str],
+    observed: dict[str, Series],
+    final: float,
+    regime: list[RegimeCheck],
+) -> ForecastEntry:
+    """Forecast an out-of-regime stream from its longest window inside the regime, if any."""
+    why = "; ".join(reasons) + " (not forecast; --force does it anyway)"
+    steps0 = next(s for s, _ in observed.values() if s.size)
+    inside = regime_windows(conf, stream, steps0, MIN_FORECAST_WINDOW)
+    if not inside:
+        return ForecastEntry(
+            conf.theory, label, Verdict("out of regime", why), "", final, observed, [], regime
+        )
+    # the longest window inside the regime, as compare's windows find it
+    since, until = inside[0]
+    entry = _forecast_entry(conf, stream.window(since, until), at, change, force=False)
+    return _in_window(entry, since, until, why, observed, final, regime)
+
+
+def _forecast_origins(
+    conf: Confrontation,
+    stream: Stream,
+    observed: dict[str, Series],
+    cuts: list[tuple[float, str]],
+) -> list[Origin]:
+    """Fit the theory on the records up to each cut and score its prediction of the rest."""
     origins = []
     for cut, how in cuts:
         part = stream.cut(cut)
@@ -231,24 +263,24 @@ def _forecast_entry(
             continue
         verdict, _ = assess(conf.fit, part, seen, fit, n_records=n_records_of(fit, seen))
         origins.append(Origin(cut, how, verdict, fit, _score_origin(fit, observed, cut)))
+    return origins
+
+
+def _origins_verdict(origins: list[Origin], n_steps: int) -> Verdict:
+    """The forecast verdict: holds when the theory wins at half the scored origins or more."""
     scored = [o for o in origins if o.scores]
     if not origins:
-        v = Verdict("error", f"no cut leaves enough records before and after it ({steps.size})")
-    elif not scored:
+        return Verdict("error", f"no cut leaves enough records before and after it ({n_steps})")
+    if not scored:
         first = origins[0].verdict
-        v = Verdict(first.verdict, f"no origin could be fitted: {first.reason}")
-    else:
-        # an origin whose fit the records could not determine is never a win
-        wins = sum(_beats(o.scores) and o.verdict.verdict not in _NO_WIN for o in scored)
-        v = Verdict(
-            "holds" if 2 * wins >= len(scored) else "fails",
-            f"beats both baselines on every observable at {wins} of {len(scored)} origins "
-            "(RMSE over the whole post-cut trajectory)",
-        )
-    if reasons:
-        v = Verdict("out of regime", f"{'; '.join(reasons)}; forecast anyway: {v.reason}")
-    notes = "; ".join(n for o in origins if o.fit is not None for n in o.fit.shown.notes)
-    return ForecastEntry(conf.theory, label, v, notes, final, observed, origins, regime)
+        return Verdict(first.verdict, f"no origin could be fitted: {first.reason}")
+    # an origin whose fit the records could not determine is never a win
+    wins = sum(_beats(o.scores) and o.verdict.verdict not in _NO_WIN for o in scored)
+    return Verdict(
+        "holds" if 2 * wins >= len(scored) else "fails",
+        f"beats both baselines on every observable at {wins} of {len(scored)} origins "
+        "(RMSE over the whole post-cut trajectory)",
+    )
 
 
 #: Fewest records a window inside the regime needs to be forecast from several origins.

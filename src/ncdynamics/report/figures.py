@@ -564,22 +564,8 @@ def comparison_figures(
     wanted = None if keys is None else set(keys)
     all_groups = metric_groups(everything)
     static = set(static_metrics(everything)["key"]) if wanted is None else set()
-    by_key: dict[str, list[Series]] = {}
     split = split_names(everything["name"].unique())
-    for key, names in all_groups.items():
-        if wanted is not None and key not in wanted:
-            continue
-        lines = []
-        for g in groups:
-            for name in names:
-                s = _mean_band(g.metrics, name)
-                if s is None:
-                    continue
-                prefix = split[name][0]
-                text = g.label + (f" · {prefix}" if prefix else "")
-                lines.append(Series(text, s.steps, s.values, s.low, s.high))
-        if lines:
-            by_key[key] = lines
+    by_key = _comparison_lines(groups, all_groups, wanted, split)
     lr = lr_changes(everything) if len(groups) == 1 else []
     unit = "epoch" if all(_counts_epochs(r) for r in runs) else "step"
     axis = time_axis([s.steps for ss in by_key.values() for s in ss], unit=unit)
@@ -594,6 +580,32 @@ def comparison_figures(
                 (name, _family_figure(FAMILIES[family], chunk, axis, lr, shared_legend=True))
             )
     return out
+
+
+def _comparison_lines(
+    groups: Sequence[_Group],
+    all_groups: dict[str, list[str]],
+    wanted: set[str] | None,
+    split: dict[str, tuple[str, str]],
+) -> dict[str, list[Series]]:
+    """The lines of each wanted metric key: one per group and series prefix that recorded it
+    (keys no group recorded are left out)."""
+    by_key: dict[str, list[Series]] = {}
+    for key, names in all_groups.items():
+        if wanted is not None and key not in wanted:
+            continue
+        lines = []
+        for g in groups:
+            for name in names:
+                s = _mean_band(g.metrics, name)
+                if s is None:
+                    continue
+                prefix = split[name][0]
+                text = g.label + (f" · {prefix}" if prefix else "")
+                lines.append(Series(text, s.steps, s.values, s.low, s.high))
+        if lines:
+            by_key[key] = lines
+    return by_key
 
 
 def _counts_epochs(run: Run) -> bool:

@@ -34,6 +34,9 @@ from .figures import (
 )
 from .labels import FAMILIES, label, split_names
 
+if TYPE_CHECKING:
+    import pandas as pd
+
 __all__ = ["Report", "write_figures", "write_report"]
 
 #: The largest figure embedded into a report (a run's own PNGs are well under 1 MiB).
@@ -378,12 +381,31 @@ def write_report(run: Run | str | Path, *, draw: bool = True) -> Report:
         write_figures(run)
     status, config = _json_object(run, "status"), _json_object(run, "config")
     title = config.get("experiment") or run.path.name
-    state = str(status.get("state", "?"))
     unit = _time_unit(run)
     try:
         metrics = run.metrics
     except FileNotFoundError:
         metrics = None
+    cfg = {str(k): v for k, v in config.items() if k not in ("experiment", "preset", "seed")}
+    doc = f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>{_text(title)} report</title>
+<style>{_CSS}</style></head><body>
+<h1>{_text(title)}</h1>
+<p>Run directory <code>{_text(run.path)}</code></p>
+{_pages_html(run.path)}
+{_run_meta_html(status, config)}
+<h2>Summary</h2>{_summary_html(_json_object(run, "summary")) or "<p>No summary was written.</p>"}
+{_metrics_glance_html(metrics, unit)}
+<h2>Figures</h2>{_figures_html(run) or "<p>No figures.</p>"}
+<h2>Configuration</h2>{_table(sorted(cfg.items()))}
+</body></html>
+"""
+    return Report(atomic_write(run.path / "report.html", _text_writer(doc)))
+
+
+def _run_meta_html(status: dict[str, Any], config: dict[str, Any]) -> str:
+    """The table of the run's state, preset, seed, times, host and versions, and its error."""
+    state = str(status.get("state", "?"))
     versions = status.get("versions", {})
     if not isinstance(versions, dict):
         versions = {"?": versions}
@@ -405,29 +427,19 @@ def write_report(run: Run | str | Path, *, draw: bool = True) -> Report:
     )
     if status.get("error"):
         meta_html += f"<pre>{_text(status['error'])}</pre>"
+    return meta_html
+
+
+def _metrics_glance_html(metrics: pd.DataFrame | None, unit: str) -> str:
+    """The note naming the series (recorder prefixes), the learning-rate schedule and the
+    table of constant metrics; empty without metrics."""
+    if metrics is None or metrics.empty:
+        return ""
     series = ""
-    if metrics is not None and not metrics.empty:
-        prefixes = sorted({p for p, _ in split_names(metrics["name"].unique()).values() if p})
-        if prefixes:
-            series = (
-                f'<p class="note">Series (recorder prefixes), one line each in every panel: '
-                f"{_text(', '.join(prefixes))}. The x-axis counts {_text(unit)}s.</p>"
-            )
-    glance = ""
-    if metrics is not None and not metrics.empty:
-        glance = _lr_html(metrics, unit) + _static_html(metrics)
-    cfg = {str(k): v for k, v in config.items() if k not in ("experiment", "preset", "seed")}
-    doc = f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>{_text(title)} report</title>
-<style>{_CSS}</style></head><body>
-<h1>{_text(title)}</h1>
-<p>Run directory <code>{_text(run.path)}</code></p>
-{_pages_html(run.path)}
-{meta_html}
-<h2>Summary</h2>{_summary_html(_json_object(run, "summary")) or "<p>No summary was written.</p>"}
-{series}{glance}
-<h2>Figures</h2>{_figures_html(run) or "<p>No figures.</p>"}
-<h2>Configuration</h2>{_table(sorted(cfg.items()))}
-</body></html>
-"""
-    return Report(atomic_write(run.path / "report.html", _text_writer(doc)))
+    prefixes = sorted({p for p, _ in split_names(metrics["name"].unique()).values() if p})
+    if prefixes:
+        series = (
+            f'<p class="note">Series (recorder prefixes), one line each in every panel: '
+            f"{_text(', '.join(prefixes))}. The x-axis counts {_text(unit)}s.</p>"
+        )
+    return series + _lr_html(metrics, unit) + _static_html(metrics)

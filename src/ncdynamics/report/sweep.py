@@ -257,8 +257,6 @@ def write_sweep_report(path: str | os.PathLike[str]) -> Path:
     The report holds the figures (embedded), the sweep's settings and the sweep table with a
     link to each run's own report.
     """
-    import matplotlib.pyplot as plt
-
     path = Path(path)
     if not is_sweep(path):
         raise FileNotFoundError(
@@ -268,37 +266,13 @@ def write_sweep_report(path: str | os.PathLike[str]) -> Path:
     table = read_sweep_table(path)
     grid = meta.get("grid", {})
     grid_keys = [str(k) for k in grid] if isinstance(grid, dict) else []
-    figs_html = []
-    (path / "figures").mkdir(exist_ok=True)
-    overview = sweep_overview(table, grid_keys)
-    if overview is not None:
-        atomic_write(path / "figures" / "overview.png", _png_writer(overview))
-        plt.close(overview)
-    for key, fig in sweep_figures(table, grid_keys):
-        png = path / "figures" / f"{_safe_name(key)}.png"
-        atomic_write(png, _png_writer(fig))
-        plt.close(fig)
-        data = base64.b64encode(png.read_bytes()).decode("ascii")
-        figs_html.append(
-            f'<figure><img alt="{_text(key)}" src="data:image/png;base64,{data}">'
-            f"<figcaption>Final metrics against {_text(key)}</figcaption></figure>"
-        )
-    rows = []
+    figs_html = _sweep_figures_html(path, table, grid_keys)
     shown = ["run_id", *grid_keys, "seed", "status", "attempts", "error"]
     shown = [c for c in shown if c in table.columns]
-    for _, r in table.iterrows():
-        cells = []
-        for c in shown:
-            v = r[c]
-            text = "" if v is None or (isinstance(v, float) and np.isnan(v)) else str(v)
-            if c == "run_id" and _is_run_id(text) and (path / text / "report.html").is_file():
-                text = f'<a href="{_href(Path(text) / "report.html")}">{_text(text)}</a>'
-            elif c == "status":
-                text = f'<span class="{_state_class(text)}">{_text(text)}</span>'
-            else:
-                text = _text(text)
-            cells.append(f"<td>{text}</td>")
-        rows.append("<tr>" + "".join(cells) + "</tr>")
+    rows = [
+        "<tr>" + "".join(f"<td>{_sweep_cell(path, c, r[c])}</td>" for c in shown) + "</tr>"
+        for _, r in table.iterrows()
+    ]
     head = "".join(f"<th>{_text(c)}</th>" for c in shown)
     counts = table["status"].value_counts().to_dict()
     settings = "".join(
@@ -319,3 +293,37 @@ Full table: <a href="table.csv">table.csv</a>.</p>
 </body></html>
 """
     return atomic_write(path / "report.html", _text_writer(doc))
+
+
+def _sweep_figures_html(path: Path, table: pd.DataFrame, grid_keys: list[str]) -> list[str]:
+    """Draw the sweep overview and the figure of each grid key into ``path/figures``; return
+    the HTML of the grid-key figures, embedded."""
+    import matplotlib.pyplot as plt
+
+    figs_html = []
+    (path / "figures").mkdir(exist_ok=True)
+    overview = sweep_overview(table, grid_keys)
+    if overview is not None:
+        atomic_write(path / "figures" / "overview.png", _png_writer(overview))
+        plt.close(overview)
+    for key, fig in sweep_figures(table, grid_keys):
+        png = path / "figures" / f"{_safe_name(key)}.png"
+        atomic_write(png, _png_writer(fig))
+        plt.close(fig)
+        data = base64.b64encode(png.read_bytes()).decode("ascii")
+        figs_html.append(
+            f'<figure><img alt="{_text(key)}" src="data:image/png;base64,{data}">'
+            f"<figcaption>Final metrics against {_text(key)}</figcaption></figure>"
+        )
+    return figs_html
+
+
+def _sweep_cell(path: Path, column: str, value: Any) -> str:
+    """One cell of the sweep table as HTML: a run id links to the run's report when it has
+    one, a status is coloured by state, a missing value is blank."""
+    text = "" if value is None or (isinstance(value, float) and np.isnan(value)) else str(value)
+    if column == "run_id" and _is_run_id(text) and (path / text / "report.html").is_file():
+        return f'<a href="{_href(Path(text) / "report.html")}">{_text(text)}</a>'
+    if column == "status":
+        return f'<span class="{_state_class(text)}">{_text(text)}</span>'
+    return _text(text)

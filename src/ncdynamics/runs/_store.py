@@ -996,44 +996,7 @@ def _open_locked(
         raise _not_a_run(p)
     has_status = (p / "status.json").is_file()
     if kind in ("run", "legacy") and has_status and not overwrite:
-        state = run.state
-        if not resume:
-            if state == "completed":
-                hint = (
-                    ""
-                    if (p / "report.html").exists()
-                    else " (its report is missing: --resume writes it)"
-                )
-                raise RunExistsError(
-                    f"`out` {str(p)!r} already holds a completed run{hint}; choose another "
-                    "directory, pass resume=True (ncdyn: --resume) to finish it, or "
-                    "overwrite=True (--overwrite) to replace it."
-                )
-            raise RunExistsError(
-                f"`out` {str(p)!r} holds an unfinished run (state {state!r}); "
-                "pass resume=True (ncdyn: --resume) to continue it or overwrite=True "
-                "(--overwrite) to start over."
-            )
-        _check_version(run)
-        stored = run.config if (p / "config.json").is_file() else None
-        if stored is not None:
-            stored = _declared(stored, run.status.get("recorded_settings") or [])
-        if stored != full_config:
-            raise ValueError(
-                f"cannot resume {str(p)!r}: its config differs from the one given in "
-                f"{_config_differences(stored, full_config)}. Resume with the same "
-                "experiment, preset and options, or start it over with overwrite=True "
-                "(--overwrite)."
-            )
-        if kind == "legacy":
-            _refuse_foreign(
-                p, "a run of an earlier ncdynamics is resumed only when it holds nothing else"
-            )
-            write_json(p / MARKER, {"format": MARKER_FORMAT})
-        if state == "completed":
-            remove_leftovers(p)
-        else:
-            run._set_status(state="running", resumed=_now(), host=socket.gethostname())
+        _reopen_locked(run, kind, full_config, resume)
         return
     if kind == "run" and not has_status and not (resume or overwrite):
         raise RunExistsError(
@@ -1062,4 +1025,51 @@ def _open_locked(
         started=_now(),
         finished=None,
         error=None,
+    )
+
+
+def _reopen_locked(run: Run, kind: Kind, full_config: dict[str, Any], resume: bool) -> None:
+    """Reopen the run (or legacy run) that ``run.path`` holds, under the lock: refused unless
+    ``resume`` and the same config; a completed run only loses its leftovers, an unfinished
+    one is marked running again."""
+    p = run.path
+    state = run.state
+    if not resume:
+        raise _exists_error(p, state)
+    _check_version(run)
+    stored = run.config if (p / "config.json").is_file() else None
+    if stored is not None:
+        stored = _declared(stored, run.status.get("recorded_settings") or [])
+    if stored != full_config:
+        raise ValueError(
+            f"cannot resume {str(p)!r}: its config differs from the one given in "
+            f"{_config_differences(stored, full_config)}. Resume with the same "
+            "experiment, preset and options, or start it over with overwrite=True "
+            "(--overwrite)."
+        )
+    if kind == "legacy":
+        _refuse_foreign(
+            p, "a run of an earlier ncdynamics is resumed only when it holds nothing else"
+        )
+        write_json(p / MARKER, {"format": MARKER_FORMAT})
+    if state == "completed":
+        remove_leftovers(p)
+    else:
+        run._set_status(state="running", resumed=_now(), host=socket.gethostname())
+
+
+def _exists_error(p: Path, state: str) -> RunExistsError:
+    """The refusal to reopen the run at ``p`` (in ``state``) without resume or overwrite."""
+    if state == "completed":
+        missing = " (its report is missing: --resume writes it)"
+        hint = "" if (p / "report.html").exists() else missing
+        return RunExistsError(
+            f"`out` {str(p)!r} already holds a completed run{hint}; choose another "
+            "directory, pass resume=True (ncdyn: --resume) to finish it, or "
+            "overwrite=True (--overwrite) to replace it."
+        )
+    return RunExistsError(
+        f"`out` {str(p)!r} holds an unfinished run (state {state!r}); "
+        "pass resume=True (ncdyn: --resume) to continue it or overwrite=True "
+        "(--overwrite) to start over."
     )

@@ -433,69 +433,80 @@ def readings_claims(
     gradient scale) cannot hold either part: the figures are about the whole trajectory,
     and a fit of the plateau alone says nothing about the escape; ``ours`` lists them.
     """
-    fig2 = []
-    for arch, rs in rows.items():
-        ok = [r for r in rs if _min_r2(r) >= threshold and _converged(r)]
-        mine = [r for r in rs if r.get("reading") == declared.get(arch)]
-        fits = bool(mine) and _min_r2(mine[0]) >= threshold and _converged(mine[0])
-        fig2.append(
-            Part(
-                f"{arch}: the authors' reading fits a, b and w",
-                f"R^2 >= {threshold} in a, b and w at {declared.get(arch, 'the declared reading')}",
-                {
-                    "declared": declared.get(arch),
-                    "declared_r2_abw": [_measured(mine[0][k]) for k in ("r2_a", "r2_b", "r2_w")]
-                    if mine
-                    else None,
-                    "n_readings_that_would_pass": len(ok),
-                    "n_readings": len(rs),
-                    "not_converged": sorted({r["reading"] for r in rs if not _converged(r)}),
-                    **best_rows(rs),
-                    "r2_abw": {
-                        r["reading"]: [_measured(r[k]) for k in ("r2_a", "r2_b", "r2_w")]
-                        for r in rs
-                    },
-                },
-                fits,
-            )
-        )
+    fig2 = [_fig2_part(arch, rs, declared, threshold) for arch, rs in rows.items()]
     if not fig2:
         fig2.append(Part("some network", "at least one network swept", "no network", False))
+    part11 = _fig11_part(rows, declared, margin)
+    return [
+        claim(_FIG2, "Fig. 2, Table 1, App. B", fig2),
+        claim(_FIG11, "Fig. 11, App. C.1, eq. (51)", [part11]),
+    ]
+
+
+def _fig2_part(
+    arch: str, rs: Sequence[Mapping[str, Any]], declared: Mapping[str, str], threshold: float
+) -> Part:
+    """The Fig. 2 part of one architecture, from its rows ``rs``: its declared reading fits
+    a, b and w (R^2 >= ``threshold``) and converged."""
+    ok = [r for r in rs if _min_r2(r) >= threshold and _converged(r)]
+    mine = [r for r in rs if r.get("reading") == declared.get(arch)]
+    fits = bool(mine) and _min_r2(mine[0]) >= threshold and _converged(mine[0])
+    return Part(
+        f"{arch}: the authors' reading fits a, b and w",
+        f"R^2 >= {threshold} in a, b and w at {declared.get(arch, 'the declared reading')}",
+        {
+            "declared": declared.get(arch),
+            "declared_r2_abw": [_measured(mine[0][k]) for k in ("r2_a", "r2_b", "r2_w")]
+            if mine
+            else None,
+            "n_readings_that_would_pass": len(ok),
+            "n_readings": len(rs),
+            "not_converged": sorted({r["reading"] for r in rs if not _converged(r)}),
+            **best_rows(rs),
+            "r2_abw": {
+                r["reading"]: [_measured(r[k]) for k in ("r2_a", "r2_b", "r2_w")] for r in rs
+            },
+        },
+        fits,
+    )
+
+
+def _fig11_part(
+    rows: Mapping[str, Sequence[Mapping[str, Any]]], declared: Mapping[str, str], margin: float
+) -> Part:
+    """The Fig. 11 part, on the Default network's rows (not measured when it was not
+    trained): at its declared reading eq. (7)'s loss is at most ``margin`` times the best
+    alternative's, and the network converged."""
     criterion = (
         f"loss(7) <= {margin} x the smallest eq. (51) alternative's loss at "
         f"{declared.get('default', 'the declared reading')}"
     )
-    if "default" in rows:
-        rs = rows["default"]
-        first = [r for r in rs if eq7_ratio(r) <= margin and _converged(r)]
-        mine = [r for r in rs if r.get("reading") == declared.get("default")]
-        best = bool(mine) and eq7_ratio(mine[0]) <= margin and _converged(mine[0])
-        part11 = Part(
-            "default: at the authors' reading eq. (7) is the best fit",
-            criterion,
-            {
-                "declared": declared.get("default"),
-                "declared_ratio": _measured(eq7_ratio(mine[0])) if mine else None,
-                "n_readings_that_would_pass": len(first),
-                "n_readings": len(rs),
-                "not_converged": sorted({r["reading"] for r in rs if not _converged(r)}),
-                **best_rows(rs),
-                "eq7_rank": {r["reading"]: r["eq7_rank"] for r in rs},
-                "eq7_ratio": {r["reading"]: _measured(eq7_ratio(r)) for r in rs},
-            },
-            best,
-        )
-    else:
-        part11 = Part(
+    if "default" not in rows:
+        return Part(
             "default: at the authors' reading eq. (7) is the best fit",
             criterion,
             "not measured: the Default network is not trained at this preset",
             False,
         )
-    return [
-        claim(_FIG2, "Fig. 2, Table 1, App. B", fig2),
-        claim(_FIG11, "Fig. 11, App. C.1, eq. (51)", [part11]),
-    ]
+    rs = rows["default"]
+    first = [r for r in rs if eq7_ratio(r) <= margin and _converged(r)]
+    mine = [r for r in rs if r.get("reading") == declared.get("default")]
+    best = bool(mine) and eq7_ratio(mine[0]) <= margin and _converged(mine[0])
+    return Part(
+        "default: at the authors' reading eq. (7) is the best fit",
+        criterion,
+        {
+            "declared": declared.get("default"),
+            "declared_ratio": _measured(eq7_ratio(mine[0])) if mine else None,
+            "n_readings_that_would_pass": len(first),
+            "n_readings": len(rs),
+            "not_converged": sorted({r["reading"] for r in rs if not _converged(r)}),
+            **best_rows(rs),
+            "eq7_rank": {r["reading"]: r["eq7_rank"] for r in rs},
+            "eq7_ratio": {r["reading"]: _measured(eq7_ratio(r)) for r in rs},
+        },
+        best,
+    )
 
 
 def plot_readings(

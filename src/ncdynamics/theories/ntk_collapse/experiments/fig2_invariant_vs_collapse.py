@@ -446,6 +446,18 @@ def _plot(
     config: TrainConfig,
 ) -> None:
     """Figure 2 of [1]: panes a-e (chosen models), f-h (LR sweep), i-j (norms, alignments)."""
+    _plot_chosen(run, frames, df, choices)
+    _plot_lr_sweep(run, df, config)
+    _plot_norms(run, df, choices)
+
+
+def _plot_chosen(
+    run: RunWriter,
+    frames: list[pd.DataFrame],
+    df: pd.DataFrame,
+    choices: dict[str, tuple[int, int]],
+) -> None:
+    """Panes a-e of Figure 2: the invariant and NC of the chosen NC and non-NC models."""
     fig, axes = plt.subplots(1, 5, figsize=(24, 4.2))
     for (init, (nc, non)), mk in zip(choices.items(), _MARKERS, strict=False):
         for idx, color, fill in ((nc, "tab:red", True), (non, "tab:blue", False)):
@@ -474,6 +486,10 @@ def _plot(
                     ax.axvline(e999, color=color, lw=0.6, ls="--")
     axes[0].legend(fontsize=6)
     run.save_figure(fig, "fig2_a-e")
+
+
+def _plot_lr_sweep(run: RunWriter, df: pd.DataFrame, config: TrainConfig) -> None:
+    """Panes f-h of Figure 2: final NC and test accuracy against the learning rate, per init."""
     fig, axes = plt.subplots(1, 4, figsize=(19, 4.2))
     for init, mk in zip(config.inits, _MARKERS, strict=False):
         sub = df[df["init"] == init]
@@ -488,6 +504,10 @@ def _plot(
                 ax.set_yscale("log")
     axes[0].legend(fontsize=7)
     run.save_figure(fig, "fig2_f-h")
+
+
+def _plot_norms(run: RunWriter, df: pd.DataFrame, choices: dict[str, tuple[int, int]]) -> None:
+    """Panes i-j of Figure 2: final feature norms and kernel alignments of the chosen models."""
     fig, axes = plt.subplots(1, 2, figsize=(11, 4))
     chosen = [
         (init, idx, c)

@@ -45,9 +45,7 @@ def run_staircase(config: StaircaseConfig, run: RunWriter, *, seed: int, progres
     n, y = config.n_points, config.label
     x = np.sort(rng.uniform(0.0, 1.0, n))
     cont = staircase(x, y, x[0])
-    s_formula = [0.0]
-    for k in range(1, n):  # [1] (4.49)
-        s_formula.append(s_formula[-1] + n / k * np.log((y - x[k - 1]) / (y - x[k])))
+    s_formula = _formula_event_times(x, y)
     err_formula = float(np.abs(cont.starts - np.asarray(s_formula)).max())
     horizon = float(cont.starts[-1] + 2.0)
     summary: dict[str, Any] = {"event_times": cont.starts.tolist(), "x": x.tolist()}
@@ -58,29 +56,10 @@ def run_staircase(config: StaircaseConfig, run: RunWriter, *, seed: int, progres
     slope_errs: dict[float, float] = {}
     closed_vs_steps: dict[float, float] = {}
     for eta in config.etas:
-        disc = staircase(x, y, x[0], eta=eta)
-        n_steps = int(np.ceil(horizon / eta))
-        gd_traj = staircase_gd(x, y, x[0], eta=eta, n_steps=n_steps)
-        s, gd = gd_traj.ts, gd_traj.ys
-        closed_vs_steps[eta] = float(np.abs(disc(s) - gd).max())
-        gd_errs[eta] = float(np.abs(disc.starts - cont.starts).max())
-        slopes = []
-        for k in range(n):
-            lo = disc.starts[k]
-            hi = disc.starts[k + 1] if k + 1 < n else horizon
-            sel = (s > lo + 0.1 * (hi - lo)) & (s < hi - 0.1 * (hi - lo))
-            if sel.sum() >= 2:
-                slope = -np.polyfit(s[sel], np.log(np.abs(y - gd[sel])), 1)[0]
-                slopes.append(abs(slope - (k + 1) / n))
-        slope_errs[eta] = float(max(slopes))
-        lines.append(
-            (
-                s[:: max(1, n_steps // 400)],
-                np.abs(y - gd[:: max(1, n_steps // 400)]),
-                f"GD eta={eta:g}",
-                "--",
-            )
+        gd_errs[eta], slope_errs[eta], closed_vs_steps[eta], line = _gd_against_exact(
+            x, y, cont.starts, eta, horizon
         )
+        lines.append(line)
         run.log(
             0,
             {
@@ -100,27 +79,7 @@ def run_staircase(config: StaircaseConfig, run: RunWriter, *, seed: int, progres
         },
     )
     run.flush()
-    panels(
-        run,
-        "e2_staircase",
-        [
-            {
-                "lines": lines,
-                "logy": True,
-                "vlines": cont.starts[1:],
-                "xlabel": "s",
-                "ylabel": "|y - b(s)|",
-                "title": f"1-D, N={n}: slopes -n/N, events (4.49)",
-            },
-            {
-                "lines": qd["lines"],
-                "logy": True,
-                "xlabel": "s",
-                "ylabel": "|btilde(s)|",
-                "title": f"Q={config.q}, N={config.n_points_qd}, fixed R",
-            },
-        ],
-    )
+    _staircase_panels(run, config, lines, cont.starts, qd["lines"])
     eta_min = min(config.etas)
     summary.update(
         {
@@ -143,6 +102,79 @@ def run_staircase(config: StaircaseConfig, run: RunWriter, *, seed: int, progres
         }
     )
     run.save_summary(summary)
+
+
+def _formula_event_times(x: NDArray[np.float64], y: float) -> list[float]:
+    """The event times of the exact staircase by the formula (4.49) of [1]."""
+    n = x.size
+    s_formula = [0.0]
+    for k in range(1, n):  # [1] (4.49)
+        s_formula.append(s_formula[-1] + n / k * np.log((y - x[k - 1]) / (y - x[k])))
+    return s_formula
+
+
+def _gd_against_exact(
+    x: NDArray[np.float64],
+    y: float,
+    exact_starts: NDArray[np.float64],
+    eta: float,
+    horizon: float,
+) -> tuple[float, float, float, Line]:
+    """Plain GD at step ``eta`` against the staircase: its event-time error, its worst
+    log-slope error, its distance to the discrete closed form, and its line to draw."""
+    n = x.size
+    disc = staircase(x, y, x[0], eta=eta)
+    n_steps = int(np.ceil(horizon / eta))
+    gd_traj = staircase_gd(x, y, x[0], eta=eta, n_steps=n_steps)
+    s, gd = gd_traj.ts, gd_traj.ys
+    closed_vs_steps = float(np.abs(disc(s) - gd).max())
+    gd_err = float(np.abs(disc.starts - exact_starts).max())
+    slopes = []
+    for k in range(n):
+        lo = disc.starts[k]
+        hi = disc.starts[k + 1] if k + 1 < n else horizon
+        sel = (s > lo + 0.1 * (hi - lo)) & (s < hi - 0.1 * (hi - lo))
+        if sel.sum() >= 2:
+            slope = -np.polyfit(s[sel], np.log(np.abs(y - gd[sel])), 1)[0]
+            slopes.append(abs(slope - (k + 1) / n))
+    line: Line = (
+        s[:: max(1, n_steps // 400)],
+        np.abs(y - gd[:: max(1, n_steps // 400)]),
+        f"GD eta={eta:g}",
+        "--",
+    )
+    return gd_err, float(max(slopes)), closed_vs_steps, line
+
+
+def _staircase_panels(
+    run: RunWriter,
+    config: StaircaseConfig,
+    lines: list[Line],
+    event_times: NDArray[np.float64],
+    qd_lines: list[Line],
+) -> None:
+    """Draw E2's figure: the 1-D flow and GD with the events, and the Q-D fixed-R flow."""
+    panels(
+        run,
+        "e2_staircase",
+        [
+            {
+                "lines": lines,
+                "logy": True,
+                "vlines": event_times[1:],
+                "xlabel": "s",
+                "ylabel": "|y - b(s)|",
+                "title": f"1-D, N={config.n_points}: slopes -n/N, events (4.49)",
+            },
+            {
+                "lines": qd_lines,
+                "logy": True,
+                "xlabel": "s",
+                "ylabel": "|btilde(s)|",
+                "title": f"Q={config.q}, N={config.n_points_qd}, fixed R",
+            },
+        ],
+    )
 
 
 def staircase_claims(

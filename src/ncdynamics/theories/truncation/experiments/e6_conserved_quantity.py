@@ -80,56 +80,8 @@ def run_collapsed(config: CollapsedConfig, run: RunWriter, *, seed: int, progres
     cases: dict[str, dict[str, Any]] = {}
     lines: list[Line] = []
     for case in ("positive", "negative", "indefinite"):
-        W0, B0, Y = _bilinear_case(case, q, rng)
-        inv0 = bilinear_invariant(W0, B0)
-        ev = np.linalg.eigvalsh(inv0)
-        lam0 = float(ev.min() if case == "positive" else (-ev.max() if case == "negative" else 0))
-        y0 = np.stack([W0, B0, np.eye(q), np.eye(q)])
-        traj = solve_ode(
-            bilinear_propagator_drift,
-            y0,
-            ts,
-            BilinearParams(Y),
-            method="DOP853",
-            rtol=1e-11,
-            atol=1e-13,
-        )
-        W, B, UL, UR = (traj.ys[:, i] for i in range(4))
-        cost = np.array([bilinear_cost(w, b, Y) for w, b in zip(W, B, strict=True)])
-        drift = max(
-            float(np.abs(bilinear_invariant(w, b) - inv0).max()) for w, b in zip(W, B, strict=True)
-        )
-        e0 = W0 @ B0 + Y
-        prop = max(
-            float(np.abs(w @ b + Y - ul @ e0 @ ur).max())
-            for w, b, ul, ur in zip(W, B, UL, UR, strict=True)
-        )
-        bound_ok = (
-            bool(np.all(cost <= np.exp(-2 * lam0 * ts) * cost[0] * (1 + 1e-8)))
-            if lam0 > 0
-            else None
-        )
-        E = W0 @ B0 + Y
-        eta = 0.05
-        W1, B1 = W0 - eta * E @ B0.T, B0 - eta * W0.T @ E
-        gd_jump = float(
-            np.abs(
-                bilinear_invariant(W1, B1)
-                - inv0
-                - eta**2 * (W0.T @ E @ E.T @ W0 - B0 @ E.T @ E @ B0.T)
-            ).max()
-        )
-        cases[case] = {
-            "lambda0": lam0,
-            "invariant_drift": drift,
-            "bound_holds": bound_ok,
-            "final_residual": float(np.linalg.norm(W[-1] @ B[-1] + Y)),
-            "final_cost": float(cost[-1]),
-            "propagator_error": prop,
-            "gd_invariant_identity_error": gd_jump,
-            "W_norm_max": float(np.linalg.norm(W, axis=(1, 2)).max()),
-            "B_norm_max": float(np.linalg.norm(B, axis=(1, 2)).max()),
-        }
+        cases[case], cost = _bilinear_flow_case(case, q, ts, rng)
+        lam0 = cases[case]["lambda0"]
         lines.append((ts, cost, case))
         if lam0 > 0:
             lines.append((ts, np.exp(-2 * lam0 * ts) * cost[0], f"bound ({case})", ":"))
@@ -137,6 +89,74 @@ def run_collapsed(config: CollapsedConfig, run: RunWriter, *, seed: int, progres
     net = _collapsed_network(config, rng)
     run.log(1, {f"network.{k}": float(v) for k, v in net.items() if not isinstance(v, np.ndarray)})
     run.flush()
+    _collapsed_panels(run, lines, net)
+    net_s = {k: v for k, v in net.items() if not isinstance(v, np.ndarray)}
+    run.save_summary(
+        {
+            "cases": cases,
+            "network": net_s,
+            "claims": collapsed_claims(cases, net_s),
+        }
+    )
+
+
+def _bilinear_flow_case(
+    case: str, q: int, ts: NDArray[np.float64], rng: np.random.Generator
+) -> tuple[dict[str, Any], NDArray[np.float64]]:
+    """Integrate the bilinear flow with its propagators from one start (:func:`_bilinear_case`);
+    return the case's numbers (invariant drift, cost bound, propagator error, one GD step's
+    invariant identity, ...) and its cost at ``ts``."""
+    W0, B0, Y = _bilinear_case(case, q, rng)
+    inv0 = bilinear_invariant(W0, B0)
+    ev = np.linalg.eigvalsh(inv0)
+    lam0 = float(ev.min() if case == "positive" else (-ev.max() if case == "negative" else 0))
+    y0 = np.stack([W0, B0, np.eye(q), np.eye(q)])
+    traj = solve_ode(
+        bilinear_propagator_drift,
+        y0,
+        ts,
+        BilinearParams(Y),
+        method="DOP853",
+        rtol=1e-11,
+        atol=1e-13,
+    )
+    W, B, UL, UR = (traj.ys[:, i] for i in range(4))
+    cost = np.array([bilinear_cost(w, b, Y) for w, b in zip(W, B, strict=True)])
+    drift = max(
+        float(np.abs(bilinear_invariant(w, b) - inv0).max()) for w, b in zip(W, B, strict=True)
+    )
+    e0 = W0 @ B0 + Y
+    prop = max(
+        float(np.abs(w @ b + Y - ul @ e0 @ ur).max())
+        for w, b, ul, ur in zip(W, B, UL, UR, strict=True)
+    )
+    bound_ok = (
+        bool(np.all(cost <= np.exp(-2 * lam0 * ts) * cost[0] * (1 + 1e-8))) if lam0 > 0 else None
+    )
+    E = W0 @ B0 + Y
+    eta = 0.05
+    W1, B1 = W0 - eta * E @ B0.T, B0 - eta * W0.T @ E
+    gd_jump = float(
+        np.abs(
+            bilinear_invariant(W1, B1) - inv0 - eta**2 * (W0.T @ E @ E.T @ W0 - B0 @ E.T @ E @ B0.T)
+        ).max()
+    )
+    numbers = {
+        "lambda0": lam0,
+        "invariant_drift": drift,
+        "bound_holds": bound_ok,
+        "final_residual": float(np.linalg.norm(W[-1] @ B[-1] + Y)),
+        "final_cost": float(cost[-1]),
+        "propagator_error": prop,
+        "gd_invariant_identity_error": gd_jump,
+        "W_norm_max": float(np.linalg.norm(W, axis=(1, 2)).max()),
+        "B_norm_max": float(np.linalg.norm(B, axis=(1, 2)).max()),
+    }
+    return numbers, cost
+
+
+def _collapsed_panels(run: RunWriter, lines: list[Line], net: dict[str, Any]) -> None:
+    """Draw E6's figure: the three bilinear costs with their bounds, and the network run."""
     panels(
         run,
         "e6_collapsed",
@@ -160,14 +180,6 @@ def run_collapsed(config: CollapsedConfig, run: RunWriter, *, seed: int, progres
                 "title": "through the network (clusters fully truncated)",
             },
         ],
-    )
-    net_s = {k: v for k, v in net.items() if not isinstance(v, np.ndarray)}
-    run.save_summary(
-        {
-            "cases": cases,
-            "network": net_s,
-            "claims": collapsed_claims(cases, net_s),
-        }
     )
 
 

@@ -57,6 +57,64 @@ def run_untruncated(
     err_ode = float(np.abs(closed - ode.ys).max())
     w_inf = linreg_limit(par)
     err_limit = float(np.abs(w_inf - np.linalg.lstsq(X.T, Y_ext.T, rcond=None)[0].T).max())
+    net, s_net, w_net = _network_output_descent(config, X, labels, y, W0, par, w_inf)
+    numbers = {"closed_vs_ode": err_ode, "limit_vs_lstsq": err_limit, **net}
+    run.log(0, numbers)
+    run.flush()
+    dist = np.linalg.norm(closed - w_inf, axis=(1, 2))
+    panels(
+        run,
+        "e7_untruncated",
+        [
+            {
+                "lines": [
+                    (ts, dist, "closed form (9.10)"),
+                    (ts, np.linalg.norm(ode.ys - w_inf, axis=(1, 2)), "ODE (DOP853)", "--"),
+                    (
+                        s_net,
+                        np.linalg.norm(w_net - w_inf, axis=(1, 2)),
+                        f"network GD eta={config.eta:g}",
+                        ":",
+                    ),
+                ],
+                "logy": True,
+                "xlabel": "s",
+                "ylabel": "||W(s) - W(inf)||_F",
+                "title": f"Sec. 9, Q={q}, N={n}",
+            }
+        ],
+    )
+    run.save_summary(
+        {
+            **numbers,
+            "claims": untruncated_claims(
+                err_ode,
+                err_limit,
+                max_adapted=net["max_cumulative_grad_adapted"],
+                max_param_grad=net["max_cumulative_grad"],
+                err_discrete=net["network_vs_discrete"],
+                err_cont=net["network_vs_continuous"],
+                eta=config.eta,
+            ),
+        }
+    )
+
+
+def _network_output_descent(
+    config: UntruncatedConfig,
+    X: np.ndarray,
+    labels: np.ndarray,
+    y: np.ndarray,
+    W0: np.ndarray,
+    par: LinearRegressionParams,
+    w_inf: np.ndarray,
+) -> tuple[dict[str, float], np.ndarray, np.ndarray]:
+    """Gradient descent on ``W`` through the real network, every cluster untruncated: its
+    distances to the discrete and continuous closed forms and the largest gradient of the
+    cumulative parameters (at the start and along the descent); also the times and ``W``
+    of the descent, subsampled to about ``config.n_times``."""
+    q = config.q
+    n = labels.size
     # network: every cluster inside S^+ of every layer (R_l = 1, beta^(l) = +shift 1)
     params = AdaptedParams(np.stack([np.eye(q)] * q), np.full((q, q), config.apex_shift))
     data = ClusterData(X.T, labels, y)
@@ -75,62 +133,13 @@ def run_untruncated(
         [np.linalg.matrix_power(np.eye(q) - eta * A, int(round(s / eta))) for s in s_net]
     )
     discrete = w_inf + np.einsum("ab,tbc->tac", W0 - w_inf, decay)
-    err_discrete = float(np.abs(w_net - discrete).max())
-    err_cont = float(np.abs(w_net - linreg_closed_form(W0, s_net, par)).max())
-    run.log(
-        0,
-        {
-            "closed_vs_ode": err_ode,
-            "limit_vs_lstsq": err_limit,
-            "network_vs_discrete": err_discrete,
-            "network_vs_continuous": err_cont,
-            "max_cumulative_grad": max_param_grad,
-            "max_cumulative_grad_adapted": max_adapted,
-        },
-    )
-    run.flush()
-    dist = np.linalg.norm(closed - w_inf, axis=(1, 2))
-    panels(
-        run,
-        "e7_untruncated",
-        [
-            {
-                "lines": [
-                    (ts, dist, "closed form (9.10)"),
-                    (ts, np.linalg.norm(ode.ys - w_inf, axis=(1, 2)), "ODE (DOP853)", "--"),
-                    (
-                        s_net,
-                        np.linalg.norm(w_net - w_inf, axis=(1, 2)),
-                        f"network GD eta={eta:g}",
-                        ":",
-                    ),
-                ],
-                "logy": True,
-                "xlabel": "s",
-                "ylabel": "||W(s) - W(inf)||_F",
-                "title": f"Sec. 9, Q={q}, N={n}",
-            }
-        ],
-    )
-    run.save_summary(
-        {
-            "closed_vs_ode": err_ode,
-            "limit_vs_lstsq": err_limit,
-            "network_vs_discrete": err_discrete,
-            "network_vs_continuous": err_cont,
-            "max_cumulative_grad": max_param_grad,
-            "max_cumulative_grad_adapted": max_adapted,
-            "claims": untruncated_claims(
-                err_ode,
-                err_limit,
-                max_adapted=max_adapted,
-                max_param_grad=max_param_grad,
-                err_discrete=err_discrete,
-                err_cont=err_cont,
-                eta=eta,
-            ),
-        }
-    )
+    numbers = {
+        "network_vs_discrete": float(np.abs(w_net - discrete).max()),
+        "network_vs_continuous": float(np.abs(w_net - linreg_closed_form(W0, s_net, par)).max()),
+        "max_cumulative_grad": max_param_grad,
+        "max_cumulative_grad_adapted": max_adapted,
+    }
+    return numbers, s_net, w_net
 
 
 def untruncated_claims(
