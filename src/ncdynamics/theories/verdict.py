@@ -637,17 +637,40 @@ def _refuted(fit: TheoryFit, name: str) -> bool:
 def _against_alternatives(
     fit: TheoryFit, numbers: dict[str, float], holdout: Holdout | None, worst: float
 ) -> Verdict:
+    """Rules 3-5 of the module docstring, in order: a refuted prediction from the settings or
+    a generic curve better both ways (``fails``), no held-out records (``degenerate``), a
+    generic curve or a rival as good (``not distinguished``), else ``holds``."""
+    failed = _refuted_by_settings(fit, numbers) or _beaten_both_ways(numbers)
+    if failed is not None:
+        return failed
+    if holdout is None or not holdout.folds:
+        why = holdout.reason if holdout is not None else "no records were held out"
+        return Verdict("degenerate", f"cannot be tested out of sample: {why}", skill=numbers)
+    held = f"after each of {len(holdout.folds)} origins from step {holdout.split:g}"
+    tied = _curve_as_good(fit, numbers, held, worst) or _rival_as_good(numbers, held, worst)
+    return tied if tied is not None else _holds(fit, numbers, held, worst)
+
+
+def _refuted_by_settings(fit: TheoryFit, numbers: dict[str, float]) -> Verdict | None:
+    """``fails`` when a parameter's value predicted from the run's settings lies outside its
+    fitted interval."""
+    refuted = [name for name in fit.params if _refuted(fit, name)]
+    if not refuted:
+        return None
+    return Verdict(
+        "fails",
+        f"the value of {', '.join(refuted)} that the theory predicts from the run's settings "
+        "lies outside the fitted 95% interval: the curve fits on a clock the settings do "
+        "not give",
+        skill=numbers,
+    )
+
+
+def _beaten_both_ways(numbers: dict[str, float]) -> Verdict | None:
+    """``fails`` when a generic curve, of any size, wins by the AICc margin in-sample *and*
+    predicts the held-out records better."""
     from .alternatives import PANEL
 
-    refuted = [name for name in fit.params if _refuted(fit, name)]
-    if refuted:
-        return Verdict(
-            "fails",
-            f"the value of {', '.join(refuted)} that the theory predicts from the run's settings "
-            "lies outside the fitted 95% interval: the curve fits on a clock the settings do "
-            "not give",
-            skill=numbers,
-        )
     mine = numbers["aicc.theory"]
     for alt in PANEL:
         aicc = numbers.get(f"aicc.{alt.name}", math.nan)
@@ -660,10 +683,18 @@ def _against_alternatives(
                 f"held-out records (error ratio {ratio:.3g})",
                 skill=numbers,
             )
-    if holdout is None or not holdout.folds:
-        why = holdout.reason if holdout is not None else "no records were held out"
-        return Verdict("degenerate", f"cannot be tested out of sample: {why}", skill=numbers)
-    held = f"after each of {len(holdout.folds)} origins from step {holdout.split:g}"
+    return None
+
+
+def _curve_as_good(
+    fit: TheoryFit, numbers: dict[str, float], held: str, worst: float
+) -> Verdict | None:
+    """``not distinguished`` when a generic curve no bigger than the theory is not beaten on
+    the held-out records or by the AICc margin (rule 4), or a bigger one wins in-sample with
+    its parameters paid for (a fit with ``Curves.shared_parameters``)."""
+    from .alternatives import PANEL
+
+    mine = numbers["aicc.theory"]
     for alt in PANEL:
         size = panel_size(fit, alt.n_params)
         aicc = numbers.get(f"aicc.{alt.name}", math.nan)
@@ -692,6 +723,12 @@ def _against_alternatives(
                 "tell them apart",
                 skill=numbers,
             )
+    return None
+
+
+def _rival_as_good(numbers: dict[str, float], held: str, worst: float) -> Verdict | None:
+    """``not distinguished`` when one of the theory's own rivals predicts the held-out records
+    as well as the theory."""
     for key in sorted(k[len("rival_ratio.") :] for k in numbers if k.startswith("rival_ratio.")):
         ratio = numbers[f"rival_ratio.{key}"]
         if ratio >= 1:
@@ -701,6 +738,13 @@ def _against_alternatives(
                 f"(error ratio {ratio:.3g}): what only the theory predicts is not borne out",
                 skill=numbers,
             )
+    return None
+
+
+def _holds(fit: TheoryFit, numbers: dict[str, float], held: str, worst: float) -> Verdict:
+    """``holds``, saying which generic curves the theory out-predicted and by how much."""
+    from .alternatives import PANEL
+
     rivals = [a.name for a in PANEL if panel_size(fit, a.n_params) <= fit.n_free]
     ratios = [numbers[f"heldout_ratio.{r}"] for r in rivals if f"heldout_ratio.{r}" in numbers]
     curves = "generic curve" if len(ratios) == 1 else "generic curves"
