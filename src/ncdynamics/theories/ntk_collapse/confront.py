@@ -417,25 +417,58 @@ def _search_tau(loss: Callable[[float], float]) -> Any:
     )
 
 
-def _isotropic_rival(
-    states: list[RiccatiState],
-    gaps: NDArray[np.float64],
-    target: NDArray[np.float64],
+#: A kernel path ``(steps, K)`` and the step of the first fitted record -> the rival's ``K``.
+KernelSwap = Callable[[NDArray[np.float64], NDArray[np.float64], float], NDArray[np.float64]]
+
+
+def _isotropic(
+    steps: NDArray[np.float64], k: NDArray[np.float64], first: float
+) -> NDArray[np.float64]:
+    """Each record's kernel replaced by the mean of its eigenvalues times the identity: the
+    kernel's size kept, its structure (which directions of the scatter it shrinks) dropped."""
+    n = k.shape[-1]
+    return np.trace(k, axis1=1, axis2=2)[:, None, None] / n * np.eye(n)[None]
+
+
+@dataclass(frozen=True)
+class _Rival:
+    """A rival fitted as the theory is: its flow time and RMS error in log on the trajectory
+    carried from the first fitted record, and its prediction beyond the last one."""
+
+    tau: float
+    rms: float
+    predict: Callable[[NDArray[np.float64]], dict[str, NDArray[np.float64]]]
+
+
+def _kernel_rival(
+    swap: KernelSwap,
+    seg: tuple[tuple[float, NDArray[np.float64]], tuple[NDArray[np.float64], Any], Any],
+    path: tuple[NDArray[np.float64], NDArray[np.float64]],
+    end: tuple[float, NDArray[np.float64]],
     m: int,
-    end: float,
-) -> Callable[[NDArray[np.float64]], dict[str, NDArray[np.float64]]]:
-    """The same flow with each record's ``E~`` replaced by the mean of its eigenvalues times
-    the identity (its own flow time fitted the same way): a decay that the recorded kernel's
-    structure does not shape. The theory must predict better than it (the verdict's rivals)."""
-    iso = [RiccatiState(np.full_like(st.w, st.w.mean()), st.h, st.m) for st in states]
-    _, loss = _ahead_fit(iso, gaps, target, m)
-    tau = float(np.exp(_search_tau(loss).x))
+) -> _Rival:
+    """The flow (44) under the kernel path ``swap`` makes of the recorded one, fitted as the
+    theory is (:func:`_trajectory_fit`: carried from the first fitted record, its own flow
+    time searched by :func:`_search_tau`) and predicting from the last fitted record ``end``
+    under the swapped kernels of the whole run ``path`` (beyond the cut too, as the theory's
+    own prediction does). ``seg`` is ``(start, (steps, K), target)`` of the fitted records."""
+    start, (steps, k_seg), target = seg
+    first = float(start[0])
+    curve, loss = _trajectory_fit(start, (steps, swap(steps, k_seg, first)), m, steps[1:], target)
+    res = _search_tau(loss)
+    tau = float(np.exp(res.x))
+    swapped = (path[0], swap(path[0], path[1], first))
 
     def predict(at: NDArray[np.float64]) -> dict[str, NDArray[np.float64]]:
-        u = tau * np.maximum(np.asarray(at, dtype=np.float64) - end, 0.0)
-        return {"within_scatter": m * riccati_trace(iso[-1], u)}
+        return {"within_scatter": kernel_driven_trace(tau, end, swapped, m, at)}
 
-    return predict
+    return _Rival(tau, float(np.sqrt(loss(float(res.x)))), predict)
+
+
+#: The theory's rivals (:attr:`Curves.rivals`): name -> how each swaps the recorded kernel.
+RIVALS: dict[str, KernelSwap] = {
+    "the same flow under an isotropic kernel": _isotropic,
+}
 
 
 def _kernel_path(stream: Stream, m: int) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
@@ -697,6 +730,11 @@ def _fit(stream: Stream) -> TheoryFit:
         noise = (s2, rho, level)
         return {"within_scatter": _forecast_band(log_trace, log_tau, cov, lag, noise)}
 
+    first_start = (float(steps[0]), rec["within_scatter"][first] / m)
+    rivals = {
+        name: _kernel_rival(swap, (first_start, seg_kernels, target), kernels, start, m)
+        for name, swap in RIVALS.items()
+    }
     unit = "epoch" if stream.setting("epochs") is not None else "step"
     trajectory = (steps[1:], np.exp(fitted_log))
     one_ahead = ahead(log_tau)
@@ -718,11 +756,7 @@ def _fit(stream: Stream) -> TheoryFit:
             ahead={"within_scatter": (steps[1:], np.exp(one_ahead))},
             band=band,
             scales={"within_scatter": "log"},
-            rivals={
-                "the same flow under an isotropic kernel": _isotropic_rival(
-                    states, gaps, target, m, end
-                ),
-            },
+            rivals={name: r.predict for name, r in rivals.items()},
         ),
         uncertainty=Uncertainty(
             method=(
@@ -745,6 +779,10 @@ def _fit(stream: Stream) -> TheoryFit:
                 "slowest_rate": verdict.slowest_rate,
             },
             notes=tuple(notes),
+            alternatives={
+                name: {"flow_time_per_step": r.tau, "rms_log_error": r.rms}
+                for name, r in rivals.items()
+            },
         ),
     )
 
