@@ -445,7 +445,7 @@ def _derangements(n: int, count: int) -> list[NDArray[np.intp]]:
     identity for n < 2)."""
     if n < 2:
         return [np.arange(n)] * count
-    rng, out = np.random.default_rng(28), []
+    rng, out = np.random.default_rng(28), list[NDArray[np.intp]]()
     while len(out) < count:
         perm = rng.permutation(n)
         if not np.any(perm == np.arange(n)):
@@ -726,9 +726,34 @@ ASSUMPTIONS = (
 
 
 # ---------------------------------------------------------------------------- fit
-def _fit(stream: Stream) -> TheoryFit:
+@dataclass(frozen=True)
+class _Stretch:
+    """The records one fit uses (:func:`_stretch`): the stream's records ``rec``
+    (:func:`_records`), the index range ``first..last`` of the latest stretch at one learning
+    rate, its ``steps``, the ``target`` ``log tr S_W`` at ``steps[1:]`` and the fit's notes."""
+
+    rec: dict[str, Any]
+    first: int
+    last: int
+    steps: NDArray[np.float64]
+    target: NDArray[np.float64]
+    notes: tuple[str, ...]
+
+    @property
+    def m(self) -> int:
+        return int(self.rec["m"])
+
+    def start(self, i: int) -> tuple[float, NDArray[np.float64]]:
+        """``(step, S)`` of record ``i`` of the stream: a start of the flow."""
+        return float(self.rec["steps"][i]), self.rec["within_scatter"][i] / self.m
+
+
+def _stretch(stream: Stream) -> _Stretch:
+    """The records of ``stream`` the fit uses, or the reason it cannot: fewer than 3 records
+    or a zero scatter (:class:`Undetermined`), no 3 records at one learning rate
+    (:class:`NotApplicable`)."""
     rec = _records(stream)
-    steps, m = rec["steps"], rec["m"]
+    steps = rec["steps"]
     if steps.size < 3:
         raise Undetermined(f"the fit needs at least 3 records; the stream has {steps.size}.")
     trace = np.trace(rec["within_scatter"], axis1=1, axis2=2)
@@ -737,36 +762,31 @@ def _fit(stream: Stream) -> TheoryFit:
     seg = _fit_segment(stream, steps)
     if seg is None:
         raise NotApplicable(_check_lr(stream) or "no learning-rate segment of 3 records")
-    first, last_i = seg
+    first, last = seg
     notes = []
-    if (first, last_i) != (0, steps.size - 1):
+    if (first, last) != (0, steps.size - 1):
         notes.append(
-            f"fitted the records at steps {steps[first]:g}-{steps[last_i]:g} (the latest "
+            f"fitted the records at steps {steps[first]:g}-{steps[last]:g} (the latest "
             "stretch at one learning rate)"
         )
-    steps, trace = steps[first : last_i + 1], trace[first : last_i + 1]
-    states = [_state(rec, i) for i in range(first, last_i + 1)]
-    gaps = np.diff(steps)
-    target = np.log(trace[1:])
+    target = np.log(trace[first + 1 : last + 1])
+    return _Stretch(rec, first, last, steps[first : last + 1], target, tuple(notes))
 
+
+def _kernels(fr: _Stretch) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """``(steps, K)`` of the fitted records: the kernel part ``(kappa_d - kappa_c) W^T W``."""
+    rec = fr.rec
     k_all = (rec["kappas"][:, 0] - rec["kappas"][:, 1])[:, None, None] * rec["gram_w"]
-    seg_kernels = (steps, k_all[first : last_i + 1])
-    curve, loss = _trajectory_fit(
-        (float(steps[0]), rec["within_scatter"][first] / m), seg_kernels, m, steps[1:], target
-    )
-    res = _search_tau(loss)
-    log_tau = float(res.x)
-    tau = float(np.exp(log_tau))
-    ahead, ahead_loss = _ahead_fit(states, gaps, target, m)
-    verdict = predict_collapse(
-        rec["gram_w"][last_i],
-        rec["class_means"][last_i],
-        rec["within_scatter"][last_i],
-        rec["kappas"][last_i],
-        m,
-    )
-    fitted_log = curve(log_tau)
-    residuals = fitted_log - target
+    return fr.steps, k_all[fr.first : fr.last + 1]
+
+
+def _interval(
+    curve: Callable[..., NDArray[np.float64]], log_tau: float, target: NDArray[np.float64]
+) -> tuple[dict[str, tuple[float, float]], NDArray[np.float64], tuple[float, float, int]]:
+    """``(intervals, cov, (rho, s2, n))``: the 95% interval of the flow time from the sandwich
+    of :func:`_shared_start_covariance` on the trajectory ``curve`` at ``log_tau``, its
+    covariance in ``log tau``, and the band's noise model over ``n`` residuals."""
+    residuals = curve(log_tau) - target
     h = 1e-4
     jac = ((curve(log_tau + h) - curve(log_tau - h)) / (2 * h))[:, None]
     gain = (curve(log_tau, h) - curve(log_tau, -h)) / (2 * h)
@@ -775,18 +795,25 @@ def _fit(stream: Stream) -> TheoryFit:
         intervals = intervals_from_covariance(
             ["flow_time_per_step"], [log_tau], cov, dof, log_scale=[True]
         )
-    end = float(steps[-1])
+    return intervals, cov, (rho, s2, residuals.size)
 
-    path = _kernel_path(stream, rec["m"])
-    kernels = path[:2]
-    start = (end, rec["within_scatter"][last_i] / m)
 
-    def predict_with(th: NDArray[np.float64], at: NDArray[np.float64]) -> dict[str, Any]:
-        tau_ = float(np.exp(th[0]))
-        return {"within_scatter": kernel_driven_trace(tau_, start, kernels, m, at)}
+def _forecast(
+    kernels: tuple[NDArray[np.float64], NDArray[np.float64]],
+    start: tuple[float, NDArray[np.float64]],
+    m: int,
+    log_tau: float,
+    error: tuple[NDArray[np.float64], tuple[float, float, int]],
+) -> tuple[Callable[..., dict[str, Any]], Callable[..., dict[str, tuple[Any, Any]]]]:
+    """``(predict, band)`` beyond the last fitted record ``start``: the flow under the
+    recorded ``kernels`` (:func:`kernel_driven_trace`), and its band (:func:`_forecast_band`)
+    from ``error = (cov, (rho, s2, n))`` of :func:`_interval`."""
+    end = start[0]
+    cov, (rho, s2, n) = error
 
     def predict(at: NDArray[np.float64]) -> dict[str, NDArray[np.float64]]:
-        return {"within_scatter": predict_with(np.array([log_tau]), at)["within_scatter"]}
+        tau = float(np.exp(log_tau))
+        return {"within_scatter": kernel_driven_trace(tau, start, kernels, m, at)}
 
     def band(at: NDArray[np.float64]) -> dict[str, tuple[Any, Any]]:
         def log_trace(log_tau_: float, log_scale: float) -> NDArray[np.float64]:
@@ -795,25 +822,36 @@ def _fit(stream: Stream) -> TheoryFit:
                 return np.log(kernel_driven_trace(np.exp(log_tau_), first, kernels, m, at))
 
         # a t quantile on the records the band's noise model leaves effective
-        level = student_level(effective_dof(residuals.size, 1, rho, residuals.size - 1))
+        level = student_level(effective_dof(n, 1, rho, n - 1))
         # the lag of each step in records: the records the run holds after the last fitted one
         lag = np.searchsorted(kernels[0], at, "right") - np.searchsorted(kernels[0], end, "right")
-        noise = (s2, rho, level)
-        return {"within_scatter": _forecast_band(log_trace, log_tau, cov, lag, noise)}
+        return {"within_scatter": _forecast_band(log_trace, log_tau, cov, lag, (s2, rho, level))}
 
-    first_start = (float(steps[0]), rec["within_scatter"][first] / m)
+    return predict, band
+
+
+def _fit(stream: Stream) -> TheoryFit:
+    fr = _stretch(stream)
+    steps, m, target = fr.steps, fr.m, fr.target
+    curve, loss = _trajectory_fit(fr.start(fr.first), _kernels(fr), m, steps[1:], target)
+    log_tau = float(_search_tau(loss).x)
+    states = [_state(fr.rec, i) for i in range(fr.first, fr.last + 1)]
+    ahead, ahead_loss = _ahead_fit(states, np.diff(steps), target, m)
+    intervals, cov, noise = _interval(curve, log_tau, target)
+    path = _kernel_path(stream, m)
+    start = fr.start(fr.last)
+    predict, band = _forecast(path[:2], start, m, log_tau, (cov, noise))
     rivals = {
-        name: _kernel_rival(swaps, (first_start, steps, target), path, start, m)
+        name: _kernel_rival(swaps, (fr.start(fr.first), steps, target), path, start, m)
         for name, swaps in RIVALS.items()
     }
     unit = "epoch" if stream.setting("epochs") is not None else "step"
-    trajectory = (steps[1:], np.exp(fitted_log))
-    one_ahead = ahead(log_tau)
+    fitted_log, one_ahead = curve(log_tau), ahead(log_tau)
     return TheoryFit(
         theory="ntk_collapse",
         params={
             "flow_time_per_step": Param(
-                tau,
+                float(np.exp(log_tau)),
                 interval=intervals["flow_time_per_step"],
                 unit=f"flow time/{unit}",
                 bound=TAU_BOUNDS,
@@ -822,7 +860,7 @@ def _fit(stream: Stream) -> TheoryFit:
             "m": Param(float(m), unit="samples per class"),
         },
         curves=Curves(
-            fitted={"within_scatter": trajectory},
+            fitted={"within_scatter": (steps[1:], np.exp(fitted_log))},
             predict=predict,
             ahead={"within_scatter": (steps[1:], np.exp(one_ahead))},
             band=band,
@@ -837,24 +875,47 @@ def _fit(stream: Stream) -> TheoryFit:
             ),
             n_fitted=1,
         ),
-        shown=Shown(
-            goodness={
-                "r2_log_within_scatter": r_squared(target, fitted_log),
-                "rms_log_error": float(np.sqrt(loss(log_tau))),
-                "r2_log_within_scatter_ahead": r_squared(target, one_ahead),
-                "rms_log_error_ahead": float(np.sqrt(ahead_loss(log_tau))),
-            },
-            predictions={
-                "collapses": verdict.collapses,
-                "residual_fraction": verdict.residual_fraction,
-                "slowest_rate": verdict.slowest_rate,
-            },
-            notes=tuple(notes),
-            alternatives={
-                name: {"flow_time_per_step": r.tau, "rms_log_error": r.rms}
-                for name, r in rivals.items()
-            },
+        shown=_shown(
+            fr, (fitted_log, np.sqrt(loss(log_tau))), (one_ahead, ahead_loss(log_tau)), rivals
         ),
+    )
+
+
+def _shown(
+    fr: _Stretch,
+    trajectory: tuple[NDArray[np.float64], float],
+    one_ahead: tuple[NDArray[np.float64], float],
+    rivals: dict[str, _Rival],
+) -> Shown:
+    """The goodness of the trajectory (``(curve, rms)``) and of the one-ahead predictions
+    (``(curve, mean squared error)``), the end-of-training limits at the last fitted record
+    (:func:`~ncdynamics.theories.ntk_collapse.estimate.predict_collapse`), the notes and the
+    rivals' flow times."""
+    rec, last = fr.rec, fr.last
+    limit = predict_collapse(
+        rec["gram_w"][last],
+        rec["class_means"][last],
+        rec["within_scatter"][last],
+        rec["kappas"][last],
+        fr.m,
+    )
+    return Shown(
+        goodness={
+            "r2_log_within_scatter": r_squared(fr.target, trajectory[0]),
+            "rms_log_error": float(trajectory[1]),
+            "r2_log_within_scatter_ahead": r_squared(fr.target, one_ahead[0]),
+            "rms_log_error_ahead": float(np.sqrt(one_ahead[1])),
+        },
+        predictions={
+            "collapses": limit.collapses,
+            "residual_fraction": limit.residual_fraction,
+            "slowest_rate": limit.slowest_rate,
+        },
+        notes=fr.notes,
+        alternatives={
+            name: {"flow_time_per_step": r.tau, "rms_log_error": r.rms}
+            for name, r in rivals.items()
+        },
     )
 
 
