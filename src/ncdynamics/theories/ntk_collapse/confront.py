@@ -83,7 +83,12 @@ the residuals show. The residuals' root mean square plus the flow-time error, as
 0.78 (independent) and 0.45 (AR(1), rho = 0.9) of later records on the calibration kit's
 streams; this band holds 0.997 and 0.924 (6 streams each, mean over 35 origins), about
 twice as wide as needed under independent noise (root mean square of error / (half-width /
-1.96) 0.47, and 1.04 under AR(1)).
+1.96) 0.47, and 1.04 under AR(1)). Why (measured, docs/theories/ntk_collapse.md): the
+posterior mean of ``s2`` is 8.8x the record noise under independent noise, dominated by the
+slow-noise tail of ``rho``'s posterior, while the correlation factor is taken at the median
+``rho``. The posterior mean of the whole variance instead calibrates independent noise (1.01)
+but covers 0.78 under AR(1); eight residuals cannot tell the two apart, so the conservative
+band is kept.
 
 Observable: ``within_scatter`` = ``tr S_W`` on the probe's class-ordered NTK sample.
 """
