@@ -90,7 +90,16 @@ slow-noise tail of ``rho``'s posterior, while the correlation factor is taken at
 but covers 0.78 under AR(1); eight residuals cannot tell the two apart, so the conservative
 band is kept.
 
-Observable: ``within_scatter`` = ``tr S_W`` on the probe's class-ordered NTK sample.
+Observable: ``within_scatter`` = ``tr S_W`` on the probe's class-ordered NTK sample. The
+flow leaves the block of ``S`` in the null space of ``W`` fixed; judging the part in span(W)
+alone, with the rest as an observable predicted constant, was measured on three small MLP
+runs (docs/theories/ntk_collapse.md, "Judging the span part alone") and not adopted.
+
+The fit (:func:`_fit`) is a sequence of named steps: the records of the latest stretch at one
+learning rate (:func:`_stretch`), the flow time on the trajectory (:func:`_trajectory_fit`,
+:func:`_search_tau`), its interval and the band's noise model (:func:`_interval`), the
+forecast and its band (:func:`_forecast`), the rivals (:func:`_kernel_rival`) and what the
+reports show (:func:`_shown`).
 """
 
 from __future__ import annotations
