@@ -135,6 +135,8 @@ from .estimate import predict_collapse
 __all__ = [
     "ASSUMPTIONS",
     "CONFRONTATION",
+    "N_SHUFFLES",
+    "RIVALS",
     "TAU_BOUNDS",
     "TERMINAL_ACCURACY",
     "RiccatiState",
