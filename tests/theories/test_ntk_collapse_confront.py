@@ -162,7 +162,7 @@ def test_full_batch_gd_on_the_squared_error_fits_but_its_kernel_is_not_borne_out
     In the terminal phase the flow fits one record ahead (R^2 0.999) and, carried from the
     first fitted record by the recorded kernel, follows the records with R^2 0.98; but the
     scatter falls only 15% over the fitted stretch, too little for the kernel's anisotropy to
-    matter: the same flow under an isotropic kernel predicts the held-out records as well, and
+    matter: the same flow under an isotropic invariant predicts the held-out records as well, and
     a random walk with drift explains them as well in-sample. So the verdict is ``not
     distinguished``: what only the theory predicts is not tested by these records. Most of
     the scatter (71%) lies outside the span of the classifier's rows, where the flow holds it
