@@ -276,10 +276,12 @@ def confront(path: Path, theory: str) -> dict[str, Any]:
             low, high = p.interval if p.interval is not None else (math.nan, math.nan)
             params[k] = [_number(p.value), _number(low), _number(high)]
     elif entry.verdict.window is not None:  # out of regime as a whole: the window's fit
-        best = [w for w in entry.windows if (w.since, w.until) == tuple(entry.verdict.window)]
-        for k, v in best[0].params.items() if best else ():
-            low, high = best.intervals.get(k, (math.nan, math.nan))
-            params[k] = [_number(v), _number(low), _number(high)]
+        for w in entry.windows:
+            if (w.since, w.until) != tuple(entry.verdict.window):
+                continue
+            for k, v in w.params.items():
+                low, high = w.intervals.get(k, (math.nan, math.nan))
+                params[k] = [_number(v), _number(low), _number(high)]
     return {
         "verdict": entry.verdict.verdict,
         "reason": entry.verdict.reason[:REASON_HEAD],
@@ -412,8 +414,9 @@ def summarise(result: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _table(header: list[str], rows: list[list[str]]) -> list[str]:
-    align = ["---"] + ["---:"] * (len(header) - 1)
+def _table(header: list[str], rows: list[list[str]], numeric: int = 0) -> list[str]:
+    """A markdown table; its last ``numeric`` columns are aligned right."""
+    align = ["---"] * (len(header) - numeric) + ["---:"] * numeric
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join(align) + "|"]
     return lines + ["| " + " | ".join(r) + " |" for r in rows]
 
@@ -457,7 +460,7 @@ def render_theory(result: dict[str, Any]) -> list[str]:
         + [f"**{total.get(v, 0)}**" for v in (*VERDICTS, *others)]
         + [f"**{s['won']}/{s['origins']}**", f"**{n_fc_holds}**"]
     )
-    lines += _table(header, rows)
+    lines += _table(header, rows, numeric=len(header) - 1)
     lines += [
         "",
         f"Item 9's target: `holds` or `holds in a window` in {s['n_hold']} of {s['n_runs']} "
@@ -480,6 +483,7 @@ def render_theory(result: dict[str, Any]) -> list[str]:
     lines += _table(
         ["setting", "seed", "verdict", "reason (head)", "windows", "origins won (forecast)"],
         run_rows,
+        numeric=0,
     )
     lines.append("")
     return lines
