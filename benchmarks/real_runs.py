@@ -121,7 +121,33 @@ NTK_COLLAPSE = (
     ),
 )
 
-SETTINGS: dict[str, tuple[Setting, ...]] = {"lesde": LESDE, "ntk_collapse": NTK_COLLAPSE}
+#: alignment (tests/theories/test_alignment_confront_calibration.py's in-regime case): a
+#: leaky-ReLU MLP, Xavier init, trained full-batch by plain GD on the squared error (eq. (1))
+#: on the two points of [1] with centred targets, by the theory's own training loop
+#: (``train_recording``); the pair's (a, b, w) at hidden layer 1 written every 10 epochs.
+ALIGNMENT = (
+    Setting(
+        "ref",
+        "2 x 32, gain 0.5, lr 0.02, 1200 epochs",
+        {"width": 32, "depth": 2, "gain": 0.5, "lr": 0.02, "epochs": 1200},
+    ),
+    Setting(
+        "slow",
+        "2 x 32, gain 0.5, lr 0.01, 2400 epochs",
+        {"width": 32, "depth": 2, "gain": 0.5, "lr": 0.01, "epochs": 2400},
+    ),
+    Setting(
+        "wide",
+        "2 x 64, gain 0.5, lr 0.02, 1200 epochs",
+        {"width": 64, "depth": 2, "gain": 0.5, "lr": 0.02, "epochs": 1200},
+    ),
+)
+
+SETTINGS: dict[str, tuple[Setting, ...]] = {
+    "lesde": LESDE,
+    "ntk_collapse": NTK_COLLAPSE,
+    "alignment": ALIGNMENT,
+}
 
 #: What each theory's family holds in common, for the page.
 FAMILIES = {
@@ -129,14 +155,28 @@ FAMILIES = {
         "3 Gaussian classes (`gaussian-clusters`, spread 1), softmax cross-entropy, plain "
         "gradient descent (no momentum, no weight decay) at a constant rate; the class-mean "
         "logits (`class_means` probe) recorded at 25 epochs log-spaced from the first record "
-        "to the last epoch; seeds 0-2 draw the data, the weights and the batch order."
+        "to the last epoch (recording from epoch 1, rounding to whole epochs leaves 22 "
+        "distinct ones), plus the initialisation (step 0), which the training loop always "
+        "records; seeds 0-2 draw the data, the weights and the batch order."
     ),
     "ntk_collapse": (
         "An MLP (16 inputs, two hidden layers of 32, ReLU) on 4 Gaussian classes of 8 samples "
         "(class means N(0, I), spread 0.5), full-batch gradient descent on the squared error "
         "without momentum; the `invariant` probe (within-class scatter and the classifier's "
         "Gram matrix) recorded from the first to the last epoch named, where train accuracy "
-        "is 1; seeds 0-2 draw the data, the weights and the batch order."
+        "is 1, plus the initialisation (step 0), which the training loop always records: "
+        "so each stream is out of regime as a whole (train accuracy below 0.95 at step 0) "
+        "and its verdict is that of the windows inside the regime (`holds in a window`, or "
+        "`out of regime` when no window holds); seeds 0-2 draw the data, the weights and "
+        "the batch order."
+    ),
+    "alignment": (
+        "The two points of [1] (`two-point` data, dx = 0.5, dy = 1, targets centred at "
+        "-0.5 and 0.5), a leaky-ReLU MLP with Xavier initial weights, full-batch plain "
+        "gradient descent on the squared error at a constant rate, trained by the theory's "
+        "own loop (`alignment.training.train_recording`, hidden layer 1); a, b, w, X, Y "
+        "written every 10 epochs from epoch 0; seeds 0-2 draw the initial weights (the two "
+        "points are fixed)."
     ),
 }
 
@@ -246,7 +286,35 @@ def _train_ntk_collapse(knobs: dict[str, Any], seed: int, path: Path) -> None:
     run.mark_completed()
 
 
-TRAINERS = {"lesde": _train_lesde, "ntk_collapse": _train_ntk_collapse}
+def _train_alignment(knobs: dict[str, Any], seed: int, path: Path) -> None:
+    from ncdynamics import data, runs
+    from ncdynamics.theories.alignment.training import NetConfig, train_recording
+
+    cfg = NetConfig(
+        gain=knobs["gain"],
+        lr=knobs["lr"],
+        epochs=knobs["epochs"],
+        width=knobs["width"],
+        depth=knobs["depth"],
+    )
+    ds = data.load("two-point", y1=-0.5)
+    h = train_recording(cfg, ds.x_train, ds.info["targets_train"], seed=seed, loss="mse", layer=1)
+    settings = {"loss": "mse", "optimizer": "sgd", "lr": cfg.lr, "epochs": cfg.epochs}
+    run = runs.create(path, config=settings, seed=seed)
+    for k in range(0, h.epochs.size, 10):
+        run.log(
+            int(h.epochs[k]),
+            {"pair_a": h.a[k], "pair_b": h.b[k], "pair_w": h.w[k], "pair_X": h.X, "pair_Y": h.Y},
+        )
+    run.flush()
+    run.mark_completed()
+
+
+TRAINERS = {
+    "lesde": _train_lesde,
+    "ntk_collapse": _train_ntk_collapse,
+    "alignment": _train_alignment,
+}
 
 
 # --------------------------------------------------------------------------- confronting
@@ -282,7 +350,11 @@ def confront(path: Path, theory: str) -> dict[str, Any]:
             for k, v in w.params.items():
                 low, high = w.intervals.get(k, (math.nan, math.nan))
                 params[k] = [_number(v), _number(low), _number(high)]
+    steps = [s for s, _ in entry.observed.values() if s.size]
     return {
+        "n_records": int(steps[0].size) if steps else 0,
+        "first_step": float(steps[0][0]) if steps else None,
+        "last_step": float(steps[0][-1]) if steps else None,
         "verdict": entry.verdict.verdict,
         "reason": entry.verdict.reason[:REASON_HEAD],
         "window": list(entry.verdict.window) if entry.verdict.window else None,
@@ -477,11 +549,28 @@ def render_theory(result: dict[str, Any]) -> list[str]:
         wins_text = f"{wins or 'none'} ({r['forecast']['verdict']})"
         windows = "; ".join(f"{a:g}-{b:g}: {v}" for a, b, v in r["windows"]) or "none"
         reason = r["reason"].replace("|", "/").replace("\n", " ")
+        records = f"{r['n_records']} ({r['first_step']:g}-{r['last_step']:g})"
         run_rows.append(
-            [f"`{r['setting']}`", str(r["seed"]), r["verdict"], reason, windows, wins_text]
+            [
+                f"`{r['setting']}`",
+                str(r["seed"]),
+                records,
+                r["verdict"],
+                reason,
+                windows,
+                wins_text,
+            ]
         )
     lines += _table(
-        ["setting", "seed", "verdict", "reason (head)", "windows", "origins won (forecast)"],
+        [
+            "setting",
+            "seed",
+            "records (steps)",
+            "verdict",
+            "reason (head)",
+            "windows",
+            "origins won (forecast)",
+        ],
         run_rows,
         numeric=0,
     )

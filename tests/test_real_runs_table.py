@@ -50,6 +50,9 @@ def _result(verdicts, wins):
         {
             "setting": "a",
             "seed": i,
+            "n_records": 5,
+            "first_step": 0.0,
+            "last_step": 40.0,
             "verdict": v,
             "reason": "why",
             "window": None,
