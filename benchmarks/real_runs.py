@@ -547,6 +547,11 @@ def _table(header: list[str], rows: list[list[str]], numeric: int = 0) -> list[s
     return lines + ["| " + " | ".join(r) + " |" for r in rows]
 
 
+def _holding(counts: Counter[str]) -> int:
+    """How many of ``counts`` are ``holds`` or ``holds in a window``."""
+    return sum(counts.get(v, 0) for v in HOLDING)
+
+
 def _yes(flag: bool) -> str:
     return "met" if flag else "not met"
 
@@ -567,7 +572,13 @@ def render_theory(result: dict[str, Any]) -> list[str]:
     )
     lines.append("")
     others = sorted({v for row in s["per"].values() for v in row["verdicts"] if v not in VERDICTS})
-    header = ["setting", *VERDICTS, *others, "forecast origins won", "forecast holds"]
+    header = [
+        "setting",
+        *VERDICTS,
+        *others,
+        "forecast origins won",
+        "forecast holds (or in a window)",
+    ]
     rows = []
     total: Counter[str] = Counter()
     for x in result["settings"]:
@@ -578,9 +589,9 @@ def render_theory(result: dict[str, Any]) -> list[str]:
         rows.append(
             [f"`{x['name']}`"]
             + [str(row["verdicts"].get(v, 0)) for v in (*VERDICTS, *others)]
-            + [f"{row['won']}/{row['origins']}", str(row["forecast"].get("holds", 0))]
+            + [f"{row['won']}/{row['origins']}", str(_holding(row["forecast"]))]
         )
-    n_fc_holds = sum(row["forecast"].get("holds", 0) for row in s["per"].values())
+    n_fc_holds = sum(_holding(row["forecast"]) for row in s["per"].values())
     rows.append(
         ["**all**"]
         + [f"**{total.get(v, 0)}**" for v in (*VERDICTS, *others)]

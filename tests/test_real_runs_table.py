@@ -100,3 +100,10 @@ def test_page_counts_come_from_the_results():
     assert "| **all** | **1** | **0** | **0** | **0** | **2** | **0** | **1/4** | **1** |" in page
     assert "in 1 of 3 runs, two thirds needed: **not met**" in page
     assert "`ntk_collapse`" in page.split("## Not run")[1]
+
+
+def test_a_forecast_held_in_a_window_counts_as_held():
+    result = _result(["holds", "fails", "fails"], [[True], [False], [False]])
+    result["runs"][1]["forecast"]["verdict"] = "holds in a window"
+    page = real_runs.render([result])
+    assert "| **all** | **1** | **0** | **0** | **2** | **0** | **0** | **1/3** | **2** |" in page
