@@ -1,0 +1,109 @@
+"""docs/real-runs.md is generated from the committed results of benchmarks/real_runs.py.
+
+No training here: the page is rendered from benchmarks/results/real_runs/ and compared; the
+counting behind item 9's target is checked on small made-up results.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from _benchmarks import load_benchmark
+
+ROOT = Path(__file__).resolve().parents[1]
+
+real_runs = load_benchmark("real_runs")
+
+
+def test_page_matches_the_committed_results():
+    page = (ROOT / "docs" / "real-runs.md").read_text(encoding="utf-8")
+    results = real_runs.load_results()
+    assert results, "no results under benchmarks/results/real_runs/"
+    assert real_runs.render(results) == page, (
+        "docs/real-runs.md is stale: run `python benchmarks/real_runs.py --render`"
+    )
+    assert real_runs.main(["--check"]) == 0
+
+
+def test_every_declared_setting_was_run_at_every_seed():
+    for result in real_runs.load_results():
+        declared = {s.name for s in real_runs.SETTINGS[result["theory"]]}
+        ran = {(r["setting"], r["seed"]) for r in result["runs"]}
+        assert ran == {(s, seed) for s in declared for seed in real_runs.SEEDS}
+
+
+def test_lesde_family_is_the_nine_settings_of_the_docs_paragraph():
+    knobs = [s.knobs for s in real_runs.LESDE]
+    assert len(knobs) == 9
+    assert {k["width"] for k in knobs} == {0, 32, 128}
+    assert {k["dim"] for k in knobs} == {8, 32}
+    assert {k["per_class"] for k in knobs} == {40, 200}
+    assert {k["separation"] for k in knobs} == {3.0, 1.5}
+    assert {k["batch_size"] for k in knobs} == {None, 8}
+    assert {k["first_record"] for k in knobs} == {1, 20}
+    assert all(0.01 <= k["lr"] <= 0.05 and 100 <= k["epochs"] <= 400 for k in knobs)
+    assert all(k["n_records"] == 25 for k in knobs)
+
+
+def _result(verdicts, wins):
+    runs = [
+        {
+            "setting": "a",
+            "seed": i,
+            "n_records": 5,
+            "first_step": 0.0,
+            "last_step": 40.0,
+            "verdict": v,
+            "reason": "why",
+            "window": None,
+            "params": {},
+            "windows": [],
+            "forecast": {
+                "verdict": "holds" if 2 * sum(w) >= len(w) else "fails",
+                "reason": "",
+                "origins": [
+                    {"cut": 1.0, "placed_by": "x", "fit_verdict": "holds", "win": x} for x in w
+                ],
+            },
+        }
+        for i, (v, w) in enumerate(zip(verdicts, wins, strict=True))
+    ]
+    return {
+        "theory": "lesde",
+        "date": "d",
+        "host": "h",
+        "commit": "c",
+        "seconds": 1.0,
+        "seeds": [0, 1, 2],
+        "settings": [{"name": "a", "text": "t", "knobs": {}}],
+        "runs": runs,
+    }
+
+
+def test_target_needs_two_thirds_holding_and_more_than_half_the_origins_won():
+    met = real_runs.summarise(
+        _result(["holds", "holds in a window", "fails"], [[True, True], [True], [False]])
+    )
+    assert (met["n_hold"], met["n_runs"], met["won"], met["origins"]) == (2, 3, 3, 4)
+    assert met["holds_met"] and met["forecast_met"]
+    short = real_runs.summarise(
+        _result(["holds", "not distinguished", "fails"], [[True, False], [True], [False]])
+    )
+    assert not short["holds_met"]  # 1 of 3
+    assert not short["forecast_met"]  # 2 of 4 is not more than half
+
+
+def test_page_counts_come_from_the_results():
+    page = real_runs.render(
+        [_result(["holds", "degenerate", "degenerate"], [[True], [False], [False, False]])]
+    )
+    assert "| **all** | **1** | **0** | **0** | **0** | **2** | **0** | **1/4** | **1** |" in page
+    assert "in 1 of 3 runs, two thirds needed: **not met**" in page
+    assert "`ntk_collapse`" in page.split("## Not run")[1]
+
+
+def test_a_forecast_held_in_a_window_counts_as_held():
+    result = _result(["holds", "fails", "fails"], [[True], [False], [False]])
+    result["runs"][1]["forecast"]["verdict"] = "holds in a window"
+    page = real_runs.render([result])
+    assert "| **all** | **1** | **0** | **0** | **2** | **0** | **0** | **1/3** | **2** |" in page
