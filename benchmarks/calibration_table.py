@@ -22,10 +22,12 @@ Usage::
 
     python benchmarks/calibration_table.py [--n-true 10] [--n-generic 5] [--seed 0]
         [--no-forecast] [--theories NAME [NAME ...]]
-    python benchmarks/calibration_table.py --render [--results FILE] [--check]
+    python benchmarks/calibration_table.py --render [--results FILE|FOLDER] [--check]
 
 ``--theories`` runs only the theories named and merges them into the other theories of the
-newest results file (or ``--results FILE``): the new file holds, per theory, when, where and
+newest results file (or ``--results FILE``; ``--results FOLDER`` takes the newest file there
+and writes there), read when the run ends, so that runs of different theories side by side
+all end up in the newest file: the new file holds, per theory, when, where and
 with which settings it was measured (``"measured"``), so one theory can be re-measured after
 a change to it; the tables say which settings each row comes from when they differ.
 ``--render`` makes the tables from the newest results file without running anything;
@@ -314,24 +316,33 @@ def main() -> int:
         help="run only these and merge them into the other theories of the results file",
     )
     parser.add_argument("--render", action="store_true", help="only regenerate the tables")
-    parser.add_argument("--results", type=Path, help="results file (default: the newest)")
+    parser.add_argument(
+        "--results",
+        type=Path,
+        help="results file, or a folder for its newest one (and where a run writes; default "
+        "benchmarks/results/calibration)",
+    )
     parser.add_argument("--docs", type=Path, default=DOCS)
     parser.add_argument("--check", action="store_true", help="exit 1 if the docs are stale")
     args = parser.parse_args()
+    given: Path = args.results or RESULTS
+
+    def source() -> Path:
+        return newest_results(given) if given.is_dir() else given
+
     if args.render or args.check:
-        results = json.loads((args.results or newest_results()).read_text(encoding="utf-8"))
+        results = json.loads(source().read_text(encoding="utf-8"))
     else:
         if args.theories:  # looked up before the run, so that a missing file fails at once
-            args.results or newest_results()
+            source()
         results = run(
             args.n_true, args.n_generic, args.seed, not args.no_forecast, names=args.theories
         )
         if args.theories:  # read after the run: another run may have written a newer file
-            path = args.results or newest_results()
-            results = merge(json.loads(path.read_text(encoding="utf-8")), results)
+            results = merge(json.loads(source().read_text(encoding="utf-8")), results)
             # the file's date is when it was written, so the newest file holds every merge
             results["date"] = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        folder = args.results.parent if args.results else RESULTS
+        folder = given if given.is_dir() else given.parent
         folder.mkdir(parents=True, exist_ok=True)
         stamp = results["date"].replace(":", "")
         path = folder / f"{results['host'] or 'host'}-{stamp}.json"

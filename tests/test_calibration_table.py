@@ -7,6 +7,7 @@ benchmarks/results/calibration/ with benchmarks/calibration_table.py and compare
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -192,3 +193,32 @@ def test_theories_option_merges_into_the_newest_file(tmp_path, monkeypatch):
     assert table.measured(merged, "x")["n_true"] == 3
     assert table.measured(merged, "y")["n_true"] == 2
     assert "made 2026-11-30 for x" in docs.read_text(encoding="utf-8")
+
+
+def test_runs_of_two_theories_into_one_folder_both_end_up_in_the_newest_file(tmp_path, monkeypatch):
+    folder = tmp_path / "results"
+    folder.mkdir()
+    base = _results([("independent", "holds", 1.0)])
+    base["theories"]["y"] = base["theories"]["x"]
+    (folder / "old.json").write_text(json.dumps(base), encoding="utf-8")
+    docs = tmp_path / "confront.md"
+    docs.write_text("<!-- calibration:table -->\n<!-- /calibration -->\n", encoding="utf-8")
+
+    def fake_run(n_true, n_generic, seed, forecast=True, names=None):
+        (name,) = names
+        new = _results([("ar1", "fails", 2.0)])
+        new.update(host="h", theories={name: new["theories"]["x"]})
+        new["theories"][name]["measured"] = _measured("2026-11-30T00:00:00Z", 7)
+        return new
+
+    monkeypatch.setattr(table, "run", fake_run)
+    for name in ("x", "y"):
+        argv = ["calibration_table.py", "--theories", name, "--results", str(folder)]
+        monkeypatch.setattr("sys.argv", [*argv, "--docs", str(docs)])
+        assert table.main() == 0
+        time.sleep(1.1)  # the files' dates are to the second: the second run's sorts later
+    merged = json.loads(table.newest_results(folder).read_text(encoding="utf-8"))
+    assert {n: table.measured(merged, n)["n_true"] for n in merged["theories"]} == {
+        "x": 7,
+        "y": 7,
+    }
