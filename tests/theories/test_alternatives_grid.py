@@ -1,9 +1,10 @@
 """The batched screen of the generic curves' grid search picks what solving every point does.
 
-``alternatives._best_on_grid`` screens all grid points in one batched pseudo-inverse and then
-solves only the points it cannot tell from the best; the oracle here is the plain loop it
-replaced (every point solved with ``_linear``, first strict minimum wins), on noisy, exact,
-flat, zero and overflowing records, for each grid-searched curve of the panel.
+``alternatives._best_on_grid`` screens all grid points in one batched pseudo-inverse (on bases
+made for all points at once) and then solves only the points it cannot tell from the best;
+the oracle here is the plain loop it replaced (every point solved with ``_linear``, first
+strict minimum wins), on noisy, exact, flat, zero and overflowing records, for each
+grid-searched curve of the panel.
 """
 
 from __future__ import annotations
@@ -56,9 +57,12 @@ def test_screened_grid_search_picks_the_point_every_solve_picks(kind, monkeypatc
     rng = np.random.default_rng(KINDS.index(kind))
     seen = []
 
-    def both(t, y, grid, basis_of):
+    def both(t, y, grid, basis_of, stack_of=None):
+        assert stack_of is not None  # every grid-searched curve screens all its points at once
         want = _every_point(t, y, grid, basis_of)
-        got = screened(t, y, grid, basis_of)
+        got = screened(t, y, grid, basis_of, stack_of)
+        # the screen on bases made one point at a time decides alike
+        assert np.array_equal(screened(t, y, grid, basis_of)[0], want[0])
         seen.append((want, got))
         return got
 
