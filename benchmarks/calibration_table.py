@@ -21,9 +21,15 @@ the 95% forecast band and the records' error over the band's standard error.
 Usage::
 
     python benchmarks/calibration_table.py [--n-true 10] [--n-generic 5] [--seed 0]
-        [--no-forecast]
-    python benchmarks/calibration_table.py --render [--results FILE] [--check]
+        [--no-forecast] [--theories NAME [NAME ...]]
+    python benchmarks/calibration_table.py --render [--results FILE|FOLDER] [--check]
 
+``--theories`` runs only the theories named and merges them into the other theories of the
+newest results file (or ``--results FILE``; ``--results FOLDER`` takes the newest file there
+and writes there), read when the run ends, so that runs of different theories side by side
+all end up in the newest file: the new file holds, per theory, when, where and
+with which settings it was measured (``"measured"``), so one theory can be re-measured after
+a change to it; the tables say which settings each row comes from when they differ.
 ``--render`` makes the tables from the newest results file without running anything;
 ``--check`` changes nothing and exits 1 when the docs differ from what the results give.
 """
@@ -57,21 +63,44 @@ _FAMILY_LABELS = {
 }
 
 
-def run(n_true: int, n_generic: int, seed: int, forecast: bool = True) -> dict[str, Any]:
-    """Every calibrated theory through ``check_theory``; the raw results, JSON-ready."""
+#: The settings of a measurement, recorded per theory under ``"measured"``.
+_SETTINGS = ("date", "host", "seed", "n_true", "n_generic", "forecast")
+
+
+def calibrated() -> list[str]:
+    """The registered theories that declare a calibration, in registry order."""
     from ncdynamics import theories
+
+    return [n for n in theories.available() if theories.get(n).calibration is not None]
+
+
+def run(
+    n_true: int,
+    n_generic: int,
+    seed: int,
+    forecast: bool = True,
+    names: list[str] | None = None,
+) -> dict[str, Any]:
+    """Calibrated theories (``names``, default all) through ``check_theory``; the raw results,
+    JSON-ready, each theory's entry with its settings under ``"measured"``."""
     from ncdynamics.theories.testing import check_theory
 
+    known = calibrated()
+    for name in names or []:
+        if name not in known:
+            raise ValueError(f"--theories must name calibrated theories ({known}), got {name!r}")
     out: dict[str, Any] = {
         "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "host": platform.node(),
         "seed": seed,
         "n_true": n_true,
         "n_generic": n_generic,
+        "forecast": forecast,
         "theories": {},
     }
-    for name in theories.available():
-        if theories.get(name).calibration is None:
+    settings = {k: out[k] for k in _SETTINGS}
+    for name in known:
+        if names and name not in names:
             continue
         start = time.perf_counter()
         report = check_theory(
@@ -80,6 +109,7 @@ def run(n_true: int, n_generic: int, seed: int, forecast: bool = True) -> dict[s
         seconds = time.perf_counter() - start
         print(f"{name}: {len(report.results)} streams in {seconds:.0f} s", file=sys.stderr)
         out["theories"][name] = {
+            "measured": settings,
             "seconds": seconds,
             "true_params": report.true_params,
             "results": [
@@ -100,6 +130,32 @@ def run(n_true: int, n_generic: int, seed: int, forecast: bool = True) -> dict[s
             ],
         }
     return out
+
+
+def measured(results: dict[str, Any], name: str) -> dict[str, Any]:
+    """When, where and with which settings theory ``name`` of ``results`` was measured: its
+    own ``"measured"`` entry, else (files made before ``--theories``) the file's own."""
+    entry = results["theories"][name]
+    if "measured" in entry:
+        return dict(entry["measured"])
+    forecast = any("band_coverage" in r for r in entry["results"])
+    return {**{k: results.get(k) for k in _SETTINGS[:-1]}, "forecast": forecast}
+
+
+def merge(base: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
+    """The theories of ``new`` in place of (or added to) those of ``base``; every theory keeps
+    its own ``"measured"`` settings; the file's own date and host are ``new``'s."""
+    theories = {
+        name: {"measured": measured(base, name), **base["theories"][name]}
+        for name in base["theories"]
+    }
+    theories.update(
+        {
+            name: {"measured": measured(new, name), **new["theories"][name]}
+            for name in new["theories"]
+        }
+    )
+    return {**new, "theories": dict(sorted(theories.items()))}
 
 
 def _report(name: str, data: dict[str, Any]) -> Any:
@@ -133,6 +189,22 @@ def _num(x: float) -> str:
     return "–" if not math.isfinite(x) else f"{x:.2f}"
 
 
+def _made(results: dict[str, Any]) -> str:
+    """The sentence saying how the theories were measured: one clause per distinct setting
+    (seed, stream counts, day), naming the theories when there is more than one."""
+    groups: dict[tuple[Any, ...], list[str]] = {}
+    for name in sorted(results["theories"]):
+        m = measured(results, name)
+        groups.setdefault((m["seed"], m["n_true"], m["n_generic"], m["date"][:10]), []).append(name)
+    clauses = [
+        f"seed {seed}, {n_true} true streams per noise and {n_generic} per generic family and "
+        f"theory; made {day}" + ("" if len(groups) == 1 else " for " + ", ".join(names))
+        for (seed, n_true, n_generic, day), names in groups.items()
+    ]
+    text = "; ".join(clauses)
+    return text[0].upper() + text[1:] + " by `benchmarks/calibration_table.py`."
+
+
 def render(results: dict[str, Any]) -> str:
     """The two markdown tables of the results (module docstring)."""
     from ncdynamics.theories.testing import GENERIC_FAMILIES
@@ -140,9 +212,7 @@ def render(results: dict[str, Any]) -> str:
     fams = list(GENERIC_FAMILIES)
     head = ["theory", "TP indep.", "TP AR(1)", "FP all", *(_FAMILY_LABELS[f] for f in fams)]
     lines = [
-        f"Seed {results['seed']}, {results['n_true']} true streams per noise and "
-        f"{results['n_generic']} per generic family and theory; made "
-        f"{results['date'][:10]} by `benchmarks/calibration_table.py`. TP: true streams judged "
+        _made(results) + " TP: true streams judged "
         "`holds` or `holds in a window`; FP: generic streams judged so (target: TP ≥ 90%, "
         "FP ≤ 5% overall and ≤ 20% per family).",
         "",
@@ -159,6 +229,7 @@ def render(results: dict[str, Any]) -> str:
         "| error/SE AR(1) |",
         "|---|---:|---:|---:|---:|",
     ]
+    unbanded: list[str] = []
     for name, data in sorted(results["theories"].items()):
         rep = _report(name, data)
         by = rep.fp_by_family
@@ -185,7 +256,9 @@ def render(results: dict[str, Any]) -> str:
                 f"{_num(ratio['ar1'][p])} |"
             )
         kinds = ("independent", "ar1")
-        if any(math.isfinite(rep.band_coverage(k)) for k in kinds):
+        if not any(math.isfinite(rep.band_coverage(k)) for k in kinds):
+            unbanded.append(name)
+        else:
             bands.append(
                 f"| {name} | "
                 + " | ".join(_num(rep.band_coverage(k)) for k in kinds)
@@ -207,6 +280,8 @@ def render(results: dict[str, Any]) -> str:
             "the band's standard error (half-width / 1.96), 1 for an honest band and below 1 "
             "for one wider than it needs to be."
         )
+        if unbanded:
+            band_note += " Not measured for " + ", ".join(unbanded) + "."
         out += ["", band_note, "", *bands]
     return "\n".join(out) + "\n"
 
@@ -234,18 +309,43 @@ def main() -> int:
     parser.add_argument(
         "--no-forecast", action="store_true", help="do not measure the forecast bands"
     )
+    parser.add_argument(
+        "--theories",
+        nargs="+",
+        metavar="NAME",
+        help="run only these and merge them into the other theories of the results file",
+    )
     parser.add_argument("--render", action="store_true", help="only regenerate the tables")
-    parser.add_argument("--results", type=Path, help="results file (default: the newest)")
+    parser.add_argument(
+        "--results",
+        type=Path,
+        help="results file, or a folder for its newest one (and where a run writes; default "
+        "benchmarks/results/calibration)",
+    )
     parser.add_argument("--docs", type=Path, default=DOCS)
     parser.add_argument("--check", action="store_true", help="exit 1 if the docs are stale")
     args = parser.parse_args()
+    given: Path = args.results or RESULTS
+
+    def source() -> Path:
+        return newest_results(given) if given.is_dir() else given
+
     if args.render or args.check:
-        results = json.loads((args.results or newest_results()).read_text(encoding="utf-8"))
+        results = json.loads(source().read_text(encoding="utf-8"))
     else:
-        results = run(args.n_true, args.n_generic, args.seed, forecast=not args.no_forecast)
-        RESULTS.mkdir(parents=True, exist_ok=True)
+        if args.theories:  # looked up before the run, so that a missing file fails at once
+            source()
+        results = run(
+            args.n_true, args.n_generic, args.seed, not args.no_forecast, names=args.theories
+        )
+        if args.theories:  # read after the run: another run may have written a newer file
+            results = merge(json.loads(source().read_text(encoding="utf-8")), results)
+            # the file's date is when it was written, so the newest file holds every merge
+            results["date"] = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        folder = given if given.is_dir() else given.parent
+        folder.mkdir(parents=True, exist_ok=True)
         stamp = results["date"].replace(":", "")
-        path = RESULTS / f"{results['host'] or 'host'}-{stamp}.json"
+        path = folder / f"{results['host'] or 'host'}-{stamp}.json"
         path.write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
         print(f"wrote {path}", file=sys.stderr)
     text = args.docs.read_text(encoding="utf-8")

@@ -7,6 +7,7 @@ benchmarks/results/calibration/ with benchmarks/calibration_table.py and compare
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -98,3 +99,126 @@ def test_render_tables_forecast_bands_when_the_results_hold_them():
     assert "Forecast bands" in text
     # coverage 0.9 and 0.5; error/SE sqrt((1 + 1 + 4) / 3) and 3 (a missing z is skipped)
     assert "| x | 0.90 | 0.50 | 1.41 | 3.00 |" in text
+
+
+def _measured(date, n_true, forecast=False):
+    return {
+        "date": date,
+        "host": "h",
+        "seed": 0,
+        "n_true": n_true,
+        "n_generic": 2,
+        "forecast": forecast,
+    }
+
+
+def test_merge_replaces_the_named_theories_and_keeps_each_ones_settings():
+    base = _results([("independent", "holds", 1.0)])  # a file made before --theories
+    base["theories"]["y"] = base["theories"]["x"]
+    new = _results([("ar1", "fails", 2.0)])
+    new.update(date="2026-11-30T00:00:00Z", host="h", n_true=5, forecast=True)
+    new["theories"]["x"]["measured"] = _measured("2026-11-30T00:00:00Z", 5, True)
+    merged = table.merge(base, new)
+    assert list(merged["theories"]) == ["x", "y"]
+    assert merged["theories"]["x"]["results"][0]["family"] == "ar1"  # replaced
+    assert merged["theories"]["y"]["results"][0]["family"] == "independent"  # kept
+    assert table.measured(merged, "x") == _measured("2026-11-30T00:00:00Z", 5, True)
+    # the kept theory carries the settings of the file it came from
+    assert table.measured(merged, "y") == {
+        "date": "2026-11-29T00:00:00Z",
+        "host": None,
+        "seed": 0,
+        "n_true": 2,
+        "n_generic": 2,
+        "forecast": False,
+    }
+
+
+def test_render_says_which_settings_each_theory_was_measured_with():
+    results = _results([("independent", "holds", 1.0)])
+    results["theories"]["y"] = dict(results["theories"]["x"])
+    text = table.render(results)
+    assert text.startswith("Seed 0, 2 true streams per noise and 2 per generic family and ")
+    assert " for x" not in text  # one setting: no theory named
+    results["theories"]["y"]["measured"] = _measured("2026-11-30T01:00:00Z", 5)
+    text = table.render(results)
+    assert text.startswith(
+        "Seed 0, 2 true streams per noise and 2 per generic family and theory; made "
+        "2026-11-29 for x; seed 0, 5 true streams per noise and 2 per generic family and "
+        "theory; made 2026-11-30 for y by "
+    )
+
+
+def test_band_note_names_the_theories_whose_bands_were_not_measured():
+    results = _results([("independent", "holds", 1.0)])
+    results["theories"]["y"] = json.loads(json.dumps(results["theories"]["x"]))
+    results["theories"]["y"]["results"][0].update(band_coverage=[1.0], band_z=[0.5])
+    text = table.render(results)
+    assert "| y | 1.00 | – | 0.50 | – |" in text
+    assert "Not measured for x." in text
+
+
+def test_run_refuses_a_theory_without_a_calibration():
+    with pytest.raises(ValueError, match=r"--theories must name calibrated theories .*'nope'"):
+        table.run(1, 1, 0, names=["nope"])
+
+
+def test_theories_option_merges_into_the_newest_file(tmp_path, monkeypatch):
+    folder = tmp_path / "results"
+    folder.mkdir()
+    base = _results([("independent", "holds", 1.0)])
+    base["theories"]["y"] = base["theories"]["x"]
+    (folder / "old.json").write_text(json.dumps(base), encoding="utf-8")
+    docs = tmp_path / "confront.md"
+    docs.write_text("<!-- calibration:table -->\n<!-- /calibration -->\n", encoding="utf-8")
+    asked = {}
+
+    def fake_run(n_true, n_generic, seed, forecast=True, names=None):
+        asked.update(n_true=n_true, names=names, forecast=forecast)
+        new = _results([("ar1", "fails", 2.0)])
+        new.update(date="2026-11-30T00:00:00Z", host="h", n_true=n_true)
+        new["theories"]["x"]["measured"] = _measured("2026-11-30T00:00:00Z", n_true, forecast)
+        return new
+
+    monkeypatch.setattr(table, "run", fake_run)
+    argv = ["calibration_table.py", "--theories", "x", "--n-true", "3"]
+    argv += ["--results", str(folder / "old.json"), "--docs", str(docs)]
+    monkeypatch.setattr("sys.argv", argv)
+    assert table.main() == 0
+    assert asked == {"n_true": 3, "names": ["x"], "forecast": True}
+    written = table.newest_results(folder)
+    assert written.name != "old.json"
+    merged = json.loads(written.read_text(encoding="utf-8"))
+    assert set(merged["theories"]) == {"x", "y"}
+    assert table.measured(merged, "x")["n_true"] == 3
+    assert table.measured(merged, "y")["n_true"] == 2
+    assert "made 2026-11-30 for x" in docs.read_text(encoding="utf-8")
+
+
+def test_runs_of_two_theories_into_one_folder_both_end_up_in_the_newest_file(tmp_path, monkeypatch):
+    folder = tmp_path / "results"
+    folder.mkdir()
+    base = _results([("independent", "holds", 1.0)])
+    base["theories"]["y"] = base["theories"]["x"]
+    (folder / "old.json").write_text(json.dumps(base), encoding="utf-8")
+    docs = tmp_path / "confront.md"
+    docs.write_text("<!-- calibration:table -->\n<!-- /calibration -->\n", encoding="utf-8")
+
+    def fake_run(n_true, n_generic, seed, forecast=True, names=None):
+        (name,) = names
+        new = _results([("ar1", "fails", 2.0)])
+        new.update(host="h", theories={name: new["theories"]["x"]})
+        new["theories"][name]["measured"] = _measured("2026-11-30T00:00:00Z", 7)
+        return new
+
+    monkeypatch.setattr(table, "run", fake_run)
+    for name in ("x", "y"):
+        argv = ["calibration_table.py", "--theories", name, "--results", str(folder)]
+        monkeypatch.setattr("sys.argv", [*argv, "--docs", str(docs)])
+        assert table.main() == 0
+        time.sleep(1.1)  # the files' dates are to the second: the second run's sorts later
+    merged = json.loads(table.newest_results(folder).read_text(encoding="utf-8"))
+    assert {n: table.measured(merged, n)["n_true"] for n in merged["theories"]} == {
+        "x": 7,
+        "y": 7,
+    }

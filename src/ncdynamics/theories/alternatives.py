@@ -120,18 +120,71 @@ def _exp_basis(t: _Array, t0: float, rates: _Array) -> _Array:
         return np.exp(-np.multiply.outer(t - t0, rates))
 
 
+def _exp_stack(t: _Array, t0: float, rates: _Array) -> _Array:
+    """``[1, exp(-(t - t0) rates)]`` for every row of ``rates`` (points x rates): the bases
+    of the exponential curves at all grid points, shape (points, records, 1 + rates)."""
+    with np.errstate(over="ignore"):
+        e = np.exp(-(t - t0)[None, :, None] * rates[:, None, :])
+    return np.concatenate([np.ones((rates.shape[0], t.size, 1)), e], axis=2)
+
+
+#: Slack of :func:`_best_on_grid`'s batched screen: grid points whose screened SSE is within
+#: ``_SCREEN_SLACK * (least screened SSE + |y|^2)`` of the least are re-scored one by one as
+#: before, far more than the screen's rounding (about 1e-15 of the same), so the screen
+#: never changes which point wins.
+_SCREEN_SLACK = 1e-9
+
+
 def _best_on_grid(
-    t: _Array, y: _Array, grid: list[_Array], basis_of: Callable[[_Array, _Array], _Array]
+    t: _Array,
+    y: _Array,
+    grid: list[_Array],
+    basis_of: Callable[[_Array, _Array], _Array],
+    stack_of: Callable[[_Array, _Array], _Array] | None = None,
 ) -> tuple[_Array, float]:
-    """The grid point (a row of nonlinear parameters) whose projected fit has least SSE."""
+    """The grid point (a row of nonlinear parameters) whose projected fit has least SSE
+    (the first such point on a tie; points whose basis is not finite are skipped).
+
+    Every point's SSE is first screened in one batched pseudo-inverse (with ``lstsq``'s
+    cutoff), on the bases of all points at once (``stack_of(t, thetas)``, shape ``(points,
+    records, columns)``, when given, else ``basis_of`` per point); only the points the screen
+    cannot tell from the least, and those whose screened basis is not finite, are then solved
+    one by one on ``basis_of`` with :func:`_linear`, in grid order, which decides: the answer
+    is that of solving every point one by one, at a part of its cost (the panel scores about
+    a hundred grids per ``ncdyn compare``).
+    """
+    with np.errstate(over="ignore", invalid="ignore"):
+        stack = (
+            np.stack([basis_of(t, theta) for theta in grid])
+            if stack_of is None
+            else np.asarray(stack_of(t, np.stack(grid)), np.float64)
+        )
+    ok = np.all(np.isfinite(stack), axis=(1, 2))
+    todo = np.flatnonzero(~ok) if stack_of is not None else np.array([], dtype=np.intp)
+    screened = np.full(len(grid), np.nan)
+    if ok.any():
+        cutoff = np.finfo(np.float64).eps * max(stack.shape[1:])
+        try:
+            with np.errstate(all="ignore"):
+                coef = np.linalg.pinv(stack[ok], rcond=cutoff) @ y
+                r = y - np.einsum("gij,gj->gi", stack[ok], coef)
+                screened[ok] = np.einsum("gi,gi->g", r, r)
+        except np.linalg.LinAlgError:  # every point is then solved one by one
+            pass
+    if np.all(np.isfinite(screened[ok])):
+        least = float(np.min(screened[ok], initial=math.inf))
+        close = screened <= least + _SCREEN_SLACK * (least + float(y @ y))
+        todo = np.union1d(todo, np.flatnonzero(ok & close))
+    else:
+        todo = np.arange(len(grid)) if stack_of is not None else np.flatnonzero(ok)
     best, best_sse = grid[0], math.inf
-    for theta in grid:
-        b = basis_of(t, theta)
+    for i in todo:
+        b = basis_of(t, grid[i]) if stack_of is not None else stack[i]
         if not np.all(np.isfinite(b)):
             continue
         _, sse = _linear(b, y)
         if sse < best_sse:
-            best, best_sse = theta, sse
+            best, best_sse = grid[i], sse
     return best, best_sse
 
 
@@ -162,10 +215,11 @@ def _projected(
     grid: list[_Array],
     basis_of: Callable[[_Array, _Array], _Array],
     n_params: int,
+    stack_of: Callable[[_Array, _Array], _Array] | None = None,
 ) -> Curve | None:
     if t.size < n_params + 1 or t[-1] <= t[0]:
         return None
-    theta, sse = _best_on_grid(t, y, grid, basis_of)
+    theta, sse = _best_on_grid(t, y, grid, basis_of, stack_of)
     if not math.isfinite(sse):
         return None
     theta = _refine(t, y, theta, basis_of)
@@ -187,7 +241,7 @@ def _fit_exponential(t: _Array, y: _Array, on_log: bool) -> Curve | None:
         return np.column_stack([np.ones_like(at), _exp_basis(at, t0, th[:1] / span)])
 
     grid = [np.array([r]) for r in _RATE_GRID]
-    return _projected(t, y, grid, basis, 3)
+    return _projected(t, y, grid, basis, 3, lambda at, g: _exp_stack(at, t0, g[:, :1] / span))
 
 
 def _fit_two_exponentials(t: _Array, y: _Array, on_log: bool) -> Curve | None:
@@ -200,7 +254,7 @@ def _fit_two_exponentials(t: _Array, y: _Array, on_log: bool) -> Curve | None:
 
     rates = _RATE_GRID[::2]
     grid = [np.array([a, b]) for i, a in enumerate(rates) for b in rates[i + 1 :]]
-    return _projected(t, y, grid, basis, 5)
+    return _projected(t, y, grid, basis, 5, lambda at, g: _exp_stack(at, t0, g / span))
 
 
 def _fit_logistic(t: _Array, y: _Array, on_log: bool) -> Curve | None:
@@ -213,10 +267,15 @@ def _fit_logistic(t: _Array, y: _Array, on_log: bool) -> Curve | None:
         z = np.clip((at - centre) / width, -700.0, 700.0)
         return np.column_stack([np.ones_like(at), 1.0 / (1.0 + np.exp(-z))])
 
+    def stack(at: _Array, g: _Array) -> _Array:  # basis() of every row of g at once
+        centre, width = t0 + g[:, :1] * span, np.maximum(np.abs(g[:, 1:2]), 1e-6) * span
+        z = np.clip((at[None, :] - centre) / width, -700.0, 700.0)
+        return np.stack([np.ones_like(z), 1.0 / (1.0 + np.exp(-z))], axis=2)
+
     centres = np.linspace(-0.25, 1.25, 13)
     widths = np.geomspace(0.02, 1.0, 9)
     grid = [np.array([c, w]) for c in centres for w in widths]
-    return _projected(t, y, grid, basis, 4)
+    return _projected(t, y, grid, basis, 4, stack)
 
 
 #: The generic curves, fewest parameters first (module docstring).
