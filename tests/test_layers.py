@@ -17,7 +17,7 @@ import ncdynamics
 SRC = Path(ncdynamics.__file__).parent
 THEORIES = SRC / "theories"
 
-BASE = ("_validation", "_simplex", "_reasons", "_losses")
+BASE = ("_validation", "_simplex", "_reasons", "_losses", "_processes")
 RANK = {
     "base": 0,
     "data": 1,

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from multiprocessing.connection import wait
 from typing import Any
 
+from .._processes import die_with_parent
 from .._reasons import one_line_reason
 from .._validation import check_int
 
@@ -97,34 +98,9 @@ class Executor(abc.ABC):
 
 
 # ---------------------------------------------------------------------------- local
-PARENT_POLL_S = 0.25
-
-
-def _die_with_parent(parent: int) -> None:
-    """SIGKILL this worker as soon as its parent process (pid ``parent``) is gone.
-
-    A daemon thread polls ``os.getppid()``, which changes when the parent dies and the
-    worker is re-parented; it works on every POSIX system and whichever thread of the parent
-    started the worker. The worker then dies as it would from a kill: its run keeps every
-    record flushed so far, its lock is freed by the kernel, and the next invocation of the
-    sweep resumes it. Without this, the workers of a killed sweep would go on writing into
-    runs that a re-run of the sweep also writes.
-    """
-    import threading
-
-    def watch() -> None:
-        while os.getppid() == parent:
-            time.sleep(PARENT_POLL_S)
-        os.kill(os.getpid(), signal.SIGKILL)
-
-    if os.getppid() != parent:  # the parent died before this worker got here
-        os.kill(os.getpid(), signal.SIGKILL)
-    threading.Thread(target=watch, name="ncdynamics-parent-watch", daemon=True).start()
-
-
 def _worker_main(conn: Any, threads: int, parent: int) -> None:
     """Loop of one local worker: receive a task, send back ``(ok, value_or_error)``."""
-    _die_with_parent(parent)
+    die_with_parent(parent)
     _set_threads(threads)
     while True:
         try:

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
 import torch
 
+from .._processes import die_with_parent
 from .._validation import check_int
 from .devices import adopt_device, chosen_device
 
@@ -29,9 +31,12 @@ def default_workers() -> int:
     return max(1, min(os.cpu_count() or 1, 8))
 
 
-def _init_worker(threads: int, device: torch.device | None = None) -> None:
+def _init_worker(threads: int, device: torch.device | None = None, parent: int = 0) -> None:
     """Threads of a worker process, and the parent's chosen device made current in it (a
-    spawned process starts with none, and would otherwise fall back to auto's choice)."""
+    spawned process starts with none, and would otherwise fall back to auto's choice); the
+    worker dies with its parent (pid ``parent``), killed or not."""
+    if parent:
+        die_with_parent(parent)
     adopt_device(device)
     os.environ["OMP_NUM_THREADS"] = str(threads)
     os.environ.setdefault("MPLBACKEND", "Agg")
@@ -102,28 +107,53 @@ def run_trials(
         return out
     results: list[Any] = [None] * len(items)
     ctx = mp.get_context("spawn")
-    with ProcessPoolExecutor(
+    pool = ProcessPoolExecutor(
         max_workers=min(workers, len(items)),
         mp_context=ctx,
         initializer=_init_worker,
-        initargs=(threads, chosen_device()),
-    ) as pool:
+        initargs=(threads, chosen_device(), os.getpid()),
+    )
+    try:
         futures = {pool.submit(_call, fn, i, a): i for i, a in enumerate(items)}
-        try:
-            from concurrent.futures import as_completed
+        from concurrent.futures import as_completed
 
-            for fut in as_completed(futures):
-                results[futures[fut]] = fut.result()
-                if on_result is not None:
-                    on_result(futures[fut], results[futures[fut]])
-                bar.update(1)
-        except BaseException:
-            for f in futures:
-                f.cancel()
-            raise
-        finally:
-            bar.close()
+        for fut in as_completed(futures):
+            results[futures[fut]] = fut.result()
+            if on_result is not None:
+                on_result(futures[fut], results[futures[fut]])
+            bar.update(1)
+    except BaseException:
+        # SIGTERM (ncdynamics.runs' Terminated), SIGINT sent to this process alone, or a
+        # failed trial: the trials still running would otherwise be waited for
+        _stop_pool(pool)
+        raise
+    else:
+        pool.shutdown(wait=True)
+    finally:
+        bar.close()
     return results
+
+
+#: Seconds a worker is given to end after SIGTERM before it is killed.
+STOP_GRACE_S = 5.0
+
+
+def _stop_pool(pool: ProcessPoolExecutor) -> None:
+    """End ``pool`` now: drop its queued trials, SIGTERM its workers (a signal sent to the
+    parent alone never reaches them), SIGKILL any still alive after :data:`STOP_GRACE_S`,
+    and reap them, so that no worker outlives the call and the parent never waits for a
+    training to finish."""
+    procs = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for p in procs:
+        if p.is_alive():
+            p.terminate()
+    deadline = time.monotonic() + STOP_GRACE_S
+    for p in procs:
+        p.join(max(0.0, deadline - time.monotonic()))
+        if p.is_alive():
+            p.kill()
+            p.join()
 
 
 def _bar(total: int, desc: str, enabled: bool) -> Any:
