@@ -764,32 +764,50 @@ def _cmd_claims(args: argparse.Namespace) -> int:
     if not args.runs and not args.smoke and args.run is None:
         raise ValueError("`runs` must name at least one run directory (or pass --smoke or --run).")
     specs = {s.name: s for s in list_experiments() if "." in s.name}  # theories' own
-    names = list(specs)
-    made: list[Path] = []
-    if args.run is not None:
-        # by default, every experiment that declares the preset (`gpu` is optional)
-        having = [n for n in names if args.run in specs[n].presets]
-        only = having if args.only is None else _comma_list(args.only, "--only")
-        unknown = sorted(set(only) - set(names))
-        if unknown:
-            raise ValueError(f"`--only` must name registered experiments; got {unknown}.")
-        lacking = sorted(set(only) - set(having))
-        if lacking:
-            raise ValueError(
-                f"`--only` must name experiments with a {args.run!r} preset; got {lacking}."
-            )
-        try:
-            seed_list = [_seed(v) for v in _comma_list(args.seeds, "--seeds")]
-        except argparse.ArgumentTypeError as exc:
-            raise ValueError(f"`--seeds`: {exc}.") from None
-        made = claims.run_presets(only, args.run, args.out, seeds=seed_list, progress=True)
+    made = _claims_presets_run(args, specs) if args.run is not None else []
     with tempfile.TemporaryDirectory() as tmp:
         if args.smoke:
-            made += claims.run_smoke(names, tmp)
+            made += claims.run_smoke(list(specs), tmp)
         rows = claims.collect([*args.runs, *made])
     if not rows:
         print(_no_claims_line([*args.runs, *made]))
         return 0
+    _print_claims(rows)
+    if args.save is not None:
+        print(f"saved: {claims.save_rows(rows, args.save)}")
+    if args.update_docs is not None:
+        for page in claims.update_docs(rows, args.update_docs):
+            print(f"updated: {page}")
+    return 0
+
+
+def _claims_presets_run(args: argparse.Namespace, specs: dict[str, Any]) -> list[Path]:
+    """``claims --run PRESET``: run the experiments named by ``--only`` (by default every one
+    that declares the preset; ``gpu`` is optional) at ``--seeds``; their run directories."""
+    from .experiments import claims
+
+    names = list(specs)
+    having = [n for n in names if args.run in specs[n].presets]
+    only = having if args.only is None else _comma_list(args.only, "--only")
+    unknown = sorted(set(only) - set(names))
+    if unknown:
+        raise ValueError(f"`--only` must name registered experiments; got {unknown}.")
+    lacking = sorted(set(only) - set(having))
+    if lacking:
+        raise ValueError(
+            f"`--only` must name experiments with a {args.run!r} preset; got {lacking}."
+        )
+    try:
+        seed_list = [_seed(v) for v in _comma_list(args.seeds, "--seeds")]
+    except argparse.ArgumentTypeError as exc:
+        raise ValueError(f"`--seeds`: {exc}.") from None
+    return list(claims.run_presets(only, args.run, args.out, seeds=seed_list, progress=True))
+
+
+def _print_claims(rows: Sequence[Any]) -> None:
+    """One markdown table per experiment and preset, headed by its seeds and sources."""
+    from .experiments import claims
+
     groups: dict[tuple[str, str], list[claims.ClaimRow]] = {}
     for r in rows:
         groups.setdefault((r.experiment, r.preset), []).append(r)
@@ -798,12 +816,6 @@ def _cmd_claims(args: argparse.Namespace) -> int:
         seeds = ", ".join(map(str, sorted(set(first.seeds))))
         print(f"\n## {experiment} ({preset}; seeds {seeds}; {', '.join(sorted(first.sources))})\n")
         print(claims.markdown_table(group), end="")
-    if args.save is not None:
-        print(f"saved: {claims.save_rows(rows, args.save)}")
-    if args.update_docs is not None:
-        for page in claims.update_docs(rows, args.update_docs):
-            print(f"updated: {page}")
-    return 0
 
 
 def _no_claims_line(paths: Sequence[str | Path]) -> str:
