@@ -381,20 +381,9 @@ def _fit(stream: Stream) -> TheoryFit:
         best = fit_reduced(steps, sigma, learning_rate=None, start_scales=starts)
     reduced: ReducedFit = best.params
     pred_sigma = reduced.predict(steps)
-    offdiag = offdiagonal_fraction(means[-1])
-    log_obs, log_fit = np.log(sigma), np.log(pred_sigma)
-    ss_tot = float(np.sum((log_obs - log_obs.mean(axis=0)) ** 2))
-    r2 = 1.0 - float(np.sum((log_obs - log_fit) ** 2)) / ss_tot if ss_tot > 0 else float("nan")
-
     names = [*(f"a0_{i}" for i in range(k - 1)), "time_scale"]
     theta = np.log(np.append(reduced.a0, reduced.time_scale))
-    residuals = best.extra["residuals"]
-    series = residuals.size // steps.size if residuals.size % steps.size == 0 else 1
-    cov, _, dof = covariance_from_jacobian(
-        best.extra["jacobian"], residuals, series=series, layout="interleaved"
-    )
-    with np.errstate(over="ignore"):  # an unidentified parameter: exp of a huge log bound
-        intervals = intervals_from_covariance(names, theta, cov, dof, log_scale=[True] * len(names))
+    series, intervals = _intervals(best, steps.size, names, theta)
     fitted = _summaries(pred_sigma)
     observed = _summaries(sigma)
     scatter = {
@@ -410,47 +399,14 @@ def _fit(stream: Stream) -> TheoryFit:
     def predict(at: NDArray[np.float64]) -> dict[str, NDArray[np.float64]]:
         return _summaries(reduced.predict(np.asarray(at, dtype=np.float64)))
 
-    band = _band(best, series, theta, predict_with, scatter, k)
     unit = f"1/{_time_unit(stream)}"
-    notes = [] if best.success else [f"least squares: {best.message}"]
-    goodness = {
-        "r2_log_singular_values": r2,
-        "rms_log_error": float(np.sqrt(best.loss)),
-        "offdiagonal_fraction_last": offdiag,
-    }
-    if c_expected is not None:
-        goodness["time_scale_over_expected"] = reduced.time_scale / c_expected
-        notes.append(f"expected time scale {c_expected:.4g} {unit}: {how}")
-    else:
-        notes.append(f"no expected time scale: {how}")
-    values = {
-        "time_scale": reduced.time_scale,
-        **{f"a0_{i}": float(v) for i, v in enumerate(reduced.a0)},
-    }
     return TheoryFit(
         theory="hadamard",
-        params={
-            "time_scale": Param(
-                values["time_scale"],
-                interval=intervals["time_scale"],
-                unit=unit,
-                bound=best.extra["bounds"],
-                sign=1,
-                expected=c_expected,
-                # gradient descent follows the flow (2) to first order in its step, which is
-                # c itself in reduced time: the predicted c is good to about that relative error
-                expected_rtol=float(c_expected) if c_expected is not None else 0.0,
-            ),
-            **{
-                name: Param(v, interval=intervals[name], unit="reduced logit (sigma / K)")
-                for name, v in values.items()
-                if name != "time_scale"
-            },
-        },
+        params=_params(best, intervals, unit, c_expected),
         curves=Curves(
             fitted={n: (steps, v) for n, v in fitted.items()},
             predict=predict,
-            band=band,
+            band=_band(best, series, theta, predict_with, scatter, k),
             scales=dict.fromkeys(_OBSERVABLES, "log"),
         ),
         uncertainty=Uncertainty(
@@ -460,11 +416,84 @@ def _fit(stream: Stream) -> TheoryFit:
             ),
             n_fitted=len(names),
         ),
-        shown=Shown(
-            goodness=goodness,
-            predictions={"singular_values_at_end": [float(v) for v in pred_sigma[-1]]},
-            notes=tuple(notes),
+        shown=_shown(best, (sigma, pred_sigma, means[-1]), unit, (c_expected, how)),
+    )
+
+
+def _intervals(
+    best: Any, n_records: int, names: list[str], theta: NDArray[np.float64]
+) -> tuple[int, dict[str, Any]]:
+    """``(series, intervals)``: the singular values fitted side by side (``series`` per record)
+    and each log parameter's 95% interval from the AR(1) sandwich, exponentiated."""
+    residuals = best.extra["residuals"]
+    series = residuals.size // n_records if residuals.size % n_records == 0 else 1
+    cov, _, dof = covariance_from_jacobian(
+        best.extra["jacobian"], residuals, series=series, layout="interleaved"
+    )
+    with np.errstate(over="ignore"):  # an unidentified parameter: exp of a huge log bound
+        intervals = intervals_from_covariance(names, theta, cov, dof, log_scale=[True] * len(names))
+    return series, intervals
+
+
+def _params(
+    best: Any, intervals: dict[str, Any], unit: str, c_expected: float | None
+) -> dict[str, Param]:
+    """The time scale, with its bounds, sign and the value the settings predict, and the
+    initial reduced logits ``a0_i``."""
+    reduced: ReducedFit = best.params
+    values = {
+        "time_scale": reduced.time_scale,
+        **{f"a0_{i}": float(v) for i, v in enumerate(reduced.a0)},
+    }
+    return {
+        "time_scale": Param(
+            values["time_scale"],
+            interval=intervals["time_scale"],
+            unit=unit,
+            bound=best.extra["bounds"],
+            sign=1,
+            expected=c_expected,
+            # gradient descent follows the flow (2) to first order in its step, which is
+            # c itself in reduced time: the predicted c is good to about that relative error
+            expected_rtol=float(c_expected) if c_expected is not None else 0.0,
         ),
+        **{
+            name: Param(v, interval=intervals[name], unit="reduced logit (sigma / K)")
+            for name, v in values.items()
+            if name != "time_scale"
+        },
+    }
+
+
+def _shown(
+    best: Any,
+    arrays: tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]],
+    unit: str,
+    expected: tuple[float | None, str],
+) -> Shown:
+    """R² in log over the singular values, the last record's off-diagonal fraction, the fitted
+    time scale over the predicted one, and the notes. ``arrays`` is ``(observed singular
+    values, fitted ones, last class means)``, ``expected`` ``(c_expected, how)``."""
+    sigma, pred_sigma, last_means = arrays
+    c_expected, how = expected
+    log_obs, log_fit = np.log(sigma), np.log(pred_sigma)
+    ss_tot = float(np.sum((log_obs - log_obs.mean(axis=0)) ** 2))
+    r2 = 1.0 - float(np.sum((log_obs - log_fit) ** 2)) / ss_tot if ss_tot > 0 else float("nan")
+    notes = [] if best.success else [f"least squares: {best.message}"]
+    goodness = {
+        "r2_log_singular_values": r2,
+        "rms_log_error": float(np.sqrt(best.loss)),
+        "offdiagonal_fraction_last": offdiagonal_fraction(last_means),
+    }
+    if c_expected is not None:
+        goodness["time_scale_over_expected"] = best.params.time_scale / c_expected
+        notes.append(f"expected time scale {c_expected:.4g} {unit}: {how}")
+    else:
+        notes.append(f"no expected time scale: {how}")
+    return Shown(
+        goodness=goodness,
+        predictions={"singular_values_at_end": [float(v) for v in pred_sigma[-1]]},
+        notes=tuple(notes),
     )
 
 
