@@ -135,3 +135,18 @@ def test_a_plan_that_adds_blocks_resumes_the_atlas_and_runs_only_the_new_ones(tm
     )
     with pytest.raises(ValueError, match="another plan"):
         atlas_module(out=out, plan=changed)
+
+
+def test_a_window_row_whose_prediction_cannot_be_read_keeps_its_verdict(tmp_path):
+    from ncdynamics.experiments.atlas import _fill_expected
+
+    row = {
+        "theory": "hadamard",
+        "stream": "net/",
+        "verdict": "holds in a window",
+        "params_from": "window 8-200",
+        "params.time_scale": 0.3,
+    }
+    _fill_expected(row, tmp_path / "not-a-run")
+    assert "params.time_scale.expected" not in row
+    assert row["verdict"] == "holds in a window"

@@ -29,7 +29,9 @@ Layout of an atlas directory::
 **Resumable.** The sweeps skip their completed runs, and each run's confrontation is cached in
 the run's own ``atlas/compare.json`` under the key of the verdict engine's sources
 (:func:`engine_key`): a second call runs and confronts nothing that is already there, and a
-changed engine confronts every run again.
+changed engine confronts every run again. A plan that only adds blocks to the directory's plan
+resumes it too (the new blocks run; ``atlas.json`` takes the new plan); any other change of
+plan is refused.
 
 **Cell intervals.** The seeds of a cell differ in their initialisation and batch order, so a
 cell's value is the mean of the seeds' ``log`` estimates, with a ``t`` interval whose variance
@@ -439,9 +441,12 @@ def _fill_expected(row: dict[str, Any], path: Path) -> None:
         return
     from ..theories.confrontation import Stream
 
-    value, _ = getattr(importlib.import_module(module), name)(
-        Stream(runs.open_run(path), str(row.get("stream", "")))
-    )
+    try:
+        value, _ = getattr(importlib.import_module(module), name)(
+            Stream(runs.open_run(path), str(row.get("stream", "")))
+        )
+    except (OSError, KeyError, ValueError):  # the row keeps its verdict, without a prediction
+        return
     if value is not None:
         row[f"params.{param}.expected"] = float(value)
 
