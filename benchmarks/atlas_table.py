@@ -89,6 +89,24 @@ BOUNDARIES: tuple[tuple[str, str, str, tuple[Any, ...]], ...] = (
         ("never", {"optimizer": ("sgd", "momentum")}),
     ),
     (
+        "hadamard",
+        "ufm",
+        "the reduced ODE (9) is derived for cross-entropy (eq. (1))",
+        ("never", {"loss": ("mse",)}),
+    ),
+    (
+        "hadamard",
+        "ufm-optimiser",
+        "full-batch gradient descent without momentum (eq. (9))",
+        ("never", {"optimizer": ("sgd", "momentum")}),
+    ),
+    (
+        "hadamard",
+        "ufm-adam",
+        "gradient descent on the loss (1): an adaptive step is outside",
+        ("never", {"loss": ("mse", "cross-entropy")}),
+    ),
+    (
         "lesde",
         "lr",
         "the logit dynamics of softmax cross-entropy (App. B)",

@@ -48,7 +48,7 @@ def test_the_smoke_atlas_runs_then_resumes_with_nothing_to_do(tmp_path: Path, ca
     out = tmp_path / "atlas"
     assert main(["atlas", "--out", str(out), "--no-progress"]) == 0
     first = capsys.readouterr().out
-    assert "runs:   8 run now, 0 failed; confronted now: 8" in first
+    assert "runs:   16 run now, 0 failed; confronted now: 16" in first
     assert (out / "report.html").is_file() and (out / "cells.csv").is_file()
     assert main(["atlas", "--out", str(out), "--no-progress"]) == 0
     assert "runs:   0 run now, 0 failed; confronted now: 0" in capsys.readouterr().out

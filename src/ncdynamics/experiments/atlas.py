@@ -29,7 +29,9 @@ Layout of an atlas directory::
 **Resumable.** The sweeps skip their completed runs, and each run's confrontation is cached in
 the run's own ``atlas/compare.json`` under the key of the verdict engine's sources
 (:func:`engine_key`): a second call runs and confronts nothing that is already there, and a
-changed engine confronts every run again.
+changed engine confronts every run again. A plan that only adds blocks to the directory's plan
+resumes it too (the new blocks run; ``atlas.json`` takes the new plan); any other change of
+plan is refused.
 
 **Cell intervals.** The seeds of a cell differ in their initialisation and batch order, so a
 cell's value is the mean of the seeds' ``log`` estimates, with a ``t`` interval whose variance
@@ -166,6 +168,22 @@ class AtlasPlan:
 
 _LOSSES = ("mse", "cross-entropy")
 _OPTIMIZERS = ("gd", "sgd", "momentum", "adam")
+#: The base point of the unconstrained-features blocks: the Hadamard theory's own model
+#: (``model="ufm"``, docs/theories/hadamard.md) with K = 4 classes of n = 2 samples, d = 64
+#: features and a small initial scale (entries ``0.001 N(0, 1/K)``): the logits start near
+#: zero and, as the theory's small-initialisation result (Thm 8) has it, reach the Hadamard
+#: subspace while the loss drops (at d = 8 or scale 0.01 some seeds arrive too late for any
+#: window to hold); batches of 2 for ``sgd``.
+_UFM: dict[str, Any] = {
+    "dataset": "one-hot",
+    "train_per_class": 2,
+    "probe_per_class": 2,
+    "width": 64,
+    "init_scale": 0.001,
+    "batch_size": 2,
+    "epochs": 200,
+    "record_every": 8,
+}
 
 #: The plans of the presets: ``smoke`` (a few minutes on two cores, in the test suite),
 #: ``cpu`` (the published atlas of docs/atlas.md), ``paper`` (wider grids and longer training,
@@ -175,7 +193,10 @@ PLANS: dict[str, AtlasPlan] = {
         "atlas",
         "smoke",
         {},
-        (Block("core", {"loss": _LOSSES, "lr": (0.2, 0.8)}),),
+        (
+            Block("core", {"loss": _LOSSES, "lr": (0.2, 0.8)}),
+            Block("ufm", {"model": ("ufm",), "loss": _LOSSES, "lr": (0.5, 1.0)}, _UFM),
+        ),
         seeds=2,
     ),
     "cpu": AtlasPlan(
@@ -192,6 +213,22 @@ PLANS: dict[str, AtlasPlan] = {
             Block("classes", {"loss": _LOSSES, "n_classes": (4, 6, 8)}),
             Block("width", {"loss": _LOSSES, "width": (16, 256)}),
             Block("data", {"loss": _LOSSES, "dataset": ("gaussian-clusters", "mnist-5k")}),
+            Block("ufm", {"model": ("ufm",), "loss": _LOSSES, "lr": (0.5, 1.0, 2.0, 4.0)}, _UFM),
+            Block(
+                "ufm-optimiser",
+                {
+                    "model": ("ufm",),
+                    "loss": _LOSSES,
+                    "optimizer": ("sgd", "momentum"),
+                    "lr": (0.5, 2.0),
+                },
+                _UFM,
+            ),
+            Block(
+                "ufm-adam",
+                {"model": ("ufm",), "loss": _LOSSES, "lr": (0.001, 0.01)},
+                {**_UFM, "optimizer": "adam"},
+            ),
         ),
         seeds=2,
     ),
@@ -213,6 +250,22 @@ PLANS: dict[str, AtlasPlan] = {
                 "data", {"loss": _LOSSES, "dataset": ("digits", "gaussian-clusters", "mnist-5k")}
             ),
             Block("model", {"loss": _LOSSES, "model": ("mlp", "cnn")}, {"dataset": "mnist-5k"}),
+            Block(
+                "ufm",
+                {
+                    "model": ("ufm",),
+                    "loss": _LOSSES,
+                    "optimizer": ("gd", "sgd", "momentum"),
+                    "lr": (0.1, 0.3, 1.0, 3.0, 10.0),
+                    "n_classes": (4, 8),
+                },
+                {**_UFM, "epochs": 1000},
+            ),
+            Block(
+                "ufm-adam",
+                {"model": ("ufm",), "loss": _LOSSES, "lr": (1e-4, 1e-3, 1e-2)},
+                {**_UFM, "optimizer": "adam"},
+            ),
         ),
         seeds=5,
     ),
@@ -368,6 +421,36 @@ def _entry_row(entry: CompareEntry) -> dict[str, Any]:
     return row
 
 
+#: Key parameters a theory predicts from the run's settings alone: theory -> (parameter,
+#: module, function of a :class:`~ncdynamics.theories.confrontation.Stream` returning
+#: ``(value or None, how)``). A run whose parameters come from a window (the whole stream
+#: was not fitted) gets its ``.expected`` from here.
+_EXPECTED_FROM_SETTINGS: dict[str, tuple[str, str, str]] = {
+    "hadamard": ("time_scale", "ncdynamics.theories.hadamard.confront", "expected_time_scale"),
+}
+
+
+def _fill_expected(row: dict[str, Any], path: Path) -> None:
+    """Add ``params.<p>.expected`` to a row whose parameters come from a window, where the
+    theory predicts ``p`` from the settings (:data:`_EXPECTED_FROM_SETTINGS`)."""
+    spec = _EXPECTED_FROM_SETTINGS.get(str(row.get("theory")))
+    if spec is None or not str(row.get("params_from", "")).startswith("window"):
+        return
+    param, module, name = spec
+    if f"params.{param}" not in row or f"params.{param}.expected" in row:
+        return
+    from ..theories.confrontation import Stream
+
+    try:
+        value, _ = getattr(importlib.import_module(module), name)(
+            Stream(runs.open_run(path), str(row.get("stream", "")))
+        )
+    except (OSError, KeyError, ValueError):  # the row keeps its verdict, without a prediction
+        return
+    if value is not None:
+        row[f"params.{param}.expected"] = float(value)
+
+
 def confront_run(run: runs.Run | str | os.PathLike[str], *, key: str | None = None) -> bool:
     """Confront one run with every theory, cached in ``RUN/atlas/compare.json``.
 
@@ -383,6 +466,8 @@ def confront_run(run: runs.Run | str | os.PathLike[str], *, key: str | None = No
         return False
     try:
         rows = [_entry_row(e) for e in compare(path)]
+        for row in rows:
+            _fill_expected(row, path)
     except Exception as exc:  # a damaged run must not stop the atlas
         rows = [{"theory": "*", "verdict": "error", "reason": one_line_reason(exc)}]
     write_json(cache, {"engine": key, "rows": rows})
@@ -437,6 +522,22 @@ def _check_plan(plan: AtlasPlan) -> None:
                 raise ValueError(f"block {b.name!r}: axis {axis!r} must have values; got none.")
 
 
+def _extends(old: Any, new: dict[str, Any]) -> bool:
+    """Whether plan ``new`` (as JSON) is plan ``old`` with blocks added: the same base
+    experiment, preset, fixed settings and seeds, and every block of ``old`` unchanged. An
+    atlas grows into such a plan by running only the new blocks."""
+    if not isinstance(old, dict):
+        return False
+    same = all(old.get(k) == new.get(k) for k in ("experiment", "preset", "fixed", "seeds"))
+    blocks = {b.get("name"): b for b in new.get("blocks", []) if isinstance(b, dict)}
+    kept = old.get("blocks")
+    return (
+        same
+        and isinstance(kept, list)
+        and all(isinstance(b, dict) and blocks.get(b.get("name")) == b for b in kept)
+    )
+
+
 def _open_atlas(path: Path, meta: dict[str, Any]) -> None:
     if path.exists() and not path.is_dir():
         raise FileExistsError(f"`out` {str(path)!r} exists and is not a directory.")
@@ -447,11 +548,14 @@ def _open_atlas(path: Path, meta: dict[str, Any]) -> None:
             raise ValueError(
                 f"`out` {str(path)!r} holds an atlas of another format; choose another --out."
             )
-        if old.get("plan") != meta["plan"]:
+        if old.get("plan") == meta["plan"]:
+            return
+        if not _extends(old.get("plan"), meta["plan"]):
             raise ValueError(
                 f"`out` {str(path)!r} holds an atlas with another plan; choose another --out, "
                 "or give the same preset and seeds to resume it."
             )
+        write_json(marker, {**old, "plan": meta["plan"]})
         return
     if path.is_dir() and any(path.iterdir()):
         raise FileExistsError(

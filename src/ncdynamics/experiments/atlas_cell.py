@@ -29,6 +29,15 @@ the NTK-collapse flow). The settings each theory's regime checks read are stated
 A run whose loss or parameters stop being finite stops there; its summary says so
 (``diverged``, ``diverged_at``) and the records up to that epoch stay.
 
+The base model ``ufm`` is the unconstrained features model of the Hadamard theory (and of
+most of the collapse literature): a two-layer linear network without biases whose inputs are
+the one-hot codes of its ``n_classes * train_per_class`` samples (dataset ``one-hot``,
+:data:`ONE_HOT`), so the features ``H`` (``width x K n``) and the classifier ``W``
+(``K x width``) are free parameters; its default initialisation draws every entry from
+``N(0, 1/K)`` (the theory's standard scale; ``init_scale = e^-delta`` gives its ``e^-delta``
+scale). It records every sample (``probe_per_class == train_per_class``), so its class means
+are the model's own.
+
 Adding a base model: add a builder ``(in_features, n_classes, config, generator) -> nn.Module``
 to :data:`BASE_MODELS` (the model must expose ``features`` and ``classifier`` as
 :class:`ncdynamics.models.MLP` does, or work with the recorder's feature extractor);
@@ -54,12 +63,22 @@ from ..probes.performance import LOSSES, classification_loss
 from ..theories.experiment import ExperimentSpec, RunWriter
 from ..training import Recorder
 
-__all__ = ["BASE_MODELS", "OPTIMIZERS", "PREFIX", "AtlasCellConfig", "EXPERIMENTS", "run_cell"]
+__all__ = [
+    "BASE_MODELS",
+    "EXPERIMENTS",
+    "ONE_HOT",
+    "OPTIMIZERS",
+    "PREFIX",
+    "AtlasCellConfig",
+    "run_cell",
+]
 
 #: The optimisers of the atlas (module docstring).
 OPTIMIZERS = ("gd", "sgd", "momentum", "adam")
 #: The prefix of the cell's one stream of records.
 PREFIX = "net/"
+#: The dataset of the ``ufm`` base model: the one-hot codes of its samples (module docstring).
+ONE_HOT = "one-hot"
 
 _NTK_OFF = (
     "the cell was run with record_ntk=false (the ntk_invariant probe computes an empirical "
@@ -98,12 +117,36 @@ def _cnn(in_features: int, n_classes: int, cfg: AtlasCellConfig, gen: torch.Gene
     return _FlatImages(SmallCNN(1, n_classes, width=cfg.width, input_size=side, generator=gen))
 
 
+class _UFM(nn.Module):
+    """The unconstrained features model as a network: ``features`` maps the one-hot code of
+    sample ``i`` to column ``i`` of ``H`` (``width x N``), ``classifier`` is ``W``
+    (``K x width``); no biases, entries drawn from ``N(0, 1/K)``."""
+
+    def __init__(self, n_samples: int, n_classes: int, width: int, gen: torch.Generator):
+        super().__init__()
+        self.features = nn.Linear(n_samples, width, bias=False)
+        self.classifier = nn.Linear(width, n_classes, bias=False)
+        std = 1.0 / math.sqrt(n_classes)
+        with torch.no_grad():
+            for layer in (self.features, self.classifier):
+                layer.weight.copy_(torch.randn(layer.weight.shape, generator=gen) * std)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.classifier(self.features(x))  # (n, n_classes)
+
+
+def _ufm(in_features: int, n_classes: int, cfg: AtlasCellConfig, gen: torch.Generator) -> nn.Module:
+    return _UFM(in_features, n_classes, cfg.width, gen)
+
+
 #: Base models by name: ``builder(in_features, n_classes, config, generator)``; ``cnn`` is
 #: :class:`~ncdynamics.models.SmallCNN` (two conv stages, ``width`` features) on square
-#: one-channel images (digits, mnist-5k), ``depth`` unused.
+#: one-channel images (digits, mnist-5k), ``depth`` unused; ``ufm`` is the unconstrained
+#: features model on dataset ``one-hot`` (module docstring), ``depth`` unused.
 BASE_MODELS: dict[str, Callable[[int, int, AtlasCellConfig, torch.Generator], nn.Module]] = {
     "mlp": _mlp,
     "cnn": _cnn,
+    "ufm": _ufm,
 }
 
 
@@ -134,7 +177,16 @@ class AtlasCellConfig:
 
     def _check(self) -> None:
         check_option(self.model, "model", tuple(BASE_MODELS))
-        check_option(self.dataset, "dataset", nc_data.available())
+        check_option(self.dataset, "dataset", (*nc_data.available(), ONE_HOT))
+        if self.model == "ufm" and self.dataset != ONE_HOT:
+            raise ValueError(
+                f"model 'ufm' needs dataset {ONE_HOT!r} (its inputs are the one-hot codes of "
+                f"its samples); got dataset {self.dataset!r}."
+            )
+        if self.dataset == ONE_HOT and self.model != "ufm":
+            raise ValueError(
+                f"dataset {ONE_HOT!r} is the input of model 'ufm' only; got model {self.model!r}."
+            )
         check_int(self.n_classes, "n_classes", low=2)
         check_int(self.train_per_class, "train_per_class", low=2)
         check_option(self.loss, "loss", LOSSES)
@@ -149,6 +201,11 @@ class AtlasCellConfig:
             raise ValueError(
                 f"option `probe_per_class` must be at most train_per_class "
                 f"({self.train_per_class}); got {self.probe_per_class}."
+            )
+        if self.model == "ufm" and self.probe_per_class != self.train_per_class:
+            raise ValueError(
+                f"model 'ufm' records every sample: option `probe_per_class` must equal "
+                f"train_per_class ({self.train_per_class}); got {self.probe_per_class}."
             )
 
     def effective_batch(self) -> int:
@@ -193,13 +250,18 @@ class AtlasCellConfig:
 
 def cell_data(config: AtlasCellConfig) -> tuple[np.ndarray, np.ndarray]:
     """The cell's training set: ``(x, y)``, ``train_per_class`` samples of each of the first
-    ``n_classes`` classes (the same for every seed), inputs flattened.
+    ``n_classes`` classes (the same for every seed), inputs flattened; for dataset
+    ``one-hot`` (model ``ufm``) the identity's rows, ``train_per_class`` per class in order.
 
     Raises
     ------
     ValueError
         When the dataset has fewer classes, or a class fewer samples, than asked for.
     """
+    if config.dataset == ONE_HOT:
+        n = config.n_classes * config.train_per_class
+        y_hot = np.repeat(np.arange(config.n_classes, dtype=np.int64), config.train_per_class)
+        return np.eye(n, dtype=np.float32), y_hot
     options: dict[str, Any] = {}
     if config.dataset == "gaussian-clusters":
         options = {"num_classes": config.n_classes, "n_train_per_class": config.train_per_class}
