@@ -8,6 +8,8 @@ the predicted ``2 eta``. Out of regime: a squared-error run, a decaying learning
 early, off-subspace records of a random initialisation must not be ``holds``.
 """
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -159,3 +161,24 @@ def test_expected_time_scale_of_a_training_loop_run_is_per_epoch(tmp_path):
     # 2 sqrt(n) eta / B per epoch: SGD steps of eta / N on the summed loss, N / B per epoch
     assert fit.params["time_scale"].expected == pytest.approx(2 * np.sqrt(10) * 0.05 / 40)
     assert fit.params["time_scale"].unit == "1/epoch"
+
+
+def test_a_record_with_a_zero_singular_value_is_observed_without_warnings(tmp_path):
+    """All-zero class-mean logits (e.g. a zero-initialised last layer) have zero singular
+    values: the observables there are the geometric mean 0 and an undefined anisotropy, shown
+    as such, with no floating-point warning; the fit says why it cannot be made."""
+    from ncdynamics.theories.confrontation import Undetermined
+
+    steps = np.arange(0, 60, 5)
+    run, _, _ = _ode_run(tmp_path / "zero", steps, 0.02)
+    run.save_array("class_means_logits", 60, np.zeros((4, 4)))
+    run.flush()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        observed = CONFRONTATION.observe(Stream(run))
+        with pytest.raises(Undetermined, match="singular value is zero"):
+            CONFRONTATION.fit(Stream(run))
+    scale = observed["logit_scale"][1]
+    anisotropy = observed["logit_anisotropy"][1]
+    assert scale[-1] == 0 and np.all(scale[:-1] > 0)
+    assert np.isnan(anisotropy[-1]) and np.all(np.isfinite(anisotropy[:-1]))

@@ -162,10 +162,14 @@ def offdiagonal_fraction(means: Any) -> float:
 
 
 def _summaries(sigma: NDArray[np.float64]) -> dict[str, NDArray[np.float64]]:
-    return {
-        "logit_scale": np.exp(np.mean(np.log(sigma), axis=-1)),
-        "logit_anisotropy": sigma[..., 0] / sigma[..., -1],
-    }
+    """The observables: the geometric mean of the singular values (0 where one is zero) and
+    the largest over the smallest (undefined, NaN, where the smallest is zero; the fit says
+    why it stops there, :func:`_singular_values`)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        scale = np.exp(np.mean(np.log(sigma), axis=-1))
+        smallest = sigma[..., -1]
+        anisotropy = np.where(smallest > 0, sigma[..., 0] / smallest, np.nan)
+    return {"logit_scale": scale, "logit_anisotropy": anisotropy}
 
 
 # ---------------------------------------------------------------------------- settings
