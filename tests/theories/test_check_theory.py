@@ -42,7 +42,7 @@ CONFRONTING = ("alignment", "hadamard", "lesde", "ntk_collapse")
 
 #: Targets of check() this quick configuration (one stream per noise and family) does not
 #: assert: a single stream per family makes a family's false-positive rate 0 or 1, and
-#: coverage and spread need seeds. The calibration itself, with 10 streams per noise and 5
+#: coverage and spread need seeds. The calibration itself, with 40 streams per noise and 10
 #: per family, is the generated table of docs/confront.md (benchmarks/calibration_table.py),
 #: which names the targets still missed after the engine of issue 28 and why.
 MISSED_TODAY = {
