@@ -62,7 +62,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import stats
+from scipy.special import ndtri, stdtrit  # scipy.stats's quantiles, without its import cost
 
 from .. import runs
 from .._reasons import one_line_reason
@@ -837,7 +837,7 @@ def _pool(values: np.ndarray, lows: np.ndarray, highs: np.ndarray) -> tuple[floa
     if v.size == 0:
         return math.nan, math.nan, math.nan
     lo, hi = lows[ok], highs[ok]
-    z = float(stats.norm.ppf(0.975))
+    z = float(ndtri(0.975))
     with np.errstate(divide="ignore", invalid="ignore"):
         se = (np.log(hi) - np.log(lo)) / (2 * z)
     se = np.where(np.isfinite(lo) & np.isfinite(hi), se, math.inf)
@@ -845,7 +845,7 @@ def _pool(values: np.ndarray, lows: np.ndarray, highs: np.ndarray) -> tuple[floa
         return float(values[ok][0]), float(lo[0]), float(hi[0])
     n = v.size
     var = float(np.var(v, ddof=1)) / n + float(np.mean(se**2)) / n
-    t = float(stats.t.ppf(0.975, n - 1))
+    t = float(stdtrit(n - 1, 0.975))
     centre = float(v.mean())
     half = t * math.sqrt(var) if math.isfinite(var) else math.inf
     with np.errstate(over="ignore"):

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy import stats
+from scipy.special import ndtri, stdtrit  # scipy.stats's quantiles, without its import cost
 
 from .._validation import check_scalar
 
@@ -41,7 +41,7 @@ __all__ = ["DEPENDENCE_VERDICTS", "Dependence", "fit_dependence"]
 #: The verdicts of :func:`fit_dependence`.
 DEPENDENCE_VERDICTS = ("agrees", "disagrees", "undetermined")
 
-_Z95 = float(stats.norm.ppf(0.975))
+_Z95 = float(ndtri(0.975))
 
 
 @dataclass(frozen=True)
@@ -146,7 +146,7 @@ def fit_dependence(
     c = du / suu
     var_runs = float(np.sum(c**2 * se**2))
     se_slope = math.sqrt(max(var_scatter, var_runs))
-    t = float(stats.t.ppf(0.975, dof))
+    t = float(stdtrit(dof, 0.975))
     lo, hi = slope - t * se_slope, slope + t * se_slope
     inside = lo <= predicted <= hi
     # an interval that also holds 0 cannot tell the prediction from no dependence at all:

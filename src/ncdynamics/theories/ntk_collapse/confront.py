@@ -419,7 +419,7 @@ def _forecast_band(
     + g_j^2 - 2 g_j rho^lag) + d_j^2 var(log tau)``; the band is that at ``level`` (a t quantile,
     :func:`~ncdynamics.theories.forecast_bands.student_level`), in log, exponentiated.
     """
-    from scipy import stats
+    from scipy.special import ndtri
 
     s2, rho, level = noise
     h = 1e-4
@@ -429,7 +429,7 @@ def _forecast_band(
     lag = np.maximum(np.asarray(lag, np.float64), 1.0)
     with np.errstate(invalid="ignore", over="ignore"):
         var = s2 * (1 + gain**2 - 2 * gain * rho**lag) + slope**2 * float(cov[0, 0])
-        half = float(stats.norm.ppf(0.5 + level / 2)) * np.sqrt(np.maximum(var, 0.0))
+        half = float(ndtri(0.5 + level / 2)) * np.sqrt(np.maximum(var, 0.0))
         low, high = np.exp(centre - half), np.exp(centre + half)
     bad = ~np.isfinite(var)
     return np.where(bad, 0.0, low), np.where(bad, np.inf, high)
