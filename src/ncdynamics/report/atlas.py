@@ -112,10 +112,29 @@ def atlas_parameter_figure(cells: pd.DataFrame, theory: str) -> Any | None:
     of the other settings; bars: the cell's 95% interval; dashed: the theory's prediction
     from the settings); ``None`` when no parameter was estimated at two settings of an axis."""
     import matplotlib.pyplot as plt
-    from matplotlib.ticker import FuncFormatter, NullFormatter
 
     sub = cells[cells["theory"] == theory]
+    panels = _parameter_panels(cells, sub, theory)
+    if not panels:
+        return None
     base = base_point(cells)
+    ncols = min(3, len(panels))
+    nrows = math.ceil(len(panels) / ncols)
+    fig, axs = plt.subplots(nrows, ncols, figsize=(10.5, 3.2 * nrows), squeeze=False)
+    for ax in axs.flat[len(panels) :]:
+        ax.set_visible(False)
+    for ax, (p, a, others, lines) in zip(axs.flat, panels, strict=False):
+        for key, g in lines[:8]:
+            _parameter_line(ax, g.sort_values(a), (p, a), others, key, base)
+        _parameter_axes(ax, sub, p, a)
+    fig.suptitle(_plain(f"{theory}: key parameters along each axis (dashed: predicted)"))
+    fig.tight_layout()
+    return fig
+
+
+def _parameter_panels(cells: pd.DataFrame, sub: pd.DataFrame, theory: str) -> list[Any]:
+    """``(parameter, axis, other axes, lines)`` for every key parameter estimated (positive)
+    at two settings or more of a numeric axis, the other settings held (one line each)."""
     panels = []
     for p in KEY_PARAMS.get(theory, ()):
         if p not in sub.columns:
@@ -127,48 +146,50 @@ def atlas_parameter_figure(cells: pd.DataFrame, theory: str) -> Any | None:
             lines = [(k, g) for k, g in groups if g[a].nunique() >= 2]
             if lines:
                 panels.append((p, a, others, lines))
-    if not panels:
-        return None
-    ncols = min(3, len(panels))
-    nrows = math.ceil(len(panels) / ncols)
-    fig, axs = plt.subplots(nrows, ncols, figsize=(10.5, 3.2 * nrows), squeeze=False)
-    for ax in axs.flat[len(panels) :]:
-        ax.set_visible(False)
-    for ax, (p, a, others, lines) in zip(axs.flat, panels, strict=False):
-        for key, g in lines[:8]:
-            g = g.sort_values(a)
-            x = pd.to_numeric(g[a]).to_numpy(float)
-            v = g[p].to_numpy(float)
-            lo = np.clip(v - g[f"{p}.low"].to_numpy(float), 0, None)
-            hi = np.clip(g[f"{p}.high"].to_numpy(float) - v, 0, None)
-            key_t = key if isinstance(key, tuple) else (key,)
-            name = ", ".join(
-                f"{o}={_value(k)}"
-                for o, k in zip(others, key_t, strict=True)
-                if o == "loss" or str(k) != base.get(o)
-            )
-            line = ax.errorbar(
-                x,
-                v,
-                yerr=[np.nan_to_num(lo), np.nan_to_num(hi, posinf=0)],
-                marker="o",
-                capsize=2,
-                label=_plain(name) or "cells",
-            )
-            exp = pd.to_numeric(g.get(f"{p}.expected", pd.Series(dtype=float)), errors="coerce")
-            if exp.notna().any():
-                ax.plot(x, exp.to_numpy(float), ls="--", color=line[0].get_color())
-        ax.set_xscale("log" if AXES[a].scale == "log" else "linear")
-        ax.xaxis.set_minor_formatter(NullFormatter())  # a label at each setting, not between
-        ax.set_xticks(sorted(set(pd.to_numeric(sub[a], errors="coerce").dropna())))
-        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-        ax.set_yscale("log")
-        ax.set_xlabel(_plain(AXES[a].label))
-        ax.set_ylabel(_plain(p))
-        ax.legend(fontsize=6, frameon=False)
-    fig.suptitle(_plain(f"{theory}: key parameters along each axis (dashed: predicted)"))
-    fig.tight_layout()
-    return fig
+    return panels
+
+
+def _parameter_line(
+    ax: Any, g: pd.DataFrame, what: tuple[str, str], others: list[str], key: Any, base: Any
+) -> None:
+    """One line of parameter ``p`` along axis ``a`` (``what``) with its intervals as bars and
+    the prediction dashed, labelled by the settings that differ from the base point."""
+    p, a = what
+    x = pd.to_numeric(g[a]).to_numpy(float)
+    v = g[p].to_numpy(float)
+    lo = np.clip(v - g[f"{p}.low"].to_numpy(float), 0, None)
+    hi = np.clip(g[f"{p}.high"].to_numpy(float) - v, 0, None)
+    key_t = key if isinstance(key, tuple) else (key,)
+    name = ", ".join(
+        f"{o}={_value(k)}"
+        for o, k in zip(others, key_t, strict=True)
+        if o == "loss" or str(k) != base.get(o)
+    )
+    line = ax.errorbar(
+        x,
+        v,
+        yerr=[np.nan_to_num(lo), np.nan_to_num(hi, posinf=0)],
+        marker="o",
+        capsize=2,
+        label=_plain(name) or "cells",
+    )
+    exp = pd.to_numeric(g.get(f"{p}.expected", pd.Series(dtype=float)), errors="coerce")
+    if exp.notna().any():
+        ax.plot(x, exp.to_numpy(float), ls="--", color=line[0].get_color())
+
+
+def _parameter_axes(ax: Any, sub: pd.DataFrame, p: str, a: str) -> None:
+    """Scales, a tick at each setting of the axis, labels and the legend."""
+    from matplotlib.ticker import FuncFormatter, NullFormatter
+
+    ax.set_xscale("log" if AXES[a].scale == "log" else "linear")
+    ax.xaxis.set_minor_formatter(NullFormatter())  # a label at each setting, not between
+    ax.set_xticks(sorted(set(pd.to_numeric(sub[a], errors="coerce").dropna())))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.set_yscale("log")
+    ax.set_xlabel(_plain(AXES[a].label))
+    ax.set_ylabel(_plain(p))
+    ax.legend(fontsize=6, frameon=False)
 
 
 def _embed(path: Path, fig: Any, name: str, caption: str) -> str:
