@@ -176,11 +176,18 @@ class RiccatiState:
     @classmethod
     def from_record(cls, e_tilde: ArrayLike, s0: ArrayLike, m: int) -> RiccatiState:
         """From ``E~`` (n, n) and the within-class Gram ``S = S_W / m`` (n, n)."""
+        return cls._with_basis(e_tilde, s0, m)[0]
+
+    @classmethod
+    def _with_basis(
+        cls, e_tilde: ArrayLike, s0: ArrayLike, m: int
+    ) -> tuple[RiccatiState, NDArray[np.float64]]:
+        """The state and the eigenvectors ``V`` of ``E~`` it is expressed in."""
         w, v = np.linalg.eigh((np.asarray(e_tilde) + np.asarray(e_tilde).T) / 2)
         lam, u = np.linalg.eigh((np.asarray(s0) + np.asarray(s0).T) / 2)
         keep = lam > 1e-12 * max(float(lam.max(initial=0.0)), 1e-300)
         h = u[:, keep] * np.sqrt(lam[keep])  # S0 = h h^T
-        return cls(w, v.T @ h, int(m))
+        return cls(w, v.T @ h, int(m)), v
 
 
 def _propagate(
@@ -233,8 +240,7 @@ def _carry(
 ) -> NDArray[np.float64]:
     """The within-class Gram ``S`` after flow time ``du`` of (44) under ``E~``, as a matrix
     (NaN when the flow would need more than ``max_steps`` closed-form steps)."""
-    state = RiccatiState.from_record(e_tilde, s, m)
-    _, v = np.linalg.eigh((e_tilde + e_tilde.T) / 2)
+    state, v = RiccatiState._with_basis(e_tilde, s, m)  # one eigendecomposition of E~
     wmax = float(np.max(np.abs(state.w), initial=0.0))
     n_steps = max(1, int(np.ceil(du * wmax / _MAX_WDU))) if du > 0 and wmax > 0 else 1
     if n_steps > max_steps:
