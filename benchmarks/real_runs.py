@@ -225,7 +225,7 @@ def _train_lesde(knobs: dict[str, Any], seed: int, path: Path) -> None:
 
     from ncdynamics import data, runs
     from ncdynamics.models import MLP
-    from ncdynamics.training import Recorder, Schedule, train
+    from ncdynamics.training import Recorder, Schedule
 
     k = 3
     ds = data.load(
@@ -260,9 +260,16 @@ def _train_lesde(knobs: dict[str, Any], seed: int, path: Path) -> None:
         width=knobs["width"] or 1,
         generator=torch.Generator().manual_seed(seed),
     )
+    _train_recorded(model, ds, rec, seed, settings)
+
+
+def _train_recorded(model: Any, data: Any, rec: Any, seed: int, settings: dict[str, Any]) -> None:
+    """Full training on the CPU with ``rec`` recording; the run is closed and marked complete."""
+    from ncdynamics.training import train
+
     train(
         model,
-        ds,
+        data,
         device="cpu",
         recorder=rec,
         seed=seed,
@@ -271,7 +278,7 @@ def _train_lesde(knobs: dict[str, Any], seed: int, path: Path) -> None:
         **settings,
     )
     rec.close()
-    run.mark_completed()
+    rec.run.mark_completed()
 
 
 def _train_ntk_collapse(knobs: dict[str, Any], seed: int, path: Path) -> None:
@@ -281,7 +288,7 @@ def _train_ntk_collapse(knobs: dict[str, Any], seed: int, path: Path) -> None:
     from ncdynamics import runs
     from ncdynamics.models.mlp import MLP
     from ncdynamics.probes.invariant import InvariantProbe
-    from ncdynamics.training import Recorder, Schedule, train
+    from ncdynamics.training import Recorder, Schedule
 
     n_cls, per, d = 4, 8, 16
     rng = np.random.default_rng(seed)
@@ -307,18 +314,7 @@ def _train_ntk_collapse(knobs: dict[str, Any], seed: int, path: Path) -> None:
         num_classes=n_cls,
     )
     model = MLP(d, n_cls, depth=2, width=32, generator=torch.Generator().manual_seed(seed))
-    train(
-        model,
-        (x.astype(np.float32), y),
-        device="cpu",
-        recorder=rec,
-        seed=seed,
-        evaluate_test=False,
-        progress=False,
-        **settings,
-    )
-    rec.close()
-    run.mark_completed()
+    _train_recorded(model, (x.astype(np.float32), y), rec, seed, settings)
 
 
 def _train_alignment(knobs: dict[str, Any], seed: int, path: Path) -> None:
