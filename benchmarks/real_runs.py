@@ -42,6 +42,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ncdynamics.theories import verdict
+
 HERE = Path(__file__).parent
 ROOT = HERE.parent
 DOCS = ROOT / "docs" / "real-runs.md"
@@ -50,15 +52,8 @@ SEEDS = (0, 1, 2)
 
 #: Verdicts that count towards item 9's target of two thirds.
 HOLDING = ("holds", "holds in a window")
-#: Columns of the verdict table, in this order (anything else goes under "other").
-VERDICTS = (
-    "holds",
-    "holds in a window",
-    "not distinguished",
-    "fails",
-    "degenerate",
-    "out of regime",
-)
+#: Columns of the verdict table, in the engine's order (anything else goes under "other").
+VERDICTS = tuple(v for v in verdict.VERDICTS if v not in ("missing", "error"))
 REASON_HEAD = 200
 
 
