@@ -325,3 +325,54 @@ def test_the_frozen_kernel_rival_is_the_theory_when_the_recorded_kernel_does_not
     _, verdict = _verdict(Stream(moving))
     assert verdict.verdict == "holds", verdict.reason
     assert verdict.skill[f"rival_ratio.{FROZEN}"] < 0.1
+
+
+def _trajectory_loss(tmp_path, noise=0.002):
+    """The theory's trajectory loss on a stream of the flow (44) (:func:`_write`)."""
+    from ncdynamics.theories.ntk_collapse import confront
+
+    steps = np.array([20, 22, 27, 29, 35, 38, 44, 52, 55, 63, 70, 84, 99, 130])
+    et, s0 = _flow(0)
+    S = _riccati(et, s0, 0.02 * steps.astype(float))
+    run = _write(tmp_path / "r", steps, S, et, noise=noise, config={"lr": 0.1})
+    fr = confront._stretch(Stream(run))
+    return confront._trajectory_fit(
+        fr.start(fr.first), confront._kernels(fr), fr.m, fr.steps[1:], fr.target
+    )[1]
+
+
+def test_a_bounded_loss_is_the_loss_or_stops_only_above_its_bound(tmp_path):
+    """``loss(log_tau, above)`` stops carrying the flow once the records reached so far are
+    already worse than ``above``: it returns the loss to the bit, or ``inf`` only where the
+    loss is above the bound (never at or below it, whatever the rounding of its partial
+    sums)."""
+    loss = _trajectory_loss(tmp_path)
+    grid = np.linspace(np.log(TAU_BOUNDS[0]), np.log(TAU_BOUNDS[1]), 23)
+    full = np.array([loss(g) for g in grid])
+    for above in (np.min(full), np.median(full[np.isfinite(full)]), 1e-3, np.inf):
+        bounded = np.array([loss(g, above) for g in grid])
+        same = bounded == full
+        assert np.all(same | (np.isinf(bounded) & (full > above))), above
+        if above == np.min(full):  # and it does stop: the bound is what saves the time
+            assert np.any(np.isinf(bounded) & np.isfinite(full))
+    # the loss at its own value is never stopped: ties with the best so far are kept
+    assert all(loss(g, v) == v for g, v in zip(grid, full, strict=True) if np.isfinite(v))
+
+
+def test_the_search_finds_the_minimum_a_full_grid_finds(tmp_path):
+    """Walking the grid with the best-so-far bound picks the grid point a full evaluation of
+    every point picks, and so the same refined flow time, to the bit."""
+    from ncdynamics.theories.ntk_collapse import confront
+
+    loss = _trajectory_loss(tmp_path, noise=0.01)
+    calls = {"bounded": 0}
+
+    def unbounded(log_tau, above=np.inf):
+        return loss(log_tau)
+
+    def counted(log_tau, above=np.inf):
+        calls["bounded"] += np.isfinite(above)
+        return loss(log_tau, above)
+
+    assert confront._search_tau(counted).x == confront._search_tau(unbounded).x
+    assert calls["bounded"] > 0

@@ -106,7 +106,7 @@ reports show (:func:`_shown`).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -178,18 +178,16 @@ class RiccatiState:
     @classmethod
     def from_record(cls, e_tilde: ArrayLike, s0: ArrayLike, m: int) -> RiccatiState:
         """From ``E~`` (n, n) and the within-class Gram ``S = S_W / m`` (n, n)."""
-        return cls._with_basis(e_tilde, s0, m)[0]
-
-    @classmethod
-    def _with_basis(
-        cls, e_tilde: ArrayLike, s0: ArrayLike, m: int
-    ) -> tuple[RiccatiState, NDArray[np.float64]]:
-        """The state and the eigenvectors ``V`` of ``E~`` it is expressed in."""
         w, v = np.linalg.eigh((np.asarray(e_tilde) + np.asarray(e_tilde).T) / 2)
-        lam, u = np.linalg.eigh((np.asarray(s0) + np.asarray(s0).T) / 2)
-        keep = lam > 1e-12 * max(float(lam.max(initial=0.0)), 1e-300)
-        h = u[:, keep] * np.sqrt(lam[keep])  # S0 = h h^T
-        return cls(w, v.T @ h, int(m)), v
+        return cls(w, v.T @ _factor(s0), int(m))
+
+
+def _factor(s: ArrayLike) -> NDArray[np.float64]:
+    """``h`` (n, rank) with ``s = h h^T``, from the eigenvalues of ``s`` above ``1e-12`` of
+    its largest."""
+    lam, u = np.linalg.eigh((np.asarray(s) + np.asarray(s).T) / 2)
+    keep = lam > 1e-12 * max(float(lam.max(initial=0.0)), 1e-300)
+    return np.asarray(u[:, keep] * np.sqrt(lam[keep]), np.float64)
 
 
 def _propagate(
@@ -234,24 +232,26 @@ def riccati_trace(
 
 
 def _carry(
-    e_tilde: NDArray[np.float64],
-    s: NDArray[np.float64],
+    k: NDArray[np.float64],
+    f: NDArray[np.float64],
     m: int,
     du: float,
     max_steps: int = _MAX_STEPS,
 ) -> NDArray[np.float64]:
-    """The within-class Gram ``S`` after flow time ``du`` of (44) under ``E~``, as a matrix
-    (NaN when the flow would need more than ``max_steps`` closed-form steps)."""
-    state, v = RiccatiState._with_basis(e_tilde, s, m)  # one eigendecomposition of E~
-    wmax = float(np.max(np.abs(state.w), initial=0.0))
+    """The factor ``f'`` of the within-class Gram ``S' = f' f'^T`` after flow time ``du`` of
+    (44) from ``S = f f^T`` under ``E~ = k - m S`` (NaN when the flow would need more than
+    ``max_steps`` closed-form steps). The flow keeps the factor's columns, so a carried
+    Gram is never decomposed again: one eigendecomposition (of ``E~``) per call."""
+    e_tilde = k - m * (f @ f.T)
+    w, v = np.linalg.eigh((e_tilde + e_tilde.T) / 2)
+    wmax = float(np.max(np.abs(w), initial=0.0))
     n_steps = max(1, int(np.ceil(du * wmax / _MAX_WDU))) if du > 0 and wmax > 0 else 1
     if n_steps > max_steps:
-        return np.full_like(s, np.nan)
-    h = state.h
+        return np.full_like(f, np.nan)
+    h = v.T @ f
     for _ in range(n_steps if du > 0 else 0):
-        h = _propagate(state.w, h, m, du / n_steps)
-    hv = v @ h
-    return np.asarray(hv @ hv.T, np.float64)
+        h = _propagate(w, h, m, du / n_steps)
+    return np.asarray(v @ h, np.float64)
 
 
 def kernel_driven_trace(
@@ -271,22 +271,36 @@ def kernel_driven_trace(
     ``kernels`` is ``(steps, K)``; the kernel at ``start[0]`` must be among them. A gap that
     would need more than ``max_steps`` closed-form steps makes this and every later value NaN.
     """
-    t0, s = start
+    at = np.atleast_1d(np.asarray(at, dtype=np.float64))
+    out = np.full(at.shape, np.nan)
+    for i, value in _carried(tau, start, kernels, m, at, max_steps):
+        out[i] = value
+    return out
+
+
+def _carried(
+    tau: float,
+    start: tuple[float, NDArray[np.float64]],
+    kernels: tuple[NDArray[np.float64], NDArray[np.float64]],
+    m: int,
+    at: NDArray[np.float64],
+    max_steps: int,
+) -> Iterator[tuple[int, float]]:
+    """``(i, tr S_W at at[i])`` of :func:`kernel_driven_trace`, in the order of ``at``'s
+    steps, each as soon as the flow has reached it (so that a caller may stop early)."""
+    t0, f = start[0], _factor(start[1])
     k_steps, k_values = kernels
-    out = np.full(np.shape(np.atleast_1d(at)), np.nan)
-    order = np.argsort(np.atleast_1d(at), kind="stable")
     now, here = float(t0), int(np.searchsorted(k_steps, t0, side="right")) - 1
-    for i in order:
-        a = float(np.atleast_1d(at)[i])
-        while np.all(np.isfinite(s)) and now < a:
+    for i in np.argsort(at, kind="stable"):
+        a = float(at[i])
+        while np.all(np.isfinite(f)) and now < a:
             nxt = k_steps[here + 1] if here + 1 < k_steps.size else np.inf
             end = min(a, float(nxt))
-            s = _carry(k_values[here] - m * s, s, m, tau * (end - now), max_steps)
+            f = _carry(k_values[here], f, m, tau * (end - now), max_steps)
             now = end
             if end == nxt:
                 here += 1
-        out[i] = m * float(np.trace(s)) if np.all(np.isfinite(s)) else np.nan
-    return out
+        yield int(i), m * float(np.sum(f * f)) if np.all(np.isfinite(f)) else np.nan
 
 
 def _records(stream: Stream) -> dict[str, Any]:
@@ -325,12 +339,17 @@ def _trajectory_fit(
     m: int,
     at: NDArray[np.float64],
     target: NDArray[np.float64],
-) -> tuple[Callable[..., NDArray[np.float64]], Callable[[float], float]]:
+) -> tuple[Callable[..., NDArray[np.float64]], Callable[..., float]]:
     """``(curve, loss)``: ``log tr S_W`` at ``at`` carried from the first fitted record
     ``start`` by the flow (44) under the recorded ``kernels`` (:func:`kernel_driven_trace`)
     at flow time ``exp(log_tau)`` per step, and the mean squared error of that against
     ``target``. Every record after the first is predicted from the first one and the kernel
-    alone, several records ahead: a decay the kernel does not drive cannot follow it."""
+    alone, several records ahead: a decay the kernel does not drive cannot follow it.
+
+    ``loss(log_tau, above)`` may stop carrying once the squared errors of the records reached
+    so far exceed ``above`` in the mean (they only grow with more records) and then returns
+    ``inf``; otherwise it returns the loss itself, to the bit as without ``above``.
+    """
 
     def curve(log_tau: float, log_scale: float = 0.0) -> NDArray[np.float64]:
         # log_scale rescales the first record (the gain of its noise on the curve)
@@ -341,8 +360,19 @@ def _trajectory_fit(
         with np.errstate(invalid="ignore"):
             return np.log(np.maximum(pred, 1e-300))  # NaN where the flow was too long
 
-    def loss(log_tau: float) -> float:
-        err = float(np.mean((curve(log_tau) - target) ** 2))
+    def loss(log_tau: float, above: float = np.inf) -> float:
+        # a margin over `above`, so that rounding in the partial sums never stops a value
+        # that the full mean would make equal to it or lower
+        budget = above * target.size * (1 + 1e-9)
+        pred, partial = np.full(at.shape, np.nan), 0.0
+        carried = _carried(float(np.exp(log_tau)), start, kernels, m, at, _FIT_STEPS)
+        for i, value in carried:
+            pred[i] = value
+            partial += (np.log(max(value, 1e-300)) - target[i]) ** 2
+            if not partial <= budget:  # NaN too: a flow too long fits nothing
+                return np.inf
+        with np.errstate(invalid="ignore"):
+            err = float(np.mean((np.log(np.maximum(pred, 1e-300)) - target) ** 2))
         return err if np.isfinite(err) else np.inf
 
     return curve, loss
@@ -443,12 +473,30 @@ def _forecast_band(
     return np.where(bad, 0.0, low), np.where(bad, np.inf, high)
 
 
-def _search_tau(loss: Callable[[float], float]) -> Any:
+def _search_tau(loss: Callable[..., float]) -> Any:
     """The flow time per step minimising ``loss``: a log grid over :data:`TAU_BOUNDS`, then a
-    bounded refinement around the best grid point."""
+    bounded refinement around the best grid point.
+
+    Each grid value may stop as soon as it exceeds the best so far (``loss(log_tau,
+    above)``, :func:`_trajectory_fit`), so the grid is walked coarse to fine: every fourth
+    point, then the others nearest the best of those first. Points that stop are worse than
+    the minimum, which is never stopped (ties included), so the first grid minimum is the one
+    a full evaluation finds, without carrying the flow far at flow times the records have
+    already ruled out.
+    """
     lo, hi = np.log(TAU_BOUNDS[0]), np.log(TAU_BOUNDS[1])
     grid = np.linspace(lo, hi, 45)
-    start = grid[int(np.argmin([loss(g) for g in grid]))]
+    values = np.full(grid.size, np.inf)
+
+    def walk(indices: NDArray[np.intp]) -> None:
+        for j in indices:
+            values[j] = loss(grid[j], float(np.min(values)))
+
+    coarse = np.arange(0, grid.size, 4)
+    walk(coarse)
+    rest = np.setdiff1d(np.arange(grid.size), coarse)
+    walk(rest[np.argsort(np.abs(rest - int(np.argmin(values))), kind="stable")])
+    start = grid[int(np.argmin(values))]
     return minimize_scalar(
         loss, bounds=(max(lo, start - 0.6), min(hi, start + 0.6)), method="bounded"
     )
