@@ -98,13 +98,13 @@ BOUNDARIES: tuple[tuple[str, str, str, tuple[Any, ...]], ...] = (
         "hadamard",
         "ufm-optimiser",
         "full-batch gradient descent without momentum (eq. (9))",
-        ("never", {"optimizer": ("sgd", "momentum")}),
+        ("never", {"loss": ("cross-entropy",), "optimizer": ("sgd", "momentum")}),
     ),
     (
         "hadamard",
         "ufm-adam",
         "gradient descent on the loss (1): an adaptive step is outside",
-        ("never", {"loss": ("mse", "cross-entropy")}),
+        ("never", {"loss": ("cross-entropy",)}),
     ),
     (
         "lesde",
@@ -119,6 +119,19 @@ BOUNDARIES: tuple[tuple[str, str, str, tuple[Any, ...]], ...] = (
         ("never", {"loss": ("cross-entropy",)}),
     ),
 )
+
+#: The near side of a boundary whose own block does not vary the setting the theory needs
+#: (the optimiser blocks hold no gradient-descent cell): (theory, block) -> (the block whose
+#: cells are the near side, which of them). The cells differ from the far side's only in that
+#: setting (and the learning rates an optimiser is run at).
+NEAR: dict[tuple[str, str], tuple[str, dict[str, tuple[Any, ...]]]] = {
+    ("alignment", "adam"): ("lr", {"loss": ("mse",)}),
+    ("hadamard", "ufm-optimiser"): ("ufm", {"loss": ("cross-entropy",)}),
+    ("hadamard", "ufm-adam"): ("ufm", {"loss": ("cross-entropy",)}),
+}
+
+#: Verdicts of a forced fit (a probe past the declared regime) that count as holding.
+_HOLDS = ("holds", "holds in a window")
 
 
 def _held(r: pd.Series) -> float:
@@ -136,29 +149,31 @@ def _out_of_regime(r: pd.Series) -> bool:
     return float(r.get("share.out of regime", 0.0)) >= 1.0
 
 
-def judge_boundary(cells: pd.DataFrame, rule: tuple[Any, ...]) -> str:
+def judge_boundary(
+    cells: pd.DataFrame,
+    rule: tuple[Any, ...],
+    *,
+    near: pd.DataFrame | None = None,
+    probes: pd.DataFrame | None = None,
+) -> str:
     """Whether the measured verdicts of a block's cells agree with a paper's boundary (see
     :data:`BOUNDARIES`), in words with the numbers.
 
     The judgment can only be ``agrees`` where it could have failed: the theory must hold in
-    some cell of the block (else the boundary is ``not located``), and for a boundary that
-    the theory's declared regime already draws, cells put out of regime by that declaration
-    confirm nothing measured (``by declaration only``)."""
-    if cells.empty or not (cells.apply(_held, axis=1) > 0).any():
+    some cell of the block, or of its ``near`` side (:data:`NEAR`), else the boundary is ``not
+    located``. Cells beyond a boundary that the theory's declared regime already draws are
+    ``out of regime``, unfitted: they confirm nothing measured (``by declaration only``)
+    unless ``probes`` holds the forced fits of their runs (one row per run and stream, with
+    the ``forced_verdict`` of :func:`ncdynamics.experiments.atlas.probe_run`), which then
+    decide: ``agrees`` (measured past the declaration) when none holds, ``does not agree``
+    when some does."""
+    located = not cells.empty and (cells.apply(_held, axis=1) > 0).any()
+    if near is not None and not near.empty:
+        located = located or bool((near.apply(_held, axis=1) > 0).any())
+    if not located:
         return "not located: the theory holds in no cell of this block, on either side"
     if rule[0] == "never":
-        sub = _match(cells, rule[1])
-        if sub.empty:
-            return "no cell of the block is on the far side"
-        held = sub[sub.apply(_held, axis=1) > 0]
-        if not held.empty:
-            return f"does not agree: holds in {len(held)} of the {len(sub)} cells beyond it"
-        if sub.apply(_out_of_regime, axis=1).all():
-            return (
-                f"by declaration only: the {len(sub)} cells beyond it are out of the theory's "
-                "declared regime, so no fit was tried there"
-            )
-        return f"agrees: holds in none of the {len(sub)} cells beyond it"
+        return _judge_never(cells, rule[1], probes)
     _, axis, where = rule
     sub = _match(cells, where)
     values = pd.to_numeric(sub[axis], errors="coerce")
@@ -175,6 +190,37 @@ def judge_boundary(cells: pd.DataFrame, rule: tuple[Any, ...]) -> str:
     return (
         f"{word}: holds share {at_top:.0%} at {axis}={_fmt(float(top))}, "
         f"{float(best.max()):.0%} at {axis}={_fmt(float(best_value))}"
+    )
+
+
+def _judge_never(
+    cells: pd.DataFrame, where: dict[str, tuple[Any, ...]], probes: pd.DataFrame | None
+) -> str:
+    sub = _match(cells, where)
+    if sub.empty:
+        return "no cell of the block is on the far side"
+    held = sub[sub.apply(_held, axis=1) > 0]
+    if not held.empty:
+        return f"does not agree: holds in {len(held)} of the {len(sub)} cells beyond it"
+    if not sub.apply(_out_of_regime, axis=1).all():
+        return f"agrees: holds in none of the {len(sub)} cells beyond it"
+    beyond = _match(probes, where) if probes is not None and not probes.empty else None
+    if beyond is None or beyond.empty:
+        return (
+            f"by declaration only: the {len(sub)} cells beyond it are out of the theory's "
+            "declared regime, so no fit was tried there"
+        )
+    forced = beyond["forced_verdict"].fillna(beyond["verdict"]).astype(str)
+    counts = ", ".join(f"{v} {n}" for v, n in forced.value_counts().sort_index().items())
+    n_held = int(forced.isin(_HOLDS).sum())
+    if n_held:
+        return (
+            f"does not agree, measured past its declared regime: fitted anyway, the theory "
+            f"holds on {n_held} of the {len(forced)} runs beyond it ({counts})"
+        )
+    return (
+        f"agrees, measured past its declared regime: fitted anyway, the theory holds on none "
+        f"of the {len(forced)} runs beyond it ({counts})"
     )
 
 
@@ -217,6 +263,8 @@ def _load(folder: Path) -> dict[str, Any]:
     for name in ("runs", "cells", "dependence"):
         f = folder / f"{name}.csv"
         out[name] = pd.read_csv(f) if f.stat().st_size > 1 else pd.DataFrame()
+    probes = folder / "probes.csv"  # absent in results published before the probes
+    out["probes"] = pd.read_csv(probes) if probes.is_file() and probes.stat().st_size > 1 else None
     return out
 
 
@@ -307,8 +355,6 @@ def _why(hit: pd.DataFrame, group: str) -> str:
 
 def render(found: dict[str, Any]) -> str:
     """The published atlas (module docstring) as Markdown."""
-    from ncdynamics.experiments.atlas import aggregate_cells
-
     meta, axes = found["meta"], found["axes"]
     cells = found["cells"]
     base = _base_point(meta)
@@ -343,13 +389,10 @@ def render(found: dict[str, Any]) -> str:
     out.append("|---|---|---|---|---|")
     runs = found["runs"]
     for theory, block, paper, rule in BOUNDARIES:
-        sub = runs[(runs["block"] == block) & (runs["theory"] == theory)]
-        if sub.empty:
+        agg = _block_cells(runs, theory, block, axes)
+        if agg.empty:
             out.append(f"| {theory} | {block} | {paper} | no completed run | |")
             continue
-        sub = sub.copy()
-        sub.attrs["axes"] = axes
-        agg = aggregate_cells(sub)
         names = next(b["axes"] for b in meta["plan"]["blocks"] if b["name"] == block)
         parts = []
         for _, r in agg.iterrows():
@@ -357,7 +400,14 @@ def render(found: dict[str, Any]) -> str:
                 f"{a}={_fmt(r[a]) if isinstance(r[a], float) else r[a]}" for a in names
             )
             parts.append(f"{where}: {_held(r):.0%}, {r['verdict']}")
-        verdict = judge_boundary(agg, rule)
+        near = _near_cells(runs, theory, block, axes)
+        if near is not None:
+            parts.append(
+                f"near side (block {NEAR[theory, block][0]}): holds in "
+                f"{int((near.apply(_held, axis=1) > 0).sum())} of {len(near)} cells"
+            )
+        probes = _probes_of(found.get("probes"), theory, block)
+        verdict = judge_boundary(agg, rule, near=near, probes=probes)
         out.append(f"| {theory} | {block} | {paper} | {'<br>'.join(parts)} | {verdict} |")
     out.append("")
     out.append("### Dependence on the learning rate, against the prediction\n")
@@ -380,6 +430,85 @@ def render(found: dict[str, Any]) -> str:
             )
         out.append("")
     return "\n".join(out)
+
+
+def _block_cells(runs: pd.DataFrame, theory: str, block: str, axes: list[str]) -> pd.DataFrame:
+    """The cells of one block for one theory (:func:`~ncdynamics.experiments.atlas.
+    aggregate_cells`); empty when the block has no completed run."""
+    from ncdynamics.experiments.atlas import aggregate_cells
+
+    sub = runs[(runs["block"] == block) & (runs["theory"] == theory)]
+    if sub.empty:
+        return pd.DataFrame()
+    sub = sub.copy()
+    sub.attrs["axes"] = axes
+    return aggregate_cells(sub)
+
+
+def _near_cells(
+    runs: pd.DataFrame, theory: str, block: str, axes: list[str]
+) -> pd.DataFrame | None:
+    """The near-side cells of a boundary from another block (:data:`NEAR`), or ``None``."""
+    if (theory, block) not in NEAR:
+        return None
+    other, where = NEAR[theory, block]
+    cells = _block_cells(runs, theory, other, axes)
+    return _match(cells, where) if not cells.empty else cells
+
+
+def _probes_of(probes: pd.DataFrame | None, theory: str, block: str) -> pd.DataFrame | None:
+    if probes is None or probes.empty:
+        return None
+    return probes[(probes["theory"] == theory) & (probes["block"] == block)]
+
+
+def _to_probe(runs: pd.DataFrame, axes: list[str]) -> list[tuple[str, str, str]]:
+    """``(theory, block, run)`` of the runs whose forced fits decide a boundary: the runs of
+    the far-side cells of a ``never`` boundary that are all out of the theory's declared
+    regime, where the theory holds on the near side (else nothing could be located)."""
+    out = []
+    for theory, block, _, rule in BOUNDARIES:
+        cells = _block_cells(runs, theory, block, axes)
+        if rule[0] != "never" or cells.empty:
+            continue
+        near = _near_cells(runs, theory, block, axes)
+        located = (cells.apply(_held, axis=1) > 0).any() or (
+            near is not None and not near.empty and (near.apply(_held, axis=1) > 0).any()
+        )
+        far = _match(cells, rule[1])
+        if not located or far.empty or not far.apply(_out_of_regime, axis=1).all():
+            continue
+        sub = _match(runs[(runs["block"] == block) & (runs["theory"] == theory)], rule[1])
+        out += [(theory, block, str(r)) for r in sorted(set(sub["run"]))]
+    return out
+
+
+def probe_boundaries(atlas_dir: Path, runs: pd.DataFrame, axes: list[str]) -> pd.DataFrame:
+    """The forced fits (:func:`ncdynamics.experiments.atlas.probe_run`, cached in each run)
+    of the runs :func:`_to_probe` names: one row per run and stream, with the run's settings,
+    its ``verdict`` (``out of regime``), the ``forced_verdict`` and the reason's head."""
+    from ncdynamics.experiments.atlas import probe_run
+
+    todo = _to_probe(runs, axes)
+    rows = []
+    for i, (theory, block, run) in enumerate(todo, 1):
+        print(f"probe {i}/{len(todo)}: {theory} on {block}/{run}", file=sys.stderr, flush=True)
+        settings = runs[(runs["block"] == block) & (runs["run"] == run)].iloc[0]
+        for r in probe_run(atlas_dir / "sweeps" / block / run, theory):
+            rows.append(
+                {
+                    "theory": theory,
+                    "block": block,
+                    "run": run,
+                    **{a: settings[a] for a in axes if a in settings},
+                    "seed": settings.get("seed"),
+                    "stream": r.get("stream", ""),
+                    "verdict": r.get("verdict", ""),
+                    "forced_verdict": r.get("forced_verdict", ""),
+                    "reason": _first_clause(str(r.get("reason", "")), 300),
+                }
+            )
+    return pd.DataFrame(rows)
 
 
 def _interval(r: pd.Series) -> str:
@@ -414,6 +543,9 @@ def copy_results(atlas_dir: Path) -> Path:
     dest.mkdir(parents=True, exist_ok=True)
     for name in _FILES:
         shutil.copyfile(atlas_dir / name, dest / name)
+    found = _load(dest)
+    probes = probe_boundaries(atlas_dir, found["runs"], found["axes"])
+    probes.to_csv(dest / "probes.csv", index=False)
     return dest
 
 

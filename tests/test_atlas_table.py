@@ -66,3 +66,43 @@ def test_a_boundary_is_judged_only_where_it_could_have_failed():
     assert table.judge_boundary(rising, falls).startswith("agrees")
     flat = _cells([({"init_scale": 1.0}, "fails"), ({"init_scale": 4.0}, "fails")])
     assert table.judge_boundary(flat, falls).startswith("not located")
+
+
+def _probes(verdicts):
+    import pandas as pd
+
+    return pd.DataFrame(
+        [
+            {"optimizer": "momentum", "verdict": "out of regime", "forced_verdict": v}
+            for v in verdicts
+        ]
+    )
+
+
+def test_a_declared_boundary_is_measured_by_the_forced_fits_beyond_it():
+    """Cells beyond a boundary the theory's regime declares are unfitted; the forced fits of
+    their runs (atlas.probe_run) decide it instead: holding on none of them agrees, holding on
+    any does not, and without them nothing was measured."""
+    rule = ("never", {"optimizer": ("momentum",)})
+    cells = _cells([({"optimizer": "gd"}, "holds"), ({"optimizer": "momentum"}, "out of regime")])
+    agrees = table.judge_boundary(cells, rule, probes=_probes(["fails", "degenerate"]))
+    assert agrees.startswith("agrees, measured past its declared regime"), agrees
+    assert "none of the 2 runs" in agrees and "degenerate 1, fails 1" in agrees
+    differs = table.judge_boundary(cells, rule, probes=_probes(["fails", "holds in a window"]))
+    assert differs.startswith("does not agree, measured past"), differs
+    assert "holds on 1 of the 2 runs" in differs
+    assert table.judge_boundary(cells, rule, probes=_probes([])).startswith("by declaration")
+
+
+def test_the_near_side_of_another_block_locates_a_boundary():
+    """A block that holds no in-regime cell (the optimiser blocks have no gradient-descent
+    cell) is located by its declared near side (NEAR), and only if the theory holds there."""
+    rule = ("never", {"optimizer": ("momentum",)})
+    cells = _cells([({"optimizer": "momentum"}, "out of regime")])
+    probes = _probes(["fails"])
+    assert table.judge_boundary(cells, rule, probes=probes).startswith("not located")
+    near = _cells([({"optimizer": "gd"}, "holds")])
+    assert table.judge_boundary(cells, rule, near=near, probes=probes).startswith("agrees")
+    nowhere = _cells([({"optimizer": "gd"}, "fails")])
+    located = table.judge_boundary(cells, rule, near=nowhere, probes=probes)
+    assert located.startswith("not located"), located

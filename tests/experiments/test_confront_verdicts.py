@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -133,6 +134,28 @@ def test_a_stream_outside_the_regime_is_not_fitted_unless_forced(tmp_path, only_
     assert forced.fit is not None and forced.forced
     assert forced.verdict.verdict == "out of regime"
     assert "fitted anyway (--force): holds" in forced.verdict.reason
+    assert forced.forced_verdict == "holds" and forced.row()["forced_verdict"] == "holds"
+    assert "forced_verdict" not in e.row() and e.forced_verdict == ""
+
+
+def test_a_forced_fit_that_fails_says_so_in_its_forced_verdict(tmp_path, only_toy):
+    """The verdict beside a forced fit is the fit's own, not a copy of the regime's: a
+    growing loss, outside the regime, fitted anyway, fails (its rate has the wrong sign)."""
+    steps = np.arange(0, 40.0)
+    run = _run(tmp_path / "r", np.exp(0.05 * steps), config={"loss": "cross-entropy"})
+    (forced,) = compare(run, force=True, windows=False)
+    assert forced.verdict.verdict == "out of regime"
+    assert forced.forced_verdict not in ("", "holds", "out of regime"), forced.verdict.reason
+
+
+def test_theories_chooses_which_are_confronted(tmp_path, monkeypatch):
+    other = dataclasses.replace(TOY, theory="other")
+    monkeypatch.setattr(streams, "confrontations", lambda: [TOY, other])
+    run = _run(tmp_path / "r", _decay(np.arange(0, 40.0)))
+    assert [e.theory for e in compare(run, windows=False)] == ["toy", "other"]
+    assert [e.theory for e in compare(run, windows=False, theories=["other"])] == ["other"]
+    with pytest.raises(ValueError, match=r"`theories` must name .*\['nope'\]"):
+        compare(run, theories=["nope"])
 
 
 def test_per_stream_settings_decide_the_regime(tmp_path, only_toy):
@@ -274,3 +297,27 @@ def test_forecast_of_a_stream_out_of_regime_uses_its_longest_window_inside(tmp_p
     assert e.verdict.verdict in ("holds in a window", "out of regime")
     assert "on steps 40 to 79, inside the regime" in e.verdict.reason
     assert "recorded lr changes from 0.1 to 0.01 at step 40" in e.verdict.reason
+
+
+def test_a_probe_fits_past_the_declared_regime_and_caches_per_engine(
+    tmp_path, only_toy, monkeypatch
+):
+    """``atlas.probe_run``: the forced fit of one theory on an out-of-regime run, kept in the
+    run's ``atlas/probes.json`` under the engine key: a second call reads it, another key
+    fits again."""
+    import importlib
+
+    atlas = importlib.import_module("ncdynamics.experiments.atlas")
+    compare_module = importlib.import_module("ncdynamics.experiments.compare")
+    run = _run(tmp_path / "r", _decay(np.arange(0, 40.0)), config={"loss": "cross-entropy"})
+    (row,) = atlas.probe_run(run, "toy", key="k1")
+    assert row["verdict"] == "out of regime" and row["forced_verdict"] == "holds"
+    assert (tmp_path / "r" / "atlas" / "probes.json").is_file()
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("fitted again")
+
+    monkeypatch.setattr(compare_module, "compare", refuse)
+    assert atlas.probe_run(run, "toy", key="k1") == [row]
+    (redone,) = atlas.probe_run(run, "toy", key="k2")  # another engine: fitted again, failed
+    assert redone["verdict"] == "error" and "fitted again" in redone["reason"]

@@ -89,6 +89,7 @@ __all__ = [
     "confront_run",
     "dependence_table",
     "engine_key",
+    "probe_run",
     "read_atlas",
 ]
 
@@ -472,6 +473,44 @@ def confront_run(run: runs.Run | str | os.PathLike[str], *, key: str | None = No
         rows = [{"theory": "*", "verdict": "error", "reason": one_line_reason(exc)}]
     write_json(cache, {"engine": key, "rows": rows})
     return True
+
+
+_PROBES = Path("atlas") / "probes.json"
+
+
+def probe_run(
+    run: runs.Run | str | os.PathLike[str], theory: str, *, key: str | None = None
+) -> list[dict[str, Any]]:
+    """Confront one run with one theory *past its declared regime*, cached in
+    ``RUN/atlas/probes.json``: a boundary that a paper states and a theory declares as an
+    assumption puts the runs beyond it ``out of regime``, unfitted, which measures nothing.
+    A probe fits them anyway (``compare(run, force=True, theories=[theory])``, windows
+    included, as the atlas's own confrontation) and returns its rows, whose
+    ``forced_verdict`` is what the theory's fit says there (rows of streams inside the
+    regime have none: their verdict is the fit's). Cached under :func:`engine_key`; a
+    run that cannot be compared gets one ``error`` row with the reason.
+    """
+    from .compare import compare
+
+    path = Path(run.path if isinstance(run, runs.Run) else run)
+    key = key or engine_key()
+    cache = path / _PROBES
+    stored: dict[str, Any] = {}
+    if cache.is_file():
+        try:
+            data = read_json(cache)
+        except ValueError:
+            data = None
+        if isinstance(data, dict) and data.get("engine") == key:
+            stored = dict(data.get("theories") or {})
+    if isinstance(stored.get(theory), list):
+        return list(stored[theory])
+    try:
+        rows = [_entry_row(e) for e in compare(path, force=True, theories=[theory])]
+    except Exception as exc:  # a damaged run must not stop the others
+        rows = [{"theory": theory, "verdict": "error", "reason": one_line_reason(exc)}]
+    write_json(cache, {"engine": key, "theories": {**stored, theory: rows}})
+    return list(read_json(cache)["theories"][theory])  # as a later call will read them
 
 
 def _confront_task(path: str, key: str) -> bool:

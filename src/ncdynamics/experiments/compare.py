@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -72,6 +73,9 @@ class CompareEntry:
     forced: bool = False
     n_records: int = 0
     unrecorded: list[str] = field(default_factory=list)
+    #: For a forced fit (``forced``), the verdict the fit got before its stream was put
+    #: ``out of regime``: what the theory would say if its assumptions were not checked.
+    forced_verdict: str = ""
 
     @property
     def status(self) -> str:
@@ -90,6 +94,7 @@ class CompareEntry:
             "reason": self.verdict.reason,
             "status": self.status,
             "forced": self.forced,
+            **({"forced_verdict": self.forced_verdict} if self.forced else {}),
             "window_start": self.verdict.window[0] if self.verdict.window else math.nan,
             "window_end": self.verdict.window[1] if self.verdict.window else math.nan,
             "n_records": self.n_records,
@@ -170,6 +175,7 @@ def _fit_entry(
             verdict.window,
             verdict.skill,
         )
+    forced_verdict = verdict.verdict if reasons else ""
     if reasons:  # forced
         verdict = Verdict(
             "out of regime",
@@ -189,6 +195,7 @@ def _fit_entry(
         forced=bool(reasons),
         n_records=n,
         unrecorded=unrecorded,
+        forced_verdict=forced_verdict,
     )
 
 
@@ -244,7 +251,11 @@ def _missing_entry(conf: Confrontation, run: runs.Run) -> CompareEntry:
 
 
 def compare(
-    run: runs.Run | str | os.PathLike[str], *, force: bool = False, windows: bool = True
+    run: runs.Run | str | os.PathLike[str],
+    *,
+    force: bool = False,
+    windows: bool = True,
+    theories: Collection[str] | None = None,
 ) -> list[CompareEntry]:
     """Fit every theory whose needs ``run`` recorded, on each stream that has them, and
     judge each fit (module docstring).
@@ -253,10 +264,13 @@ def compare(
     ----------
     run : Run or path
     force : bool, default=False
-        Fit streams outside a theory's regime too (their verdict stays ``out of regime``).
+        Fit streams outside a theory's regime too (their verdict stays ``out of regime``;
+        :attr:`CompareEntry.forced_verdict` is the one the fit got).
     windows : bool, default=True
         Also fit the windows of :mod:`ncdynamics.experiments.windows` (the figure of
         parameters against training time, and the verdict ``holds in a window``).
+    theories : collection of str, optional
+        Confront only these theories (default: every registered one).
 
     Returns
     -------
@@ -264,8 +278,15 @@ def compare(
         One per theory and stream; a theory with no stream gets one ``missing`` entry.
     """
     run, wide = open_streams(run)  # read once, shared by every stream and window
+    chosen = streams.confrontations()  # looked up here, so a test may replace it
+    if theories is not None:
+        known = [c.theory for c in chosen]
+        unknown = sorted(set(theories) - set(known))
+        if unknown:
+            raise ValueError(f"`theories` must name confronted theories {known}; got {unknown}.")
+        chosen = [c for c in chosen if c.theory in theories]
     entries = []
-    for conf in streams.confrontations():  # looked up here, so a test may replace it
+    for conf in chosen:
         prefixes = find_streams(conf, run, list(wide.columns))
         if not prefixes:
             entries.append(_missing_entry(conf, run))
