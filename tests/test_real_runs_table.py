@@ -55,6 +55,7 @@ def _result(verdicts, wins):
             "last_step": 40.0,
             "verdict": v,
             "reason": "why",
+            "regime_start": 0.0,
             "window": None,
             "params": {},
             "windows": [],
@@ -62,7 +63,14 @@ def _result(verdicts, wins):
                 "verdict": "holds" if 2 * sum(w) >= len(w) else "fails",
                 "reason": "",
                 "origins": [
-                    {"cut": 1.0, "placed_by": "x", "fit_verdict": "holds", "win": x} for x in w
+                    {
+                        "cut": 1.0,
+                        "placed_by": "x",
+                        "fit_verdict": "holds",
+                        "win": x,
+                        "miss": None if x else "behind both",
+                    }
+                    for x in w
                 ],
             },
         }
@@ -97,7 +105,10 @@ def test_page_counts_come_from_the_results():
     page = real_runs.render(
         [_result(["holds", "degenerate", "degenerate"], [[True], [False], [False, False]])]
     )
-    assert "| **all** | **1** | **0** | **0** | **0** | **2** | **0** | **1/4** | **1** |" in page
+    assert (
+        "| **all** | **1** | **0** | **0** | **0** | **2** | **0** | **1/4** | **1/4** | **1** |"
+        in page
+    )
     assert "in 1 of 3 runs, two thirds needed: **not met**" in page
     assert "`ntk_collapse`" in page.split("## Not run")[1]
 
@@ -106,4 +117,34 @@ def test_a_forecast_held_in_a_window_counts_as_held():
     result = _result(["holds", "fails", "fails"], [[True], [False], [False]])
     result["runs"][1]["forecast"]["verdict"] = "holds in a window"
     page = real_runs.render([result])
-    assert "| **all** | **1** | **0** | **0** | **2** | **0** | **0** | **1/3** | **2** |" in page
+    assert (
+        "| **all** | **1** | **0** | **0** | **2** | **0** | **0** | **1/3** | **1/3** | **2** |"
+        in page
+    )
+
+
+def test_origins_before_the_regime_start_are_not_counted_in_regime():
+    result = _result(
+        ["holds in a window", "holds", "out of regime"], [[True, True, False], [True], [True]]
+    )
+    # run 0: the regime starts at step 20, its origins are at steps 10, 20 and 30
+    origins = result["runs"][0]["forecast"]["origins"]
+    for origin, cut in zip(origins, (10.0, 20.0, 30.0), strict=True):
+        origin["cut"] = cut
+    result["runs"][0]["regime_start"] = 20.0
+    result["runs"][1]["regime_start"] = 0.0  # the whole stream is in regime
+    result["runs"][2]["regime_start"] = None  # no record is
+    s = real_runs.summarise(result)
+    assert (s["won"], s["origins"]) == (4, 5)
+    assert (s["won_in_regime"], s["origins_in_regime"]) == (2, 3)
+    page = real_runs.render([result])
+    assert "| **4/5** | **2/3** |" in page
+    assert "at 2 of the 3 origins inside the regime" in page
+
+
+def test_results_without_a_regime_start_show_no_in_regime_count():
+    result = _result(["holds"], [[True, False]])
+    del result["runs"][0]["regime_start"]
+    s = real_runs.summarise(result)
+    assert s["origins_in_regime"] is None
+    assert "| **1/2** | n/a |" in real_runs.render([result])
