@@ -8,9 +8,11 @@ then given to :func:`ncdynamics.experiments.compare.compare` and
 :func:`ncdynamics.experiments.forecast.forecast`, the library calls behind the two commands,
 so the table follows the engine: a change to a confrontation changes the table at the next
 run of this script. Per run the results keep the verdict of the whole run (with its windows),
-the head of its reason, the fitted parameters with their intervals, the windows' verdicts,
-and per forecast origin whether the theory beat both baselines (last value and power law) on
-every observable, an origin whose fit is degenerate never counting as a win.
+the head of its reason, the fitted parameters with their intervals, the windows' verdicts
+and reason heads, the step where the theory's regime starts (:func:`regime_start_step`), and
+per forecast origin whether the theory beat both baselines (last value and power law) on
+every observable, an origin whose fit is degenerate never counting as a win, and if not, why
+(:func:`ncdynamics.experiments.forecast.origin_miss`).
 
 Results go to ``benchmarks/results/real_runs/<theory>.json`` (one file per theory, replaced
 when that theory is run again). ``--render`` writes docs/real-runs.md from every file there,
@@ -32,6 +34,7 @@ import datetime as dt
 import json
 import math
 import platform
+import re
 import subprocess
 import sys
 import tempfile
@@ -606,6 +609,153 @@ def _ratio(won: int | None, origins: int | None) -> str:
     return "n/a" if won is None or origins is None else f"{won}/{origins}"
 
 
+#: Reason families of the verdicts that do not hold (:func:`reason_family`): a pattern of the
+#: engine's reasons (theories/verdict.py), the family it names (``{...}`` filled from the
+#: pattern's groups) and the group holding the number the family is measured by.
+REASON_FAMILIES: tuple[tuple[str, str, tuple[str, str] | None], ...] = (
+    (r"but so does (?P<alt>.+?) with \d+ parameters?", "not distinguished from {alt}", None),
+    (
+        r"but (?P<alt>.+?) with \d+ parameters \(\d+ per observable\) explains these records "
+        r"better in-sample with its extra parameters paid for \(AICc (?P<n>\S+)",
+        "not distinguished: {alt} better in-sample (AICc)",
+        None,
+    ),
+    (
+        r"but (?P<alt>\S+) predicts the records .* as well \(error ratio (?P<n>[-\d.e+]+)",
+        "not distinguished from the rival {alt}",
+        ("n", "rival error ratio"),
+    ),
+    (
+        r"^(?P<alt>.+?) \(\d+ parameters per observable\) explains these records better "
+        r"in-sample .*error ratio (?P<n>[-\d.e+]+)",
+        "fails: beaten by {alt} (in-sample and held out)",
+        ("n", "held-out error ratio"),
+    ),
+    (r"^(?P<obs>\w+): R² (?P<n>\S+) < ", "fails: R² below the threshold on {obs}", ("n", "R²")),
+    (
+        r"^(?P<obs>\w+): one record ahead, no better than the last value.*skill (?P<n>[-\d.e+]+)",
+        "fails: no better than persistence one record ahead on {obs}",
+        ("n", "skill"),
+    ),
+    (r"predicts from the run's settings", "fails: a parameter from the settings refuted", None),
+    (
+        r"^(?P<p>\w+) = (?P<n>\S+) is indistinguishable from zero",
+        "degenerate: {p} indistinguishable from zero",
+        ("n", "value"),
+    ),
+    (
+        r"^(?P<p>\w+) = (?P<n>\S+) is at the (?P<side>lower|upper) bound",
+        "degenerate: {p} at the {side} bound of its search",
+        ("n", "value"),
+    ),
+    (r"^(?P<p>\w+) = \S+ is not determined", "degenerate: {p} not determined (interval)", None),
+    (r"^(?P<p>\w+) = \S+ is unphysical", "degenerate: {p} unphysical", None),
+    (r"^(?P<p>\w+) = \S+ is not finite", "degenerate: {p} not finite", None),
+    (r"^(?P<p>\w+) is not identifiable", "degenerate: {p} not identifiable", None),
+    (r"records for \d+ free parameters", "degenerate: too few records", None),
+    (r"cannot be tested out of sample", "degenerate: nothing held out", None),
+)
+
+
+def reason_family(verdict_name: str, reason: str) -> tuple[str, tuple[str, float] | None]:
+    """The family of a reason (:data:`REASON_FAMILIES`, first match) and the number it
+    names, as ``(name, value)``, if any; ``"<verdict>: other"`` when no pattern matches."""
+    for pattern, family, number in REASON_FAMILIES:
+        m = re.search(pattern, reason)
+        if m is None:
+            continue
+        groups = {k: v for k, v in m.groupdict().items() if v is not None}
+        value = None
+        if number is not None:
+            try:
+                value = (number[1], float(groups[number[0]]))
+            except (KeyError, ValueError):
+                value = None
+        return family.format(**groups), value
+    return f"{verdict_name}: other", None
+
+
+def why_not(run: dict[str, Any]) -> tuple[str, tuple[str, float] | None]:
+    """The reason family of a run that does not hold: that of its verdict's reason, or for a
+    run out of regime as a whole, that of its window from the regime's start (else its
+    longest window inside the regime), prefixed ``out of regime as a whole;``."""
+    if run["verdict"] != "out of regime":
+        return reason_family(run["verdict"], run["reason"])
+    reasons = run.get("window_reasons") or [""] * len(run["windows"])
+    inside = [
+        (a, b, v, why)
+        for (a, b, v), why in zip(run["windows"], reasons, strict=True)
+        if v != "out of regime"
+    ]
+    if not inside:
+        return "out of regime, no window inside the regime", None
+    start = run.get("regime_start")
+    a, b, v, why = max(inside, key=lambda w: (w[0] == start, w[1] - w[0], w[1]))
+    family, value = reason_family(v, why) if why else (v, None)
+    if not family.startswith(v):
+        family = f"{v}: {family}"
+    return f"out of regime as a whole; its window {a:g}-{b:g}: {family}", value
+
+
+def _span(values: list[tuple[str, float]]) -> str:
+    if not values:
+        return ""
+    name = values[0][0]
+    low, high = min(v for _, v in values), max(v for _, v in values)
+    return f"{name} {low:.3g}" if low == high else f"{name} {low:.3g} to {high:.3g}"
+
+
+def render_why(result: dict[str, Any]) -> list[str]:
+    """Why the runs that do not hold do not, and why the origins not won were not: a table of
+    reason families with their counts, the runs and the range of the number each names; and
+    the origins by :func:`ncdynamics.experiments.forecast.origin_miss` code."""
+    families: dict[str, list[Any]] = {}
+    for r in result["runs"]:
+        if r["verdict"] in HOLDING:
+            continue
+        family, value = why_not(r)
+        row = families.setdefault(family, [0, [], []])
+        row[0] += 1
+        row[1].append(f"`{r['setting']}` {r['seed']}")
+        if value is not None:
+            row[2].append(value)
+    lines: list[str] = []
+    n_runs = len(result["runs"])
+    n_not = sum(row[0] for row in families.values())
+    if families:
+        lines += [
+            f"Why {n_not} of {n_runs} runs do not hold (from the reasons the engine gave):",
+            "",
+        ]
+        rows = [
+            [family, str(row[0]), ", ".join(row[1]), _span(row[2])]
+            for family, row in sorted(families.items(), key=lambda kv: (-kv[1][0], kv[0]))
+        ]
+        lines += _table(["reason", "runs", "which (setting seed)", "its number (range)"], rows, 0)
+        lines.append("")
+    misses: Counter[str] = Counter()
+    misses_in: Counter[str] = Counter()
+    stored = all("miss" in o for r in result["runs"] for o in r["forecast"]["origins"])
+    if not stored:
+        return lines + ["These results do not store why each origin was not won.", ""]
+    any_in = all("regime_start" in r for r in result["runs"])
+    for r in result["runs"]:
+        inside = {id(o) for o in (in_regime_origins(r) or [])}
+        for o in r["forecast"]["origins"]:
+            code = o["miss"] or "won"
+            misses[code] += 1
+            if id(o) in inside:
+                misses_in[code] += 1
+    lines += ["Forecast origins by outcome (`origin_miss`):", ""]
+    rows = [
+        [f"`{code}`", str(n), str(misses_in.get(code, 0)) if any_in else "n/a"]
+        for code, n in sorted(misses.items(), key=lambda kv: (kv[0] != "won", -kv[1], kv[0]))
+    ]
+    lines += _table(["outcome", "origins (all)", "origins in regime"], rows, 2)
+    lines.append("")
+    return lines
+
+
 def _table(header: list[str], rows: list[list[str]], numeric: int = 0) -> list[str]:
     """A markdown table; its last ``numeric`` columns are aligned right."""
     align = ["---"] * (len(header) - numeric) + ["---:"] * numeric
@@ -691,6 +841,9 @@ def render_theory(result: dict[str, Any]) -> list[str]:
             f"**{_yes(s['forecast_met_in_regime'])}**."
         ),
         "",
+    ]
+    lines += render_why(result)
+    lines += [
         "Per run (the head of the reason; windows as since-until: verdict):",
         "",
     ]
@@ -749,7 +902,17 @@ def render(results: list[dict[str, Any]]) -> str:
         "forecast origins. Each run below was trained with `ncdynamics.training.train` and "
         "confronted by the library calls behind `ncdyn compare` and `ncdyn forecast`; an "
         "origin counts as won when the theory beats both baselines on every observable over "
-        "the whole post-cut trajectory and its fit there is not degenerate. Regenerate with "
+        "the whole post-cut trajectory and its fit there is not degenerate "
+        "(`ncdynamics.experiments.forecast.origin_miss`). Origins are counted twice: all of "
+        "them, and those inside the regime, cut at or after the first record from which every "
+        "assumption of the theory holds over the rest of the stream (the whole stream's first "
+        "record when it is inside the regime as a whole, else where "
+        "`ncdynamics.experiments.windows.regime_start` puts the regime's start); a stream out "
+        "of regime as a whole is forecast only inside its longest window in the regime. "
+        "Under each theory's counts, the runs that do not "
+        "hold are grouped by the family of the engine's reason (a run out of regime as a "
+        "whole by the reason of its window from the regime's start), with the range of the "
+        "number that reason names, and the origins by why they were not won. Regenerate with "
         "`nice python benchmarks/real_runs.py --theories <name>` (then `--render`).",
         "",
     ]

@@ -148,3 +148,76 @@ def test_results_without_a_regime_start_show_no_in_regime_count():
     s = real_runs.summarise(result)
     assert s["origins_in_regime"] is None
     assert "| **1/2** | n/a |" in real_runs.render([result])
+
+
+# reasons as the engine (theories/verdict.py) wrote them in benchmarks/results/real_runs/
+BEATEN = (
+    "a sum of two exponentials (5 parameters per observable) explains these records better "
+    "in-sample (AICc -606.4 against -394.5) and on the held-out records (error ratio 19.7)"
+)
+TIED = (
+    "fits (R² ≥ 0.989), but so does a power law in training time with 2 parameters (held-out "
+    "error ratio 1.15 on the records after each of 3 origins from step 57); these records "
+    "cannot tell them apart"
+)
+
+
+def test_reason_families_name_the_alternative_and_the_number():
+    family = real_runs.reason_family
+    assert family("fails", BEATEN) == (
+        "fails: beaten by a sum of two exponentials (in-sample and held out)",
+        ("held-out error ratio", 19.7),
+    )
+    assert family("not distinguished", TIED) == (
+        "not distinguished from a power law in training time",
+        None,
+    )
+    assert family("fails", "margin_spread: R² 0.4875 < 0.9 on its scale") == (
+        "fails: R² below the threshold on margin_spread",
+        ("R²", 0.4875),
+    )
+    assert family("degenerate", "r_beta = 4 is at the upper bound 4 of its search") == (
+        "degenerate: r_beta at the upper bound of its search",
+        ("value", 4.0),
+    )
+    assert family(
+        "degenerate", "alpha0 = 0.0022 is indistinguishable from zero (95% interval -0.1 to 0.1)"
+    ) == ("degenerate: alpha0 indistinguishable from zero", ("value", 0.0022))
+    assert family("fails", "something new") == ("fails: other", None)
+
+
+def test_page_says_why_runs_do_not_hold_and_why_origins_were_not_won():
+    result = _result(
+        ["holds", "fails", "fails", "not distinguished", "out of regime"],
+        [[True], [False], [False], [False], [False, True]],
+    )
+    runs = result["runs"]
+    runs[1]["reason"] = "margin_spread: R² 0.4875 < 0.9 on its scale"
+    runs[2]["reason"] = "margin_spread: R² 0.8 < 0.9 on its scale"
+    runs[3]["reason"] = TIED
+    # out of regime as a whole: judged by its window from the regime's start (step 10)
+    runs[4]["regime_start"] = 10.0
+    runs[4]["windows"] = [
+        [0.0, 20.0, "out of regime"],
+        [10.0, 40.0, "fails"],
+        [20.0, 40.0, "holds"],
+    ]
+    runs[4]["window_reasons"] = ["off", BEATEN, "R² ≥ 0.99"]
+    runs[4]["forecast"]["origins"][0]["cut"] = 5.0  # before the regime's start
+    runs[4]["forecast"]["origins"][0]["miss"] = "degenerate"
+    runs[4]["forecast"]["origins"][1]["cut"] = 30.0
+    page = real_runs.render([result])
+    assert "Why 4 of 5 runs do not hold" in page
+    assert (
+        "| fails: R² below the threshold on margin_spread | 2 | `a` 1, `a` 2 | R² 0.487 to 0.8 |"
+        in page
+    )
+    assert "| not distinguished from a power law in training time | 1 | `a` 3 |  |" in page
+    assert (
+        "| out of regime as a whole; its window 10-40: fails: beaten by a sum of two "
+        "exponentials (in-sample and held out) | 1 | `a` 4 | held-out error ratio 19.7 |"
+    ) in page
+    # outcomes: won 2 (both in regime), behind both 3, degenerate 1 (before the regime)
+    assert "| `won` | 2 | 2 |" in page
+    assert "| `behind both` | 3 | 3 |" in page
+    assert "| `degenerate` | 1 | 0 |" in page
