@@ -613,7 +613,12 @@ def _ratio(won: int | None, origins: int | None) -> str:
 #: engine's reasons (theories/verdict.py), the family it names (``{...}`` filled from the
 #: pattern's groups) and the group holding the number the family is measured by.
 REASON_FAMILIES: tuple[tuple[str, str, tuple[str, str] | None], ...] = (
-    (r"but so does (?P<alt>.+?) with \d+ parameters?", "not distinguished from {alt}", None),
+    (
+        r"but so does (?P<alt>.+?) with \d+ parameters? "
+        r"\((?:held-out error ratio (?P<n>[-\d.e+]+))?",
+        "not distinguished from {alt}",
+        ("n", "held-out error ratio"),
+    ),
     (
         r"but (?P<alt>.+?) with \d+ parameters \(\d+ per observable\) explains these records "
         r"better in-sample with its extra parameters paid for \(AICc (?P<n>\S+)",

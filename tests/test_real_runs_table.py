@@ -170,7 +170,7 @@ def test_reason_families_name_the_alternative_and_the_number():
     )
     assert family("not distinguished", TIED) == (
         "not distinguished from a power law in training time",
-        None,
+        ("held-out error ratio", 1.15),
     )
     assert family("fails", "margin_spread: R² 0.4875 < 0.9 on its scale") == (
         "fails: R² below the threshold on margin_spread",
@@ -183,6 +183,8 @@ def test_reason_families_name_the_alternative_and_the_number():
     assert family(
         "degenerate", "alpha0 = 0.0022 is indistinguishable from zero (95% interval -0.1 to 0.1)"
     ) == ("degenerate: alpha0 indistinguishable from zero", ("value", 0.0022))
+    in_sample = TIED.replace("held-out error ratio 1.15 on", "in-sample AICc -5 against")
+    assert family("not distinguished", in_sample)[1] is None
     assert family("fails", "something new") == ("fails: other", None)
 
 
@@ -212,7 +214,10 @@ def test_page_says_why_runs_do_not_hold_and_why_origins_were_not_won():
         "| fails: R² below the threshold on margin_spread | 2 | `a` 1, `a` 2 | R² 0.487 to 0.8 |"
         in page
     )
-    assert "| not distinguished from a power law in training time | 1 | `a` 3 |  |" in page
+    assert (
+        "| not distinguished from a power law in training time | 1 | `a` 3 "
+        "| held-out error ratio 1.15 |" in page
+    )
     assert (
         "| out of regime as a whole; its window 10-40: fails: beaten by a sum of two "
         "exponentials (in-sample and held out) | 1 | `a` 4 | held-out error ratio 19.7 |"
