@@ -489,6 +489,7 @@ def run_theory(theory: str, workers: int = 1) -> dict[str, Any]:
     """Every setting of ``theory`` at every seed; the results, JSON-ready."""
     settings = SETTINGS[theory]
     jobs = [(theory, s, seed) for s in settings for seed in SEEDS]
+    commit = _commit()  # the code the runs use: HEAD when they start, not when they end
     start = time.perf_counter()
     results = []
     if workers > 1:
@@ -505,7 +506,7 @@ def run_theory(theory: str, workers: int = 1) -> dict[str, Any]:
         "theory": theory,
         "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "host": platform.node(),
-        "commit": _commit(),
+        "commit": commit,
         "seconds": round(time.perf_counter() - start, 1),
         "seeds": list(SEEDS),
         "settings": [{"name": s.name, "text": s.text, "knobs": s.knobs} for s in settings],
