@@ -419,13 +419,29 @@ def confront(path: Path, theory: str) -> dict[str, Any]:
                     "cut": o.cut,
                     "placed_by": o.placed_by,
                     "fit_verdict": o.verdict.verdict,
+                    "fit_reason": o.verdict.reason[:REASON_HEAD],
                     "win": (miss := origin_miss(o)) is None,
                     "miss": miss,
+                    "worst_skill": _worst_skill(o.scores),
                 }
                 for o in fc.origins
             ],
         },
     }
+
+
+def _worst_skill(rows: list[dict[str, Any]]) -> dict[str, float | None]:
+    """The theory's lowest skill against each baseline over the observables of one origin
+    (``None`` when not scored or not finite)."""
+    out: dict[str, float | None] = {}
+    for base in ("last_value", "power_law"):
+        skills = [
+            float(r.get(f"skill_vs_{base}", math.nan))
+            for r in rows
+            if r["method"].startswith("theory")
+        ]
+        out[base] = _number(min(skills)) if skills else None
+    return out
 
 
 def regime_start_step(path: Path, theory: str, label: str, steps: Any) -> float | None:
@@ -752,14 +768,48 @@ def render_why(result: dict[str, Any]) -> list[str]:
             misses[code] += 1
             if id(o) in inside:
                 misses_in[code] += 1
-    lines += ["Forecast origins by outcome (`origin_miss`):", ""]
+    lines += [
+        "Forecast origins by outcome (`origin_miss`), with why: for an origin whose fit never "
+        "wins, the families of the fit's reasons; otherwise the theory's RMSE over the "
+        "post-cut records divided by each baseline's, on its worst observable (median over "
+        "the origins; above 1 the baseline is better):",
+        "",
+    ]
+    origins = [o for r in result["runs"] for o in r["forecast"]["origins"]]
     rows = [
-        [f"`{code}`", str(n), str(misses_in.get(code, 0)) if any_in else "n/a"]
+        [
+            f"`{code}`",
+            _outcome_detail(code, [o for o in origins if (o["miss"] or "won") == code]),
+            str(n),
+            str(misses_in.get(code, 0)) if any_in else "n/a",
+        ]
         for code, n in sorted(misses.items(), key=lambda kv: (kv[0] != "won", -kv[1], kv[0]))
     ]
-    lines += _table(["outcome", "origins (all)", "origins in regime"], rows, 2)
+    lines += _table(["outcome", "why", "origins (all)", "origins in regime"], rows, 2)
     lines.append("")
     return lines
+
+
+def _outcome_detail(code: str, origins: list[dict[str, Any]]) -> str:
+    """What the origins of one outcome have in common (see :func:`render_why`); empty for
+    results stored before the origins kept their fit's reason and skills."""
+    if code in ("degenerate", "error", "out of regime"):
+        found: Counter[str] = Counter()
+        for o in origins:
+            if "fit_reason" not in o:
+                return ""
+            family, _ = reason_family(code, o["fit_reason"])
+            found[family.removeprefix(f"{code}: ")] += 1
+        return "; ".join(f"{f} ({n})" for f, n in found.most_common())
+    if code == "not scored" or any("worst_skill" not in o for o in origins):
+        return ""
+    parts = []
+    for base, name in (("last_value", "last value"), ("power_law", "power law")):
+        skills = [o["worst_skill"][base] for o in origins]
+        ratios = sorted(math.sqrt(1.0 - x) for x in skills if x is not None and x <= 1.0)
+        if ratios:
+            parts.append(f"{ratios[len(ratios) // 2]:.2g} × the {name}'s")
+    return "RMSE " + ", ".join(parts) if parts else ""
 
 
 def _table(header: list[str], rows: list[list[str]], numeric: int = 0) -> list[str]:

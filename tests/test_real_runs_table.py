@@ -69,6 +69,12 @@ def _result(verdicts, wins):
                         "fit_verdict": "holds",
                         "win": x,
                         "miss": None if x else "behind both",
+                        "fit_reason": "why",
+                        # RMSE ratios to the baselines: 0.5 and 0.8 when won, else 2 and 1
+                        "worst_skill": {
+                            "last_value": 0.75 if x else -3.0,
+                            "power_law": 0.36 if x else 0.0,
+                        },
                     }
                     for x in w
                 ],
@@ -207,6 +213,9 @@ def test_page_says_why_runs_do_not_hold_and_why_origins_were_not_won():
     runs[4]["window_reasons"] = ["off", BEATEN, "R² ≥ 0.99"]
     runs[4]["forecast"]["origins"][0]["cut"] = 5.0  # before the regime's start
     runs[4]["forecast"]["origins"][0]["miss"] = "degenerate"
+    runs[4]["forecast"]["origins"][0]["fit_reason"] = (
+        "alpha0 = 0.0022 is indistinguishable from zero (95% interval -0.1 to 0.1)"
+    )
     runs[4]["forecast"]["origins"][1]["cut"] = 30.0
     page = real_runs.render([result])
     assert "Why 4 of 5 runs do not hold" in page
@@ -223,6 +232,11 @@ def test_page_says_why_runs_do_not_hold_and_why_origins_were_not_won():
         "exponentials (in-sample and held out) | 1 | `a` 4 | held-out error ratio 19.7 |"
     ) in page
     # outcomes: won 2 (both in regime), behind both 3, degenerate 1 (before the regime)
-    assert "| `won` | 2 | 2 |" in page
-    assert "| `behind both` | 3 | 3 |" in page
-    assert "| `degenerate` | 1 | 0 |" in page
+    assert "| `won` | RMSE 0.5 × the last value's, 0.8 × the power law's | 2 | 2 |" in page
+    assert "| `behind both` | RMSE 2 × the last value's, 1 × the power law's | 3 | 3 |" in page
+    assert "| `degenerate` | alpha0 indistinguishable from zero (1) | 1 | 0 |" in page
+    # results stored before the origins kept their skills: the counts, without why
+    for r in runs:
+        for o in r["forecast"]["origins"]:
+            del o["worst_skill"], o["fit_reason"]
+    assert "| `won` |  | 2 | 2 |" in real_runs.render([result])
