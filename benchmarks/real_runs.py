@@ -8,9 +8,11 @@ then given to :func:`ncdynamics.experiments.compare.compare` and
 :func:`ncdynamics.experiments.forecast.forecast`, the library calls behind the two commands,
 so the table follows the engine: a change to a confrontation changes the table at the next
 run of this script. Per run the results keep the verdict of the whole run (with its windows),
-the head of its reason, the fitted parameters with their intervals, the windows' verdicts,
-and per forecast origin whether the theory beat both baselines (last value and power law) on
-every observable, an origin whose fit is degenerate never counting as a win.
+the head of its reason, the fitted parameters with their intervals, the windows' verdicts
+and reason heads, the step where the theory's regime starts (:func:`regime_start_step`), and
+per forecast origin whether the theory beat both baselines (last value and power law) on
+every observable, an origin whose fit is degenerate never counting as a win, and if not, why
+(:func:`ncdynamics.experiments.forecast.origin_miss`).
 
 Results go to ``benchmarks/results/real_runs/<theory>.json`` (one file per theory, replaced
 when that theory is run again). ``--render`` writes docs/real-runs.md from every file there,
@@ -32,6 +34,7 @@ import datetime as dt
 import json
 import math
 import platform
+import re
 import subprocess
 import sys
 import tempfile
@@ -370,7 +373,7 @@ def _number(x: Any) -> float | None:
 def confront(path: Path, theory: str) -> dict[str, Any]:
     """``compare`` and ``forecast`` on the run at ``path``, ``theory``'s entries only."""
     from ncdynamics.experiments.compare import compare
-    from ncdynamics.experiments.forecast import _NO_WIN, _beats, forecast
+    from ncdynamics.experiments.forecast import forecast, origin_miss
 
     def ours(e: Any) -> bool:
         return e.theory == theory and (theory not in STREAMS or e.stream == STREAMS[theory])
@@ -396,6 +399,7 @@ def confront(path: Path, theory: str) -> dict[str, Any]:
                 low, high = w.intervals.get(k, (math.nan, math.nan))
                 params[k] = [_number(v), _number(low), _number(high)]
     steps = [s for s, _ in entry.observed.values() if s.size]
+    start = regime_start_step(path, theory, entry.stream, steps[0]) if steps else None
     return {
         "n_records": int(steps[0].size) if steps else 0,
         "first_step": float(steps[0][0]) if steps else None,
@@ -403,8 +407,10 @@ def confront(path: Path, theory: str) -> dict[str, Any]:
         "verdict": entry.verdict.verdict,
         "reason": entry.verdict.reason[:REASON_HEAD],
         "window": list(entry.verdict.window) if entry.verdict.window else None,
+        "regime_start": start,
         "params": params,
         "windows": [[w.since, w.until, w.verdict.verdict] for w in entry.windows],
+        "window_reasons": [w.verdict.reason[:REASON_HEAD] for w in entry.windows],
         "forecast": {
             "verdict": fc.verdict.verdict,
             "reason": fc.verdict.reason[:REASON_HEAD],
@@ -413,12 +419,50 @@ def confront(path: Path, theory: str) -> dict[str, Any]:
                     "cut": o.cut,
                     "placed_by": o.placed_by,
                     "fit_verdict": o.verdict.verdict,
-                    "win": bool(o.scores) and _beats(o.scores) and o.verdict.verdict not in _NO_WIN,
+                    "fit_reason": o.verdict.reason[:REASON_HEAD],
+                    "win": (miss := origin_miss(o)) is None,
+                    "miss": miss,
+                    "worst_skill": _worst_skill(o.scores),
                 }
                 for o in fc.origins
             ],
         },
     }
+
+
+def _worst_skill(rows: list[dict[str, Any]]) -> dict[str, float | None]:
+    """The theory's lowest skill against each baseline over the observables of one origin
+    (``None`` when not scored or not finite)."""
+    out: dict[str, float | None] = {}
+    for base in ("last_value", "power_law"):
+        skills = [
+            float(r.get(f"skill_vs_{base}", math.nan))
+            for r in rows
+            if r["method"].startswith("theory")
+        ]
+        out[base] = _number(min(skills)) if skills else None
+    return out
+
+
+def regime_start_step(path: Path, theory: str, label: str, steps: Any) -> float | None:
+    """The first record of the stream ``label`` (as the entries name it) of ``theory`` in the
+    run at ``path`` from which every assumption of the theory holds over the rest of the
+    stream: its first record when the whole stream is inside the regime, else the start of
+    the window that :func:`ncdynamics.experiments.windows.regime_start` finds (the window
+    ``ncdyn compare`` fits from the regime's start), else ``None`` (no such window)."""
+    from ncdynamics.experiments import streams
+    from ncdynamics.experiments.windows import MIN_WINDOW_RECORDS, regime_start
+    from ncdynamics.theories.confrontation import Stream
+
+    conf = next(c for c in streams.confrontations() if c.theory == theory)
+    run, wide = streams.open_streams(path)
+    prefixes = [p for p in streams.find_streams(conf, run, list(wide.columns))]
+    prefix = next(p for p in prefixes if (p or "(no prefix)") == label)
+    stream = Stream(run, prefix, wide=wide)
+    if not streams.out_of_regime_reasons(streams.check_regime(conf, stream)):
+        return float(steps[0])
+    window = regime_start(conf, stream, steps, MIN_WINDOW_RECORDS)
+    return None if window is None else window[0]
 
 
 def one_run(theory: str, setting: Setting, seed: int) -> dict[str, Any]:
@@ -461,6 +505,7 @@ def run_theory(theory: str, workers: int = 1) -> dict[str, Any]:
     """Every setting of ``theory`` at every seed; the results, JSON-ready."""
     settings = SETTINGS[theory]
     jobs = [(theory, s, seed) for s in settings for seed in SEEDS]
+    commit = _commit()  # the code the runs use: HEAD when they start, not when they end
     start = time.perf_counter()
     results = []
     if workers > 1:
@@ -477,7 +522,7 @@ def run_theory(theory: str, workers: int = 1) -> dict[str, Any]:
         "theory": theory,
         "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "host": platform.node(),
-        "commit": _commit(),
+        "commit": commit,
         "seconds": round(time.perf_counter() - start, 1),
         "seeds": list(SEEDS),
         "settings": [{"name": s.name, "text": s.text, "knobs": s.knobs} for s in settings],
@@ -498,26 +543,65 @@ def _progress(theory: str, i: int, n: int, r: dict[str, Any]) -> None:
 # --------------------------------------------------------------------------- rendering
 
 
+def in_regime_origins(run: dict[str, Any]) -> list[dict[str, Any]] | None:
+    """The forecast origins of one stored run that lie inside the theory's regime: those cut
+    at or after the run's ``regime_start`` (none when no record is inside it); ``None`` for
+    results stored before the regime's start was (no ``regime_start`` key)."""
+    if "regime_start" not in run:
+        return None
+    start = run["regime_start"]
+    if start is None:
+        return []
+    return [o for o in run["forecast"]["origins"] if o["cut"] >= start]
+
+
+def _add(a: int | None, b: int | None) -> int | None:
+    return None if a is None or b is None else a + b
+
+
 def summarise(result: dict[str, Any]) -> dict[str, Any]:
     """Counts of one theory's results: verdicts and origins won, per setting and in all.
 
-    The item-9 target is met when at least two thirds of the runs get ``holds`` or ``holds
-    in a window`` and the theory beats both baselines at more than half of all the forecast
-    origins of all its runs.
+    Origins are counted twice: all of them, and those inside the regime
+    (:func:`in_regime_origins`; ``None`` when a run's results do not say where its regime
+    starts). The item-9 target is met when at least two thirds of the runs get ``holds`` or
+    ``holds in a window`` and the theory beats both baselines at more than half of the
+    forecast origins of all its runs (``forecast_met``: all origins; ``forecast_met_in_regime``:
+    the origins inside the regime).
     """
     per: dict[str, dict[str, Any]] = {}
     for r in result["runs"]:
         row = per.setdefault(
-            r["setting"], {"verdicts": Counter(), "won": 0, "origins": 0, "forecast": Counter()}
+            r["setting"],
+            {
+                "verdicts": Counter(),
+                "won": 0,
+                "origins": 0,
+                "won_in_regime": 0,
+                "origins_in_regime": 0,
+                "forecast": Counter(),
+            },
         )
         row["verdicts"][r["verdict"]] += 1
         row["won"] += sum(o["win"] for o in r["forecast"]["origins"])
         row["origins"] += len(r["forecast"]["origins"])
+        inside = in_regime_origins(r)
+        row["won_in_regime"] = _add(
+            row["won_in_regime"], None if inside is None else sum(o["win"] for o in inside)
+        )
+        row["origins_in_regime"] = _add(
+            row["origins_in_regime"], None if inside is None else len(inside)
+        )
         row["forecast"][r["forecast"]["verdict"]] += 1
     n_runs = len(result["runs"])
     n_hold = sum(r["verdict"] in HOLDING for r in result["runs"])
     won = sum(row["won"] for row in per.values())
     origins = sum(row["origins"] for row in per.values())
+    won_in: int | None = 0
+    origins_in: int | None = 0
+    for row in per.values():
+        won_in = _add(won_in, row["won_in_regime"])
+        origins_in = _add(origins_in, row["origins_in_regime"])
     holds_met = n_runs > 0 and 3 * n_hold >= 2 * n_runs
     forecast_met = origins > 0 and 2 * won > origins
     return {
@@ -526,9 +610,206 @@ def summarise(result: dict[str, Any]) -> dict[str, Any]:
         "n_hold": n_hold,
         "won": won,
         "origins": origins,
+        "won_in_regime": won_in,
+        "origins_in_regime": origins_in,
         "holds_met": holds_met,
         "forecast_met": forecast_met,
+        "forecast_met_in_regime": (
+            None
+            if won_in is None or origins_in is None
+            else origins_in > 0 and 2 * won_in > origins_in
+        ),
     }
+
+
+def _ratio(won: int | None, origins: int | None) -> str:
+    return "n/a" if won is None or origins is None else f"{won}/{origins}"
+
+
+#: Reason families of the verdicts that do not hold (:func:`reason_family`): a pattern of the
+#: engine's reasons (theories/verdict.py), the family it names (``{...}`` filled from the
+#: pattern's groups) and the group holding the number the family is measured by.
+REASON_FAMILIES: tuple[tuple[str, str, tuple[str, str] | None], ...] = (
+    (
+        r"but so does (?P<alt>.+?) with \d+ parameters? "
+        r"\((?:held-out error ratio (?P<n>[-\d.e+]+))?",
+        "not distinguished from {alt}",
+        ("n", "held-out error ratio"),
+    ),
+    (
+        r"but (?P<alt>.+?) with \d+ parameters \(\d+ per observable\) explains these records "
+        r"better in-sample with its extra parameters paid for \(AICc (?P<n>\S+)",
+        "not distinguished: {alt} better in-sample (AICc)",
+        None,
+    ),
+    (
+        r"but (?P<alt>\S+) predicts the records .* as well \(error ratio (?P<n>[-\d.e+]+)",
+        "not distinguished from the rival {alt}",
+        ("n", "rival error ratio"),
+    ),
+    (
+        r"^(?P<alt>.+?) \(\d+ parameters per observable\) explains these records better "
+        r"in-sample .*error ratio (?P<n>[-\d.e+]+)",
+        "fails: beaten by {alt} (in-sample and held out)",
+        ("n", "held-out error ratio"),
+    ),
+    (r"^(?P<obs>\w+): R² (?P<n>\S+) < ", "fails: R² below the threshold on {obs}", ("n", "R²")),
+    (
+        r"^(?P<obs>\w+): one record ahead, no better than the last value.*skill (?P<n>[-\d.e+]+)",
+        "fails: no better than persistence one record ahead on {obs}",
+        ("n", "skill"),
+    ),
+    (r"predicts from the run's settings", "fails: a parameter from the settings refuted", None),
+    (
+        r"^(?P<p>\w+) = (?P<n>\S+) is indistinguishable from zero",
+        "degenerate: {p} indistinguishable from zero",
+        ("n", "value"),
+    ),
+    (
+        r"^(?P<p>\w+) = (?P<n>\S+) is at the (?P<side>lower|upper) bound",
+        "degenerate: {p} at the {side} bound of its search",
+        ("n", "value"),
+    ),
+    (r"^(?P<p>\w+) = \S+ is not determined", "degenerate: {p} not determined (interval)", None),
+    (r"^(?P<p>\w+) = \S+ is unphysical", "degenerate: {p} unphysical", None),
+    (r"^(?P<p>\w+) = \S+ is not finite", "degenerate: {p} not finite", None),
+    (r"^(?P<p>\w+) is not identifiable", "degenerate: {p} not identifiable", None),
+    (r"records for \d+ free parameters", "degenerate: too few records", None),
+    (r"cannot be tested out of sample", "degenerate: nothing held out", None),
+)
+
+
+def reason_family(verdict_name: str, reason: str) -> tuple[str, tuple[str, float] | None]:
+    """The family of a reason (:data:`REASON_FAMILIES`, first match) and the number it
+    names, as ``(name, value)``, if any; ``"<verdict>: other"`` when no pattern matches."""
+    for pattern, family, number in REASON_FAMILIES:
+        m = re.search(pattern, reason)
+        if m is None:
+            continue
+        groups = {k: v for k, v in m.groupdict().items() if v is not None}
+        value = None
+        if number is not None:
+            try:
+                value = (number[1], float(groups[number[0]]))
+            except (KeyError, ValueError):
+                value = None
+        return family.format(**groups), value
+    return f"{verdict_name}: other", None
+
+
+def why_not(run: dict[str, Any]) -> tuple[str, tuple[str, float] | None]:
+    """The reason family of a run that does not hold: that of its verdict's reason, or for a
+    run out of regime as a whole, that of its window from the regime's start (else its
+    longest window inside the regime), prefixed ``out of regime as a whole;``."""
+    if run["verdict"] != "out of regime":
+        return reason_family(run["verdict"], run["reason"])
+    reasons = run.get("window_reasons") or [""] * len(run["windows"])
+    inside = [
+        (a, b, v, why)
+        for (a, b, v), why in zip(run["windows"], reasons, strict=True)
+        if v != "out of regime"
+    ]
+    if not inside:
+        return "out of regime, no window inside the regime", None
+    start = run.get("regime_start")
+    a, b, v, why = max(inside, key=lambda w: (w[0] == start, w[1] - w[0], w[1]))
+    family, value = reason_family(v, why) if why else (v, None)
+    if not family.startswith(v):
+        family = f"{v}: {family}"
+    return f"out of regime as a whole; its window {a:g}-{b:g}: {family}", value
+
+
+def _span(values: list[tuple[str, float]]) -> str:
+    if not values:
+        return ""
+    name = values[0][0]
+    low, high = min(v for _, v in values), max(v for _, v in values)
+    return f"{name} {low:.3g}" if low == high else f"{name} {low:.3g} to {high:.3g}"
+
+
+def render_why(result: dict[str, Any]) -> list[str]:
+    """Why the runs that do not hold do not, and why the origins not won were not: a table of
+    reason families with their counts, the runs and the range of the number each names; and
+    the origins by :func:`ncdynamics.experiments.forecast.origin_miss` code."""
+    families: dict[str, list[Any]] = {}
+    for r in result["runs"]:
+        if r["verdict"] in HOLDING:
+            continue
+        family, value = why_not(r)
+        row = families.setdefault(family, [0, [], []])
+        row[0] += 1
+        row[1].append(f"`{r['setting']}` {r['seed']}")
+        if value is not None:
+            row[2].append(value)
+    lines: list[str] = []
+    n_runs = len(result["runs"])
+    n_not = sum(row[0] for row in families.values())
+    if families:
+        lines += [
+            f"Why {n_not} of {n_runs} runs do not hold (from the reasons the engine gave):",
+            "",
+        ]
+        rows = [
+            [family, str(row[0]), ", ".join(row[1]), _span(row[2])]
+            for family, row in sorted(families.items(), key=lambda kv: (-kv[1][0], kv[0]))
+        ]
+        lines += _table(["reason", "runs", "which (setting seed)", "its number (range)"], rows, 0)
+        lines.append("")
+    misses: Counter[str] = Counter()
+    misses_in: Counter[str] = Counter()
+    stored = all("miss" in o for r in result["runs"] for o in r["forecast"]["origins"])
+    if not stored:
+        return lines + ["These results do not store why each origin was not won.", ""]
+    any_in = all("regime_start" in r for r in result["runs"])
+    for r in result["runs"]:
+        inside = {id(o) for o in (in_regime_origins(r) or [])}
+        for o in r["forecast"]["origins"]:
+            code = o["miss"] or "won"
+            misses[code] += 1
+            if id(o) in inside:
+                misses_in[code] += 1
+    lines += [
+        "Forecast origins by outcome (`origin_miss`), with why: for an origin whose fit never "
+        "wins, the families of the fit's reasons; otherwise the theory's RMSE over the "
+        "post-cut records divided by each baseline's, on its worst observable (median over "
+        "the origins; above 1 the baseline is better):",
+        "",
+    ]
+    origins = [o for r in result["runs"] for o in r["forecast"]["origins"]]
+    rows = [
+        [
+            f"`{code}`",
+            _outcome_detail(code, [o for o in origins if (o["miss"] or "won") == code]),
+            str(n),
+            str(misses_in.get(code, 0)) if any_in else "n/a",
+        ]
+        for code, n in sorted(misses.items(), key=lambda kv: (kv[0] != "won", -kv[1], kv[0]))
+    ]
+    lines += _table(["outcome", "why", "origins (all)", "origins in regime"], rows, 2)
+    lines.append("")
+    return lines
+
+
+def _outcome_detail(code: str, origins: list[dict[str, Any]]) -> str:
+    """What the origins of one outcome have in common (see :func:`render_why`); empty for
+    results stored before the origins kept their fit's reason and skills."""
+    if code in ("degenerate", "error", "out of regime"):
+        found: Counter[str] = Counter()
+        for o in origins:
+            if "fit_reason" not in o:
+                return ""
+            family, _ = reason_family(code, o["fit_reason"])
+            found[family.removeprefix(f"{code}: ")] += 1
+        return "; ".join(f"{f} ({n})" for f, n in found.most_common())
+    if code == "not scored" or any("worst_skill" not in o for o in origins):
+        return ""
+    parts = []
+    for base, name in (("last_value", "last value"), ("power_law", "power law")):
+        skills = [o["worst_skill"][base] for o in origins]
+        ratios = sorted(math.sqrt(1.0 - x) for x in skills if x is not None and x <= 1.0)
+        if ratios:
+            parts.append(f"{ratios[len(ratios) // 2]:.2g} × the {name}'s")
+    return "RMSE " + ", ".join(parts) if parts else ""
 
 
 def _table(header: list[str], rows: list[list[str]], numeric: int = 0) -> list[str]:
@@ -541,6 +822,10 @@ def _table(header: list[str], rows: list[list[str]], numeric: int = 0) -> list[s
 def _holding(counts: Counter[str]) -> int:
     """How many of ``counts`` are ``holds`` or ``holds in a window``."""
     return sum(counts.get(v, 0) for v in HOLDING)
+
+
+def _bold(text: str) -> str:
+    return text if text == "n/a" else f"**{text}**"
 
 
 def _yes(flag: bool) -> str:
@@ -567,7 +852,8 @@ def render_theory(result: dict[str, Any]) -> list[str]:
         "setting",
         *VERDICTS,
         *others,
-        "forecast origins won",
+        "forecast origins won (all)",
+        "won (origins in regime)",
         "forecast holds (or in a window)",
     ]
     rows = []
@@ -580,13 +866,21 @@ def render_theory(result: dict[str, Any]) -> list[str]:
         rows.append(
             [f"`{x['name']}`"]
             + [str(row["verdicts"].get(v, 0)) for v in (*VERDICTS, *others)]
-            + [f"{row['won']}/{row['origins']}", str(_holding(row["forecast"]))]
+            + [
+                f"{row['won']}/{row['origins']}",
+                _ratio(row["won_in_regime"], row["origins_in_regime"]),
+                str(_holding(row["forecast"])),
+            ]
         )
     n_fc_holds = sum(_holding(row["forecast"]) for row in s["per"].values())
     rows.append(
         ["**all**"]
         + [f"**{total.get(v, 0)}**" for v in (*VERDICTS, *others)]
-        + [f"**{s['won']}/{s['origins']}**", f"**{n_fc_holds}**"]
+        + [
+            f"**{s['won']}/{s['origins']}**",
+            _bold(_ratio(s["won_in_regime"], s["origins_in_regime"])),
+            f"**{n_fc_holds}**",
+        ]
     )
     lines += _table(header, rows, numeric=len(header) - 1)
     lines += [
@@ -594,8 +888,18 @@ def render_theory(result: dict[str, Any]) -> list[str]:
         f"Item 9's target: `holds` or `holds in a window` in {s['n_hold']} of {s['n_runs']} "
         f"runs, two thirds needed: **{_yes(s['holds_met'])}**; the forecast beats both "
         f"baselines at {s['won']} of {s['origins']} origins, more than half needed: "
-        f"**{_yes(s['forecast_met'])}**.",
+        f"**{_yes(s['forecast_met'])}**; "
+        + (
+            "these results do not say where each run's regime starts."
+            if s["forecast_met_in_regime"] is None
+            else f"at {s['won_in_regime']} of the {s['origins_in_regime']} origins inside the "
+            "regime (cut at or after the first record from which every assumption holds): "
+            f"**{_yes(s['forecast_met_in_regime'])}**."
+        ),
         "",
+    ]
+    lines += render_why(result)
+    lines += [
         "Per run (the head of the reason; windows as since-until: verdict):",
         "",
     ]
@@ -654,7 +958,17 @@ def render(results: list[dict[str, Any]]) -> str:
         "forecast origins. Each run below was trained with `ncdynamics.training.train` and "
         "confronted by the library calls behind `ncdyn compare` and `ncdyn forecast`; an "
         "origin counts as won when the theory beats both baselines on every observable over "
-        "the whole post-cut trajectory and its fit there is not degenerate. Regenerate with "
+        "the whole post-cut trajectory and its fit there is not degenerate "
+        "(`ncdynamics.experiments.forecast.origin_miss`). Origins are counted twice: all of "
+        "them, and those inside the regime, cut at or after the first record from which every "
+        "assumption of the theory holds over the rest of the stream (the whole stream's first "
+        "record when it is inside the regime as a whole, else where "
+        "`ncdynamics.experiments.windows.regime_start` puts the regime's start); a stream out "
+        "of regime as a whole is forecast only inside its longest window in the regime. "
+        "Under each theory's counts, the runs that do not "
+        "hold are grouped by the family of the engine's reason (a run out of regime as a "
+        "whole by the reason of its window from the regime's start), with the range of the "
+        "number that reason names, and the origins by why they were not won. Regenerate with "
         "`nice python benchmarks/real_runs.py --theories <name>` (then `--render`).",
         "",
     ]

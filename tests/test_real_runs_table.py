@@ -55,6 +55,7 @@ def _result(verdicts, wins):
             "last_step": 40.0,
             "verdict": v,
             "reason": "why",
+            "regime_start": 0.0,
             "window": None,
             "params": {},
             "windows": [],
@@ -62,7 +63,20 @@ def _result(verdicts, wins):
                 "verdict": "holds" if 2 * sum(w) >= len(w) else "fails",
                 "reason": "",
                 "origins": [
-                    {"cut": 1.0, "placed_by": "x", "fit_verdict": "holds", "win": x} for x in w
+                    {
+                        "cut": 1.0,
+                        "placed_by": "x",
+                        "fit_verdict": "holds",
+                        "win": x,
+                        "miss": None if x else "behind both",
+                        "fit_reason": "why",
+                        # RMSE ratios to the baselines: 0.5 and 0.8 when won, else 2 and 1
+                        "worst_skill": {
+                            "last_value": 0.75 if x else -3.0,
+                            "power_law": 0.36 if x else 0.0,
+                        },
+                    }
+                    for x in w
                 ],
             },
         }
@@ -97,7 +111,10 @@ def test_page_counts_come_from_the_results():
     page = real_runs.render(
         [_result(["holds", "degenerate", "degenerate"], [[True], [False], [False, False]])]
     )
-    assert "| **all** | **1** | **0** | **0** | **0** | **2** | **0** | **1/4** | **1** |" in page
+    assert (
+        "| **all** | **1** | **0** | **0** | **0** | **2** | **0** | **1/4** | **1/4** | **1** |"
+        in page
+    )
     assert "in 1 of 3 runs, two thirds needed: **not met**" in page
     assert "`ntk_collapse`" in page.split("## Not run")[1]
 
@@ -106,4 +123,120 @@ def test_a_forecast_held_in_a_window_counts_as_held():
     result = _result(["holds", "fails", "fails"], [[True], [False], [False]])
     result["runs"][1]["forecast"]["verdict"] = "holds in a window"
     page = real_runs.render([result])
-    assert "| **all** | **1** | **0** | **0** | **2** | **0** | **0** | **1/3** | **2** |" in page
+    assert (
+        "| **all** | **1** | **0** | **0** | **2** | **0** | **0** | **1/3** | **1/3** | **2** |"
+        in page
+    )
+
+
+def test_origins_before_the_regime_start_are_not_counted_in_regime():
+    result = _result(
+        ["holds in a window", "holds", "out of regime"], [[True, True, False], [True], [True]]
+    )
+    # run 0: the regime starts at step 20, its origins are at steps 10, 20 and 30
+    origins = result["runs"][0]["forecast"]["origins"]
+    for origin, cut in zip(origins, (10.0, 20.0, 30.0), strict=True):
+        origin["cut"] = cut
+    result["runs"][0]["regime_start"] = 20.0
+    result["runs"][1]["regime_start"] = 0.0  # the whole stream is in regime
+    result["runs"][2]["regime_start"] = None  # no record is
+    s = real_runs.summarise(result)
+    assert (s["won"], s["origins"]) == (4, 5)
+    assert (s["won_in_regime"], s["origins_in_regime"]) == (2, 3)
+    page = real_runs.render([result])
+    assert "| **4/5** | **2/3** |" in page
+    assert "at 2 of the 3 origins inside the regime" in page
+
+
+def test_results_without_a_regime_start_show_no_in_regime_count():
+    result = _result(["holds"], [[True, False]])
+    del result["runs"][0]["regime_start"]
+    s = real_runs.summarise(result)
+    assert s["origins_in_regime"] is None
+    assert "| **1/2** | n/a |" in real_runs.render([result])
+
+
+# reasons as the engine (theories/verdict.py) wrote them in benchmarks/results/real_runs/
+BEATEN = (
+    "a sum of two exponentials (5 parameters per observable) explains these records better "
+    "in-sample (AICc -606.4 against -394.5) and on the held-out records (error ratio 19.7)"
+)
+TIED = (
+    "fits (R² ≥ 0.989), but so does a power law in training time with 2 parameters (held-out "
+    "error ratio 1.15 on the records after each of 3 origins from step 57); these records "
+    "cannot tell them apart"
+)
+
+
+def test_reason_families_name_the_alternative_and_the_number():
+    family = real_runs.reason_family
+    assert family("fails", BEATEN) == (
+        "fails: beaten by a sum of two exponentials (in-sample and held out)",
+        ("held-out error ratio", 19.7),
+    )
+    assert family("not distinguished", TIED) == (
+        "not distinguished from a power law in training time",
+        ("held-out error ratio", 1.15),
+    )
+    assert family("fails", "margin_spread: R² 0.4875 < 0.9 on its scale") == (
+        "fails: R² below the threshold on margin_spread",
+        ("R²", 0.4875),
+    )
+    assert family("degenerate", "r_beta = 4 is at the upper bound 4 of its search") == (
+        "degenerate: r_beta at the upper bound of its search",
+        ("value", 4.0),
+    )
+    assert family(
+        "degenerate", "alpha0 = 0.0022 is indistinguishable from zero (95% interval -0.1 to 0.1)"
+    ) == ("degenerate: alpha0 indistinguishable from zero", ("value", 0.0022))
+    in_sample = TIED.replace("held-out error ratio 1.15 on", "in-sample AICc -5 against")
+    assert family("not distinguished", in_sample)[1] is None
+    assert family("fails", "something new") == ("fails: other", None)
+
+
+def test_page_says_why_runs_do_not_hold_and_why_origins_were_not_won():
+    result = _result(
+        ["holds", "fails", "fails", "not distinguished", "out of regime"],
+        [[True], [False], [False], [False], [False, True]],
+    )
+    runs = result["runs"]
+    runs[1]["reason"] = "margin_spread: R² 0.4875 < 0.9 on its scale"
+    runs[2]["reason"] = "margin_spread: R² 0.8 < 0.9 on its scale"
+    runs[3]["reason"] = TIED
+    # out of regime as a whole: judged by its window from the regime's start (step 10)
+    runs[4]["regime_start"] = 10.0
+    runs[4]["windows"] = [
+        [0.0, 20.0, "out of regime"],
+        [10.0, 40.0, "fails"],
+        [20.0, 40.0, "holds"],
+    ]
+    runs[4]["window_reasons"] = ["off", BEATEN, "R² ≥ 0.99"]
+    runs[4]["forecast"]["origins"][0]["cut"] = 5.0  # before the regime's start
+    runs[4]["forecast"]["origins"][0]["miss"] = "degenerate"
+    runs[4]["forecast"]["origins"][0]["fit_reason"] = (
+        "alpha0 = 0.0022 is indistinguishable from zero (95% interval -0.1 to 0.1)"
+    )
+    runs[4]["forecast"]["origins"][1]["cut"] = 30.0
+    page = real_runs.render([result])
+    assert "Why 4 of 5 runs do not hold" in page
+    assert (
+        "| fails: R² below the threshold on margin_spread | 2 | `a` 1, `a` 2 | R² 0.487 to 0.8 |"
+        in page
+    )
+    assert (
+        "| not distinguished from a power law in training time | 1 | `a` 3 "
+        "| held-out error ratio 1.15 |" in page
+    )
+    assert (
+        "| out of regime as a whole; its window 10-40: fails: beaten by a sum of two "
+        "exponentials (in-sample and held out) | 1 | `a` 4 | held-out error ratio 19.7 |"
+    ) in page
+    # outcomes: won 2 (both in regime), behind both 3, degenerate 1 (before the regime)
+    assert "| `won` | RMSE 0.5 × the last value's, 0.8 × the power law's | 2 | 2 |" in page
+    assert "| `behind both` | RMSE 2 × the last value's, 1 × the power law's | 3 | 3 |" in page
+    assert "| `degenerate` | alpha0 indistinguishable from zero (1) | 1 | 0 |" in page
+    # results stored before the origins kept their skills: the counts, without why
+    for r in runs:
+        for o in r["forecast"]["origins"]:
+            del o["worst_skill"], o["fit_reason"]
+    assert "| `won` |  | 2 | 2 |" in real_runs.render([result])

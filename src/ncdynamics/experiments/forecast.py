@@ -47,10 +47,13 @@ __all__ = [
     "DEFAULT_AT",
     "DEFAULT_CHANGE",
     "MIN_FORECAST_WINDOW",
+    "MISS_REASONS",
+    "NO_WIN_VERDICTS",
     "ForecastEntry",
     "Origin",
     "forecast",
     "forecast_table",
+    "origin_miss",
     "power_law_extrapolation",
 ]
 
@@ -166,8 +169,24 @@ def _score_origin(fit: TheoryFit, observed: dict[str, Series], cut: float) -> li
     return rows
 
 
-#: Origin verdicts whose forecasts are scored but never count as a win.
-_NO_WIN = ("degenerate", "error", "out of regime")
+#: Origin verdicts whose forecasts are scored but never count as a win: the records before
+#: the cut could not determine the fit, the fit raised, or the cut's records are outside the
+#: theory's regime.
+NO_WIN_VERDICTS: tuple[str, ...] = ("degenerate", "error", "out of regime")
+
+#: Why a forecast origin is not a win (:func:`origin_miss`), each code with its meaning.
+MISS_REASONS: dict[str, str] = {
+    "degenerate": "the fit on the records up to the cut is degenerate",
+    "error": "the fit on the records up to the cut raised",
+    "out of regime": "the records up to the cut are outside the theory's regime",
+    "not scored": "no observable has records both up to and after the cut",
+    "behind last value": "on some observable the theory's error after the cut is not below "
+    "the last value's",
+    "behind power law": "on some observable the theory's error after the cut is not below "
+    "the power law's",
+    "behind both": "the theory's error after the cut is not below the last value's on some "
+    "observable and not below the power law's on some observable",
+}
 
 
 def _skill(rmse: float, base: float) -> float:
@@ -180,11 +199,53 @@ def _skill(rmse: float, base: float) -> float:
     return 1.0 - (rmse / base) ** 2
 
 
-def _beats(rows: list[dict[str, Any]]) -> bool:
-    theory = [r for r in rows if r["method"].startswith("theory")]
-    return bool(theory) and all(
-        r.get("skill_vs_last_value", -1) > 0 and r.get("skill_vs_power_law", -1) > 0 for r in theory
-    )
+def origin_miss(origin: Origin) -> str | None:
+    """Whether a forecast origin is a win, and if not, why.
+
+    An origin is won when its fit is not in :data:`NO_WIN_VERDICTS` and the theory beats both
+    baselines (positive skill against the last value and against the power law, i.e. a
+    lower RMSE over the whole post-cut trajectory) on every scored observable. This is the
+    rule behind the forecast verdict (:func:`forecast`) and behind the counts of
+    benchmarks/real_runs.py.
+
+    Parameters
+    ----------
+    origin : Origin
+        One origin of a :class:`ForecastEntry`.
+
+    Returns
+    -------
+    str or None
+        ``None`` when the origin is won; otherwise a key of :data:`MISS_REASONS`: the fit's
+        verdict (``"degenerate"``, ``"error"``, ``"out of regime"``) when it is one that never
+        wins, else ``"not scored"`` when no observable was scored, else ``"behind last
+        value"``, ``"behind power law"`` or ``"behind both"`` by which baselines the theory
+        failed to beat (on any observable; a skill that is missing or NaN is not a beat).
+
+    Examples
+    --------
+    >>> from ncdynamics.theories.verdict import Verdict
+    >>> rows = [{"method": "theory (t)", "skill_vs_last_value": 0.4,
+    ...          "skill_vs_power_law": -0.1}]
+    >>> origin_miss(Origin(10.0, "at 0.5", Verdict("holds", ""), scores=rows))
+    'behind power law'
+    >>> origin_miss(Origin(10.0, "at 0.5", Verdict("degenerate", ""), scores=rows))
+    'degenerate'
+    """
+    if origin.verdict.verdict in NO_WIN_VERDICTS:
+        return origin.verdict.verdict
+    theory = [r for r in origin.scores if r["method"].startswith("theory")]
+    if not theory:
+        return "not scored"
+    behind_last = not all(r.get("skill_vs_last_value", -1) > 0 for r in theory)
+    behind_law = not all(r.get("skill_vs_power_law", -1) > 0 for r in theory)
+    if behind_last and behind_law:
+        return "behind both"
+    if behind_last:
+        return "behind last value"
+    if behind_law:
+        return "behind power law"
+    return None
 
 
 def _forecast_entry(
@@ -275,7 +336,7 @@ def _origins_verdict(origins: list[Origin], n_steps: int) -> Verdict:
         first = origins[0].verdict
         return Verdict(first.verdict, f"no origin could be fitted: {first.reason}")
     # an origin whose fit the records could not determine is never a win
-    wins = sum(_beats(o.scores) and o.verdict.verdict not in _NO_WIN for o in scored)
+    wins = sum(origin_miss(o) is None for o in scored)
     return Verdict(
         "holds" if 2 * wins >= len(scored) else "fails",
         f"beats both baselines on every observable at {wins} of {len(scored)} origins "
