@@ -139,6 +139,24 @@ ALIGNMENT = (
         "2 x 64, gain 0.5, lr 0.02, 1200 epochs",
         {"width": 64, "depth": 2, "gain": 0.5, "lr": 0.02, "epochs": 1200},
     ),
+    # Table 1 nets as the authors' code trains them (two_point.TWO_POINT_SETTINGS
+    # "authors-code": dx^2 = 1, dy^2 = 0.5, 1/2 MSE, the authors' hidden layer; the
+    # universality experiment's recipe)
+    Setting(
+        "authors-shallow",
+        "Table 1 Shallow (2 x 500, gain 0.35, lr 0.01, 6000 epochs) at the authors' code",
+        {"arch": "shallow"},
+    ),
+    Setting(
+        "authors-narrow",
+        "Table 1 Narrow (20 x 50, gain 1.05, lr 0.005, 6000 epochs) at the authors' code",
+        {"arch": "narrow"},
+    ),
+    Setting(
+        "authors-default",
+        "Table 1 Default (20 x 500, gain 1, lr 0.005, 6000 epochs) at the authors' code",
+        {"arch": "default"},
+    ),
 )
 
 #: hadamard (tests/theories/test_hadamard_confront.py's random-init case): gradient descent on
@@ -207,9 +225,12 @@ FAMILIES = {
         "The two points of [1] (`two-point` data, dx = 0.5, dy = 1, targets centred at "
         "-0.5 and 0.5), a leaky-ReLU MLP with Xavier initial weights, full-batch plain "
         "gradient descent on the squared error at a constant rate, trained by the theory's "
-        "own loop (`alignment.training.train_recording`, hidden layer 1); a, b, w, X, Y "
-        "written every 10 epochs from epoch 0; seeds 0-2 draw the initial weights (the two "
-        "points are fixed)."
+        "own loop (`alignment.training.train_recording`, hidden layer 1); the `authors-` "
+        "settings are Table 1 rows trained as the authors' code does and as the "
+        "universality experiment does (dx^2 = 1, dy^2 = 0.5, targets 0.6 and 0.6 + "
+        "sqrt(0.5), half the squared error, the authors' hidden layer: "
+        "`two_point.TWO_POINT_SETTINGS['authors-code']`); a, b, w, X, Y written every 10 "
+        "epochs from epoch 0; seeds 0-2 draw the initial weights (the two points are fixed)."
     ),
 }
 
@@ -317,18 +338,32 @@ def _train_ntk_collapse(knobs: dict[str, Any], seed: int, path: Path) -> None:
 
 def _train_alignment(knobs: dict[str, Any], seed: int, path: Path) -> None:
     from ncdynamics import data, runs
+    from ncdynamics.theories.alignment.experiments.trials import net_config, two_point_trial
+    from ncdynamics.theories.alignment.experiments.two_point import (
+        setting_job,
+        two_point_setting,
+    )
     from ncdynamics.theories.alignment.training import NetConfig, train_recording
 
-    cfg = NetConfig(
-        gain=knobs["gain"],
-        lr=knobs["lr"],
-        epochs=knobs["epochs"],
-        width=knobs["width"],
-        depth=knobs["depth"],
-    )
-    ds = data.load("two-point", y1=-0.5)
-    h = train_recording(cfg, ds.x_train, ds.info["targets_train"], seed=seed, loss="mse", layer=1)
-    settings = {"loss": "mse", "optimizer": "sgd", "lr": cfg.lr, "epochs": cfg.epochs}
+    if "arch" in knobs:  # a Table 1 row, trained as the universality experiment does
+        cfg = net_config(knobs["arch"])
+        st = two_point_setting("authors-code")
+        h = two_point_trial(*setting_job(cfg, seed, st))
+        loss = st.loss
+    else:
+        cfg = NetConfig(
+            gain=knobs["gain"],
+            lr=knobs["lr"],
+            epochs=knobs["epochs"],
+            width=knobs["width"],
+            depth=knobs["depth"],
+        )
+        ds = data.load("two-point", y1=-0.5)
+        h = train_recording(
+            cfg, ds.x_train, ds.info["targets_train"], seed=seed, loss="mse", layer=1
+        )
+        loss = "mse"
+    settings = {"loss": loss, "optimizer": "sgd", "lr": cfg.lr, "epochs": cfg.epochs}
     run = runs.create(path, config=settings, seed=seed)
     for k in range(0, h.epochs.size, 10):
         run.log(
