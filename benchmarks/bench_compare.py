@@ -29,16 +29,14 @@ The demo run is trained once (``--run`` reuses one) and the sweep too; this take
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import resource
 import shutil
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
+
+from _fresh import python_in, source_of
 
 ROOT = Path(__file__).resolve().parent.parent
 BASE_COMMIT = "b18d685"
@@ -77,38 +75,10 @@ print(json.dumps({"total": time.perf_counter() - t0, "code": 0}))
 def _python(src: Path, code: str, *args: str) -> tuple[float, float]:
     """``(wall seconds, CPU seconds)`` of one fresh process running ``code``; the wall time is
     the process's own measurement, the CPU time (user + system) that of the child."""
-    env = {**os.environ, "PYTHONPATH": str(src), "OMP_NUM_THREADS": "1", "MPLBACKEND": "Agg"}
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    out = subprocess.run(
-        [sys.executable, "-c", code, *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        check=True,
-        cwd=tempfile.gettempdir(),
-    )
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    result = json.loads(out.stdout.strip().splitlines()[-1])
+    result, cpu = python_in(src, code, *args)
     if result["code"] != 0:
-        raise RuntimeError(f"the command failed: {out.stderr[-500:]}")
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+        raise RuntimeError(f"the command failed: {result['_stderr']}")
     return float(result["total"]), cpu
-
-
-def _baseline_src(tmp: Path, commit: str) -> Path | None:
-    """The ``src`` of ``commit``, extracted; ``None`` without git or the commit."""
-    try:
-        archive = subprocess.run(
-            ["git", "-C", str(ROOT), "archive", commit, "src"],
-            capture_output=True,
-            check=True,
-        ).stdout
-    except (OSError, subprocess.CalledProcessError):
-        return None
-    target = tmp / "base"
-    target.mkdir()
-    subprocess.run(["tar", "-x", "-C", str(target)], input=archive, check=True)
-    return target / "src"
 
 
 def _train(src: Path, tmp: Path, n_sweep: int, demo: Path | None) -> tuple[Path, Path]:
@@ -151,7 +121,7 @@ def main() -> None:
     ours = ROOT / "src"
     with tempfile.TemporaryDirectory() as tmp_:
         tmp = Path(tmp_)
-        base = _baseline_src(tmp, args.base)
+        base = source_of(args.base, tmp)
         sweep_base = _SWEEP_BASE if args.base in _NO_MANY_RUN else _DEMO_CMD
         demo, sweep = _train(ours, tmp, n_sweep, args.run.resolve() if args.run else None)
         out = tmp / "out"

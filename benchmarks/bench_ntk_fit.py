@@ -21,14 +21,12 @@ printed with their ratio, and whether the two give the same verdicts and flow ti
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import resource
 import statistics
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
+
+from _fresh import python_in, source_of
 
 ROOT = Path(__file__).resolve().parent.parent
 BASE_COMMIT = "77f2e8b"
@@ -59,29 +57,8 @@ print(json.dumps({"total": total, "rows": [
 
 def _python(src: Path, code: str, *args: str) -> tuple[float, float, list[object]]:
     """``(wall, CPU, rows)`` of one fresh process running ``code`` on the sources ``src``."""
-    env = {**os.environ, "PYTHONPATH": str(src), "OMP_NUM_THREADS": "1", "MPLBACKEND": "Agg"}
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    out = subprocess.run(
-        [sys.executable, "-c", code, *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        check=True,
-        cwd=tempfile.gettempdir(),
-    )
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    result = json.loads(out.stdout.strip().splitlines()[-1])
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    result, cpu = python_in(src, code, *args)
     return float(result.get("total", 0.0)), cpu, list(result.get("rows", []))
-
-
-def _base_src(tmp: Path, commit: str) -> Path:
-    archive = subprocess.run(
-        ["git", "-C", str(ROOT), "archive", commit, "src"], capture_output=True, check=True
-    ).stdout
-    (tmp / "base").mkdir()
-    subprocess.run(["tar", "-x", "-C", str(tmp / "base")], input=archive, check=True)
-    return tmp / "base" / "src"
 
 
 def _same(a: list[object], b: list[object]) -> bool:
@@ -108,7 +85,9 @@ def main() -> None:
     ours = ROOT / "src"
     with tempfile.TemporaryDirectory() as tmp_:
         tmp = Path(tmp_)
-        base = _base_src(tmp, args.base)
+        base = source_of(args.base, tmp)
+        if base is None:
+            raise SystemExit(f"no git or no commit {args.base}: nothing to compare against")
         run = args.run.resolve() if args.run else tmp / "run"
         if args.run is None:
             _python(ours, _TRAIN, str(run))
