@@ -95,9 +95,9 @@ def _result(verdicts, wins):
 
 
 def test_target_needs_two_thirds_holding_and_more_than_half_the_origins_won():
-    met = real_runs.summarise(
-        _result(["holds", "holds in a window", "fails"], [[True, True], [True], [False]])
-    )
+    result = _result(["holds", "holds in a window", "fails"], [[True, True], [True], [False]])
+    result["runs"][1]["regime_start"] = 10.0  # out of regime as a whole, held from its start
+    met = real_runs.summarise(result)
     assert (met["n_hold"], met["n_runs"], met["won"], met["origins"]) == (2, 3, 3, 4)
     assert met["holds_met"] and met["forecast_met"]
     short = real_runs.summarise(
@@ -240,3 +240,14 @@ def test_page_says_why_runs_do_not_hold_and_why_origins_were_not_won():
         for o in r["forecast"]["origins"]:
             del o["worst_skill"], o["fit_reason"]
     assert "| `won` |  | 2 | 2 |" in real_runs.render([result])
+
+
+def test_a_window_of_a_stream_in_regime_from_its_start_is_not_counted():
+    """Item 9 counts `holds in a window` only where the regime starts late; a stream in regime
+    from its first record that holds only on a window is described in part, not whole."""
+    result = _result(["holds", "holds in a window", "holds in a window"], [[True], [True], [True]])
+    result["runs"][2]["regime_start"] = 10.0  # regime starts after the first record (0)
+    s = real_runs.summarise(result)
+    assert (s["n_hold"], s["n_windows_in_regime"]) == (2, 1)
+    page = real_runs.render([result])
+    assert "in 2 of 3 runs, two thirds needed: **met** (1 more hold only in a window" in page
