@@ -17,8 +17,10 @@ Usage::
     python benchmarks/atlas_table.py --render [--check]        # from the committed results
 
 ``--atlas DIR`` copies ``atlas.json``, ``runs.csv``, ``cells.csv`` and ``dependence.csv`` of an
-atlas directory into ``benchmarks/results/atlas/<preset>-<date>/``; ``--check`` changes nothing
-and exits 1 when the docs differ from what the results give.
+atlas directory into ``benchmarks/results/atlas/<preset>-<date>/``, and writes there
+``probes.csv``: the forced fits past each declared boundary (:func:`probe_boundaries`; they
+are cached in the runs, so a second call fits nothing); ``--check`` changes nothing and exits
+1 when the docs differ from what the results give.
 """
 
 from __future__ import annotations
