@@ -25,14 +25,17 @@ bound (reported as reaching 0: indistinguishable from a rate that does nothing h
 the verdict ``degenerate`` (:mod:`ncdynamics.theories.verdict`): a run still on its plateau
 pushes ``1/tau_y`` to zero and the predicted final distance (10) to infinity.
 
-Intervals: the Gauss--Newton covariance of the log-rates from the Jacobian of the (49)
-residuals at the optimum, with a residual variance per variable and the first record's
-scatter propagated through the initial state the fit starts from (:func:`_rate_covariance`),
-``t(n - 2)`` quantile (:mod:`ncdynamics.theories.uncertainty`), reported as ``exp`` of the log
-interval. It costs about ten ODE solves where a profile would cost a refit per profile point
-(and ``ncdyn compare`` refits sliding windows), and the log parametrisation keeps the
-quadratic approximation good over decades. It treats the records as independent, which the
-records of a training curve are not.
+Intervals: the Gauss--Newton sandwich of the log-rates from the Jacobian of the (49)
+residuals at the optimum, its middle the AR(1) covariance of each variable's residuals (a
+variance and a lag-one correlation per variable), plus the first record's scatter propagated
+through the initial state the fit starts from (:func:`_rate_covariance`), with a ``t``
+quantile on the effective records that correlation leaves (:func:`~ncdynamics.theories.
+uncertainty.effective_dof`), reported as ``exp`` of the log interval. It costs about ten ODE
+solves where a profile would cost a refit per profile point (and ``ncdyn compare`` refits
+sliding windows), and the log parametrisation keeps the quadratic approximation good over
+decades. A training curve's residuals about the theory are serially correlated, and where
+the theory misses systematically (lag-one correlation near 1) few effective records remain
+and the intervals are wide.
 ``rho`` and the final distance (10) get intervals from the same covariance by the delta method
 (in log), and :attr:`Curves.band` propagates it to the predictions, widened by the residual
 scatter of each observable.
@@ -219,9 +222,9 @@ def _fit(stream: Stream) -> TheoryFit:
 
 
 _INTERVAL_METHOD = (
-    "least-squares Jacobian of the eq. (49) residuals in log-rates, a residual "
-    "variance per variable (a, b, w), the first record's scatter propagated through "
-    "the initial state, t(n-2); an end below the lower search bound reported as 0"
+    "least-squares sandwich of the eq. (49) residuals in log-rates with an AR(1) middle per "
+    "variable (a, b, w), the first record's scatter propagated through the initial state, "
+    "t(effective records); an end below the lower search bound reported as 0"
 )
 
 
