@@ -1,5 +1,7 @@
 """`ncdyn compare` and `ncdyn forecast` on a demo run, and their one-line errors."""
 
+import dataclasses
+
 import pandas as pd
 import pytest
 
@@ -132,6 +134,8 @@ def test_demo_streams_cannot_be_set_by_hand():
         (["forecast", "{run}", "--change", "0"], "`change`"),
         (["compare", "{missing}"], "missing"),
         (["compare", "{run}", "{missing}"], "does not exist"),
+        (["compare", "{run}", "--theory", "nope"], "`theories` must name"),
+        (["compare", "{run}", "{run}", "--theory", "nope"], "`theories` must name"),
     ],
 )
 def test_bad_input_is_one_line_exit_2(demo_run, tmp_path, capsys, argv, match):
@@ -183,6 +187,11 @@ def test_force_fits_a_stream_outside_the_regime(tmp_path, monkeypatch, capsys):
     assert main(["compare", str(run.path), "--force"]) == 0
     out = capsys.readouterr().out
     assert "fitted anyway (--force): holds" in out and "rate=0.2" in out
+    other = dataclasses.replace(toy, theory="other")
+    monkeypatch.setattr(streams, "confrontations", lambda: [toy, other])
+    assert main(["compare", str(run.path), "--no-windows", "--theory", "other"]) == 0
+    out = capsys.readouterr().out
+    assert "other" in out and "toy" not in out
 
 
 def test_compare_prints_its_verdicts_as_csv_or_latex_and_writes_them(demo_run, capsys):

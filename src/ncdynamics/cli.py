@@ -201,6 +201,14 @@ def _build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="fit the whole streams only (faster; no window figure, no 'holds in a window')",
     )
+    cmp_.add_argument(
+        "--theory",
+        action="append",
+        default=None,
+        metavar="NAME",
+        help="confront only this theory (repeat for several; default: every one); with "
+        "--force, what it says past its declared regime",
+    )
 
     fc = sub.add_parser(
         "forecast",
@@ -718,16 +726,20 @@ def _unfinished_note(run: Any) -> str | None:
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
-    from .experiments.compare import compare
+    from .experiments.compare import chosen_confrontations, compare
     from .experiments.sweep import is_sweep
     from .runs._outputs import check_output_dir, default_out
 
     force = getattr(args, "force", False)
     windows = not getattr(args, "no_windows", False)
     fmt = getattr(args, "format", "text")
+    theories = getattr(args, "theory", None)
+    chosen_confrontations(theories)  # an unknown name is refused before any work
     dirs = args.run_dir if isinstance(args.run_dir, list) else [args.run_dir]
     if len(dirs) > 1 or is_sweep(dirs[0]):
-        return _compare_many(dirs, args.out, force=force, windows=windows, fmt=fmt)
+        return _compare_many(
+            dirs, args.out, force=force, windows=windows, fmt=fmt, theories=theories
+        )
     from . import report
     from .report._reading import read_run  # JSON files read safely first (size, nesting)
 
@@ -735,7 +747,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     out = args.out if args.out is not None else default_out(run.path, "compare")
     check_output_dir(out, "compare")  # refuse a foreign --out before any work
     note = _unfinished_note(run)
-    entries = compare(run, force=force, windows=windows)
+    entries = compare(run, force=force, windows=windows, theories=theories)
     if note is not None:
         print(f"note: {note}")
     _print_compare(entries)
@@ -836,7 +848,13 @@ def _no_claims_line(paths: Sequence[str | Path]) -> str:
 
 
 def _compare_many(
-    dirs: Sequence[Path], out: Path | None, *, force: bool, windows: bool, fmt: str = "text"
+    dirs: Sequence[Path],
+    out: Path | None,
+    *,
+    force: bool,
+    windows: bool,
+    fmt: str = "text",
+    theories: Sequence[str] | None = None,
 ) -> int:
     from .experiments.compare_many import compare_runs, expand_run_dirs, summary_table
     from .report.confront import write_summary_report
@@ -847,7 +865,9 @@ def _compare_many(
     check_output_dir(out, "compare")  # refuse a foreign --out before any work
     if not expand_run_dirs(dirs):
         raise ValueError(f"`run_dir` {str(dirs[0])!r} holds no runs to compare.")
-    results = compare_runs(dirs, force=force, windows=windows, progress=sys.stderr.isatty())
+    results = compare_runs(
+        dirs, force=force, windows=windows, progress=sys.stderr.isatty(), theories=theories
+    )
     table = summary_table(results)
     if fmt == "text":
         _print_frame(table, list(table.columns))

@@ -55,7 +55,13 @@ from .streams import (
 )
 from .windows import WindowFit, best_window, fit_windows, n_records_of
 
-__all__ = ["CompareEntry", "compare", "compare_table", "windows_table"]
+__all__ = [
+    "CompareEntry",
+    "chosen_confrontations",
+    "compare",
+    "compare_table",
+    "windows_table",
+]
 
 
 @dataclass(frozen=True)
@@ -255,7 +261,7 @@ def compare(
     *,
     force: bool = False,
     windows: bool = True,
-    theories: Collection[str] | None = None,
+    theories: Collection[str] | str | None = None,
 ) -> list[CompareEntry]:
     """Fit every theory whose needs ``run`` recorded, on each stream that has them, and
     judge each fit (module docstring).
@@ -269,22 +275,16 @@ def compare(
     windows : bool, default=True
         Also fit the windows of :mod:`ncdynamics.experiments.windows` (the figure of
         parameters against training time, and the verdict ``holds in a window``).
-    theories : collection of str, optional
-        Confront only these theories (default: every registered one).
+    theories : str or collection of str, optional
+        Confront only this theory, or these (default: every registered one).
 
     Returns
     -------
     list of CompareEntry
         One per theory and stream; a theory with no stream gets one ``missing`` entry.
     """
+    chosen = chosen_confrontations(theories)  # before reading: a bad name costs nothing
     run, wide = open_streams(run)  # read once, shared by every stream and window
-    chosen = streams.confrontations()  # looked up here, so a test may replace it
-    if theories is not None:
-        known = [c.theory for c in chosen]
-        unknown = sorted(set(theories) - set(known))
-        if unknown:
-            raise ValueError(f"`theories` must name confronted theories {known}; got {unknown}.")
-        chosen = [c for c in chosen if c.theory in theories]
     entries = []
     for conf in chosen:
         prefixes = find_streams(conf, run, list(wide.columns))
@@ -294,6 +294,20 @@ def compare(
             stream = Stream(run, p, wide=wide)
             entries.append(_fit_entry(conf, stream, force=force, windows=windows))
     return entries
+
+
+def chosen_confrontations(theories: Collection[str] | str | None = None) -> list[Confrontation]:
+    """The confrontations named by ``theories`` (one name, or several), in the registry's
+    order; every one when ``None``. An unknown name is refused in one line."""
+    chosen = streams.confrontations()  # looked up here, so a test may replace it
+    if theories is None:
+        return chosen
+    names = {theories} if isinstance(theories, str) else set(theories)
+    known = [c.theory for c in chosen]
+    unknown = sorted(names - set(known))
+    if unknown:
+        raise ValueError(f"`theories` must name confronted theories {known}; got {unknown}.")
+    return [c for c in chosen if c.theory in names]
 
 
 def compare_table(entries: list[CompareEntry]) -> pd.DataFrame:

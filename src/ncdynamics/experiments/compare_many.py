@@ -83,17 +83,22 @@ def compare_runs(
     force: bool = False,
     windows: bool = True,
     progress: bool = False,
+    theories: Sequence[str] | None = None,
 ) -> list[RunResult]:
     """:func:`~ncdynamics.experiments.compare.compare` on every run of ``paths`` (see
     :func:`expand_run_dirs`); a run that cannot be read or compared gets its reason.
-    ``progress`` shows a bar over the runs (each is seconds of fits)."""
+    ``progress`` shows a bar over the runs (each is seconds of fits); ``theories`` names the
+    theories to confront (default: every one; an unknown name is refused before any run)."""
     from tqdm.auto import tqdm
 
+    from .compare import chosen_confrontations
+
+    chosen_confrontations(theories)
     found = expand_run_dirs(paths)
     out = []
     for label, path in tqdm(found, desc="compare", unit="run", disable=not progress, leave=False):
         try:
-            entries = compare(path, force=force, windows=windows)
+            entries = compare(path, force=force, windows=windows, theories=theories)
         except Exception as exc:  # one damaged run must not hide the others
             msg = str(exc).splitlines()[0] if str(exc) else ""
             out.append(RunResult(label, path, error=f"{type(exc).__name__}: {msg}"))
