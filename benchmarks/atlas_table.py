@@ -89,6 +89,12 @@ BOUNDARIES: tuple[tuple[str, str, str, tuple[Any, ...]], ...] = (
     ),
     (
         "hadamard",
+        "ufm-classes",
+        "exact only for K a power of two (Sec. 3)",
+        ("never", {"n_classes": (3, 5, 6, 7, 9, 10)}),
+    ),
+    (
+        "hadamard",
         "optimiser",
         "full-batch gradient descent without momentum (eq. (9))",
         ("never", {"optimizer": ("sgd", "momentum")}),
@@ -216,6 +222,11 @@ def _judge_never(
             "declared regime, so no fit was tried there"
         )
     forced = beyond["forced_verdict"].fillna(beyond["verdict"]).astype(str)
+    if (forced == "out of regime").all():  # the fit itself refused (NotApplicable)
+        return (
+            f"by construction: fitted anyway, the theory's fit refuses all {len(forced)} runs "
+            f"beyond it ({_first_clause(str(beyond['reason'].iloc[0]), 90)})"
+        )
     counts = ", ".join(f"{v} {n}" for v, n in forced.value_counts().sort_index().items())
     n_held = int(forced.isin(_HOLDS).sum())
     if n_held:

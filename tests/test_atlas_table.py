@@ -106,3 +106,26 @@ def test_the_near_side_of_another_block_locates_a_boundary():
     nowhere = _cells([({"optimizer": "gd"}, "fails")])
     located = table.judge_boundary(cells, rule, near=nowhere, probes=probes)
     assert located.startswith("not located"), located
+
+
+def test_a_theory_that_cannot_be_fitted_beyond_a_boundary_is_by_construction():
+    """A probe whose fit itself refuses the runs (NotApplicable: the Hadamard basis needs K a
+    power of two) measures no verdict there: the boundary holds by construction, not by a
+    fit that failed."""
+    import pandas as pd
+
+    rule = ("never", {"n_classes": (6,)})
+    cells = _cells([({"n_classes": 4}, "holds"), ({"n_classes": 6}, "out of regime")])
+    refused = pd.DataFrame(
+        [
+            {
+                "n_classes": 6,
+                "verdict": "out of regime",
+                "forced_verdict": None,
+                "reason": "the Hadamard theory needs K a power of two; the run has K = 6",
+            }
+        ]
+        * 2
+    )
+    text = table.judge_boundary(cells, rule, probes=refused)
+    assert text.startswith("by construction") and "all 2 runs" in text and "power of two" in text

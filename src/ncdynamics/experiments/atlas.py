@@ -230,6 +230,13 @@ PLANS: dict[str, AtlasPlan] = {
                 {"model": ("ufm",), "loss": _LOSSES, "lr": (0.001, 0.01)},
                 {**_UFM, "optimizer": "adam"},
             ),
+            # the Hadamard theory's K-a-power-of-two boundary on its own model: the near side
+            # (K = 4, 8) fitted, the far side (K = 6) where the Hadamard basis does not exist
+            Block(
+                "ufm-classes",
+                {"model": ("ufm",), "loss": ("cross-entropy",), "n_classes": (4, 6, 8)},
+                {**_UFM, "lr": 1.0},
+            ),
         ),
         seeds=2,
     ),
@@ -266,6 +273,16 @@ PLANS: dict[str, AtlasPlan] = {
                 "ufm-adam",
                 {"model": ("ufm",), "loss": _LOSSES, "lr": (1e-4, 1e-3, 1e-2)},
                 {**_UFM, "optimizer": "adam"},
+            ),
+            Block(
+                "ufm-classes",
+                {
+                    "model": ("ufm",),
+                    "loss": ("cross-entropy",),
+                    "n_classes": (2, 3, 4, 5, 6, 8),
+                    "lr": (0.3, 1.0, 3.0),
+                },
+                {**_UFM, "epochs": 1000},
             ),
         ),
         seeds=5,
