@@ -92,7 +92,7 @@ def test_noisy_late_uneven_stream_recovers_rates_inside_their_intervals(noisy_st
     p = fit.shown.predictions
     exact = final_distance(*_truth(NOISY_STEPS[:1])[0, :2], 2.0, 2.0, TRUE.rho)
     assert p["final_pair_distance_low"] < exact < p["final_pair_distance_high"]
-    assert "Jacobian" in fit.uncertainty.method
+    assert "AR(1)" in fit.uncertainty.method and "effective records" in fit.uncertainty.method
     observed = CONFRONTATION.observe(noisy_stream)
     assert (
         set(fit.curves.fitted)
