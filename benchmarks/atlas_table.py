@@ -149,6 +149,15 @@ def _held(r: pd.Series) -> float:
     return float(r.get("share.holds", 0.0)) + float(r.get("share.holds in a window", 0.0))
 
 
+def _located(cells: pd.DataFrame, near: pd.DataFrame | None = None) -> bool:
+    """Whether the theory holds in some cell of a block, or of its near side (:data:`NEAR`):
+    only then can a boundary be located."""
+    return any(
+        c is not None and not c.empty and bool((c.apply(_held, axis=1) > 0).any())
+        for c in (cells, near)
+    )
+
+
 def _match(cells: pd.DataFrame, where: dict[str, tuple[Any, ...]]) -> pd.DataFrame:
     keep = pd.Series(True, index=cells.index)
     for k, values in where.items():
@@ -178,10 +187,7 @@ def judge_boundary(
     the ``forced_verdict`` of :func:`ncdynamics.experiments.atlas.probe_run`), which then
     decide: ``agrees`` (measured past the declaration) when none holds, ``does not agree``
     when some does."""
-    located = not cells.empty and (cells.apply(_held, axis=1) > 0).any()
-    if near is not None and not near.empty:
-        located = located or bool((near.apply(_held, axis=1) > 0).any())
-    if not located:
+    if not _located(cells, near):
         return "not located: the theory holds in no cell of this block, on either side"
     if rule[0] == "never":
         return _judge_never(cells, rule[1], probes)
@@ -488,11 +494,8 @@ def _to_probe(runs: pd.DataFrame, axes: list[str]) -> list[tuple[str, str, str]]
         if rule[0] != "never" or cells.empty:
             continue
         near = _near_cells(runs, theory, block, axes)
-        located = (cells.apply(_held, axis=1) > 0).any() or (
-            near is not None and not near.empty and (near.apply(_held, axis=1) > 0).any()
-        )
         far = _match(cells, rule[1])
-        if not located or far.empty or not far.apply(_out_of_regime, axis=1).all():
+        if not _located(cells, near) or far.empty or not far.apply(_out_of_regime, axis=1).all():
             continue
         sub = _match(runs[(runs["block"] == block) & (runs["theory"] == theory)], rule[1])
         out += [(theory, block, str(r)) for r in sorted(set(sub["run"]))]
