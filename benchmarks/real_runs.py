@@ -756,7 +756,16 @@ def reason_family(verdict_name: str, reason: str) -> tuple[str, tuple[str, float
 def why_not(run: dict[str, Any]) -> tuple[str, tuple[str, float] | None]:
     """The reason family of a run that does not hold: that of its verdict's reason, or for a
     run out of regime as a whole, that of its window from the regime's start (else its
-    longest window inside the regime), prefixed ``out of regime as a whole;``."""
+    longest window inside the regime), prefixed ``out of regime as a whole;``; for a run held
+    only in a window of a stream in regime from its start (:func:`counts_as_holding`), that of
+    its whole stream's reason."""
+    if run["verdict"] == "holds in a window":
+        whole = run["reason"].split("on the whole stream ", 1)[-1]
+        verdict_name, _, why = whole.partition(": ")
+        family, value = reason_family(verdict_name, why)
+        if not family.startswith(verdict_name):
+            family = f"{verdict_name}: {family}"
+        return f"held only in a window; on the whole stream {family}", value
     if run["verdict"] != "out of regime":
         return reason_family(run["verdict"], run["reason"])
     reasons = run.get("window_reasons") or [""] * len(run["windows"])
@@ -789,7 +798,7 @@ def render_why(result: dict[str, Any]) -> list[str]:
     the origins by :func:`ncdynamics.experiments.forecast.origin_miss` code."""
     families: dict[str, list[Any]] = {}
     for r in result["runs"]:
-        if r["verdict"] in HOLDING:
+        if counts_as_holding(r):
             continue
         family, value = why_not(r)
         row = families.setdefault(family, [0, [], []])

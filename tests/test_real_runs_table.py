@@ -251,3 +251,16 @@ def test_a_window_of_a_stream_in_regime_from_its_start_is_not_counted():
     assert (s["n_hold"], s["n_windows_in_regime"]) == (2, 1)
     page = real_runs.render([result])
     assert "in 2 of 3 runs, two thirds needed: **met** (1 more hold only in a window" in page
+
+
+def test_a_run_held_only_in_a_window_of_an_in_regime_stream_is_among_those_that_do_not_hold():
+    """The why-not table counts the runs the target does not: a window that holds on a stream
+    in regime from its first record is grouped by its whole stream's reason."""
+    result = _result(["holds", "holds in a window"], [[True], [True]])
+    result["runs"][1]["reason"] = (
+        "holds on steps 20 to 40 (5 records; 1 of 4 windows tried hold); on the whole stream "
+        "fails: margin_spread: R² 0.5 < 0.9 on its scale"
+    )
+    page = real_runs.render([result])
+    assert "Why 1 of 2 runs do not hold" in page
+    assert "| held only in a window; on the whole stream fails: R² below the threshold" in page
