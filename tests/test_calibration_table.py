@@ -163,7 +163,9 @@ def test_run_refuses_a_theory_without_a_calibration():
         table.run(1, 1, 0, names=["nope"])
 
 
-def test_theories_option_merges_into_the_newest_file(tmp_path, monkeypatch):
+def _two_theory_results(tmp_path):
+    """``(folder, docs)``: a results folder whose ``old.json`` holds theories x and y, and a
+    docs page with empty calibration markers."""
     folder = tmp_path / "results"
     folder.mkdir()
     base = _results([("independent", "holds", 1.0)])
@@ -171,6 +173,11 @@ def test_theories_option_merges_into_the_newest_file(tmp_path, monkeypatch):
     (folder / "old.json").write_text(json.dumps(base), encoding="utf-8")
     docs = tmp_path / "confront.md"
     docs.write_text("<!-- calibration:table -->\n<!-- /calibration -->\n", encoding="utf-8")
+    return folder, docs
+
+
+def test_theories_option_merges_into_the_newest_file(tmp_path, monkeypatch):
+    folder, docs = _two_theory_results(tmp_path)
     asked = {}
 
     def fake_run(n_true, n_generic, seed, forecast=True, names=None):
@@ -196,13 +203,7 @@ def test_theories_option_merges_into_the_newest_file(tmp_path, monkeypatch):
 
 
 def test_runs_of_two_theories_into_one_folder_both_end_up_in_the_newest_file(tmp_path, monkeypatch):
-    folder = tmp_path / "results"
-    folder.mkdir()
-    base = _results([("independent", "holds", 1.0)])
-    base["theories"]["y"] = base["theories"]["x"]
-    (folder / "old.json").write_text(json.dumps(base), encoding="utf-8")
-    docs = tmp_path / "confront.md"
-    docs.write_text("<!-- calibration:table -->\n<!-- /calibration -->\n", encoding="utf-8")
+    folder, docs = _two_theory_results(tmp_path)
 
     def fake_run(n_true, n_generic, seed, forecast=True, names=None):
         (name,) = names

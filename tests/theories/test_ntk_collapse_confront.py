@@ -285,11 +285,17 @@ def test_the_isotropic_rival_is_fitted_as_the_theory_is(tmp_path):
     et = 1.5 * np.eye(N_FEAT)
     S = _riccati(et, s0, 0.02 * steps.astype(float))
     run = _write(tmp_path / "r", steps, S, et, noise=0.002, config={"lr": 0.1})
-    fit = CONFRONTATION.fit(Stream(run).cut(63))
+    _assert_rival_is_the_theory(run, ISOTROPIC, steps)
+
+
+def _assert_rival_is_the_theory(run, rival, steps, cut=63):
+    """Fitted on the records up to ``cut``, ``rival`` has the theory's flow time and predicts
+    the later records as the theory does."""
+    fit = CONFRONTATION.fit(Stream(run).cut(cut))
     tau = fit.params["flow_time_per_step"].value
-    assert fit.shown.alternatives[ISOTROPIC]["flow_time_per_step"] == pytest.approx(tau, rel=1e-9)
-    later = steps[steps > 63].astype(float)
-    theirs = fit.curves.rivals[ISOTROPIC](later)["within_scatter"]
+    assert fit.shown.alternatives[rival]["flow_time_per_step"] == pytest.approx(tau, rel=1e-9)
+    later = steps[steps > cut].astype(float)
+    theirs = fit.curves.rivals[rival](later)["within_scatter"]
     assert np.allclose(theirs, fit.curves.predict(later)["within_scatter"], rtol=1e-9)
 
 
@@ -315,12 +321,7 @@ def test_the_frozen_kernel_rival_is_the_theory_when_the_recorded_kernel_does_not
         run.save_array("ntk_labels", int(t), labels)
         run.log(int(t), {"train/accuracy": 1.0})
     run.flush()
-    fit = CONFRONTATION.fit(Stream(run).cut(63))
-    tau = fit.params["flow_time_per_step"].value
-    assert fit.shown.alternatives[FROZEN]["flow_time_per_step"] == pytest.approx(tau, rel=1e-9)
-    later = steps[steps > 63].astype(float)
-    theirs = fit.curves.rivals[FROZEN](later)["within_scatter"]
-    assert np.allclose(theirs, fit.curves.predict(later)["within_scatter"], rtol=1e-9)
+    _assert_rival_is_the_theory(run, FROZEN, steps)
     moving = _write(tmp_path / "moving", steps, S, et, noise=0.002, config={"lr": 0.1})
     _, verdict = _verdict(Stream(moving))
     assert verdict.verdict == "holds", verdict.reason

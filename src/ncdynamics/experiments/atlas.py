@@ -512,14 +512,7 @@ def probe_run(
     path = Path(run.path if isinstance(run, runs.Run) else run)
     key = key or engine_key()
     cache = path / _PROBES
-    stored: dict[str, Any] = {}
-    if cache.is_file():
-        try:
-            data = read_json(cache)
-        except ValueError:
-            data = None
-        if isinstance(data, dict) and data.get("engine") == key:
-            stored = dict(data.get("theories") or {})
+    stored = dict(_cached(cache, key).get("theories") or {})
     if isinstance(stored.get(theory), list):
         return list(stored[theory])
     try:
@@ -540,16 +533,20 @@ def _after_run(run: runs.Run) -> None:
     confront_run(run)
 
 
-def _cached_rows(cache: Path, key: str) -> list[dict[str, Any]] | None:
+def _cached(cache: Path, key: str) -> dict[str, Any]:
+    """What a run's cache file (``compare.json``, ``probes.json``) holds when it was written
+    under the engine key ``key``; empty when absent, unreadable or of another engine."""
     if not cache.is_file():
-        return None
+        return {}
     try:
         data = read_json(cache)
     except ValueError:
-        return None
-    if not isinstance(data, dict) or data.get("engine") != key:
-        return None
-    rows = data.get("rows")
+        return {}
+    return data if isinstance(data, dict) and data.get("engine") == key else {}
+
+
+def _cached_rows(cache: Path, key: str) -> list[dict[str, Any]] | None:
+    rows = _cached(cache, key).get("rows")
     return rows if isinstance(rows, list) else None
 
 
