@@ -321,3 +321,59 @@ def test_a_probe_fits_past_the_declared_regime_and_caches_per_engine(
     assert atlas.probe_run(run, "toy", key="k1") == [row]
     (redone,) = atlas.probe_run(run, "toy", key="k2")  # another engine: fitted again, failed
     assert redone["verdict"] == "error" and "fitted again" in redone["reason"]
+
+
+def _lr_drop_run(path, values):
+    """A run whose recorded learning rate drops at step 40 (of 80): out of a constant-rate
+    regime as a whole, inside it on either side of the drop."""
+    run = _run(path, values)
+    for t in range(len(values)):
+        run.log(t, {"lr": 0.1 if t < 40 else 0.01})
+    run.flush()
+    return run
+
+
+@pytest.fixture
+def constant_rate_toy(only_toy):
+    from ncdynamics.theories.regime import constant_learning_rate_assumption
+
+    lr_rule = constant_learning_rate_assumption("constant rate", "the toy's rate is per step")
+    only_toy(Confrontation("toy", "s", TOY.needs, _observe, _fit, assumptions=(lr_rule,)))
+
+
+def test_an_out_of_regime_stream_whose_windows_inside_fail_says_fails(tmp_path, constant_rate_toy):
+    """Windows inside the regime were fitted and none held: the stream's verdict is that of
+    the window tested (not a bare ``out of regime``, which would hide a tested failure)."""
+    steps = np.arange(0, 80.0)
+    wavy = 2.0 + np.sin(steps / 4.0)  # no exponential decay on either side of the drop
+    (e,) = compare(_lr_drop_run(tmp_path / "r", wavy))
+    assert e.verdict.verdict in ("fails", "not distinguished", "degenerate"), e.verdict.reason
+    assert e.fit is None and e.status == "fitted in a window"
+    since, until = e.verdict.window
+    assert (since, until) == (40, 79)  # the longest window inside, the later on a tie
+    assert "on steps 40 to 79, inside its regime" in e.verdict.reason
+    assert "0 of" in e.verdict.reason  # how many windows were tried, none holding
+    assert "the whole stream is out of regime" in e.verdict.reason
+    assert "recorded lr changes from 0.1 to 0.01 at step 40" in e.verdict.reason
+    assert e.row()["window_start"] == 40
+
+
+def test_an_out_of_regime_stream_whose_window_holds_says_holds_in_a_window(
+    tmp_path, constant_rate_toy
+):
+    (e,) = compare(_lr_drop_run(tmp_path / "r", _decay(np.arange(0, 80.0), noise=0.003)))
+    assert e.verdict.verdict == "holds in a window", e.verdict.reason
+    assert e.status == "fitted in a window" and e.verdict.window is not None
+
+
+def test_an_out_of_regime_stream_with_no_window_inside_stays_out_of_regime(
+    tmp_path, constant_rate_toy
+):
+    # the rate changes at every record: no stretch inside the regime is long enough to fit
+    run = _run(tmp_path / "r", _decay(np.arange(0, 40.0)))
+    for t in range(40):
+        run.log(t, {"lr": 0.1 / (1 + t)})
+    run.flush()
+    (e,) = compare(run)
+    assert e.verdict.verdict == "out of regime" and e.verdict.window is None
+    assert e.status == "not applicable"

@@ -21,9 +21,16 @@ The verdicts, in the order they are decided:
 ``degenerate``, ``fails``, ``holds``
     The fit to the whole stream, judged by :func:`ncdynamics.theories.verdict.judge`.
 ``holds in a window``
-    The whole stream is ``fails`` or ``degenerate`` but the theory ``holds`` on one of the
-    windows; the verdict names the longest such window (in steps) and keeps the whole
-    stream's reason.
+    The whole stream is ``fails``, ``not distinguished`` or ``degenerate``, or out of regime
+    as a whole, but the theory ``holds`` on one of the windows (one inside the regime, for a
+    stream out of it); the verdict names the longest such window (in steps) and keeps the
+    whole stream's reason.
+
+A stream out of regime as a whole whose windows inside the regime were fitted and none held
+gets the verdict of the window tested (``fails``, ``not distinguished`` or ``degenerate``,
+with its window set): the window from the regime's start, else the longest inside. So
+``out of regime`` means that nothing inside the regime could be fitted, never that a fit
+inside it was tried and failed.
 """
 
 from __future__ import annotations
@@ -53,7 +60,14 @@ from .streams import (
     out_of_regime_reasons,
     unrecorded_settings,
 )
-from .windows import WindowFit, best_window, fit_windows, n_records_of
+from .windows import (
+    WindowFit,
+    best_window,
+    fit_windows,
+    min_window_records,
+    n_records_of,
+    regime_start,
+)
 
 __all__ = [
     "CompareEntry",
@@ -85,10 +99,14 @@ class CompareEntry:
 
     @property
     def status(self) -> str:
-        """``"fitted"`` when the theory was fitted, else ``"missing"``, ``"not applicable"``
-        (out of regime, not forced) or ``"failed"`` (the fit raised)."""
+        """``"fitted"`` when the theory was fitted, ``"fitted in a window"`` when its stream is
+        out of regime as a whole and the verdict is that of a window inside the regime, else
+        ``"missing"``, ``"not applicable"`` (out of regime, not forced) or ``"failed"`` (the
+        fit raised)."""
         if self.fit is not None:
             return "fitted"
+        if self.verdict.window is not None:  # out of regime as a whole, judged on a window
+            return "fitted in a window"
         return ENTRY_STATUS.get(self.verdict.verdict, "failed")
 
     def row(self) -> dict[str, Any]:
@@ -142,20 +160,10 @@ def _fit_entry(
     if reasons and not force:
         why = "; ".join(reasons) + " (not fitted; --force fits it anyway)"
         inside = _regime_windows(conf, stream, observed) if windows else []
-        best = best_window(inside)
-        verdict = Verdict("out of regime", why)
-        if best is not None:  # e.g. a constant-rate theory between two learning-rate drops
-            verdict = Verdict(
-                "holds in a window",
-                f"holds on steps {best.since:g} to {best.until:g} ({best.n_records} records; "
-                f"{_tried(inside)}), inside its regime; the whole stream is out of regime: "
-                f"{why}",
-                (best.since, best.until),
-            )
         return CompareEntry(
             conf.theory,
             label,
-            verdict,
+            _inside_verdict(conf, stream, observed, why, inside),
             observed=observed,
             regime=regime,
             windows=inside,
@@ -214,10 +222,63 @@ def _regime_windows(
 ) -> list[WindowFit]:
     """Windows of an out-of-regime stream, each checked against the regime and fitted where
     it is inside (:func:`~ncdynamics.experiments.windows.fit_windows`)."""
-    steps = next((s for s, _ in observed.values() if s.size), None)
+    steps = _first_steps(observed)
     if steps is None:
         return []
     return fit_windows(conf, stream, observed, n_free=_WINDOW_FREE_GUESS, plan_steps=steps)
+
+
+def _first_steps(observed: dict[str, Series]) -> Any:
+    """The record steps an unfitted stream's windows are placed on: the first observed."""
+    return next((s for s, _ in observed.values() if s.size), None)
+
+
+#: Verdicts of a window that was fitted inside the regime and tested, short of ``holds``.
+_TESTED = ("not distinguished", "fails", "degenerate")
+
+
+def _inside_verdict(
+    conf: Confrontation,
+    stream: Stream,
+    observed: dict[str, Series],
+    why: str,
+    inside: list[WindowFit],
+) -> Verdict:
+    """The verdict of a stream out of regime as a whole, from its windows inside the regime.
+
+    ``holds in a window`` when one holds (e.g. a constant-rate theory between two
+    learning-rate drops). When windows inside were fitted and none held, the verdict of the
+    one tested is given, so that a tested failure is not hidden behind ``out of regime``:
+    the window from the regime's start (:func:`~ncdynamics.experiments.windows.regime_start`,
+    the declared test of a regime that starts late), else the longest, the later on a tie.
+    ``out of regime`` only when no window inside could be fitted.
+    """
+    best = best_window(inside)
+    if best is not None:
+        return Verdict(
+            "holds in a window",
+            f"holds on steps {best.since:g} to {best.until:g} ({best.n_records} records; "
+            f"{_tried(inside)}), inside its regime; the whole stream is out of regime: {why}",
+            (best.since, best.until),
+        )
+    tested = [w for w in inside if w.verdict.verdict in _TESTED]
+    if not tested:
+        return Verdict("out of regime", why)
+    steps = _first_steps(observed)
+    start = (
+        regime_start(conf, stream, steps, min_window_records(_WINDOW_FREE_GUESS))
+        if steps is not None
+        else None
+    )
+    w = max(tested, key=lambda w: ((w.since, w.until) == start, w.until - w.since, w.until))
+    return Verdict(
+        w.verdict.verdict,
+        f"{w.verdict.verdict} on steps {w.since:g} to {w.until:g}, inside its regime "
+        f"({w.n_records} records; {_tried(inside)}): {w.verdict.reason}; the whole stream "
+        f"is out of regime: {why}",
+        (w.since, w.until),
+        w.verdict.skill,
+    )
 
 
 def _plan_steps(fit: TheoryFit, observed: dict[str, Series]) -> Any:

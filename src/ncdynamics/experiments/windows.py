@@ -61,6 +61,7 @@ __all__ = [
     "best_window",
     "fit_windows",
     "lr_segments",
+    "min_window_records",
     "n_records_of",
     "regime_start",
     "regime_windows",
@@ -95,6 +96,12 @@ class WindowFit:
     @property
     def label(self) -> str:
         return f"steps {self.since:g} to {self.until:g}"
+
+
+def min_window_records(n_free: int) -> int:
+    """The fewest records a window of a fit with ``n_free`` free parameters may hold:
+    ``max(MIN_WINDOW_RECORDS, n_free + 3)``, so that it keeps residual degrees of freedom."""
+    return max(MIN_WINDOW_RECORDS, n_free + 3)
 
 
 def window_plan(steps: NDArray[np.float64], min_records: int) -> list[tuple[float, float]]:
@@ -169,7 +176,7 @@ def fit_windows(
     :class:`~ncdynamics.theories.confrontation.NotApplicable`) with the first line of the
     message; the other windows are still fitted.
     """
-    min_records = max(MIN_WINDOW_RECORDS, n_free + 3)
+    min_records = min_window_records(n_free)
     plan = _plan(conf, stream, plan_steps, min_records)
     out = [_fit_one(conf, stream, observed, since, until) for since, until in sorted(plan)]
     steps = np.unique(np.asarray(plan_steps, dtype=np.float64))
