@@ -755,8 +755,9 @@ def reason_family(verdict_name: str, reason: str) -> tuple[str, tuple[str, float
 
 def why_not(run: dict[str, Any]) -> tuple[str, tuple[str, float] | None]:
     """The reason family of a run that does not hold: that of its verdict's reason, or for a
-    run out of regime as a whole, that of its window from the regime's start (else its
-    longest window inside the regime), prefixed ``out of regime as a whole;``; for a run held
+    run out of regime as a whole, that of the window its verdict names (``ncdyn compare``
+    judges such a stream by its window from the regime's start, else its longest window
+    inside the regime), prefixed ``out of regime as a whole;``; for a run held
     only in a window of a stream in regime from its start (:func:`counts_as_holding`), that of
     its whole stream's reason."""
     if run["verdict"] == "holds in a window":
@@ -766,7 +767,10 @@ def why_not(run: dict[str, Any]) -> tuple[str, tuple[str, float] | None]:
         if not family.startswith(verdict_name):
             family = f"{verdict_name}: {family}"
         return f"held only in a window; on the whole stream {family}", value
-    if run["verdict"] != "out of regime":
+    # a verdict with a window, short of holding, is that of a window of a stream out of
+    # regime as a whole (the engine judges it by the window it names)
+    tested = run.get("window")
+    if run["verdict"] != "out of regime" and tested is None:
         return reason_family(run["verdict"], run["reason"])
     reasons = run.get("window_reasons") or [""] * len(run["windows"])
     inside = [
@@ -777,7 +781,10 @@ def why_not(run: dict[str, Any]) -> tuple[str, tuple[str, float] | None]:
     if not inside:
         return "out of regime, no window inside the regime", None
     start = run.get("regime_start")
-    a, b, v, why = max(inside, key=lambda w: (w[0] == start, w[1] - w[0], w[1]))
+    a, b, v, why = max(
+        inside,
+        key=lambda w: ([w[0], w[1]] == tested, w[0] == start, w[1] - w[0], w[1]),
+    )
     family, value = reason_family(v, why) if why else (v, None)
     if not family.startswith(v):
         family = f"{v}: {family}"

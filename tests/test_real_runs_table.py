@@ -264,3 +264,29 @@ def test_a_run_held_only_in_a_window_of_an_in_regime_stream_is_among_those_that_
     page = real_runs.render([result])
     assert "Why 1 of 2 runs do not hold" in page
     assert "| held only in a window; on the whole stream fails: R² below the threshold" in page
+
+
+def test_a_stream_out_of_regime_judged_on_a_window_is_explained_by_that_window():
+    """The engine gives a stream out of regime as a whole the verdict of the window it tested
+    (``fails`` with the window named): the page explains it by that window, not by the whole
+    reason's text (whose patterns are anchored at the window's own reason)."""
+    run = {
+        "verdict": "fails",
+        "reason": f"fails on steps 10 to 40, inside its regime (6 records; 0 of 2 windows "
+        f"tried hold, ...): {BEATEN}; the whole stream is out of regime: off",
+        "window": [10.0, 40.0],
+        "regime_start": None,  # e.g. a stretch between two learning-rate drops
+        "windows": [[0.0, 20.0, "out of regime"], [0.0, 9.0, "fails"], [10.0, 40.0, "fails"]],
+        "window_reasons": ["off", "margin_spread: R² 0.4875 < 0.9 on its scale", BEATEN],
+    }
+    family, value = real_runs.why_not(run)
+    assert family == (
+        "out of regime as a whole; its window 10-40: fails: beaten by a sum of two "
+        "exponentials (in-sample and held out)"
+    )
+    assert value == ("held-out error ratio", 19.7)
+    whole = dict(run, window=None, reason=BEATEN)  # a whole stream that fails: its own reason
+    assert (
+        real_runs.why_not(whole)[0]
+        == "fails: beaten by a sum of two exponentials (in-sample and held out)"
+    )
