@@ -377,3 +377,27 @@ def test_an_out_of_regime_stream_with_no_window_inside_stays_out_of_regime(
     (e,) = compare(run)
     assert e.verdict.verdict == "out of regime" and e.verdict.window is None
     assert e.status == "not applicable"
+
+
+def test_forecast_of_an_out_of_regime_stream_gives_its_windows_verdict(tmp_path, constant_rate_toy):
+    """As compare: the forecast made inside the regime is the entry's verdict, window named."""
+    steps = np.arange(0, 80.0)
+    (bad,) = forecast(_lr_drop_run(tmp_path / "bad", 2.0 + np.sin(steps / 4.0)))
+    assert bad.verdict.verdict in ("fails", "degenerate"), bad.verdict.reason
+    assert bad.verdict.window == (40, 79)
+    assert "on steps 40 to 79, inside the regime" in bad.verdict.reason
+    assert "the whole stream is out of regime" in bad.verdict.reason
+    assert bad.status == "fitted"  # its origins were fitted
+    (good,) = forecast(_lr_drop_run(tmp_path / "good", _decay(steps, noise=0.003)))
+    assert good.verdict.verdict == "holds in a window", good.verdict.reason
+    assert good.verdict.window == (40, 79)
+
+
+def test_the_window_from_the_regimes_start_is_tested_before_a_longer_one():
+    from ncdynamics.experiments.windows import tested_first
+
+    spans = [(0.0, 30.0), (50.0, 70.0), (20.0, 45.0)]
+    assert tested_first(spans, start=(50.0, 70.0))[0] == (50.0, 70.0)
+    assert tested_first(spans, start=None) == [(0.0, 30.0), (20.0, 45.0), (50.0, 70.0)]
+    # equally long: the later one
+    assert tested_first([(0.0, 10.0), (10.0, 20.0)], start=None)[0] == (10.0, 20.0)

@@ -67,6 +67,7 @@ from .windows import (
     min_window_records,
     n_records_of,
     regime_start,
+    tested_first,
 )
 
 __all__ = [
@@ -249,8 +250,8 @@ def _inside_verdict(
     ``holds in a window`` when one holds (e.g. a constant-rate theory between two
     learning-rate drops). When windows inside were fitted and none held, the verdict of the
     one tested is given, so that a tested failure is not hidden behind ``out of regime``:
-    the window from the regime's start (:func:`~ncdynamics.experiments.windows.regime_start`,
-    the declared test of a regime that starts late), else the longest, the later on a tie.
+    the first by :func:`~ncdynamics.experiments.windows.tested_first` (the window from the
+    regime's start, the declared test of a regime that starts late, else the longest).
     ``out of regime`` only when no window inside could be fitted.
     """
     best = best_window(inside)
@@ -270,7 +271,8 @@ def _inside_verdict(
         if steps is not None
         else None
     )
-    w = max(tested, key=lambda w: ((w.since, w.until) == start, w.until - w.since, w.until))
+    span = tested_first([(w.since, w.until) for w in tested], start)[0]
+    w = next(w for w in tested if (w.since, w.until) == span)
     return Verdict(
         w.verdict.verdict,
         f"{w.verdict.verdict} on steps {w.since:g} to {w.until:g}, inside its regime "

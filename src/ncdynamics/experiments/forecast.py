@@ -6,7 +6,8 @@ scores what it predicts for every later record beside two naive baselines, the l
 a power law (:mod:`ncdynamics.experiments.forecast_scoring`). Streams are found and checked
 against the theory's regime as for :func:`ncdynamics.experiments.compare.compare`
 (:mod:`ncdynamics.experiments.streams`); a stream out of regime as a whole is forecast inside
-its longest window within the regime.
+the window within the regime that ``compare`` judges it by (the regime's start, else the
+longest), and gets that window's verdict.
 """
 
 from __future__ import annotations
@@ -300,7 +301,7 @@ def _forecast_inside_regime(
         return ForecastEntry(
             conf.theory, label, Verdict("out of regime", why), "", final, observed, [], regime
         )
-    # the longest window inside the regime, as compare's windows find it
+    # the window compare judges such a stream by: the regime's start, else the longest
     since, until = inside[0]
     entry = _forecast_entry(conf, stream.window(since, until), at, change, force=False)
     return _in_window(entry, since, until, why, observed, final, regime)
@@ -358,11 +359,21 @@ def _in_window(
     regime: list[RegimeCheck],
 ) -> ForecastEntry:
     """A forecast made inside the window ``[since, until]`` of a stream out of regime as a
-    whole, reported on the whole stream: ``holds in a window`` where it holds."""
+    whole, reported on the whole stream with the window named: ``holds in a window`` where it
+    holds, and the window's ``fails`` or ``degenerate`` where it was tested and did not hold
+    (as :func:`~ncdynamics.experiments.compare.compare` does); ``out of regime`` only when
+    nothing inside could be forecast."""
     v = entry.verdict
     where = f"on steps {since:g} to {until:g}, inside the regime"
+    span = (since, until)
     if v.verdict == "holds":
-        v = Verdict("holds in a window", f"{where}: {v.reason}; the whole stream: {why}")
+        v = Verdict("holds in a window", f"{where}: {v.reason}; the whole stream: {why}", span)
+    elif v.verdict in ("fails", "degenerate"):
+        v = Verdict(
+            v.verdict,
+            f"{v.verdict} {where}: {v.reason}; the whole stream is out of regime: {why}",
+            span,
+        )
     else:
         v = Verdict("out of regime", f"{why}; forecast {where}: {v.verdict}, {v.reason}")
     return ForecastEntry(

@@ -44,7 +44,7 @@ gets early windows with many records and late ones with few (or none).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -66,6 +66,7 @@ __all__ = [
     "regime_start",
     "regime_windows",
     "span_of",
+    "tested_first",
     "window_plan",
 ]
 
@@ -177,7 +178,7 @@ def fit_windows(
     message; the other windows are still fitted.
     """
     min_records = min_window_records(n_free)
-    plan = _plan(conf, stream, plan_steps, min_records)
+    plan, _ = _plan(conf, stream, plan_steps, min_records)
     out = [_fit_one(conf, stream, observed, since, until) for since, until in sorted(plan)]
     steps = np.unique(np.asarray(plan_steps, dtype=np.float64))
     done = {(w.since, w.until) for w in out}
@@ -210,33 +211,45 @@ def regime_start(
 
 def _plan(
     conf: Confrontation, stream: Stream, steps: NDArray[np.float64], min_records: int
-) -> list[tuple[float, float]]:
+) -> tuple[list[tuple[float, float]], tuple[float, float] | None]:
     """Every window of the module docstring: the octaves (:func:`window_plan`), the
     learning-rate stretches (:func:`lr_segments`) and the regime's start
-    (:func:`regime_start`), each once."""
+    (:func:`regime_start`), each once; and the last of these (``None`` when the regime
+    starts at the first record)."""
     plan = window_plan(steps, min_records)
     plan += [w for w in lr_segments(stream, steps, min_records) if w not in plan]
     start = regime_start(conf, stream, steps, min_records)
     if start is not None and start not in plan:
         plan.append(start)
-    return plan
+    return plan, start
+
+
+def tested_first(
+    spans: Iterable[tuple[float, float]], start: tuple[float, float] | None
+) -> list[tuple[float, float]]:
+    """``spans`` in the order a stream out of regime as a whole is judged by them: the window
+    from the regime's start (``start``, the declared test of a regime that starts late)
+    first, then the longest in training time, the later one on a tie."""
+    return sorted(spans, key=lambda w: (w == start, w[1] - w[0], w[1]), reverse=True)
 
 
 def regime_windows(
     conf: Confrontation, stream: Stream, steps: NDArray[np.float64], min_records: int
 ) -> list[tuple[float, float]]:
     """The windows of the plan (:func:`window_plan`, the learning-rate stretches and the
-    regime's start) that lie inside ``conf``'s regime, longest first: where a stream that
-    is out of regime as a whole can still be forecast."""
+    regime's start) that lie inside ``conf``'s regime, in the order of :func:`tested_first`
+    (the regime's start, then the longest): where a stream that is out of regime as a whole
+    can still be forecast."""
     inside = []
-    for since, until in _plan(conf, stream, steps, min_records):
+    plan, start = _plan(conf, stream, steps, min_records)
+    for since, until in plan:
         try:
             outside = conf.out_of_regime(stream.window(since, until))
         except Exception:  # a check that cannot run does not decide
             continue
         if not outside:
             inside.append((since, until))
-    return sorted(inside, key=lambda w: (w[1] - w[0], w[1]), reverse=True)
+    return tested_first(inside, start)
 
 
 def _fit_one(
