@@ -366,6 +366,26 @@ def test_a_theory_that_holds_in_a_window_reports_that_windows_parameters():
     assert "params.tau" not in plain and plain["params_from"] == ""
 
 
+def test_a_stream_judged_on_a_window_reports_that_windows_parameters():
+    """A stream out of regime as a whole gets the verdict of the window it was tested on
+    (``fails`` here, window named): its parameters are that window's, so the cell's value
+    counts the fit the data determined, as for ``holds in a window``."""
+    from ncdynamics.experiments.atlas import _entry_row
+    from ncdynamics.experiments.compare import CompareEntry
+    from ncdynamics.experiments.windows import WindowFit
+    from ncdynamics.theories.verdict import Verdict
+
+    windows = [
+        WindowFit(0, 100, 20, Verdict("out of regime", "off"), {}, {}),
+        WindowFit(100, 300, 40, Verdict("fails", "no"), {"tau": 2.0}, {"tau": (1.5, 2.5)}),
+        WindowFit(200, 300, 20, Verdict("fails", "no"), {"tau": 3.0}, {"tau": (2.0, 4.0)}),
+    ]
+    entry = CompareEntry("ntk_collapse", "net/", Verdict("fails", "w", (100, 300)), windows=windows)
+    row = _entry_row(entry)
+    assert (row["params.tau"], row["params.tau.low"], row["params.tau.high"]) == (2.0, 1.5, 2.5)
+    assert row["params_from"] == "window 100-300"
+
+
 def test_a_cell_that_two_blocks_ran_counts_once_per_seed():
     rows = [{**_row("mse", 0.1, 0, "holds"), "block": b} for b in ("lr", "init")]
     rows.append({**_row("mse", 0.1, 1, "fails"), "block": "lr"})

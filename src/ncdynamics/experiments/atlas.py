@@ -39,8 +39,9 @@ adds the spread between seeds (``sd^2 / n``) and the mean of the seeds' own vari
 their 95% intervals) divided by ``n``; one seed keeps its own interval. Estimates are taken from
 the runs whose verdict rests on a fit that the data determined (``holds``, ``holds in a
 window``, ``not distinguished``, ``fails``); ``degenerate`` fits (a parameter on its bound) and
-unfitted runs are left out; a run that holds in a window gives the parameters of the longest
-window it holds on (``params_from`` in the runs table). A dependence check uses only the runs
+unfitted runs are left out; a run whose verdict names a window (``holds in a window``, or a
+stream out of regime as a whole judged on a window inside it) gives that window's parameters
+(``params_from`` in the runs table). A dependence check uses only the runs
 whose fit describes their records (``holds``, ``holds in a window``, ``not distinguished``):
 the parameter of a failed fit is not the theory's parameter.
 
@@ -72,7 +73,6 @@ from ..theories.verdict import VERDICTS
 from .compare import CompareEntry
 from .dependence import fit_dependence
 from .executors import Executor, LocalExecutor, Task
-from .windows import best_window
 
 __all__ = [
     "AXES",
@@ -420,13 +420,13 @@ def _jsonable_row(row: Mapping[str, Any]) -> dict[str, Any]:
 
 def _entry_row(entry: CompareEntry) -> dict[str, Any]:
     """A compare entry as a cached row: :meth:`CompareEntry.row`, with the parameters of the
-    window it holds on when its verdict is ``holds in a window`` (the whole stream's fit, if
-    any, failed or was out of regime there); ``params_from`` says which."""
+    window its verdict names (``holds in a window``, or the verdict of the window a stream out
+    of regime as a whole was tested on): the whole stream's fit, if any, failed or was out of
+    regime there; ``params_from`` says which."""
     row = _jsonable_row(entry.row())
     row["params_from"] = "whole stream" if entry.fit is not None else ""
-    best = (
-        best_window(list(entry.windows)) if entry.verdict.verdict == "holds in a window" else None
-    )
+    span = entry.verdict.window
+    best = next((w for w in entry.windows if span and (w.since, w.until) == tuple(span)), None)
     if best is not None:
         for k in [k for k in row if k.startswith("params.")]:
             if not k.endswith((".unit", ".expected")):
