@@ -82,6 +82,16 @@ def test_a_re_run_seed_replaces_only_its_own_entries_and_commit(tmp_path):
     assert [r.seeds for r in claims.load_rows(store) if r.experiment == "x.y"] == [[0, 1], [0, 1]]
 
 
+def test_the_provenance_line_lists_commits_in_seed_order(tmp_path):
+    store = tmp_path / "rows.json"
+    _save(store, _run(tmp_path, 0, _parts(), commit="zzz"))
+    _save(store, _run(tmp_path, 1, _parts(), commit="aaa"))
+    _, table = _table(store)
+    assert table.splitlines()[-1] == (
+        "Seeds 0, 1; ncdynamics 9.9 @ zzz on cpu (seed 0); ncdynamics 9.9 @ aaa on cpu (seed 1)."
+    )
+
+
 def test_a_single_commit_table_keeps_its_one_line_provenance(tmp_path):
     store = tmp_path / "rows.json"
     _save(store, _run(tmp_path, 0, _parts(), commit="aaa"))

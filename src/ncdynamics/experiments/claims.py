@@ -557,8 +557,9 @@ def markdown_table(rows: Sequence[ClaimRow], *, provenance: bool = False) -> str
 
 
 def _provenance(rows: Sequence[ClaimRow]) -> str:
-    """What ran the rows' seeds: each source once, followed by its seeds when the table mixes
-    sources and every seed's is known (rows merged from several sessions)."""
+    """What ran the rows' seeds: each source once, followed by its seeds (sources in the
+    order of their first seeds) when the table mixes sources and every seed's is known (rows
+    merged from several sessions)."""
     names = sorted({s for r in rows for s in r.sources})
     by_seed: dict[int, set[str]] = {}
     for r in rows:
@@ -572,8 +573,7 @@ def _provenance(rows: Sequence[ClaimRow]) -> str:
     for seed, (src,) in sorted(by_seed.items()):
         seeds_of.setdefault(src, []).append(seed)
     parts = []
-    for src in sorted(seeds_of):
-        seeds = seeds_of[src]
+    for src, seeds in seeds_of.items():  # in the order of their first seeds
         label = "seed" if len(seeds) == 1 else "seeds"
         parts.append(f"{src} ({label} {', '.join(map(str, seeds))})")
     return "; ".join(parts)
