@@ -115,7 +115,7 @@ def test_saved_rows_merge_by_experiment_and_round_trip(tmp_path):
     rows = claims.load_rows(store)
     assert [(r.experiment, r.held, r.seeds) for r in rows] == [
         ("x.one", [True], [0]),
-        ("x.two", [False], [1]),
+        ("x.two", [True, False], [0, 1]),  # seed 1 added to the kept seed 0
     ]
     assert claims.markdown_table(rows[:1]) == claims.markdown_table(
         claims.collect([tmp_path / "a"])

@@ -278,8 +278,12 @@ def _build_parser() -> argparse.ArgumentParser:
         type=Path,
         default=None,
         metavar="FILE",
-        help="also keep the rows in the JSON file FILE (rows of the same experiment and "
-        "preset replaced, others kept), e.g. docs/theories/claims-cpu.json",
+        help="also keep the rows in the JSON file FILE, e.g. docs/theories/claims-cpu.json: "
+        "rows merged by seed into those kept for the same experiment and preset (a seed run "
+        "again replaces its rows, other kept seeds stay, the provenance line names every "
+        "commit); kept seeds checked by different claims (a claim, part, criterion or "
+        "source changed) are dropped with a note, never mixed; other experiments kept; "
+        "--update-docs then writes the merged rows",
     )
     clm.add_argument(
         "--update-docs",
@@ -786,7 +790,14 @@ def _cmd_claims(args: argparse.Namespace) -> int:
         return 0
     _print_claims(rows)
     if args.save is not None:
-        print(f"saved: {claims.save_rows(rows, args.save)}")
+        notes: list[str] = []
+        saved = claims.save_rows(rows, args.save, notes=notes)
+        for note in notes:
+            print(f"note: {note}")
+        print(f"saved: {saved}")
+        # the docs show what the file now holds for these experiments: kept and new seeds
+        ran = {(r.experiment, r.preset) for r in rows}
+        rows = [r for r in claims.load_rows(saved) if (r.experiment, r.preset) in ran]
     if args.update_docs is not None:
         for page in claims.update_docs(rows, args.update_docs):
             print(f"updated: {page}")

@@ -11,7 +11,8 @@ mean and standard deviation of ``ours`` where it is a number (or a mapping of nu
 :func:`update_docs` rewrites the generated regions of the docs pages, so that no reproduced
 number in the docs is typed by hand. :func:`save_rows` keeps the rows of runs too long to
 repeat in a test (the ``cpu`` presets) in a JSON file next to the docs, from which a test
-rebuilds the tables.
+rebuilds the tables; it merges new runs into the kept rows by seed (:func:`merge_rows`), so
+that seeds run in different sessions add up.
 
 A generated region in a docs page is delimited by two comments naming the experiment and the
 preset it shows::
@@ -45,6 +46,7 @@ __all__ = [
     "format_number",
     "load_rows",
     "markdown_table",
+    "merge_rows",
     "save_rows",
     "update_docs",
 ]
@@ -61,7 +63,9 @@ class ClaimRow:
     """One part of one claim of one experiment at one preset, over the runs that checked it.
 
     ``part`` and ``criterion`` are empty for a record written without parts (the whole claim
-    is then its only part).
+    is then its only part). ``held``, ``ours``, ``seeds`` and ``seed_sources`` run parallel,
+    one entry per run; ``sources`` is the set of what ran them. ``seed_sources`` is empty in
+    rows saved before it was recorded (the run behind each seed is then unknown).
     """
 
     experiment: str
@@ -75,6 +79,7 @@ class ClaimRow:
     seeds: list[int] = field(default_factory=list)
     sources: set[str] = field(default_factory=set)
     noise: float | None = None
+    seed_sources: list[str] = field(default_factory=list)
 
     @property
     def theory(self) -> str:
@@ -113,6 +118,8 @@ class ClaimRow:
         out["sources"] = sorted(self.sources)
         if self.noise is None:
             del out["noise"]
+        if not self.seed_sources:
+            del out["seed_sources"]  # rows saved before it was recorded stay as they were
         return out
 
     @classmethod
@@ -306,6 +313,7 @@ def collect(paths: Sequence[str | os.PathLike[str]]) -> list[ClaimRow]:
                 row.held.append(bool(part.get("held")))
                 row.ours.append(part.get("ours"))
                 row.seeds.append(seed)
+                row.seed_sources.append(source)
                 row.sources.add(source)
     return list(rows.values())
 
@@ -318,12 +326,16 @@ def _parts(item: dict[str, Any]) -> list[dict[str, Any]]:
     return [{"part": "", "criterion": "", "ours": item.get("ours"), "held": item.get("held")}]
 
 
-def save_rows(rows: Sequence[ClaimRow], path: str | os.PathLike[str]) -> Path:
-    """Write ``rows`` to the JSON file ``path``, replacing the rows it held for the same
-    (experiment, preset) and keeping the others; written atomically."""
+def save_rows(
+    rows: Sequence[ClaimRow], path: str | os.PathLike[str], *, notes: list[str] | None = None
+) -> Path:
+    """Merge ``rows`` into the rows kept in the JSON file ``path`` (:func:`merge_rows`) and
+    write them back atomically; a one-line note per experiment whose kept seeds were dropped
+    instead of merged is appended to ``notes``."""
     path = Path(path)
-    kept = [r for r in load_rows(path) if (r.experiment, r.preset) not in _groups(rows)]
-    merged = sorted([*kept, *rows], key=lambda r: (r.experiment, r.preset))
+    merged, said = merge_rows(load_rows(path), rows)
+    if notes is not None:
+        notes.extend(said)
     # one row per line: a re-run of one experiment changes only its own lines in a diff
     text = "[\n" + ",\n".join(json.dumps(r.to_json()) for r in merged) + "\n]\n"
     return write_bytes(path, text.encode())
@@ -343,8 +355,123 @@ def load_rows(path: str | os.PathLike[str]) -> list[ClaimRow]:
     return [ClaimRow.from_json(v, repr(str(path))) for v in value]
 
 
-def _groups(rows: Iterable[ClaimRow]) -> set[tuple[str, str]]:
-    return {(r.experiment, r.preset) for r in rows}
+def merge_rows(
+    kept: Sequence[ClaimRow], new: Sequence[ClaimRow]
+) -> tuple[list[ClaimRow], list[str]]:
+    """The rows of ``kept`` with those of ``new`` merged in by (experiment, preset, seed).
+
+    Per experiment and preset of ``new``: when the kept rows check the same claims (the same
+    claims, parts, paper sources and criteria), every part gets the kept seeds that ``new``
+    did not run plus the seeds of ``new`` (a seed run again replaces its kept entry), in seed
+    order, and ``sources`` names what ran the seeds it now holds. When the claims differ, the
+    kept seeds cannot be counted with the new ones: the new rows replace them and a one-line
+    note names the experiment, the seeds dropped and the difference. Experiments and presets
+    absent from ``new`` are kept as they are; presets are never merged with each other.
+
+    Returns ``(rows sorted by experiment and preset, notes)``.
+    """
+    groups: dict[tuple[str, str], list[ClaimRow]] = {}
+    for r in new:
+        groups.setdefault((r.experiment, r.preset), []).append(r)
+    out = [r for r in kept if (r.experiment, r.preset) not in groups]
+    notes = []
+    for key, fresh in groups.items():
+        old = [r for r in kept if (r.experiment, r.preset) == key]
+        difference = _claims_difference(old, fresh) if old else []
+        if not old or difference:
+            out.extend(fresh)
+            if old:
+                notes.append(_dropped_note(key, old, fresh, difference))
+            continue
+        by_part = {(r.claim, r.part): r for r in old}
+        out.extend(_merge_row(by_part[(r.claim, r.part)], r) for r in fresh)
+    return sorted(out, key=lambda r: (r.experiment, r.preset)), notes
+
+
+def _claims_difference(old: Sequence[ClaimRow], new: Sequence[ClaimRow]) -> list[str]:
+    """What differs between the claims two groups of rows check (empty when none)."""
+    was = {(r.claim, r.part): r for r in old}
+    now = {(r.claim, r.part): r for r in new}
+    old_claims = list(dict.fromkeys(r.claim for r in old))
+    new_claims = list(dict.fromkeys(r.claim for r in new))
+    out = [f"claim {_clip(c)!r} no longer checked" for c in old_claims if c not in new_claims]
+    out += [f"claim {_clip(c)!r} new" for c in new_claims if c not in old_claims]
+    for c, p in was:
+        if (c, p) not in now and c in new_claims:
+            out.append(f"part {p!r} of {_clip(c)!r} no longer checked")
+    for (c, p), r in now.items():
+        if (c, p) not in was:
+            if c in old_claims:
+                out.append(f"part {p!r} of {_clip(c)!r} new")
+            continue
+        for name in ("criterion", "source"):
+            before, after = getattr(was[(c, p)], name), getattr(r, name)
+            if before != after:
+                out.append(f"part {p!r} of {_clip(c)!r}: {name} {before!r} is now {after!r}")
+    return out
+
+
+def _clip(text: str, width: int = 60) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _seed_list(rows: Iterable[ClaimRow]) -> str:
+    return ", ".join(map(str, sorted({s for r in rows for s in r.seeds})))
+
+
+def _dropped_note(
+    key: tuple[str, str], old: Sequence[ClaimRow], new: Sequence[ClaimRow], difference: list[str]
+) -> str:
+    shown = "; ".join(difference[:3])
+    if len(difference) > 3:
+        shown += f"; and {len(difference) - 3} more"
+    return (
+        f"{key[0]} ({key[1]}): seeds {_seed_list(old)} dropped, not merged with seeds "
+        f"{_seed_list(new)}: the claims differ ({shown})"
+    )
+
+
+def _known_seed_sources(row: ClaimRow) -> list[str] | None:
+    """What ran each seed of ``row``; ``None`` when unknown (several sources, none per seed)."""
+    if len(row.seed_sources) == len(row.seeds):
+        return list(row.seed_sources)
+    if len(row.sources) == 1:
+        return [next(iter(row.sources))] * len(row.seeds)
+    return None
+
+
+def _merge_row(old: ClaimRow, new: ClaimRow) -> ClaimRow:
+    """``old``'s entries for the seeds ``new`` did not run, and all of ``new``'s, by seed."""
+    ran = set(new.seeds)
+    old_sources = _known_seed_sources(old)
+    new_sources = _known_seed_sources(new)
+    entries = []
+    for i, seed in enumerate(old.seeds):
+        if seed not in ran:
+            src = old_sources[i] if old_sources is not None else None
+            entries.append((seed, old.held[i], old.ours[i], src))
+    kept_any = bool(entries)
+    for i, seed in enumerate(new.seeds):
+        src = new_sources[i] if new_sources is not None else None
+        entries.append((seed, new.held[i], new.ours[i], src))
+    entries.sort(key=lambda e: e[0])
+    per_seed = [e[3] for e in entries]
+    known = all(s is not None for s in per_seed)
+    sources = {s for s in per_seed if s is not None}
+    if kept_any and old_sources is None:
+        sources |= old.sources  # which kept seed came from which is unknown: name them all
+    if new_sources is None:
+        sources |= new.sources
+    noises = [n for n in (old.noise, new.noise) if n is not None]
+    return dataclasses.replace(
+        new,
+        held=[e[1] for e in entries],
+        ours=[e[2] for e in entries],
+        seeds=[e[0] for e in entries],
+        seed_sources=[str(s) for s in per_seed] if known else [],
+        sources=sources,
+        noise=max(noises) if noises else None,
+    )
 
 
 def run_smoke(names: Sequence[str], root: str | os.PathLike[str], *, seed: int = 0) -> list[Path]:
@@ -425,9 +552,31 @@ def markdown_table(rows: Sequence[ClaimRow], *, provenance: bool = False) -> str
     out = "\n".join(lines) + "\n"
     if provenance and rows:
         seeds = ", ".join(map(str, sorted({s for r in rows for s in r.seeds})))
-        ran = "; ".join(sorted({s for r in rows for s in r.sources}))
-        out += f"\nSeeds {seeds}; {ran}.\n"
+        out += f"\nSeeds {seeds}; {_provenance(rows)}.\n"
     return out
+
+
+def _provenance(rows: Sequence[ClaimRow]) -> str:
+    """What ran the rows' seeds: each source once, followed by its seeds (sources in the
+    order of their first seeds) when the table mixes sources and every seed's is known (rows
+    merged from several sessions)."""
+    names = sorted({s for r in rows for s in r.sources})
+    by_seed: dict[int, set[str]] = {}
+    for r in rows:
+        if len(r.seed_sources) != len(r.seeds):
+            return "; ".join(names)
+        for seed, src in zip(r.seeds, r.seed_sources, strict=True):
+            by_seed.setdefault(seed, set()).add(src)
+    if len(names) < 2 or any(len(s) != 1 for s in by_seed.values()):
+        return "; ".join(names)
+    seeds_of: dict[str, list[int]] = {}
+    for seed, (src,) in sorted(by_seed.items()):
+        seeds_of.setdefault(src, []).append(seed)
+    parts = []
+    for src, seeds in seeds_of.items():  # in the order of their first seeds
+        label = "seed" if len(seeds) == 1 else "seeds"
+        parts.append(f"{src} ({label} {', '.join(map(str, seeds))})")
+    return "; ".join(parts)
 
 
 def update_docs(rows: Sequence[ClaimRow], docs: str | os.PathLike[str]) -> list[Path]:
