@@ -351,7 +351,11 @@ def _band(
     def noise() -> tuple[NDArray[np.float64], float, dict[str, float]]:
         residuals = best.extra["residuals"]
         band_cov, s2, band_dof, _ = ar1_reml_covariance(
-            best.extra["jacobian"], residuals, series=series, layout="interleaved"
+            best.extra["jacobian"],
+            residuals,
+            series=series,
+            layout="interleaved",
+            rho_estimate="maximum",
         )
         raise_to = s2 / float(np.mean(residuals**2)) if np.any(residuals) else 1.0
         # each summary's noise from all K - 1 residual series (its own few residuals, fitted
