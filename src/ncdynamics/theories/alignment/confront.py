@@ -37,8 +37,37 @@ decades. A training curve's residuals about the theory are serially correlated, 
 the theory misses systematically (lag-one correlation near 1) few effective records remain
 and the intervals are wide.
 ``rho`` and the final distance (10) get intervals from the same covariance by the delta method
-(in log), and :attr:`Curves.band` propagates it to the predictions, widened by the residual
-scatter of each observable.
+(in log).
+
+Forecast band (:attr:`Curves.band`, :func:`_curves`): the delta method in the log-rates and
+the first record *together*, with their joint covariance, widened by each observable's
+residual scatter, at Student's t on the effective records. The prediction is integrated from
+the first record and the rates are fitted from it, so a first record off by ``d`` moves the
+prediction by ``(g_y + g_theta G) d`` (``G`` the rates' response), and the refitted rates
+steer it back to the later records: the two terms partly cancel. The band's middle takes each
+variable's AR(1) coefficient at its restricted likelihood's maximum
+(:func:`~ncdynamics.theories.uncertainty.ar1_reml_covariance`, ``rho_estimate="maximum"``);
+the parameter intervals keep the residuals' own coefficient. Measured on the calibration kit's
+true streams (coverage indep./AR(1), records' error over the band's standard error
+indep./AR(1); seeds 0-3 | 4-11, or 0-11 where one figure, about 5.5 forecast origins a
+stream):
+
+* the band before: the first record carried through the rates alone, the normal quantile:
+  0.99/0.93, 0.59/1.02 | 1.00/0.92, 0.64/1.16. Its width is that term: dropping it gives
+  0.88/0.67, 1.35/2.51 (seeds 0-3), and changing the noise model does not move it -- the noise model
+  chosen by the data per variable (AR(1) only where the REML likelihood ratio against
+  ``rho = 0`` exceeds 3.84; issue 28's option (a)) 0.99/0.93, 0.61/1.05; independent noise
+  0.99/0.93, 0.61/1.08; one REML model pooled over ``a``, ``b``, ``w`` (each scaled by its
+  own residual variance; option (b), with the same choice) 0.99/0.93, 0.60/1.04 (seeds 0-3);
+* the first record through the start and the rates together, normal quantile: 0.98/0.90,
+  0.76/1.28 | 0.98/0.86, 0.83/1.43 (too narrow under AR(1));
+* the same with Student's t on the effective records: 0.99/0.93, 0.71/1.05 (at the 0.7 floor
+  under independent noise); with the noise model chosen by the data as above: 0.98/0.91,
+  0.76/1.21 | 0.99/0.89, 0.81/1.31 (below 0.9 under AR(1)); with the REML marginal variance
+  in the scatter too: 0.98/0.88, 0.86/1.37;
+* **chosen**, the same with each variable's coefficient at its REML maximum: 0.99/0.92,
+  0.77/1.15 (seeds 0-11). The 40-seed numbers are in the generated calibration table of
+  docs/confront.md.
 
 Alternatives: the four dynamics of eq. (51) (App. C.1), fitted the same way, with their AIC
 relative to (7) in :attr:`Shown.alternatives` (:func:`_alternatives`).
