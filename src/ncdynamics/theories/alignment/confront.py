@@ -534,7 +534,7 @@ def _rate_covariance_parts(
     G = -A @ jac.T @ j0  # d theta / d y0
     records = A @ meat @ A
     rho = float(np.mean([residual_autocorrelation(resid[:, k]) for k in range(3)]))
-    band_records, band_rho = _band_noise(A, rows, resid, s2)
+    band_records, band_rho = _band_noise(np.asarray(A, np.float64), rows, resid, s2)
     band_dof = effective_dof(n, p, band_rho, dof)
     dof = effective_dof(n, p, rho, dof)  # effective records
     if not (np.all(np.isfinite(records)) and np.all(np.isfinite(G))):
