@@ -32,6 +32,12 @@ with which settings it was measured (``"measured"``), so one theory can be re-me
 a change to it; the tables say which settings each row comes from when they differ.
 ``--render`` makes the tables from the newest results file without running anything;
 ``--check`` changes nothing and exits 1 when the docs differ from what the results give.
+
+``--bands-only --theories NAME ...`` measures again only the forecast bands of the named
+theories' true streams (the same streams: the file's seeds and noises) and writes a new file
+with everything else kept: for a change to a theory's band alone, which no verdict, fitted
+value or interval uses, at a fraction of a full run's cost. The theory's ``"measured"`` entry
+gets the date of that measurement under ``"bands"``, and the band table says so.
 """
 
 from __future__ import annotations
@@ -129,6 +135,50 @@ def run(
                 for r in report.results
             ],
         }
+    return out
+
+
+def stream_band(name: str, noise: str, seed: int) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """``(coverage, z)`` of theory ``name``'s forecast band on its true stream of kind
+    ``noise`` made with ``seed``: the stream ``check_theory`` makes for that seed, scored as
+    it scores it."""
+    import tempfile
+
+    import numpy as np
+
+    from ncdynamics import theories
+    from ncdynamics.theories import testing
+
+    theory = theories.get(name)
+    cal = testing._resolve_calibration(theory)
+    if cal is None:
+        raise ValueError(f"--theories must name calibrated theories, got {name!r}")
+    with tempfile.TemporaryDirectory(prefix=f"bands_{name}_") as tmp, testing._alone(theory):
+        path = Path(tmp) / f"{noise}-{seed}"
+        cal.true_stream(path, np.random.default_rng([seed, 1]), noise)
+        return testing._band_scores(path, name)
+
+
+def remeasure_bands(results: dict[str, Any], names: list[str]) -> dict[str, Any]:
+    """``results`` with the forecast bands of the true streams of theories ``names`` measured
+    again (:func:`stream_band`), each theory's ``"measured"`` entry stamped ``"bands"`` with
+    the date; every other number is kept. JSON has no NaN: a missing error is ``None``."""
+    out = json.loads(json.dumps(results))
+    date = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    for name in names:
+        if name not in out["theories"]:
+            raise ValueError(f"--theories must name theories of the results file, got {name!r}")
+        entry = out["theories"][name]
+        start = time.perf_counter()
+        for row in entry["results"]:
+            if row["kind"] != "true":
+                continue
+            coverage, z = stream_band(name, row["family"], int(row["seed"]))
+            row["band_coverage"] = [float(c) for c in coverage]
+            row["band_z"] = [float(x) if math.isfinite(x) else None for x in z]
+        print(f"{name}: bands in {time.perf_counter() - start:.0f} s", file=sys.stderr)
+        entry["measured"] = {**measured(results, name), "forecast": True, "bands": date}
+    out.update(date=date, host=platform.node())
     return out
 
 
@@ -282,6 +332,16 @@ def render(results: dict[str, Any]) -> str:
         )
         if unbanded:
             band_note += " Not measured for " + ", ".join(unbanded) + "."
+        again: dict[str, list[str]] = {}
+        for name in sorted(results["theories"]):
+            day = measured(results, name).get("bands")
+            if day:
+                again.setdefault(day[:10], []).append(name)
+        for day, names in again.items():
+            band_note += (
+                f" Bands re-measured with `--bands-only` on {day} for {', '.join(names)} "
+                "(same streams; the other tables are from the run above)."
+            )
         out += ["", band_note, "", *bands]
     return "\n".join(out) + "\n"
 
@@ -317,6 +377,11 @@ def main() -> int:
     )
     parser.add_argument("--render", action="store_true", help="only regenerate the tables")
     parser.add_argument(
+        "--bands-only",
+        action="store_true",
+        help="measure again only the forecast bands of the --theories named (module docstring)",
+    )
+    parser.add_argument(
         "--results",
         type=Path,
         help="results file, or a folder for its newest one (and where a run writes; default "
@@ -325,6 +390,8 @@ def main() -> int:
     parser.add_argument("--docs", type=Path, default=DOCS)
     parser.add_argument("--check", action="store_true", help="exit 1 if the docs are stale")
     args = parser.parse_args()
+    if args.bands_only and not args.theories:
+        parser.error("--bands-only needs --theories NAME ...")
     given: Path = args.results or RESULTS
 
     def source() -> Path:
@@ -332,6 +399,13 @@ def main() -> int:
 
     if args.render or args.check:
         results = json.loads(source().read_text(encoding="utf-8"))
+    elif args.bands_only:
+        results = remeasure_bands(json.loads(source().read_text(encoding="utf-8")), args.theories)
+        folder = given if given.is_dir() else given.parent
+        stamp = results["date"].replace(":", "")
+        path = folder / f"{results['host'] or 'host'}-{stamp}.json"
+        path.write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
+        print(f"wrote {path}", file=sys.stderr)
     else:
         if args.theories:  # looked up before the run, so that a missing file fails at once
             source()

@@ -223,3 +223,41 @@ def test_runs_of_two_theories_into_one_folder_both_end_up_in_the_newest_file(tmp
         "x": 7,
         "y": 7,
     }
+
+
+def test_bands_only_replaces_the_bands_of_the_true_streams_and_nothing_else(tmp_path, monkeypatch):
+    """``--bands-only``: after a change to a theory's band alone (verdicts and intervals do
+    not use it), the bands of the named theories' true streams are measured again, stream by
+    stream with the seeds of the file, and everything else is kept."""
+    folder, docs = _two_theory_results(tmp_path)
+    old = json.loads((folder / "old.json").read_text(encoding="utf-8"))
+    asked = []
+
+    def fake_bands(name, noise, seed):
+        asked.append((name, noise, seed))
+        return (1.0 - seed, 0.5), (seed + 1.0, float("nan"))
+
+    monkeypatch.setattr(table, "stream_band", fake_bands)
+    argv = ["calibration_table.py", "--bands-only", "--theories", "x", "--results", str(folder)]
+    monkeypatch.setattr("sys.argv", [*argv, "--docs", str(docs)])
+    assert table.main() == 0
+    assert asked == [("x", "independent", 0)]
+    new = json.loads(table.newest_results(folder).read_text(encoding="utf-8"))
+    (row,) = new["theories"]["x"]["results"][:1]
+    assert row["band_coverage"] == [1.0, 0.5] and row["band_z"][0] == 1.0
+    assert row["band_z"][1] is None  # NaN is written as null, as JSON has no NaN
+    for kept in ("kind", "family", "seed", "verdict", "params", "intervals"):
+        assert row[kept] == old["theories"]["x"]["results"][0][kept]
+    assert "band_coverage" not in new["theories"]["x"]["results"][1]  # a generic stream
+    assert new["theories"]["y"]["results"] == old["theories"]["y"]["results"]
+    assert "bands" in new["theories"]["x"]["measured"]
+    assert "bands" not in new["theories"]["y"].get("measured", {})
+    text = docs.read_text(encoding="utf-8")
+    assert "| x | 0.75 | – | 1.00 | – |" in text
+    assert "Bands re-measured with `--bands-only` on " in text and " for x" in text
+
+
+def test_bands_only_needs_the_theories_named(monkeypatch):
+    monkeypatch.setattr("sys.argv", ["calibration_table.py", "--bands-only"])
+    with pytest.raises(SystemExit):
+        table.main()

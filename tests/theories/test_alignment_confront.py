@@ -137,3 +137,54 @@ def test_alternatives_of_eq51_fit_eq7_data_worse(noisy_stream):
     for variant in ("factor-two", "square", "minus-sign", "term-removed"):
         assert alt[variant]["chosen"] == 0.0
         assert alt[variant]["delta_aic"] > 0, variant
+
+
+def test_band_carries_the_first_records_scatter_through_the_start_and_the_refit(noisy_stream):
+    """The prediction is integrated from the first record, and the rates are fitted from it
+    too: a first record off by ``d`` moves the prediction by ``(g_y + g_theta G) d`` (``G``
+    the rates' response to it), and the two terms partly cancel, since the refitted rates
+    steer the curve back to the later records. The band's share of the first record's scatter
+    is that total, checked here against refits with the first record moved; counting only the
+    rates' part (``g_theta G``, as the band did) makes it up to twice as wide as it is."""
+    from ncdynamics.theories.alignment import confront
+    from ncdynamics.theories.uncertainty import numeric_jacobian
+
+    steps, state = confront._state(noisy_stream)
+    steps, state = steps[:13], state[:13]  # a forecast origin's records
+    search = (np.log(1e-6), np.log(10.0))
+    at_rates = confront._params_at(2.0, 2.0)
+    at = np.array([60.0, 90.0])
+
+    def refit_prediction(y0):
+        moved = state.copy()
+        moved[0] = y0
+        fit = confront._fit_log_rates(steps, moved, 2.0, 2.0, search)
+        th = np.log([fit.params.inv_tau_h, fit.params.inv_tau_y])
+        return simulate(y0, np.concatenate([steps[:1], at]), at_rates(th)).ys[1:, 0]
+
+    theta = np.log(_fit_rates(steps, state, search, confront))
+    parts = confront._rate_covariance_parts(steps, state, theta, at_rates)
+    records_cov, gain, start_var = parts.records, parts.gain, parts.start
+    joint = confront._joint_covariance(records_cov, gain, start_var)
+    np.testing.assert_allclose(
+        joint[:2, :2], confront._rate_covariance(steps, state, theta, at_rates)[0]
+    )
+
+    def predict(phi):
+        return simulate(phi[2:], np.concatenate([steps[:1], at]), at_rates(phi[:2])).ys[1:, 0]
+
+    phi = np.concatenate([theta, state[0]])
+    g = numeric_jacobian(predict, phi)
+    start_only = joint.copy()
+    start_only[:2, :2] -= records_cov  # the first record's share of the joint covariance
+    band_share = np.einsum("ij,jk,ik->i", g, start_only, g)
+    total = numeric_jacobian(refit_prediction, state[0], rel_step=1e-4)
+    refit_share = np.einsum("ij,jk,ik->i", total, start_var, total)
+    np.testing.assert_allclose(band_share, refit_share, rtol=0.05)
+    rates_only = np.einsum("ij,jk,ik->i", g[:, :2], gain @ start_var @ gain.T, g[:, :2])
+    assert np.all(rates_only > 1.5 * refit_share)
+
+
+def _fit_rates(steps, state, search, confront):
+    fit = confront._fit_log_rates(steps, state, 2.0, 2.0, search)
+    return [fit.params.inv_tau_h, fit.params.inv_tau_y]

@@ -13,7 +13,9 @@ residuals' root mean square then covers far fewer than 95% of later records (had
 ntk_collapse 0.45 before issue 28).
 
 So each theory's band estimates the noise model with what the fit removed accounted for
-(REML of an AR(1) noise, :func:`~ncdynamics.theories.uncertainty.ar1_reml_covariance`, or a
+(REML of an AR(1) noise, :func:`~ncdynamics.theories.uncertainty.ar1_reml_covariance`, whose
+coefficient hadamard and alignment take at the likelihood's maximum, since on a forecast
+origin's few records the posterior median reads a correlation into independent noise, or a
 likelihood that models the residuals' covariance, as ntk_collapse's), adds the marginal
 variance of a new record to the parameter covariance carried to the horizon by the delta
 method (:func:`~ncdynamics.theories.uncertainty.delta_band`), and, since both are estimated
