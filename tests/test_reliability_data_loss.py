@@ -191,3 +191,25 @@ def test_a_killed_compare_leaves_no_hidden_folder_for_good(tmp_path):
     write_output_dir(out, "compare", lambda tmp: (tmp / "report.html").write_text("done"))
     assert sorted(p.name for p in tmp_path.iterdir()) == [".cmp-notes", "cmp"]
     assert (users / "keep.txt").read_text() == "mine"
+
+
+def test_a_linked_sibling_or_a_linked_building_mark_is_never_removed(tmp_path):
+    """Hostile look-alikes of an abandoned sibling: a link named ``.<out>-*`` to a user's
+    folder that holds our mark's name, and a real folder whose mark is a link to a user's
+    file. Neither was written by this program, so the next write removes neither."""
+    from ncdynamics.runs._outputs import _BUILDING, write_output_dir
+
+    user = tmp_path / "user"
+    user.mkdir()
+    (user / _BUILDING).write_text("")  # an unlocked mark: alone it would look abandoned
+    (user / "data.txt").write_text("mine")
+    (tmp_path / ".cmp-link").symlink_to(user, target_is_directory=True)
+    planted = tmp_path / ".cmp-planted"
+    planted.mkdir()
+    (planted / "keep.txt").write_text("mine too")
+    (planted / _BUILDING).symlink_to(user / "data.txt")
+
+    write_output_dir(tmp_path / "cmp", "compare", lambda tmp: (tmp / "r.html").write_text("x"))
+    assert (user / "data.txt").read_text() == "mine" and (user / _BUILDING).exists()
+    assert (tmp_path / ".cmp-link").is_symlink()
+    assert (planted / "keep.txt").read_text() == "mine too"
