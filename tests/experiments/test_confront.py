@@ -66,6 +66,7 @@ def test_compare_fits_each_stream_and_names_what_is_missing(tmp_path):
     assert hadamard.fit is None and hadamard.status == "fitted in a window"
     assert hadamard.verdict.verdict in ("fails", "not distinguished", "degenerate")
     assert hadamard.verdict.window == (6.0, 40.0)  # the window from the regime's start
+    assert [w.span for w in hadamard.windows if w.from_regime_start] == [(6.0, 40.0)]
     assert "the whole stream is out of regime: off-diagonal" in hadamard.verdict.reason
     forced = {(e.theory, e.stream): e for e in compare(_lesde_run(tmp_path / "f"), force=True)}
     assert forced[("hadamard", "a/")].status == "fitted" and forced[("hadamard", "a/")].forced

@@ -426,7 +426,7 @@ def _entry_row(entry: CompareEntry) -> dict[str, Any]:
     row = _jsonable_row(entry.row())
     row["params_from"] = "whole stream" if entry.fit is not None else ""
     span = entry.verdict.window
-    best = next((w for w in entry.windows if span and (w.since, w.until) == tuple(span)), None)
+    best = next((w for w in entry.windows if span and w.span == tuple(span)), None)
     if best is not None:
         for k in [k for k in row if k.startswith("params.")]:
             if not k.endswith((".unit", ".expected")):

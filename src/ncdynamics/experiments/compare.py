@@ -64,9 +64,7 @@ from .windows import (
     WindowFit,
     best_window,
     fit_windows,
-    min_window_records,
     n_records_of,
-    regime_start,
     tested_first,
 )
 
@@ -164,7 +162,7 @@ def _fit_entry(
         return CompareEntry(
             conf.theory,
             label,
-            _inside_verdict(conf, stream, observed, why, inside),
+            _inside_verdict(why, inside),
             observed=observed,
             regime=regime,
             windows=inside,
@@ -223,28 +221,17 @@ def _regime_windows(
 ) -> list[WindowFit]:
     """Windows of an out-of-regime stream, each checked against the regime and fitted where
     it is inside (:func:`~ncdynamics.experiments.windows.fit_windows`)."""
-    steps = _first_steps(observed)
+    steps = next((s for s, _ in observed.values() if s.size), None)
     if steps is None:
         return []
     return fit_windows(conf, stream, observed, n_free=_WINDOW_FREE_GUESS, plan_steps=steps)
-
-
-def _first_steps(observed: dict[str, Series]) -> Any:
-    """The record steps an unfitted stream's windows are placed on: the first observed."""
-    return next((s for s, _ in observed.values() if s.size), None)
 
 
 #: Verdicts of a window that was fitted inside the regime and tested, short of ``holds``.
 _TESTED = ("not distinguished", "fails", "degenerate")
 
 
-def _inside_verdict(
-    conf: Confrontation,
-    stream: Stream,
-    observed: dict[str, Series],
-    why: str,
-    inside: list[WindowFit],
-) -> Verdict:
+def _inside_verdict(why: str, inside: list[WindowFit]) -> Verdict:
     """The verdict of a stream out of regime as a whole, from its windows inside the regime.
 
     ``holds in a window`` when one holds (e.g. a constant-rate theory between two
@@ -265,14 +252,9 @@ def _inside_verdict(
     tested = [w for w in inside if w.verdict.verdict in _TESTED]
     if not tested:
         return Verdict("out of regime", why)
-    steps = _first_steps(observed)
-    start = (
-        regime_start(conf, stream, steps, min_window_records(_WINDOW_FREE_GUESS))
-        if steps is not None
-        else None
-    )
-    span = tested_first([(w.since, w.until) for w in tested], start)[0]
-    w = next(w for w in tested if (w.since, w.until) == span)
+    start = next((w.span for w in inside if w.from_regime_start), None)
+    span = tested_first([w.span for w in tested], start)[0]
+    w = next(w for w in tested if w.span == span)
     return Verdict(
         w.verdict.verdict,
         f"{w.verdict.verdict} on steps {w.since:g} to {w.until:g}, inside its regime "

@@ -45,7 +45,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from numpy.typing import NDArray
@@ -93,10 +93,17 @@ class WindowFit:
     verdict: Verdict
     params: dict[str, float] = field(default_factory=dict)
     intervals: dict[str, tuple[float, float]] = field(default_factory=dict)
+    #: Whether this is the window from the regime's start (:func:`regime_start`).
+    from_regime_start: bool = False
 
     @property
     def label(self) -> str:
         return f"steps {self.since:g} to {self.until:g}"
+
+    @property
+    def span(self) -> tuple[float, float]:
+        """``(since, until)``."""
+        return (self.since, self.until)
 
 
 def min_window_records(n_free: int) -> int:
@@ -178,8 +185,9 @@ def fit_windows(
     message; the other windows are still fitted.
     """
     min_records = min_window_records(n_free)
-    plan, _ = _plan(conf, stream, plan_steps, min_records)
+    plan, start = _plan(conf, stream, plan_steps, min_records)
     out = [_fit_one(conf, stream, observed, since, until) for since, until in sorted(plan)]
+    out = [replace(w, from_regime_start=True) if w.span == start else w for w in out]
     steps = np.unique(np.asarray(plan_steps, dtype=np.float64))
     done = {(w.since, w.until) for w in out}
     if steps.size:

@@ -76,14 +76,17 @@ def effective_dof(n: int, p: int, rho: float, dof: int) -> int:
     return max(min(dof, MIN_EFFECTIVE_DOF), min(dof, eff))
 
 
-def ar1_meat(rows: ArrayLike, residuals: ArrayLike, s2: float) -> NDArray[np.float64]:
+def ar1_meat(
+    rows: ArrayLike, residuals: ArrayLike, s2: float, rho: float | None = None
+) -> NDArray[np.float64]:
     """``J^T Sigma J`` for one series of residuals in record order, ``Sigma_ij = s2
-    rho^|i - j|`` with ``rho`` from :func:`residual_autocorrelation` (``s2 J^T J`` when it is
-    0): the middle of the AR(1) sandwich. ``rows`` is the series' Jacobian, one row per
-    residual."""
+    rho^|i - j|`` with ``rho`` given, else from :func:`residual_autocorrelation` (``s2 J^T J``
+    when it is 0): the middle of the AR(1) sandwich. ``rows`` is the series' Jacobian, one
+    row per residual."""
     jac = np.atleast_2d(np.asarray(rows, dtype=np.float64))
-    rho = residual_autocorrelation(residuals)
-    if rho <= 0:
+    if rho is None:
+        rho = residual_autocorrelation(residuals)  # clipped at 0
+    if rho == 0:
         return np.asarray(s2 * jac.T @ jac, np.float64)
     n = jac.shape[0]
     lags = np.abs(np.subtract.outer(np.arange(n), np.arange(n)))

@@ -564,11 +564,10 @@ def _band_noise(
     p = bread.shape[0]
     meat = np.zeros((p, p))
     rhos = []
-    lags = np.abs(np.subtract.outer(np.arange(resid.shape[0]), np.arange(resid.shape[0])))
     for k in range(resid.shape[1]):
         rho = ar1_reml_covariance(rows[:, k], resid[:, k], rho_estimate="maximum")[3]
         rho = rho if math.isfinite(rho) else 0.0
-        meat += rows[:, k].T @ (s2[k] * rho**lags) @ rows[:, k]
+        meat += ar1_meat(rows[:, k], resid[:, k], s2[k], rho=rho)
         rhos.append(rho)
     return np.asarray(bread @ meat @ bread, np.float64), float(np.mean(rhos))
 
