@@ -149,3 +149,18 @@ def test_the_reml_maximum_reads_no_correlation_into_independent_noise():
 def test_rho_estimate_must_be_named():
     with pytest.raises(ValueError, match="`rho_estimate` must be 'median' or 'maximum'"):
         ar1_reml_covariance(X, np.ones(N), rho_estimate="mean")
+
+
+def test_ar1_meat_with_a_given_coefficient_is_the_ar1_covariance_sandwiched():
+    """Oracle: ``J^T Sigma J`` with ``Sigma_ij = s2 rho^|i-j|`` built entry by entry; ``rho=0``
+    is ``s2 J^T J``; without ``rho`` the residuals' own coefficient is used."""
+    from ncdynamics.theories.uncertainty import ar1_meat, residual_autocorrelation
+
+    rng = np.random.default_rng(3)
+    jac, res = rng.normal(size=(9, 2)), np.cumsum(rng.normal(size=9))
+    sigma = np.array([[1.5 * 0.6 ** abs(i - j) for j in range(9)] for i in range(9)])
+    np.testing.assert_allclose(ar1_meat(jac, res, 1.5, rho=0.6), jac.T @ sigma @ jac, rtol=1e-12)
+    np.testing.assert_allclose(ar1_meat(jac, res, 1.5, rho=0.0), 1.5 * jac.T @ jac, rtol=1e-12)
+    own = residual_autocorrelation(res)
+    assert own > 0
+    np.testing.assert_allclose(ar1_meat(jac, res, 1.5), ar1_meat(jac, res, 1.5, rho=own))
