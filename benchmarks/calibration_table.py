@@ -138,31 +138,13 @@ def run(
     return out
 
 
-def stream_band(name: str, noise: str, seed: int) -> tuple[tuple[float, ...], tuple[float, ...]]:
-    """``(coverage, z)`` of theory ``name``'s forecast band on its true stream of kind
-    ``noise`` made with ``seed``: the stream ``check_theory`` makes for that seed, scored as
-    it scores it."""
-    import tempfile
-
-    import numpy as np
-
-    from ncdynamics import theories
-    from ncdynamics.theories import testing
-
-    theory = theories.get(name)
-    cal = testing._resolve_calibration(theory)
-    if cal is None:
-        raise ValueError(f"--theories must name calibrated theories, got {name!r}")
-    with tempfile.TemporaryDirectory(prefix=f"bands_{name}_") as tmp, testing._alone(theory):
-        path = Path(tmp) / f"{noise}-{seed}"
-        cal.true_stream(path, np.random.default_rng([seed, 1]), noise)
-        return testing._band_scores(path, name)
-
-
 def remeasure_bands(results: dict[str, Any], names: list[str]) -> dict[str, Any]:
     """``results`` with the forecast bands of the true streams of theories ``names`` measured
-    again (:func:`stream_band`), each theory's ``"measured"`` entry stamped ``"bands"`` with
-    the date; every other number is kept. JSON has no NaN: a missing error is ``None``."""
+    again (:func:`ncdynamics.theories.testing.true_stream_band`), each theory's ``"measured"``
+    entry stamped ``"bands"`` with the date; every other number is kept. JSON has no NaN: a
+    missing error is ``None``."""
+    from ncdynamics.theories import testing
+
     out = json.loads(json.dumps(results))
     date = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     for name in names:
@@ -173,7 +155,7 @@ def remeasure_bands(results: dict[str, Any], names: list[str]) -> dict[str, Any]
         for row in entry["results"]:
             if row["kind"] != "true":
                 continue
-            coverage, z = stream_band(name, row["family"], int(row["seed"]))
+            coverage, z = testing.true_stream_band(name, row["family"], int(row["seed"]))
             row["band_coverage"] = [float(c) for c in coverage]
             row["band_z"] = [float(x) if math.isfinite(x) else None for x in z]
         print(f"{name}: bands in {time.perf_counter() - start:.0f} s", file=sys.stderr)

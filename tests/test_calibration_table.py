@@ -237,7 +237,7 @@ def test_bands_only_replaces_the_bands_of_the_true_streams_and_nothing_else(tmp_
         asked.append((name, noise, seed))
         return (1.0 - seed, 0.5), (seed + 1.0, float("nan"))
 
-    monkeypatch.setattr(table, "stream_band", fake_bands)
+    monkeypatch.setattr("ncdynamics.theories.testing.true_stream_band", fake_bands)
     argv = ["calibration_table.py", "--bands-only", "--theories", "x", "--results", str(folder)]
     monkeypatch.setattr("sys.argv", [*argv, "--docs", str(docs)])
     assert table.main() == 0

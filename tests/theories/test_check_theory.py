@@ -296,3 +296,19 @@ def test_the_toy_theory_of_the_docs_meets_the_invariants_and_its_true_positives(
     assert [r.verdict for r in report.results if r.kind == "smoke"] == ["holds"]
     assert report.tp_rate == 1.0
     assert report.coverage("independent") == {"rate": 1.0}
+
+
+def test_true_stream_band_is_the_band_check_theory_measures():
+    """``testing.true_stream_band``, which re-measures one band alone, makes and scores the
+    same stream as ``check_theory(..., forecast=True)`` for that seed and noise."""
+    from ncdynamics import theories
+    from ncdynamics.theories import testing
+
+    hadamard = theories.get("hadamard")
+    report = check_theory(hadamard, seed=5, n_true=1, n_generic=0, smoke=False, forecast=True)
+    alone = testing.true_stream_band("hadamard", "ar1", 5)
+    (row,) = [r for r in report.results if r.kind == "true" and r.family == "ar1"]
+    assert alone[0]
+    np.testing.assert_equal(alone, (row.band_coverage, row.band_z))  # NaN equal to NaN
+    with pytest.raises(ValueError, match="`theory` must declare a calibration"):
+        testing.true_stream_band("truncation", "ar1", 0)

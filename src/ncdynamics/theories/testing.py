@@ -79,6 +79,7 @@ __all__ = [
     "follow",
     "generic_progress",
     "noise_series",
+    "true_stream_band",
 ]
 
 #: Verdicts that say the theory explains the records.
@@ -557,6 +558,30 @@ def _band_scores(path: Path, name: str) -> tuple[tuple[float, ...], tuple[float,
     return tuple(coverage), tuple(z)
 
 
+def _make_true_stream(cal: Calibration, path: Path, noise: str, seed: int) -> None:
+    """The true stream :func:`check_theory` makes for ``seed`` and ``noise``, at ``path``."""
+    cal.true_stream(path, np.random.default_rng([seed, 1]), noise)
+
+
+def true_stream_band(
+    theory: Theory | str, noise: str, seed: int
+) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """``(coverage, z)`` of the theory's forecast band on the true stream of kind ``noise``
+    that :func:`check_theory` makes for ``seed`` (its ``i``-th stream under ``seed=s`` has
+    seed ``s + i``), scored as ``check_theory(..., forecast=True)`` scores it: the coverage at
+    each origin and observable, and each later record's error over the band's standard
+    error. For re-measuring a band alone (``benchmarks/calibration_table.py --bands-only``).
+    """
+    theory = registry.get(theory) if isinstance(theory, str) else theory
+    cal = _resolve_calibration(theory)
+    if cal is None:
+        raise ValueError(f"`theory` must declare a calibration; got {theory.name!r}.")
+    with tempfile.TemporaryDirectory(prefix=f"bands_{theory.name}_") as tmp, _alone(theory):
+        path = Path(tmp) / f"{noise}-{seed}"
+        _make_true_stream(cal, path, noise, seed)
+        return _band_scores(path, theory.name)
+
+
 @contextmanager
 def _alone(theory: Theory) -> Iterator[None]:
     """The theory registry holding ``theory`` only, inside the block (so that the engine and
@@ -778,7 +803,7 @@ def _check_true_streams(
     for noise in NOISE_KINDS:
         for i in range(n_true):
             path = root / "true" / f"{noise}-{i}"
-            cal.true_stream(path, np.random.default_rng([seed + i, 1]), noise)
+            _make_true_stream(cal, path, noise, seed + i)
             _judge_stream(report, theory, path, "true", noise, seed + i)
             if forecast and report.results and report.results[-1].kind == "true":
                 last = report.results[-1]
